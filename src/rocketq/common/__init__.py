@@ -1,0 +1,1 @@
+"""Bottom layer: message model, ids, properties codec, errors. Standard library only."""

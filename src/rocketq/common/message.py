@@ -1,0 +1,78 @@
+"""Message facts shared by every layer: property names, the properties codec, tag hash codes.
+
+The properties string is ``name \\x01 value \\x02 name \\x01 value ...`` in UTF-8. Java writes no
+trailing ``\\x02``; the C++ client and ali-ons do. Parsing is tolerant of both (protocol-4x.md §4.2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+NAME_VALUE_SEPARATOR: Final = "\x01"
+PROPERTY_SEPARATOR: Final = "\x02"
+
+
+class Property:
+    """Property keys with RocketMQ's spelling (MessageConst)."""
+
+    KEYS: Final = "KEYS"
+    TAGS: Final = "TAGS"
+    WAIT_STORE_MSG_OK: Final = "WAIT"
+    DELAY_TIME_LEVEL: Final = "DELAY"
+    RETRY_TOPIC: Final = "RETRY_TOPIC"
+    REAL_TOPIC: Final = "REAL_TOPIC"
+    REAL_QUEUE_ID: Final = "REAL_QID"
+    TRANSACTION_PREPARED: Final = "TRAN_MSG"
+    PRODUCER_GROUP: Final = "PGROUP"
+    ORIGIN_MESSAGE_ID: Final = "ORIGIN_MESSAGE_ID"
+    RECONSUME_TIME: Final = "RECONSUME_TIME"
+    UNIQ_CLIENT_MESSAGE_ID_KEYIDX: Final = "UNIQ_KEY"
+    MAX_RECONSUME_TIMES: Final = "MAX_RECONSUME_TIMES"
+    MSG_REGION: Final = "MSG_REGION"
+    TRACE_SWITCH: Final = "TRACE_ON"
+    CLUSTER: Final = "CLUSTER"
+
+
+KEY_SEPARATOR: Final = " "
+"""KEYS holds several user keys separated by spaces."""
+
+SCHEDULE_TOPIC: Final = "SCHEDULE_TOPIC_XXXX"
+"""Delayed messages wait here; their ConsumeQueue tag code is the delivery time."""
+
+
+def encode_properties(properties: Mapping[str, str]) -> str:
+    """Render properties the way Java does: no trailing separator, empty keys or values dropped."""
+    return PROPERTY_SEPARATOR.join(
+        f"{name}{NAME_VALUE_SEPARATOR}{value}" for name, value in properties.items() if name and value
+    )
+
+
+def decode_properties(text: str) -> dict[str, str]:
+    """Parse a properties string, accepting a trailing separator and skipping malformed entries."""
+    properties: dict[str, str] = {}
+    for segment in text.split(PROPERTY_SEPARATOR):
+        name, sep, value = segment.partition(NAME_VALUE_SEPARATOR)
+        if sep and name and value:
+            properties[name] = value
+    return properties
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode``: 31*h + c over UTF-16 code units, as a signed 32-bit int."""
+    h = 0
+    for unit in _utf16_units(text):
+        h = (31 * h + unit) & 0xFFFFFFFF
+    return h - 0x1_0000_0000 if h & 0x8000_0000 else h
+
+
+def _utf16_units(text: str) -> list[int]:
+    if text.isascii():
+        return list(text.encode("ascii"))
+    raw = text.encode("utf-16-be")
+    return [int.from_bytes(raw[i : i + 2], "big") for i in range(0, len(raw), 2)]
+
+
+def tags_hash_code(tags: str | None) -> int:
+    """The ConsumeQueue tag code of a message's TAGS: Java hashCode, 0 for no tag."""
+    return java_string_hash(tags) if tags else 0

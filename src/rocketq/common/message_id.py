@@ -1,0 +1,40 @@
+"""Offset message ids: store host IPv4 + port + CommitLog offset as 32 upper-case hex characters."""
+
+from __future__ import annotations
+
+import ipaddress
+import struct
+from typing import Final
+
+from rocketq.common.errors import RocketqError
+from rocketq.common.offsets import PhysicalOffset
+
+_OFFSET_ID: Final = struct.Struct(">4siq")  # ipv4 address, port, commit log offset
+
+
+class MessageIdError(RocketqError):
+    """A message id that is not a 32-hex-character offset id."""
+
+
+def encode_host(host: str, port: int) -> bytes:
+    """Pack an IPv4 host and port as the 8 bytes stored in a record (address, then int32 port)."""
+    return ipaddress.IPv4Address(host).packed + port.to_bytes(4, "big", signed=True)
+
+
+def decode_host(packed: bytes) -> tuple[str, int]:
+    return str(ipaddress.IPv4Address(packed[:4])), int.from_bytes(packed[4:8], "big", signed=True)
+
+
+def offset_message_id(store_host: bytes, offset: int) -> str:
+    """The broker's message id for the record at ``offset``; ``store_host`` is 8 packed bytes."""
+    return (store_host + offset.to_bytes(8, "big", signed=True)).hex().upper()
+
+
+def parse_offset_message_id(message_id: str) -> tuple[str, int, PhysicalOffset]:
+    """Split an offset message id into (host, port, commit log offset)."""
+    try:
+        raw = bytes.fromhex(message_id)
+        address, port, offset = _OFFSET_ID.unpack(raw)
+    except (ValueError, struct.error) as exc:
+        raise MessageIdError(f"not an offset message id: {message_id!r}") from exc
+    return str(ipaddress.IPv4Address(address)), port, PhysicalOffset(offset)

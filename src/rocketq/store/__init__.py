@@ -1,0 +1,32 @@
+"""The broker's message store: CommitLog, ConsumeQueues, IndexFiles, checkpoint, recovery.
+
+Synchronous and file based; it imports nothing above ``rocketq.common`` and never touches sockets or
+asyncio. ``MessageStore`` is the one facade the broker uses.
+"""
+
+from rocketq.store.config import FlushDiskType, StoreConfig
+from rocketq.store.errors import CorruptRecordError, MessageTooLargeError, StoreError
+from rocketq.store.message_store import MessageStore
+from rocketq.store.results import (
+    GetMessageResult,
+    GetStatus,
+    MessageToStore,
+    PutMessageResult,
+    PutStatus,
+    StoreStats,
+)
+
+__all__ = [
+    "CorruptRecordError",
+    "FlushDiskType",
+    "GetMessageResult",
+    "GetStatus",
+    "MessageStore",
+    "MessageToStore",
+    "MessageTooLargeError",
+    "PutMessageResult",
+    "PutStatus",
+    "StoreConfig",
+    "StoreError",
+    "StoreStats",
+]

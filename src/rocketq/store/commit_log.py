@@ -1,0 +1,321 @@
+"""The CommitLog: every topic's records, appended in arrival order to one MappedFileQueue.
+
+A record never spans two files: when the next record (plus an 8-byte filler) does not fit in what is
+left of the current file, the rest of the file becomes a BLANK_MAGIC filler and the record starts the
+next file (mirrors ``CommitLog.DefaultAppendMessageCallback``). Queue offsets are assigned here, per
+topic/queue, at append time (RocketMQ's ``topicQueueTable``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from rocketq.common import record as rec
+from rocketq.common.message import (
+    KEY_SEPARATOR,
+    SCHEDULE_TOPIC,
+    Property,
+    decode_properties,
+    tags_hash_code,
+)
+from rocketq.common.offsets import PhysicalOffset, QueueOffset
+from rocketq.store.config import StoreConfig
+from rocketq.store.mapped_file import MappedFile
+from rocketq.store.mapped_file_queue import MappedFileQueue
+from rocketq.store.results import DispatchRequest, MessageToStore, PutMessageResult, PutStatus
+
+log = logging.getLogger(__name__)
+
+_TXN_MASK = rec.SysFlag.TRANSACTION_MASK
+_BLANK_FIRST_BYTE = (rec.BLANK_MAGIC & 0xFFFFFFFF) >> 24
+_NO_QUEUE_OFFSET = (rec.SysFlag.TRANSACTION_PREPARED_TYPE, rec.SysFlag.TRANSACTION_ROLLBACK_TYPE)
+
+
+@dataclass(slots=True)
+class _Encoded:
+    message: MessageToStore
+    topic: bytes
+    properties: bytes
+    size: int
+
+
+class CommitLog:
+    """Appends and reads records. ``append`` must be called with ``put_lock`` held (one writer)."""
+
+    def __init__(self, config: StoreConfig) -> None:
+        self.config = config
+        self.files = MappedFileQueue(config.commit_log_dir, config.mapped_file_size_commit_log)
+        self.queue_offsets: dict[tuple[str, int], int] = {}
+        self.put_lock = threading.Lock()
+        self._topic_bytes: dict[str, bytes] = {}
+        self._tags_codes: dict[str, int] = {}
+        self._delay_levels_ms = config.delay_levels_ms()
+
+    # -- append ---------------------------------------------------------------------------------------
+
+    def _encode(self, messages: Sequence[MessageToStore]) -> list[_Encoded] | PutMessageResult:
+        encoded: list[_Encoded] = []
+        limit = self.config.max_message_size
+        topic_cache = self._topic_bytes
+        for message in messages:
+            topic = topic_cache.get(message.topic)
+            if topic is None:
+                topic = message.topic.encode()
+                if not 0 < len(topic) <= rec.MAX_TOPIC_LENGTH:
+                    return PutMessageResult(
+                        status=PutStatus.MESSAGE_ILLEGAL, remark=f"topic length {len(topic)} not in 1..127"
+                    )
+                topic_cache[message.topic] = topic
+            properties = message.properties.encode()
+            if len(properties) > rec.MAX_PROPERTIES_LENGTH:
+                return PutMessageResult(
+                    status=PutStatus.PROPERTIES_SIZE_EXCEEDED,
+                    remark=f"properties of {len(properties)} bytes exceed {rec.MAX_PROPERTIES_LENGTH}",
+                )
+            size = rec.RECORD_OVERHEAD + len(message.body) + len(topic) + len(properties)
+            if size > limit:
+                return PutMessageResult(
+                    status=PutStatus.MESSAGE_ILLEGAL,
+                    remark=f"message of {size} bytes exceeds the maximum message size {limit}",
+                )
+            encoded.append(_Encoded(message, topic, properties, size))
+        return encoded
+
+    def _reserve_files(self, encoded: list[_Encoded]) -> MappedFile:
+        """Create every file the batch will roll into before writing a byte (DiskFullError leaves
+        the log untouched, so a refused batch is refused whole)."""
+        mapped = self.files.last_file_for_write()
+        remaining = mapped.remaining
+        total = sum(item.size for item in encoded)
+        if total + rec.END_FILE_MIN_BLANK_LENGTH <= remaining:
+            return mapped
+        file_size = self.files.file_size
+        files_needed = 0
+        for item in encoded:
+            if item.size + rec.END_FILE_MIN_BLANK_LENGTH > remaining:
+                files_needed += 1
+                remaining = file_size
+            remaining -= item.size
+        last = self.files.last_file()
+        assert last is not None
+        existing_after = 0
+        start = last.end_offset
+        while existing_after < files_needed:
+            self.files.create_file(start)
+            start += file_size
+            existing_after += 1
+        return mapped
+
+    def append(self, messages: Sequence[MessageToStore], store_timestamp: int) -> PutMessageResult:
+        """Append records; returns offsets. Raises DiskFullError before writing when files can't grow."""
+        encoded = self._encode(messages)
+        if isinstance(encoded, PutMessageResult):
+            return encoded
+        mapped = self._reserve_files(encoded)
+        queue_offsets_table = self.queue_offsets
+        physical_offsets: list[PhysicalOffset] = []
+        queue_offsets: list[QueueOffset] = []
+        sizes: list[int] = []
+        buffer = mapped.buffer
+        position = mapped.wrote_position
+        base = mapped.start_offset
+        file_size = mapped.file_size
+        for item in encoded:
+            size = item.size
+            if size + rec.END_FILE_MIN_BLANK_LENGTH > file_size - position:
+                rec.BLANK.pack_into(buffer, position, file_size - position, rec.BLANK_MAGIC)
+                mapped.wrote_position = file_size
+                following = self.files.find(mapped.end_offset)
+                assert following is not None, "files are reserved before writing"
+                mapped, buffer, position, base = following, following.buffer, 0, following.start_offset
+            message = item.message
+            key = (message.topic, message.queue_id)
+            if message.sys_flag & _TXN_MASK in _NO_QUEUE_OFFSET:
+                queue_offset = 0
+            else:
+                queue_offset = queue_offsets_table.get(key, 0)
+                queue_offsets_table[key] = queue_offset + 1
+            body = message.body
+            physical = base + position
+            rec.record_struct(len(body), len(item.topic), len(item.properties)).pack_into(
+                buffer,
+                position,
+                size,
+                rec.MESSAGE_MAGIC,
+                rec.body_crc(body),
+                message.queue_id,
+                message.flag,
+                queue_offset,
+                physical,
+                message.sys_flag,
+                message.born_timestamp,
+                message.born_host,
+                store_timestamp,
+                message.store_host,
+                message.reconsume_times,
+                message.prepared_transaction_offset,
+                len(body),
+                body,
+                len(item.topic),
+                item.topic,
+                len(item.properties),
+                item.properties,
+            )
+            position += size
+            mapped.wrote_position = position
+            physical_offsets.append(PhysicalOffset(physical))
+            queue_offsets.append(QueueOffset(queue_offset))
+            sizes.append(size)
+        return PutMessageResult(
+            status=PutStatus.PUT_OK,
+            physical_offsets=physical_offsets,
+            queue_offsets=queue_offsets,
+            sizes=sizes,
+            store_timestamp=store_timestamp,
+            wrote_bytes=sum(sizes),
+        )
+
+    # -- read -----------------------------------------------------------------------------------------
+
+    @property
+    def min_offset(self) -> int:
+        return self.files.min_offset
+
+    @property
+    def max_offset(self) -> int:
+        return self.files.max_offset
+
+    def pin(self, offset: int) -> MappedFile | None:
+        """The file holding ``offset``, held for reading (the caller releases it), or None."""
+        mapped = self.files.find(offset)
+        if mapped is None or not mapped.hold():
+            return None
+        return mapped
+
+    def read_record(self, offset: int) -> rec.StoredRecord | None:
+        """Decode the record at ``offset`` (a copy), or None when there is no valid record there."""
+        mapped = self.pin(offset)
+        if mapped is None:
+            return None
+        try:
+            position = offset - mapped.start_offset
+            if position >= mapped.wrote_position:
+                return None
+            try:
+                rec.check_record(mapped.buffer, position, mapped.wrote_position, check_crc=True)
+            except rec.RecordFormatError:
+                return None
+            return rec.decode_record(mapped.buffer, position)
+        finally:
+            mapped.release()
+
+    # -- dispatch scanning ----------------------------------------------------------------------------
+
+    def scan(self, from_offset: int, max_records: int) -> tuple[list[DispatchRequest], int]:
+        """Parse up to ``max_records`` records from ``from_offset``; return them and the next offset.
+
+        Stops at the write position. Fillers move the scan to the next file.
+        """
+        requests: list[DispatchRequest] = []
+        offset = from_offset
+        while len(requests) < max_records:
+            mapped = self.pin(offset)
+            if mapped is None:
+                last = self.files.last_file()
+                if last is not None and offset < last.start_offset:
+                    first = self.files.first_file()
+                    # Behind the oldest file (deleted): jump ahead to the oldest data.
+                    if first is not None and offset < first.start_offset:
+                        offset = first.start_offset
+                        continue
+                return requests, offset
+            try:
+                offset = self._scan_file(mapped, offset, max_records, requests)
+            finally:
+                mapped.release()
+            if offset - mapped.start_offset < mapped.file_size:
+                return requests, offset
+        return requests, offset
+
+    def _scan_file(self, mapped: MappedFile, offset: int, max_records: int, out: list[DispatchRequest]) -> int:
+        buffer = mapped.buffer
+        position = offset - mapped.start_offset
+        end = mapped.wrote_position
+        base = mapped.start_offset
+        unpack = rec.HEAD.unpack_from
+        file_size = mapped.file_size
+        while position < end and len(out) < max_records:
+            if file_size - position < rec.HEAD_SIZE or buffer[position + 4] == _BLANK_FIRST_BYTE:
+                _, magic = rec.SIZE_AND_MAGIC.unpack_from(buffer, position)
+                if magic == rec.BLANK_MAGIC:
+                    return mapped.end_offset
+            fields = unpack(buffer, position)
+            total, magic = fields[0], fields[1]
+            if magic != rec.MESSAGE_MAGIC or total <= 0:
+                log.error("%s: unexpected bytes at %d while dispatching", mapped.path, base + position)
+                return base + position
+            out.append(self._dispatch_request(buffer, position, fields))
+            position += total
+        return base + position
+
+    def _dispatch_request(self, buffer: memoryview, position: int, fields: tuple[object, ...]) -> DispatchRequest:
+        body_length = fields[14]
+        assert isinstance(body_length, int)
+        topic_at = position + rec.HEAD_SIZE + body_length
+        topic_length = buffer[topic_at]
+        properties_at = topic_at + 1 + topic_length
+        topic = str(buffer[topic_at + 1 : properties_at], "utf-8")
+        properties_length = int.from_bytes(buffer[properties_at : properties_at + 2], "big")
+        properties_text = str(buffer[properties_at + 2 : properties_at + 2 + properties_length], "utf-8")
+        properties = decode_properties(properties_text) if properties_text else {}
+        store_timestamp = fields[10]
+        assert isinstance(store_timestamp, int)
+        tags_code = self._tags_code(topic, properties, store_timestamp)
+        keys_text = properties.get(Property.KEYS)
+        return DispatchRequest(
+            topic=topic,
+            queue_id=fields[3],  # type: ignore[arg-type]
+            commit_log_offset=fields[6],  # type: ignore[arg-type]
+            size=fields[0],  # type: ignore[arg-type]
+            tags_code=tags_code,
+            store_timestamp=store_timestamp,
+            queue_offset=fields[5],  # type: ignore[arg-type]
+            keys=keys_text.split(KEY_SEPARATOR) if keys_text else (),
+            uniq_key=properties.get(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+            sys_flag=fields[7],  # type: ignore[arg-type]
+        )
+
+    def _tags_code(self, topic: str, properties: dict[str, str], store_timestamp: int) -> int:
+        if topic == SCHEDULE_TOPIC:
+            level = int(properties.get(Property.DELAY_TIME_LEVEL, "0") or 0)
+            levels = self._delay_levels_ms
+            level = min(max(level, 1), len(levels))
+            return store_timestamp + levels[level - 1]
+        tags = properties.get(Property.TAGS)
+        if not tags:
+            return 0
+        code = self._tags_codes.get(tags)
+        if code is None:
+            code = tags_hash_code(tags)
+            if len(self._tags_codes) < 100_000:
+                self._tags_codes[tags] = code
+        return code
+
+    def records(self, from_offset: int) -> Iterator[tuple[int, rec.StoredRecord]]:
+        """Every record from ``from_offset`` to the end, decoded (for tools and tests)."""
+        offset = from_offset
+        while True:
+            batch, next_offset = self.scan(offset, 1024)
+            for request in batch:
+                record = self.read_record(request.commit_log_offset)
+                if record is not None:
+                    yield request.commit_log_offset, record
+            if next_offset == offset:
+                return
+            offset = next_offset
+
+    def close(self) -> None:
+        self.files.close()

@@ -1,0 +1,78 @@
+"""StoreConfig: every store setting, with RocketMQ's defaults and units in the names or comments."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class FlushDiskType(enum.Enum):
+    """When a put is acknowledged: after the append (ASYNC) or after an fsync covers it (SYNC)."""
+
+    ASYNC_FLUSH = "ASYNC_FLUSH"
+    SYNC_FLUSH = "SYNC_FLUSH"
+
+
+DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+_UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoreConfig:
+    """Store settings; field names are the snake_case of RocketMQ's ``MessageStoreConfig`` keys."""
+
+    store_path_root_dir: Path
+    mapped_file_size_commit_log: int = 1024 * 1024 * 1024  # bytes per CommitLog file
+    mapped_file_size_consume_queue: int = 300_000 * 20  # bytes per ConsumeQueue file (300,000 entries)
+    max_hash_slot_num: int = 5_000_000  # IndexFile hash slots
+    max_index_num: int = 20_000_000  # IndexFile entries per file
+    max_message_size: int = 4 * 1024 * 1024  # bytes of one stored record
+    flush_disk_type: FlushDiskType = FlushDiskType.ASYNC_FLUSH
+    flush_interval_commit_log_ms: int = 500  # ASYNC_FLUSH write-behind interval
+    flush_commit_log_least_pages: int = 4  # ASYNC_FLUSH: flush when at least this many 4 KiB pages are dirty
+    flush_commit_log_thorough_interval_ms: int = 10_000  # ...or flush everything after this long
+    flush_interval_consume_queue_ms: int = 1000  # ConsumeQueue and IndexFile flush interval
+    flush_consume_queue_least_pages: int = 2
+    sync_flush_timeout_ms: int = 5000  # SYNC_FLUSH: how long a put waits for its fsync
+    file_reserved_time_hours: float = 72.0  # CommitLog files older than this may be deleted
+    disk_max_used_space_ratio: float = 0.75  # delete old files above this disk usage, even if young
+    disk_full_ratio: float = 0.90  # refuse puts above this disk usage
+    clean_resource_interval_ms: int = 10_000  # how often the retention check runs
+    delete_when: str = "04"  # hour(s) of day when expired files are deleted ("04" or "02;04")
+    message_index_enable: bool = True
+    message_delay_level: str = DEFAULT_DELAY_LEVELS
+    dispatch_interval_ms: int = 1  # how long the dispatcher sleeps when it finds nothing new
+    check_crc_on_recover: bool = True
+
+    @property
+    def commit_log_dir(self) -> Path:
+        return self.store_path_root_dir / "commitlog"
+
+    @property
+    def consume_queue_dir(self) -> Path:
+        return self.store_path_root_dir / "consumequeue"
+
+    @property
+    def index_dir(self) -> Path:
+        return self.store_path_root_dir / "index"
+
+    @property
+    def config_dir(self) -> Path:
+        return self.store_path_root_dir / "config"
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.store_path_root_dir / "checkpoint"
+
+    @property
+    def abort_path(self) -> Path:
+        return self.store_path_root_dir / "abort"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.store_path_root_dir / "lock"
+
+    def delay_levels_ms(self) -> list[int]:
+        """Delay per level in ms; index 0 is level 1."""
+        return [int(token[:-1]) * _UNIT_MS[token[-1]] for token in self.message_delay_level.split()]

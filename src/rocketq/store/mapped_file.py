@@ -1,0 +1,184 @@
+"""One fixed-size memory-mapped file, named by the 20-digit offset of its first byte.
+
+Files are allocated in full when created (``posix_fallocate``), so writing through the map can never
+hit a full disk: ENOSPC surfaces once, at creation, as ``DiskFullError``, and not as a SIGBUS later.
+
+Readers pin a file with ``hold()`` and unpin it with ``release()``. ``destroy()`` marks the file dead;
+it is unmapped, closed and unlinked only when the last holder releases it. A ``memoryview`` of a live
+``mmap`` keeps it from closing (``BufferError``), which is why views handed out by ``view()`` must be
+released by the reader before it releases its hold (``GetMessageResult.release`` does both).
+
+Flushing uses ``os.fdatasync`` on the file descriptor: on Linux it writes back pages dirtied through
+the shared mapping, and unlike ``mmap.flush`` it releases the GIL, so a flusher thread does not stall
+the threads that append.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import mmap
+import os
+import threading
+from pathlib import Path
+
+from rocketq.store.errors import StoreError
+
+log = logging.getLogger(__name__)
+
+OS_PAGE_SIZE = 4096
+FILE_NAME_DIGITS = 20
+
+
+class DiskFullError(StoreError):
+    """A new store file could not be allocated because the disk is full."""
+
+
+def file_name(start_offset: int) -> str:
+    return f"{start_offset:0{FILE_NAME_DIGITS}d}"
+
+
+class MappedFile:
+    """A fixed-size file mapped into memory, with write/flush positions and reference counting.
+
+    Thread safety: one writer thread at a time appends (the owner's lock); any thread may read bytes
+    below ``wrote_position``; ``flush`` may run on another thread concurrently with appends.
+    """
+
+    def __init__(self, path: Path, file_size: int, *, create: bool) -> None:
+        self.path = path
+        self.file_size = file_size
+        self.start_offset = int(path.name)
+        self.wrote_position = 0
+        self.flushed_position = 0
+        self._refs = 1  # the owner's own reference, dropped by destroy()
+        self._alive = True
+        self._lock = threading.Lock()
+        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
+        self._fd = os.open(path, flags, 0o644)
+        try:
+            if create:
+                self._allocate()
+            elif os.fstat(self._fd).st_size != file_size:
+                actual = os.fstat(self._fd).st_size
+                raise StoreError(f"{path}: size {actual} is not the configured {file_size}")
+            self.mm = mmap.mmap(self._fd, file_size, access=mmap.ACCESS_WRITE)
+        except BaseException:
+            os.close(self._fd)
+            if create:
+                path.unlink(missing_ok=True)
+            raise
+        self.buffer = memoryview(self.mm)
+
+    def _allocate(self) -> None:
+        try:
+            os.posix_fallocate(self._fd, 0, self.file_size)
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFullError(f"no space to allocate {self.path} ({self.file_size} bytes)") from exc
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+            os.ftruncate(self._fd, self.file_size)  # filesystems without fallocate
+
+    @property
+    def end_offset(self) -> int:
+        return self.start_offset + self.file_size
+
+    @property
+    def remaining(self) -> int:
+        return self.file_size - self.wrote_position
+
+    @property
+    def is_full(self) -> bool:
+        return self.wrote_position >= self.file_size
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        """Append raw bytes at the write position (the caller checked they fit)."""
+        position = self.wrote_position
+        self.buffer[position : position + len(data)] = data
+        self.wrote_position = position + len(data)
+
+    def dirty_pages(self) -> int:
+        return (self.wrote_position // OS_PAGE_SIZE) - (self.flushed_position // OS_PAGE_SIZE)
+
+    def flush(self, least_pages: int = 0) -> int:
+        """fsync when at least ``least_pages`` dirty pages are pending (0: whenever anything is).
+
+        Returns the flushed position. Safe to call concurrently with appends.
+        """
+        target = self.wrote_position
+        if target <= self.flushed_position:
+            return self.flushed_position
+        if least_pages > 0 and not self.is_full and self.dirty_pages() < least_pages:
+            return self.flushed_position
+        if not self.hold():
+            return self.flushed_position
+        try:
+            os.fdatasync(self._fd)
+        finally:
+            self.release()
+        self.flushed_position = max(self.flushed_position, target)
+        return self.flushed_position
+
+    # -- reference counting -------------------------------------------------------------------------
+
+    def hold(self) -> bool:
+        """Pin the file for reading; False when it is already destroyed."""
+        with self._lock:
+            if not self._alive:
+                return False
+            self._refs += 1
+            return True
+
+    def release(self) -> None:
+        with self._lock:
+            self._refs -= 1
+            done = self._refs == 0
+        if done:
+            self._cleanup()
+
+    def destroy(self) -> None:
+        """Delete the file once no reader holds it (now, when nobody does)."""
+        with self._lock:
+            if not self._alive:
+                return
+            self._alive = False
+        self.release()
+
+    @property
+    def is_alive(self) -> bool:
+        return self._alive
+
+    def close(self) -> None:
+        """Unmap and close without deleting (clean store shutdown)."""
+        self.buffer.release()
+        try:
+            self.mm.close()
+        except BufferError:
+            log.warning("%s: closed while a reader still holds a view; unmapping later", self.path)
+        os.close(self._fd)
+        self._fd = -1
+
+    def _cleanup(self) -> None:
+        if self._fd >= 0:
+            self.close()
+        self.path.unlink(missing_ok=True)
+        log.info("deleted %s", self.path)
+
+    def truncate_to(self, position: int) -> None:
+        """Recovery: forget everything from ``position`` on and zero it, so old bytes never reappear."""
+        chunk = 4 * 1024 * 1024
+        zeros = bytes(chunk)
+        for start in range(position, self.file_size, chunk):
+            end = min(start + chunk, self.file_size)
+            if self.buffer[start:end] != zeros[: end - start]:
+                self.buffer[start:end] = zeros[: end - start]
+        self.wrote_position = position
+        self.flushed_position = min(self.flushed_position, position)
+
+    def modified_time(self) -> float:
+        """The file's mtime (seconds), used for retention by age."""
+        return os.stat(self.path).st_mtime
+
+    def __repr__(self) -> str:
+        return f"MappedFile({self.path.name}, wrote={self.wrote_position}, flushed={self.flushed_position})"

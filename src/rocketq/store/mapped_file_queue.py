@@ -1,0 +1,177 @@
+"""An ordered run of equal-size MappedFiles forming one logical byte space (RocketMQ's MappedFileQueue).
+
+File ``k`` covers offsets ``[start_k, start_k + file_size)`` and is named by ``start_k``. Offsets are
+absolute across the queue, so after old files are deleted the first file may start far above 0.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rocketq.store.errors import StoreError
+from rocketq.store.mapped_file import MappedFile, file_name
+
+log = logging.getLogger(__name__)
+
+
+class MappedFileQueue:
+    """Thread safety: the list of files is guarded by a lock; appends come from one writer at a time."""
+
+    def __init__(self, directory: Path, file_size: int) -> None:
+        self.directory = directory
+        self.file_size = file_size
+        self._files: list[MappedFile] = []
+        self._starts: list[int] = []
+        self._lock = threading.Lock()
+        self.flushed_where = 0
+
+    # -- loading --------------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Map every existing file in the directory, oldest first. Sizes must match the configuration."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        names = sorted(p.name for p in self.directory.iterdir() if p.name.isdigit())
+        for name in names:
+            path = self.directory / name
+            if path.stat().st_size != self.file_size:
+                raise StoreError(f"{path}: size {path.stat().st_size} is not the configured file size {self.file_size}")
+            mapped = MappedFile(path, self.file_size, create=False)
+            mapped.wrote_position = mapped.flushed_position = self.file_size
+            self._append_file(mapped)
+        for previous, following in zip(self._files, self._files[1:], strict=False):
+            if following.start_offset != previous.end_offset:
+                log.warning("%s: gap before %s", self.directory, following.path.name)
+
+    def _append_file(self, mapped: MappedFile) -> None:
+        self._files.append(mapped)
+        self._starts.append(mapped.start_offset)
+
+    # -- access ---------------------------------------------------------------------------------------
+
+    @property
+    def files(self) -> list[MappedFile]:
+        with self._lock:
+            return list(self._files)
+
+    def last_file(self) -> MappedFile | None:
+        return self._files[-1] if self._files else None
+
+    def first_file(self) -> MappedFile | None:
+        return self._files[0] if self._files else None
+
+    def create_file(self, start_offset: int) -> MappedFile:
+        """Create and map the file starting at ``start_offset`` (raises DiskFullError when no space)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        mapped = MappedFile(self.directory / file_name(start_offset), self.file_size, create=True)
+        with self._lock:
+            self._append_file(mapped)
+        return mapped
+
+    def last_file_for_write(self) -> MappedFile:
+        """The file to append to, creating the first or the next one when needed."""
+        last = self.last_file()
+        if last is None:
+            return self.create_file(self.flushed_where)
+        if last.is_full:
+            return self.create_file(last.end_offset)
+        return last
+
+    def find(self, offset: int) -> MappedFile | None:
+        """The file holding absolute ``offset``, or None."""
+        with self._lock:
+            index = bisect.bisect_right(self._starts, offset) - 1
+            if index < 0:
+                return None
+            mapped = self._files[index]
+        return mapped if offset < mapped.end_offset else None
+
+    @property
+    def min_offset(self) -> int:
+        first = self.first_file()
+        return first.start_offset if first else 0
+
+    @property
+    def max_offset(self) -> int:
+        """One past the last written byte."""
+        last = self.last_file()
+        return last.start_offset + last.wrote_position if last else 0
+
+    @property
+    def flushed_offset(self) -> int:
+        return self.flushed_where
+
+    # -- flushing -------------------------------------------------------------------------------------
+
+    def flush(self, least_pages: int = 0) -> int:
+        """Flush the file holding ``flushed_where`` (and any full files before the write position).
+
+        Returns the new flushed offset.
+        """
+        while True:
+            mapped = self.find(self.flushed_where)
+            if mapped is None:
+                last = self.last_file()
+                if last is not None and self.flushed_where < last.start_offset:
+                    mapped = self.find(last.start_offset)
+                if mapped is None:
+                    return self.flushed_where
+            position = mapped.flush(least_pages)
+            new_where = mapped.start_offset + position
+            self.flushed_where = max(self.flushed_where, new_where)
+            if position < mapped.file_size:
+                return self.flushed_where
+
+    # -- recovery and deletion ------------------------------------------------------------------------
+
+    def truncate(self, offset: int) -> None:
+        """Recovery: make ``offset`` the end of the data; zero the rest, delete files past it."""
+        with self._lock:
+            keep = [f for f in self._files if f.start_offset <= offset]
+            drop = [f for f in self._files if f not in keep]
+            self._files = keep
+            self._starts = [f.start_offset for f in keep]
+        for mapped in drop:
+            log.warning("%s: deleting %s, past the recovered end %d", self.directory, mapped.path.name, offset)
+            mapped.destroy()
+        last = self.last_file()
+        if last is not None and offset < last.end_offset:
+            last.truncate_to(max(0, offset - last.start_offset))
+        self.flushed_where = offset
+
+    def delete_files(self, should_delete: Callable[[MappedFile], bool], *, keep_last: bool = True) -> int:
+        """Delete leading files while ``should_delete(file)`` holds; never the file being written."""
+        deleted = 0
+        while True:
+            with self._lock:
+                if not self._files or (keep_last and len(self._files) == 1):
+                    return deleted
+                first = self._files[0]
+            if not should_delete(first):
+                return deleted
+            with self._lock:
+                self._files.pop(0)
+                self._starts.pop(0)
+            first.destroy()
+            deleted += 1
+
+    def expired(self, max_age_seconds: float) -> Callable[[MappedFile], bool]:
+        now = time.time()
+        return lambda mapped: now - mapped.modified_time() > max_age_seconds
+
+    def destroy_all(self) -> None:
+        with self._lock:
+            files, self._files, self._starts = self._files, [], []
+        for mapped in files:
+            mapped.destroy()
+        self.flushed_where = 0
+
+    def close(self) -> None:
+        with self._lock:
+            files, self._files, self._starts = self._files, [], []
+        for mapped in files:
+            mapped.close()

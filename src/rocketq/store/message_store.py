@@ -1,0 +1,538 @@
+"""MessageStore: the one facade the broker uses (RocketMQ's DefaultMessageStore).
+
+Threading contract:
+- ``put_message``/``put_messages`` are thread safe (one internal put lock) and never block on the
+  disk: an append is a copy into a mapped file. They may be called from an event loop thread. With
+  SYNC_FLUSH the result carries ``flushed``, a ``concurrent.futures.Future`` that resolves once a
+  group-commit fsync covers the put (``asyncio.wrap_future`` it on a loop; threads may call
+  ``wait_flushed``). ``put_message_and_wait`` blocks and is for plain threads only.
+- Reads (``get_messages``, offsets, lookups, queries) are thread safe and see every record the
+  dispatcher has indexed. ``get_messages`` returns views into the mapped files; release the result.
+- Background threads: the dispatcher, the CommitLog flusher, the ConsumeQueue/index flusher (which
+  also writes the checkpoint) and the cleaner (retention, disk-full detection). fsync happens only on
+  them. ``close()`` stops them after dispatching and flushing everything, and removes ``abort``.
+- Arrival listeners run on the dispatcher thread: hand work to your loop with
+  ``loop.call_soon_threadsafe``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import threading
+import time
+from collections.abc import Collection, Sequence
+from concurrent.futures import TimeoutError as FutureTimeoutError
+
+from rocketq.common import record as rec
+from rocketq.common.offsets import PhysicalOffset, QueueOffset
+from rocketq.store.checkpoint import StoreCheckpoint
+from rocketq.store.commit_log import CommitLog
+from rocketq.store.config import FlushDiskType, StoreConfig
+from rocketq.store.config_file import read_json, write_json_atomically
+from rocketq.store.consume_queue import ENTRY, ConsumeQueue
+from rocketq.store.dispatch import ArrivalListener, Dispatcher
+from rocketq.store.errors import StoreClosedError, StoreError
+from rocketq.store.flush import CommitLogFlusher, PeriodicTask
+from rocketq.store.index_service import IndexService
+from rocketq.store.mapped_file import DiskFullError, MappedFile
+from rocketq.store.recovery import RecoveryReport, recover_commit_log
+from rocketq.store.results import (
+    GetMessageResult,
+    GetStatus,
+    MessageToStore,
+    PutMessageResult,
+    PutStatus,
+    StoreStats,
+)
+from rocketq.store.retention import Retention
+
+log = logging.getLogger(__name__)
+
+REGISTRY_FILE = "consumeQueueRegistry.json"
+PADDING_SIZE = 0x7FFFFFFF
+
+
+class MessageStore:
+    def __init__(self, config: StoreConfig) -> None:
+        self.config = config
+        self.commit_log = CommitLog(config)
+        self.index = IndexService(config) if config.message_index_enable else None
+        self.checkpoint = StoreCheckpoint(config.checkpoint_path)
+        self._queues: dict[tuple[str, int], ConsumeQueue] = {}
+        self._queues_lock = threading.Lock()
+        self._registry_dirty = False
+        self.dispatcher = Dispatcher(
+            self.commit_log, self.consume_queue, self.index, config.dispatch_interval_ms / 1000
+        )
+        self.flusher = CommitLogFlusher(
+            config, self.commit_log.files, lambda: self._last_store_timestamp, self._on_commit_log_flushed
+        )
+        self.retention = Retention(self)
+        self._logics_flusher = PeriodicTask(
+            "rocketq-logics-flush", config.flush_interval_consume_queue_ms / 1000, self.flush_logics
+        )
+        self._cleaner = PeriodicTask("rocketq-clean", config.clean_resource_interval_ms / 1000, self.retention.run)
+        self._last_store_timestamp = 0
+        self._lock_fd = -1
+        self._open = False
+        self.disk_full = False
+        self.recovery: RecoveryReport | None = None
+        self._put_messages = 0
+        self._put_bytes = 0
+        self._get_messages = 0
+        self._put_latency_max = 0.0
+
+    # -- lifecycle ------------------------------------------------------------------------------------
+
+    def start(self) -> MessageStore:
+        """Load files, recover, rebuild what is missing, then start the background threads."""
+        config = self.config
+        config.store_path_root_dir.mkdir(parents=True, exist_ok=True)
+        self._acquire_lock()
+        try:
+            clean = not config.abort_path.exists()
+            self.checkpoint = StoreCheckpoint.load(config.checkpoint_path)
+            self.commit_log.files.load()
+            self._load_consume_queues()
+            if self.index is not None:
+                self.index.load()
+            self.recovery = self._recover(clean)
+            config.abort_path.touch()
+        except BaseException:
+            self._release_lock()
+            raise
+        self._open = True
+        self.dispatcher.start()
+        self.flusher.start()
+        self._logics_flusher.start()
+        self._cleaner.start()
+        log.info(
+            "store %s started: commit log [%d, %d), %d consume queues, clean shutdown before: %s",
+            config.store_path_root_dir,
+            self.commit_log.min_offset,
+            self.commit_log.max_offset,
+            len(self._queues),
+            clean,
+        )
+        return self
+
+    def __enter__(self) -> MessageStore:
+        return self.start() if not self._open else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Dispatch and flush everything, write the checkpoint, remove ``abort``. Idempotent."""
+        if not self._open:
+            return
+        with self.commit_log.put_lock:
+            self._open = False
+        self.dispatcher.stop()
+        self.dispatcher.dispatch_until(self.commit_log.max_offset)
+        self.flusher.stop()
+        self._cleaner.stop()
+        self._logics_flusher.stop()
+        self._write_registry(force=True)
+        self.commit_log.close()
+        with self._queues_lock:
+            for queue in self._queues.values():
+                queue.close()
+        if self.index is not None:
+            self.index.close()
+        self.config.abort_path.unlink(missing_ok=True)
+        self._release_lock()
+        log.info("store %s closed", self.config.store_path_root_dir)
+
+    def _acquire_lock(self) -> None:
+        self._lock_fd = os.open(self.config.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+            raise StoreError(f"{self.config.store_path_root_dir} is in use by another process") from exc
+
+    def _release_lock(self) -> None:
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+    # -- recovery -------------------------------------------------------------------------------------
+
+    def _load_consume_queues(self) -> None:
+        root = self.config.consume_queue_dir
+        root.mkdir(parents=True, exist_ok=True)
+        for topic_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+            for queue_dir in sorted(p for p in topic_dir.iterdir() if p.is_dir() and p.name.isdigit()):
+                queue = self._new_queue(topic_dir.name, int(queue_dir.name))
+                queue.load()
+
+    def _new_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        queue = ConsumeQueue(topic, queue_id, self.config.consume_queue_dir, self.config.mapped_file_size_consume_queue)
+        self._queues[(topic, queue_id)] = queue
+        return queue
+
+    def _recover(self, clean: bool) -> RecoveryReport:
+        config = self.config
+        report = recover_commit_log(
+            self.commit_log,
+            clean_shutdown=clean,
+            checkpoint_min_timestamp=self.checkpoint.min_timestamp(with_index=self.index is not None),
+            check_crc=config.check_crc_on_recover,
+        )
+        end = report.commit_log_end
+        for queue in self._queues.values():
+            queue.recover()
+            queue.truncate_dirty(end)
+        dispatch_from = end if clean else report.scan_start
+        if self.index is not None:
+            self.index.discard_after(end, 2**62 if clean else self.checkpoint.index_msg_timestamp)
+            indexed_to = self.index.end_phy_offset
+            dispatch_from = min(dispatch_from, indexed_to if indexed_to >= 0 else self.commit_log.min_offset)
+        missing = self._queues_behind_registry()
+        if missing:
+            report.rebuilt.extend(missing)
+            log.warning("consume queues missing or behind, rebuilding from the commit log: %s", missing)
+            dispatch_from = self.commit_log.min_offset
+        dispatch_from = max(dispatch_from, self.commit_log.min_offset)
+        self.dispatcher.dispatched_offset = dispatch_from
+        self.dispatcher.dispatch_until(end)
+        self.commit_log.queue_offsets = {key: queue.max_offset for key, queue in self._queues.items()}
+        self._last_store_timestamp = self.dispatcher.dispatched_timestamp
+        self._registry_dirty = True
+        return report
+
+    def _queues_behind_registry(self) -> list[str]:
+        registry = read_json(self.config.config_dir / REGISTRY_FILE) or {}
+        behind: list[str] = []
+        for topic, queues in registry.get("queues", {}).items():
+            for queue_id, max_offset in queues.items():
+                queue = self._queues.get((topic, int(queue_id)))
+                if queue is None or queue.max_offset < int(max_offset):
+                    behind.append(f"{topic}-{queue_id}")
+        return behind
+
+    def _write_registry(self, *, force: bool = False) -> None:
+        if not (self._registry_dirty or force):
+            return
+        self._registry_dirty = False
+        table: dict[str, dict[str, int]] = {}
+        with self._queues_lock:
+            for (topic, queue_id), queue in self._queues.items():
+                table.setdefault(topic, {})[str(queue_id)] = queue.max_offset
+        write_json_atomically(self.config.config_dir / REGISTRY_FILE, {"queues": table})
+
+    # -- put ------------------------------------------------------------------------------------------
+
+    def put_message(self, message: MessageToStore) -> PutMessageResult:
+        return self.put_messages((message,))
+
+    def put_messages(self, messages: Sequence[MessageToStore]) -> PutMessageResult:
+        """Append messages in order (a batch is refused whole or stored whole). Thread safe; never
+        blocks on the disk. With SYNC_FLUSH, ``result.flushed`` resolves when an fsync covers it."""
+        if not messages:
+            return PutMessageResult(status=PutStatus.MESSAGE_ILLEGAL, remark="empty batch")
+        if self.disk_full:
+            return PutMessageResult(status=PutStatus.DISK_FULL, remark="disk full: puts refused, reads served")
+        began = time.perf_counter()
+        with self.commit_log.put_lock:
+            if not self._open:
+                return PutMessageResult(status=PutStatus.SERVICE_NOT_AVAILABLE, remark="store is not running")
+            store_timestamp = int(time.time() * 1000)
+            try:
+                result = self.commit_log.append(messages, store_timestamp)
+            except DiskFullError as exc:
+                self.disk_full = True
+                log.error("put refused: %s", exc)
+                return PutMessageResult(status=PutStatus.DISK_FULL, remark=str(exc))
+            if result.ok:
+                self._last_store_timestamp = store_timestamp
+        if not result.ok:
+            return result
+        self._put_messages += len(messages)
+        self._put_bytes += result.wrote_bytes
+        self._put_latency_max = max(self._put_latency_max, time.perf_counter() - began)
+        self.dispatcher.wake()
+        if self.config.flush_disk_type is FlushDiskType.SYNC_FLUSH:
+            result.flushed = self.flusher.request(result.end_offset)
+        return result
+
+    def wait_flushed(self, result: PutMessageResult, timeout_s: float | None = None) -> PutMessageResult:
+        """Block until the put's fsync is done (SYNC_FLUSH); FLUSH_DISK_TIMEOUT after the timeout."""
+        if result.flushed is None or not result.ok:
+            return result
+        try:
+            result.flushed.result(self.config.sync_flush_timeout_ms / 1000 if timeout_s is None else timeout_s)
+        except FutureTimeoutError:
+            result.status = PutStatus.FLUSH_DISK_TIMEOUT
+        return result
+
+    def put_message_and_wait(self, message: MessageToStore) -> PutMessageResult:
+        """``put_message`` then ``wait_flushed``: for plain threads, never on an event loop."""
+        return self.wait_flushed(self.put_message(message))
+
+    # -- get ------------------------------------------------------------------------------------------
+
+    def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        """The queue for topic/queue_id, created on first use (dispatcher thread)."""
+        queue = self._queues.get((topic, queue_id))
+        if queue is None:
+            with self._queues_lock:
+                queue = self._queues.get((topic, queue_id)) or self._new_queue(topic, queue_id)
+                self._registry_dirty = True
+        return queue
+
+    def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        return self._queues.get((topic, queue_id))
+
+    def get_messages(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_count: int,
+        *,
+        tags_codes: Collection[int] | None = None,
+        max_bytes: int = 4 * 1024 * 1024,
+    ) -> GetMessageResult:
+        """Up to ``max_count`` records from ``offset``, as views (no copies). ``tags_codes``: keep only
+        records whose ConsumeQueue tag code is in it (None keeps all). Release the result."""
+        queue = self._queues.get((topic, queue_id))
+        if queue is None:
+            return GetMessageResult(
+                status=GetStatus.NO_MATCHED_LOGIC_QUEUE,
+                next_begin_offset=QueueOffset(0 if offset <= 0 else offset),
+                min_offset=QueueOffset(0),
+                max_offset=QueueOffset(0),
+            )
+        low, high = queue.min_offset, queue.max_offset
+        status = None
+        next_offset = offset
+        if high == 0:
+            status, next_offset = GetStatus.NO_MESSAGE_IN_QUEUE, 0
+        elif offset < low:
+            status, next_offset = GetStatus.OFFSET_TOO_SMALL, low
+        elif offset == high:
+            status = GetStatus.OFFSET_OVERFLOW_ONE
+        elif offset > high:
+            status, next_offset = GetStatus.OFFSET_OVERFLOW_BADLY, high
+        result = GetMessageResult(
+            status=status or GetStatus.NO_MATCHED_MESSAGE,
+            next_begin_offset=QueueOffset(next_offset),
+            min_offset=QueueOffset(low),
+            max_offset=QueueOffset(high),
+        )
+        if status is None:
+            self._read_into(result, queue, offset, min(max_count, high - offset), tags_codes, max_bytes)
+        return result
+
+    def _read_into(
+        self,
+        result: GetMessageResult,
+        queue: ConsumeQueue,
+        offset: int,
+        max_count: int,
+        tags_codes: Collection[int] | None,
+        max_bytes: int,
+    ) -> None:
+        found_any_entry = False
+        removed = False
+        current: MappedFile | None = None
+        run_start = run_end = -1  # the pending run of adjacent records, as file positions
+        buffers = result.buffers
+        queue_offsets = result.queue_offsets
+        physical_offsets = result.physical_offsets
+        total = 0
+        cursor = offset
+        while len(queue_offsets) < max_count and total < max_bytes:
+            found = queue.entries(cursor, max_count - len(queue_offsets))
+            if found is None:
+                break
+            cq_file, view = found
+            try:
+                for commit_offset, size, tags_code in ENTRY.iter_unpack(view):
+                    found_any_entry = True
+                    if size == PADDING_SIZE or (tags_codes is not None and tags_code not in tags_codes):
+                        cursor += 1
+                        continue
+                    if total + size > max_bytes and queue_offsets:
+                        break
+                    if current is None or not current.start_offset <= commit_offset < current.end_offset:
+                        if current is not None and run_start >= 0:
+                            buffers.append(current.buffer[run_start:run_end])
+                        run_start = -1
+                        current = self.commit_log.pin(commit_offset)
+                        if current is None:
+                            removed = True
+                            cursor += 1
+                            continue
+                        result._releases.append(current)
+                    position = commit_offset - current.start_offset
+                    if position == run_end:
+                        run_end += size
+                    else:
+                        if run_start >= 0:
+                            buffers.append(current.buffer[run_start:run_end])
+                        run_start, run_end = position, position + size
+                    queue_offsets.append(QueueOffset(cursor))
+                    physical_offsets.append(PhysicalOffset(commit_offset))
+                    total += size
+                    cursor += 1
+                else:
+                    continue
+                break
+            finally:
+                view.release()
+                cq_file.release()
+        if current is not None and run_start >= 0:
+            buffers.append(current.buffer[run_start:run_end])
+        result.message_count = len(queue_offsets)
+        result.total_bytes = total
+        result.next_begin_offset = QueueOffset(cursor)
+        if queue_offsets:
+            result.status = GetStatus.FOUND
+        elif removed:
+            result.status = GetStatus.MESSAGE_WAS_REMOVING
+        elif not found_any_entry:
+            result.status = GetStatus.OFFSET_FOUND_NULL
+        self._get_messages += len(queue_offsets)
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        queue = self._queues.get((topic, queue_id))
+        return queue.min_offset if queue else 0
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        queue = self._queues.get((topic, queue_id))
+        return queue.max_offset if queue else 0
+
+    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, queue_offset: int) -> int | None:
+        queue = self._queues.get((topic, queue_id))
+        entry = queue.entry(queue_offset) if queue else None
+        return entry[0] if entry else None
+
+    def _store_time_at(self, commit_offset: int) -> int | None:
+        mapped = self.commit_log.pin(commit_offset)
+        if mapped is None:
+            return None
+        try:
+            at = commit_offset - mapped.start_offset + rec.STORE_TIMESTAMP_AT
+            return int.from_bytes(mapped.buffer[at : at + 8], "big", signed=True)
+        finally:
+            mapped.release()
+
+    def get_offset_by_timestamp(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """The first queue offset stored at or after ``timestamp_ms`` (max offset when none)."""
+        queue = self._queues.get((topic, queue_id))
+        return queue.offset_for_timestamp(timestamp_ms, self._store_time_at) if queue else 0
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, queue_offset: int) -> int | None:
+        offset = self.get_commit_log_offset_in_queue(topic, queue_id, queue_offset)
+        return None if offset is None else self._store_time_at(offset)
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int | None:
+        return self.get_message_store_timestamp(topic, queue_id, self.get_min_offset_in_queue(topic, queue_id))
+
+    def lookup_message(self, commit_log_offset: int) -> rec.StoredRecord | None:
+        """The record at a CommitLog offset (from an offset message id), or None."""
+        return self.commit_log.read_record(commit_log_offset)
+
+    def query_message(
+        self, topic: str, key: str, max_num: int = 32, begin_ms: int = 0, end_ms: int = 2**62
+    ) -> list[rec.StoredRecord]:
+        """Records of ``topic`` whose UNIQ_KEY or KEYS holds ``key``, stored in [begin_ms, end_ms]."""
+        if self.index is None:
+            return []
+        records = []
+        for offset in self.index.query(topic, key, max_num, begin_ms, end_ms):
+            record = self.commit_log.read_record(offset)
+            if record is not None and record.topic == topic:
+                records.append(record)
+        return records
+
+    # -- topics and listeners -------------------------------------------------------------------------
+
+    def add_arrival_listener(self, listener: ArrivalListener) -> None:
+        self.dispatcher.listeners.append(listener)
+
+    def topic_queues(self) -> dict[str, list[int]]:
+        table: dict[str, list[int]] = {}
+        for topic, queue_id in sorted(self._queues):
+            table.setdefault(topic, []).append(queue_id)
+        return table
+
+    def delete_topic(self, topic: str) -> None:
+        """Remove a topic's ConsumeQueues (its records age out of the CommitLog with the rest)."""
+        with self._queues_lock:
+            doomed = [key for key in self._queues if key[0] == topic]
+            for key in doomed:
+                self._queues.pop(key).files.destroy_all()
+            self._registry_dirty = True
+        with self.commit_log.put_lock:
+            for key in doomed:
+                self.commit_log.queue_offsets.pop(key, None)
+        topic_dir = self.config.consume_queue_dir / topic
+        for path in sorted(topic_dir.glob("*"), reverse=True):
+            if path.is_dir():
+                path.rmdir()
+        if topic_dir.exists():
+            topic_dir.rmdir()
+
+    # -- flushing -------------------------------------------------------------------------------------
+
+    def _on_commit_log_flushed(self, store_timestamp: int) -> None:
+        self.checkpoint.physic_msg_timestamp = max(self.checkpoint.physic_msg_timestamp, store_timestamp)
+
+    def flush_logics(self) -> None:
+        """Flush ConsumeQueues and the index, then the checkpoint (runs on the logics flush thread)."""
+        stamp = self.dispatcher.dispatched_timestamp
+        with self._queues_lock:
+            queues = list(self._queues.values())
+        for queue in queues:
+            queue.flush(0)
+        if self.index is not None:
+            self.index.flush()
+        if stamp:
+            self.checkpoint.logics_msg_timestamp = stamp
+            self.checkpoint.index_msg_timestamp = stamp
+        self.checkpoint.flush()
+        self._write_registry()
+
+    # -- statistics -----------------------------------------------------------------------------------
+
+    def disk_used_ratio(self) -> float:
+        usage = os.statvfs(self.config.store_path_root_dir)
+        total = usage.f_blocks * usage.f_frsize
+        free = usage.f_bavail * usage.f_frsize
+        return 0.0 if total == 0 else 1 - free / total
+
+    def stats(self) -> StoreStats:
+        return StoreStats(
+            commit_log_min_offset=self.commit_log.min_offset,
+            commit_log_max_offset=self.commit_log.max_offset,
+            commit_log_flushed_offset=self.commit_log.files.flushed_where,
+            commit_log_files=len(self.commit_log.files.files),
+            dispatched_offset=self.dispatcher.dispatched_offset,
+            consume_queues=len(self._queues),
+            index_files=len(self.index.files) if self.index else 0,
+            put_messages=self._put_messages,
+            put_bytes=self._put_bytes,
+            get_messages=self._get_messages,
+            disk_used_ratio=self.disk_used_ratio(),
+            disk_full=self.disk_full,
+            put_latency_ms_max=self._put_latency_max * 1000,
+        )
+
+    @property
+    def is_open(self) -> bool:
+        return self._open
+
+    def check_open(self) -> None:
+        if not self._open:
+            raise StoreClosedError("store is closed")
+
+    def queues(self) -> list[ConsumeQueue]:
+        with self._queues_lock:
+            return list(self._queues.values())

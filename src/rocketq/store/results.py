@@ -1,0 +1,160 @@
+"""What goes into the store and what comes out: message input, put/get results and statuses."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from rocketq.common.offsets import PhysicalOffset, QueueOffset
+
+NO_HOST = bytes(8)
+
+
+@dataclass(slots=True, kw_only=True)
+class MessageToStore:
+    """A message as the broker hands it to the store (RocketMQ's MessageExtBrokerInner).
+
+    ``properties`` is the encoded properties string (protocol-4x.md §4.2); the store parses TAGS, KEYS,
+    UNIQ_KEY and DELAY out of it when it dispatches. Hosts are 8 packed bytes (IPv4 + int32 port).
+    """
+
+    topic: str
+    queue_id: int
+    body: bytes
+    properties: str = ""
+    flag: int = 0
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: bytes = NO_HOST
+    store_host: bytes = NO_HOST
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+
+
+class PutStatus(enum.Enum):
+    PUT_OK = "PUT_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"  # appended, but its fsync did not finish in time
+    MESSAGE_ILLEGAL = "MESSAGE_ILLEGAL"  # too large, or topic/properties too long
+    PROPERTIES_SIZE_EXCEEDED = "PROPERTIES_SIZE_EXCEEDED"
+    DISK_FULL = "DISK_FULL"  # refused: the disk is over disk_full_ratio or a new file cannot be allocated
+    SERVICE_NOT_AVAILABLE = "SERVICE_NOT_AVAILABLE"  # store closed or shutting down
+    OS_PAGE_CACHE_BUSY = "OS_PAGE_CACHE_BUSY"
+    UNKNOWN_ERROR = "UNKNOWN_ERROR"
+
+
+@dataclass(slots=True, kw_only=True)
+class PutMessageResult:
+    """Outcome of a put. For a batch, the lists hold one entry per message, in order.
+
+    ``flushed`` is set for SYNC_FLUSH puts: a ``concurrent.futures.Future`` that resolves to the flushed
+    CommitLog offset once an fsync covers the put's bytes (wrap it with ``asyncio.wrap_future`` on a loop).
+    """
+
+    status: PutStatus
+    physical_offsets: list[PhysicalOffset] = field(default_factory=list)
+    queue_offsets: list[QueueOffset] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+    store_timestamp: int = 0
+    wrote_bytes: int = 0
+    remark: str = ""
+    flushed: Future[int] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status is PutStatus.PUT_OK
+
+    @property
+    def end_offset(self) -> int:
+        """The CommitLog offset just past this put's last record."""
+        return self.physical_offsets[-1] + self.sizes[-1] if self.physical_offsets else 0
+
+
+class GetStatus(enum.Enum):
+    FOUND = "FOUND"
+    NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"  # entries exist but none passed the filter
+    MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"  # CommitLog file already deleted
+    OFFSET_FOUND_NULL = "OFFSET_FOUND_NULL"
+    OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"  # offset > max offset
+    OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"  # offset == max offset: nothing new yet
+    OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"  # offset < min offset
+    NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"  # no such topic/queue
+    NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"  # queue exists, empty
+
+
+@dataclass(slots=True, kw_only=True)
+class GetMessageResult:
+    """Records read from one queue, as zero-copy views into the CommitLog's mapped files.
+
+    ``buffers`` are ``memoryview`` slices; adjacent records are merged into one view, so
+    ``len(buffers) <= message_count``. The views pin their files: call ``release()`` (or use the
+    result as a context manager) once the bytes have been written out, before the store may delete
+    or unmap those files. ``next_begin_offset`` is where the next read of this queue starts.
+    """
+
+    status: GetStatus
+    next_begin_offset: QueueOffset
+    min_offset: QueueOffset
+    max_offset: QueueOffset
+    buffers: list[memoryview] = field(default_factory=list)
+    message_count: int = 0
+    total_bytes: int = 0
+    queue_offsets: list[QueueOffset] = field(default_factory=list)
+    physical_offsets: list[PhysicalOffset] = field(default_factory=list)
+    _releases: list[object] = field(default_factory=list, repr=False)
+
+    def release(self) -> None:
+        """Drop the views and unpin the mapped files they came from. Safe to call twice."""
+        for view in self.buffers:
+            view.release()
+        self.buffers.clear()
+        for holder in self._releases:
+            holder.release()  # type: ignore[attr-defined]
+        self._releases.clear()
+
+    def tobytes(self) -> bytes:
+        """All records concatenated (a copy)."""
+        return b"".join(self.buffers)
+
+    def __enter__(self) -> GetMessageResult:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoreStats:
+    commit_log_min_offset: int
+    commit_log_max_offset: int
+    commit_log_flushed_offset: int
+    commit_log_files: int
+    dispatched_offset: int
+    consume_queues: int
+    index_files: int
+    put_messages: int
+    put_bytes: int
+    get_messages: int
+    disk_used_ratio: float
+    disk_full: bool
+    put_latency_ms_max: float
+
+    def as_dict(self) -> dict[str, object]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchRequest:
+    """One CommitLog record as the dispatcher sees it (RocketMQ's DispatchRequest)."""
+
+    topic: str
+    queue_id: int
+    commit_log_offset: int
+    size: int
+    tags_code: int
+    store_timestamp: int
+    queue_offset: int
+    keys: Sequence[str]
+    uniq_key: str | None
+    sys_flag: int

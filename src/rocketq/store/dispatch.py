@@ -47,6 +47,7 @@ class Dispatcher:
         self._pending = False
         self._stopping = False
         self._thread: threading.Thread | None = None
+        self._dispatch_lock = threading.Lock()  # the thread and dispatch_now() callers take turns
         self.dispatched_count = 0
 
     def start(self) -> None:
@@ -81,6 +82,10 @@ class Dispatcher:
 
     def dispatch_until(self, end_offset: int) -> int:
         """Dispatch every record below ``end_offset``; returns how many records were dispatched."""
+        with self._dispatch_lock:
+            return self._dispatch_until(end_offset)
+
+    def _dispatch_until(self, end_offset: int) -> int:
         count = 0
         while self.dispatched_offset < end_offset:
             requests, next_offset = self._commit_log.scan(self.dispatched_offset, BATCH_RECORDS)

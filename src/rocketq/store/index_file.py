@@ -30,7 +30,7 @@ HEADER: Final = struct.Struct(
 )
 HEADER_SIZE: Final = 40
 assert HEADER.size == HEADER_SIZE
-SLOT: Final = struct.Struct(">i")
+SLOT: Final = struct.Struct(">i")  # per slot: newest entry number
 SLOT_SIZE: Final = 4
 INDEX_ENTRY: Final = struct.Struct(
     ">i"  # key_hash
@@ -40,9 +40,10 @@ INDEX_ENTRY: Final = struct.Struct(
 )
 INDEX_ENTRY_SIZE: Final = 20
 assert INDEX_ENTRY.size == INDEX_ENTRY_SIZE
-_END_FIELDS: Final = struct.Struct(">qq")  # end_timestamp, end_phy_offset at offset 8
-_COUNT: Final = struct.Struct(">i")  # index_count at offset 36
-_BEGIN_FIELDS: Final = struct.Struct(">q8xq")  # begin_timestamp at 0, begin_phy_offset at 16
+_INT64: Final = struct.Struct(">q")
+_INT32: Final = struct.Struct(">i")
+BEGIN_TIMESTAMP_AT, END_TIMESTAMP_AT, BEGIN_PHY_OFFSET_AT, END_PHY_OFFSET_AT = 0, 8, 16, 24
+HASH_SLOT_COUNT_AT, INDEX_COUNT_AT = 32, 36
 
 
 def key_hash(key: str) -> int:
@@ -108,12 +109,15 @@ class IndexFile:
         hashed = key_hash(key)
         slot_at = HEADER_SIZE + (hashed % self.slot_count) * SLOT_SIZE
         (previous,) = SLOT.unpack_from(buffer, slot_at)
-        if previous < 0 or previous > self.index_count:
+        if previous <= 0 or previous > self.index_count:
             previous = 0
+            self.hash_slot_count += 1  # a slot used for the first time
+            _INT32.pack_into(buffer, HASH_SLOT_COUNT_AT, self.hash_slot_count)
         if self.is_empty:
             self.begin_timestamp = store_timestamp
             self.begin_phy_offset = phy_offset
-            _BEGIN_FIELDS.pack_into(buffer, 0, store_timestamp, phy_offset)
+            _INT64.pack_into(buffer, BEGIN_TIMESTAMP_AT, store_timestamp)
+            _INT64.pack_into(buffer, BEGIN_PHY_OFFSET_AT, phy_offset)
         time_diff = max(0, (store_timestamp - self.begin_timestamp) // 1000)
         time_diff = min(time_diff, 0x7FFFFFFF)
         entry_at = HEADER_SIZE + self.slot_count * SLOT_SIZE + self.index_count * INDEX_ENTRY_SIZE
@@ -122,8 +126,9 @@ class IndexFile:
         self.index_count += 1
         self.end_timestamp = store_timestamp
         self.end_phy_offset = phy_offset
-        _END_FIELDS.pack_into(buffer, 8, store_timestamp, phy_offset)
-        _COUNT.pack_into(buffer, 36, self.index_count)
+        _INT64.pack_into(buffer, END_TIMESTAMP_AT, store_timestamp)
+        _INT64.pack_into(buffer, END_PHY_OFFSET_AT, phy_offset)
+        _INT32.pack_into(buffer, INDEX_COUNT_AT, self.index_count)
         return True
 
     def lookup(self, key: str, begin_ms: int, end_ms: int, limit: int, out: list[int]) -> None:

@@ -54,11 +54,14 @@ class MappedFile:
         self._refs = 1  # the owner's own reference, dropped by destroy()
         self._alive = True
         self._lock = threading.Lock()
-        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
-        self._fd = os.open(path, flags, 0o644)
+        # A new file is allocated under a temporary name and renamed into place, so a crash while
+        # creating it never leaves a short file with a real name behind.
+        creating = path.with_name(path.name + ".creating")
+        self._fd = os.open(creating if create else path, os.O_RDWR | (os.O_CREAT | os.O_TRUNC if create else 0), 0o644)
         try:
             if create:
                 self._allocate()
+                os.rename(creating, path)
             elif os.fstat(self._fd).st_size != file_size:
                 actual = os.fstat(self._fd).st_size
                 raise StoreError(f"{path}: size {actual} is not the configured {file_size}")
@@ -66,7 +69,7 @@ class MappedFile:
         except BaseException:
             os.close(self._fd)
             if create:
-                path.unlink(missing_ok=True)
+                creating.unlink(missing_ok=True)
             raise
         self.buffer = memoryview(self.mm)
 

@@ -35,6 +35,9 @@ class MappedFileQueue:
     def load(self) -> None:
         """Map every existing file in the directory, oldest first. Sizes must match the configuration."""
         self.directory.mkdir(parents=True, exist_ok=True)
+        for leftover in self.directory.glob("*.creating"):
+            log.warning("%s: removing %s, a file whose creation a crash interrupted", self.directory, leftover.name)
+            leftover.unlink()
         names = sorted(p.name for p in self.directory.iterdir() if p.name.isdigit())
         for name in names:
             path = self.directory / name

@@ -274,6 +274,11 @@ class MessageStore:
         """``put_message`` then ``wait_flushed``: for plain threads, never on an event loop."""
         return self.wait_flushed(self.put_message(message))
 
+    def dispatch_now(self) -> int:
+        """Dispatch every record written so far on the calling thread (the dispatcher thread would
+        within ``dispatch_interval_ms``); returns how many records this call dispatched."""
+        return self.dispatcher.dispatch_until(self.commit_log.max_offset)
+
     # -- get ------------------------------------------------------------------------------------------
 
     def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:

@@ -1,0 +1,40 @@
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rocketq.common.message import decode_properties, encode_properties, java_string_hash, tags_hash_code
+from rocketq.common.message_id import decode_host, encode_host, offset_message_id, parse_offset_message_id
+
+
+def test_java_hash_matches_known_values() -> None:
+    assert tags_hash_code("TagA") == 2598919  # protocol-4x.md §4.3
+    assert java_string_hash("") == 0
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("polygenelubricants") == -2147483648  # the famous Integer.MIN_VALUE string
+    assert java_string_hash("é") == 233
+    assert java_string_hash("😀") == (31 * 0xD83D + 0xDE00)  # surrogate pair: two UTF-16 units
+    assert tags_hash_code(None) == 0
+
+
+def test_properties_codec_accepts_java_and_cpp_forms() -> None:
+    java = "TAGS\x01TagA\x02KEYS\x01k1 k2"
+    cpp = java + "\x02"
+    assert decode_properties(java) == decode_properties(cpp) == {"TAGS": "TagA", "KEYS": "k1 k2"}
+    assert decode_properties("\x02\x02A\x01\x02\x01B\x02C\x01D") == {"C": "D"}
+    assert encode_properties({"TAGS": "TagA", "EMPTY": "", "KEYS": "k"}) == "TAGS\x01TagA\x02KEYS\x01k"
+
+
+@given(
+    st.dictionaries(
+        st.text(alphabet=st.characters(blacklist_characters="\x01\x02"), min_size=1),
+        st.text(alphabet=st.characters(blacklist_characters="\x01\x02"), min_size=1),
+    )
+)
+def test_properties_round_trip(properties: dict[str, str]) -> None:
+    assert decode_properties(encode_properties(properties)) == properties
+
+
+def test_offset_message_id_matches_the_documented_example() -> None:
+    host = encode_host("127.0.0.1", 20911)
+    assert offset_message_id(host, 0) == "7F000001000051AF0000000000000000"
+    assert parse_offset_message_id("7F000001000051AF0000000000000000") == ("127.0.0.1", 20911, 0)
+    assert decode_host(host) == ("127.0.0.1", 20911)

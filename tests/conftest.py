@@ -1,0 +1,1 @@
+"""Shared pytest configuration. Fixtures that users might want live in ``rocketq.testing``."""

@@ -1,0 +1,67 @@
+"""A full disk: puts are refused with DISK_FULL, reads keep working, and writes resume when space returns.
+
+Uses a real 2 MiB tmpfs mounted for the test (needs root, as in CI here); skipped with the reason
+where mounting is not allowed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rocketq.store import GetStatus, MessageStore, PutStatus
+
+from .conftest import message, small_config
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount_point)], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def test_full_disk_refuses_puts_serves_reads_and_recovers(tiny_disk: Path) -> None:
+    config = small_config(
+        tiny_disk / "store",
+        mapped_file_size_commit_log=256 * 1024,
+        disk_full_ratio=1.0,
+        disk_max_used_space_ratio=1.0,
+        clean_resource_interval_ms=50,
+        message_index_enable=False,
+    )
+    with MessageStore(config) as store:
+        ballast = tiny_disk / "ballast"
+        with ballast.open("wb") as handle:  # leave room for less than one more CommitLog file
+            handle.write(bytes(2 * 1024 * 1024 - 256 * 1024 - 64 * 1024 - 40 * 1024))
+        acknowledged = 0
+        status = PutStatus.PUT_OK
+        for _ in range(2000):
+            result = store.put_message(message(body=bytes(1000)))
+            status = result.status
+            if not result.ok:
+                break
+            acknowledged += 1
+        assert status is PutStatus.DISK_FULL
+        assert acknowledged > 0
+        assert store.put_message(message(body=b"still full")).status is PutStatus.DISK_FULL
+        store.dispatch_now()
+        with store.get_messages("TopicA", 0, 0, 10_000) as result:
+            assert result.status is GetStatus.FOUND and result.message_count == acknowledged
+        ballast.unlink()
+        store.retention.run()
+        assert not store.disk_full
+        assert store.put_message(message(body=b"space again")).ok
+        store.dispatch_now()
+        assert store.get_max_offset_in_queue("TopicA", 0) == acknowledged + 1

@@ -1,0 +1,203 @@
+"""Framing: turn a byte stream into RemotingCommands and back. No I/O happens here.
+
+Frame layout (``RemotingCommand.encode`` / ``NettyDecoder`` in RocketMQ)::
+
+    offset  size  field
+    0       4     frame_length   = 4 + header_length + body_length (excludes itself)
+    4       1     serialize_type (0 = JSON, 1 = ROCKETMQ)
+    5       3     header_length
+    8       H     header
+    8+H     B     body
+
+The size limit counts the whole frame including the 4-byte prefix, as Netty's
+``LengthFieldBasedFrameDecoder`` does, and defaults to RocketMQ's 16 MiB.
+
+The decoder keeps one ``bytearray`` and a read index. Bytes are appended on
+:meth:`FrameDecoder.feed` and consumed frame by frame; the consumed prefix is dropped
+only when it is large, so feeding byte by byte or in huge chunks stays linear.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from typing import Final
+
+from rocketq.protocol.codes import SerializeType
+from rocketq.protocol.command import Body, RemotingCommand, decode_command, encode_header
+from rocketq.protocol.errors import FrameTooLargeError, LocalProtocolError, ProtocolError, RemoteProtocolError
+
+DEFAULT_MAX_FRAME_SIZE: Final = 16 * 1024 * 1024
+"""RocketMQ's default ``com.rocketmq.remoting.frameMaxLength``."""
+
+_PREFIX = struct.Struct(">iI")  # frame_length, serialize_type << 24 | header_length
+_LENGTH = struct.Struct(">i")
+_PREFIX_SIZE: Final = 8
+_MAX_HEADER_LENGTH: Final = 0xFFFFFF
+_MAX_FRAME_LENGTH_FIELD: Final = 2**31 - 1
+_KNOWN_SERIALIZE_TYPES: Final = frozenset(int(t) for t in SerializeType)
+# Drop the consumed prefix of the buffer once it is at least this big and at least half
+# of the buffer: amortised O(1) per byte, and no copying for the common small frames.
+_COMPACT_THRESHOLD: Final = 64 * 1024
+
+
+class FrameDecoder:
+    """Incremental frame decoder.
+
+    Feed it bytes as they arrive and pull commands out. It never blocks and never
+    touches a socket. After it raises a :class:`~rocketq.protocol.errors.ProtocolError`
+    it stays failed: every later call raises again, and the caller should close the
+    connection.
+
+    Example::
+
+        decoder = FrameDecoder()
+        decoder.feed(chunk)
+        for command in decoder:
+            handle(command)
+    """
+
+    __slots__ = ("_buffer", "_error", "_max_frame_size", "_pos")
+
+    def __init__(self, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        """Create a decoder.
+
+        Args:
+            max_frame_size: Largest accepted frame in bytes, 4-byte prefix included.
+        """
+        if max_frame_size < _PREFIX_SIZE:
+            raise ValueError(f"max_frame_size must be at least {_PREFIX_SIZE}, got {max_frame_size}")
+        self._max_frame_size = max_frame_size
+        self._buffer = bytearray()
+        self._pos = 0
+        self._error: ProtocolError | None = None
+
+    @property
+    def max_frame_size(self) -> int:
+        """Largest accepted frame in bytes, prefix included."""
+        return self._max_frame_size
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet returned as a command (a partial frame)."""
+        return len(self._buffer) - self._pos
+
+    @property
+    def failed(self) -> bool:
+        """True once the decoder has raised a protocol error."""
+        return self._error is not None
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Append received bytes.
+
+        Raises:
+            RemoteProtocolError: The decoder failed earlier.
+        """
+        self._raise_if_failed()
+        self._buffer += data
+
+    def next_command(self) -> RemotingCommand | None:
+        """Return the next complete command, or None if more bytes are needed.
+
+        Raises:
+            FrameTooLargeError: A frame announces more than ``max_frame_size`` bytes.
+            RemoteProtocolError: The stream is malformed, or the decoder failed earlier.
+        """
+        self._raise_if_failed()
+        try:
+            command = self._parse()
+        except ProtocolError as exc:
+            self._error = exc
+            raise
+        self._compact()
+        return command
+
+    def __iter__(self) -> Iterator[RemotingCommand]:
+        """Yield every complete command currently buffered."""
+        while (command := self.next_command()) is not None:
+            yield command
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise RemoteProtocolError(f"frame decoder failed earlier: {self._error}") from self._error
+
+    def _parse(self) -> RemotingCommand | None:
+        buffer, pos = self._buffer, self._pos
+        available = len(buffer) - pos
+        if available < 4:
+            return None
+        (frame_length,) = _LENGTH.unpack_from(buffer, pos)
+        if frame_length < 4:
+            raise RemoteProtocolError(f"invalid frame length {frame_length}")
+        frame_size = frame_length + 4
+        if frame_size > self._max_frame_size:
+            raise FrameTooLargeError(frame_size, self._max_frame_size)
+        if available < _PREFIX_SIZE:
+            return None
+        # Validate the second word before waiting for the rest, so garbage fails fast.
+        serialize_type = buffer[pos + 4]
+        header_length = _PREFIX.unpack_from(buffer, pos)[1] & _MAX_HEADER_LENGTH
+        if serialize_type not in _KNOWN_SERIALIZE_TYPES:
+            raise RemoteProtocolError(f"unknown serialize type {serialize_type}")
+        if header_length > frame_length - 4:
+            raise RemoteProtocolError(f"header length {header_length} exceeds frame length {frame_length}")
+        if available < frame_size:
+            return None
+        header_start = pos + _PREFIX_SIZE
+        body_start = header_start + header_length
+        end = pos + frame_size
+        header = bytes(buffer[header_start:body_start])
+        with memoryview(buffer) as view:
+            body = view[body_start:end].tobytes() if end > body_start else b""
+        command = decode_command(serialize_type, header, body)
+        self._pos = end
+        return command
+
+    def _compact(self) -> None:
+        pos = self._pos
+        if pos == len(self._buffer):
+            self._buffer.clear()
+            self._pos = 0
+        elif pos >= _COMPACT_THRESHOLD and pos * 2 >= len(self._buffer):
+            del self._buffer[:pos]
+            self._pos = 0
+
+
+def encode_frame_parts(cmd: RemotingCommand) -> list[Body]:
+    """Encode ``cmd`` as buffers to write in order, without copying the body.
+
+    Returns:
+        ``[prefix_and_header]`` or ``[prefix_and_header, body]``; the body is the
+        command's own object (``bytes`` or ``memoryview``), suitable for
+        ``writelines`` or ``socket.sendmsg``.
+
+    Raises:
+        LocalProtocolError: The header or frame is too large for the wire format, or the
+            body is not a contiguous buffer.
+    """
+    header = encode_header(cmd)
+    if len(header) > _MAX_HEADER_LENGTH:
+        raise LocalProtocolError(f"header of {len(header)} bytes exceeds {_MAX_HEADER_LENGTH} bytes")
+    body = cmd.body
+    if isinstance(body, memoryview):
+        if not body.c_contiguous:
+            raise LocalProtocolError("body memoryview must be C-contiguous")
+        body_size = body.nbytes
+        if body.format != "B" or body.ndim != 1:
+            body = body.cast("B")
+    else:
+        body_size = len(body)
+    frame_length = 4 + len(header) + body_size
+    if frame_length > _MAX_FRAME_LENGTH_FIELD:
+        raise LocalProtocolError(f"frame of {frame_length} bytes does not fit a 32-bit length")
+    first = _PREFIX.pack(frame_length, (int(cmd.serialize_type) << 24) | len(header)) + header
+    return [first, body] if body_size else [first]
+
+
+def encode_frame(cmd: RemotingCommand) -> bytes:
+    """Encode ``cmd`` as one contiguous frame.
+
+    Raises:
+        LocalProtocolError: See :func:`encode_frame_parts`.
+    """
+    return b"".join(encode_frame_parts(cmd))

@@ -1,0 +1,446 @@
+"""Typed views over a command's ``extFields`` (RocketMQ's "custom headers").
+
+Each header is a frozen msgspec Struct whose Python names are snake_case and whose wire
+names are RocketMQ's camelCase (``common/…/protocol/header/*.java``). Fields without a
+default are the ones Java marks ``@CFNotNull``: a request missing one is rejected.
+
+* :meth:`ExtFieldsHeader.to_ext_fields` writes every value as text (booleans as
+  ``"true"``/``"false"``) and leaves out None, because the C++ client reads only JSON
+  strings.
+* :meth:`ExtFieldsHeader.from_ext_fields` is lax, because clients are: C++ sends
+  numbers and ``"0"``/``"1"`` booleans, ali-ons sends raw JS numbers and booleans.
+  ``"3"`` becomes 3, ``"true"``/``"1"`` become True, ``"false"``/``"0"`` False. Unknown
+  keys (``AccessKey``, ``Signature``, ``bname`` …) are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar, Self
+
+import msgspec
+
+from rocketq.protocol.codes import RequestCode
+from rocketq.protocol.command import normalize_ext_fields
+from rocketq.protocol.errors import RemoteProtocolError
+
+
+def _to_text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class ExtFieldsHeader(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Base class of every typed custom header."""
+
+    def to_ext_fields(self) -> dict[str, str]:
+        """Return the header as a wire ``extFields`` map: text values, None omitted."""
+        fields: dict[str, object] = msgspec.to_builtins(self)
+        return {key: _to_text(value) for key, value in fields.items() if value is not None}
+
+    @classmethod
+    def from_ext_fields(cls, fields: Mapping[str, object]) -> Self:
+        """Parse a received ``extFields`` map leniently.
+
+        Raises:
+            RemoteProtocolError: A required field is missing or a value has the wrong
+                type; the message names the wire field.
+        """
+        try:
+            return msgspec.convert(normalize_ext_fields(fields), cls, strict=False)
+        except msgspec.ValidationError as exc:
+            # We are parsing what the peer sent, so this is the peer's fault.
+            raise RemoteProtocolError(f"invalid {cls.__name__}: {exc}") from exc
+
+
+class RequestHeader(ExtFieldsHeader, frozen=True, kw_only=True):
+    """A request's custom header; ``CODE`` is the request code it usually travels with."""
+
+    CODE: ClassVar[RequestCode]
+
+
+class ResponseHeader(ExtFieldsHeader, frozen=True, kw_only=True):
+    """A response's custom header."""
+
+
+# --- send ------------------------------------------------------------------------
+
+
+class SendMessageRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    """SEND_MESSAGE (10) long header; also the broker's canonical form of V2."""
+
+    CODE = RequestCode.SEND_MESSAGE
+
+    producer_group: str
+    topic: str
+    default_topic: str
+    default_topic_queue_nums: int
+    queue_id: int
+    sys_flag: int
+    born_timestamp: int
+    flag: int
+    properties: str | None = None
+    reconsume_times: int | None = None
+    unit_mode: bool = False
+    batch: bool = False
+    max_reconsume_times: int | None = None
+
+    def to_v2(self) -> SendMessageRequestHeaderV2:
+        """Return the same header with V2's one-letter wire names."""
+        return SendMessageRequestHeaderV2(**msgspec.structs.asdict(self))
+
+
+_V2_WIRE_NAMES = {
+    "producer_group": "a",
+    "topic": "b",
+    "default_topic": "c",
+    "default_topic_queue_nums": "d",
+    "queue_id": "e",
+    "sys_flag": "f",
+    "born_timestamp": "g",
+    "flag": "h",
+    "properties": "i",
+    "reconsume_times": "j",
+    "unit_mode": "k",
+    "max_reconsume_times": "l",
+    "batch": "m",
+}
+
+
+class SendMessageRequestHeaderV2(RequestHeader, frozen=True, kw_only=True, rename=_V2_WIRE_NAMES):
+    """SEND_MESSAGE_V2 (310) / SEND_BATCH_MESSAGE (320) header: V1's fields under keys a..m."""
+
+    CODE = RequestCode.SEND_MESSAGE_V2
+
+    producer_group: str
+    topic: str
+    default_topic: str
+    default_topic_queue_nums: int
+    queue_id: int
+    sys_flag: int
+    born_timestamp: int
+    flag: int
+    properties: str | None = None
+    reconsume_times: int | None = None
+    unit_mode: bool = False
+    batch: bool = False
+    max_reconsume_times: int | None = None
+
+    def to_v1(self) -> SendMessageRequestHeader:
+        """Return the same header with the long wire names."""
+        return SendMessageRequestHeader(**msgspec.structs.asdict(self))
+
+    @classmethod
+    def from_v1(cls, header: SendMessageRequestHeader) -> SendMessageRequestHeaderV2:
+        """Build a V2 header from a long one."""
+        return header.to_v2()
+
+
+_V2_HEADER_CODES = frozenset(
+    {RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2}
+)
+
+
+def parse_send_message_header(code: int, fields: Mapping[str, object]) -> SendMessageRequestHeader:
+    """Parse a send request's header into the long form, whichever form was sent.
+
+    Codes 310, 320 and 325 carry the one-letter header; everything else the long one
+    (as in Java's ``AbstractSendMessageProcessor.parseRequestHeader``).
+
+    Raises:
+        RemoteProtocolError: The header is invalid.
+    """
+    if code in _V2_HEADER_CODES:
+        return SendMessageRequestHeaderV2.from_ext_fields(fields).to_v1()
+    return SendMessageRequestHeader.from_ext_fields(fields)
+
+
+class SendMessageResponseHeader(ResponseHeader, frozen=True, kw_only=True):
+    """Send response: the offset message id (comma-joined for a batch) and where it went."""
+
+    msg_id: str
+    queue_id: int
+    queue_offset: int
+    transaction_id: str | None = None
+
+
+# --- pull and offsets ------------------------------------------------------------
+
+
+class PullMessageRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    """PULL_MESSAGE (11). ``sys_flag`` bits: 1 commit offset, 2 suspend, 4 subscription."""
+
+    CODE = RequestCode.PULL_MESSAGE
+
+    consumer_group: str
+    topic: str
+    queue_id: int
+    queue_offset: int
+    max_msg_nums: int
+    sys_flag: int
+    commit_offset: int
+    suspend_timeout_millis: int
+    subscription: str | None = None
+    sub_version: int
+    expression_type: str | None = None
+
+
+class PullMessageResponseHeader(ResponseHeader, frozen=True, kw_only=True):
+    suggest_which_broker_id: int
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+
+
+class QueryConsumerOffsetRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    CODE = RequestCode.QUERY_CONSUMER_OFFSET
+
+    consumer_group: str
+    topic: str
+    queue_id: int
+
+
+class QueryConsumerOffsetResponseHeader(ResponseHeader, frozen=True, kw_only=True):
+    offset: int
+
+
+class UpdateConsumerOffsetRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    """UPDATE_CONSUMER_OFFSET (15). ali-ons sends -1 for queues it never consumed."""
+
+    CODE = RequestCode.UPDATE_CONSUMER_OFFSET
+
+    consumer_group: str
+    topic: str
+    queue_id: int
+    commit_offset: int
+
+
+class GetMaxOffsetRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    CODE = RequestCode.GET_MAX_OFFSET
+
+    topic: str
+    queue_id: int
+
+
+class GetMaxOffsetResponseHeader(ResponseHeader, frozen=True, kw_only=True):
+    offset: int
+
+
+class GetMinOffsetRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    CODE = RequestCode.GET_MIN_OFFSET
+
+    topic: str
+    queue_id: int
+
+
+class GetMinOffsetResponseHeader(ResponseHeader, frozen=True, kw_only=True):
+    offset: int
+
+
+class SearchOffsetRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    """SEARCH_OFFSET_BY_TIMESTAMP (29); ``timestamp`` in ms."""
+
+    CODE = RequestCode.SEARCH_OFFSET_BY_TIMESTAMP
+
+    topic: str
+    queue_id: int
+    timestamp: int
+
+
+class SearchOffsetResponseHeader(ResponseHeader, frozen=True, kw_only=True):
+    offset: int
+
+
+class GetEarliestMsgStoretimeRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    CODE = RequestCode.GET_EARLIEST_MSG_STORETIME
+
+    topic: str
+    queue_id: int
+
+
+class GetEarliestMsgStoretimeResponseHeader(ResponseHeader, frozen=True, kw_only=True):
+    timestamp: int
+
+
+# --- clients and groups ----------------------------------------------------------
+
+
+class UnregisterClientRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    """UNREGISTER_CLIENT (35). C++ sends ``""`` for the group it does not have."""
+
+    CODE = RequestCode.UNREGISTER_CLIENT
+
+    client_id: str = msgspec.field(name="clientID")
+    producer_group: str | None = None
+    consumer_group: str | None = None
+
+
+class GetConsumerListByGroupRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    CODE = RequestCode.GET_CONSUMER_LIST_BY_GROUP
+
+    consumer_group: str
+
+
+class NotifyConsumerIdsChangedRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    """NOTIFY_CONSUMER_IDS_CHANGED (40), broker to client."""
+
+    CODE = RequestCode.NOTIFY_CONSUMER_IDS_CHANGED
+
+    consumer_group: str
+
+
+class ConsumerSendMsgBackRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    """CONSUMER_SEND_MSG_BACK (36). ``offset`` is the commitlog physical offset."""
+
+    CODE = RequestCode.CONSUMER_SEND_MSG_BACK
+
+    offset: int
+    group: str
+    delay_level: int
+    origin_msg_id: str | None = None
+    origin_topic: str | None = None
+    unit_mode: bool = False
+    max_reconsume_times: int | None = None
+
+
+# --- transactions ----------------------------------------------------------------
+
+
+class EndTransactionRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    """END_TRANSACTION (37). ``commit_or_rollback``: 0 unknown, 8 commit, 12 rollback."""
+
+    CODE = RequestCode.END_TRANSACTION
+
+    producer_group: str
+    tran_state_table_offset: int
+    commit_log_offset: int
+    commit_or_rollback: int
+    from_transaction_check: bool = False
+    msg_id: str
+    transaction_id: str | None = None
+
+
+class CheckTransactionStateRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    """CHECK_TRANSACTION_STATE (39), broker to producer."""
+
+    CODE = RequestCode.CHECK_TRANSACTION_STATE
+
+    tran_state_table_offset: int
+    commit_log_offset: int
+    msg_id: str | None = None
+    transaction_id: str | None = None
+    offset_msg_id: str | None = None
+
+
+# --- messages by id or key -------------------------------------------------------
+
+
+class ViewMessageRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    """VIEW_MESSAGE_BY_ID (33). ``offset`` is the commitlog physical offset."""
+
+    CODE = RequestCode.VIEW_MESSAGE_BY_ID
+
+    offset: int
+
+
+class QueryMessageRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    """QUERY_MESSAGE (12). Extra key ``_UNIQUE_KEY_QUERY`` is read from ext_fields directly."""
+
+    CODE = RequestCode.QUERY_MESSAGE
+
+    topic: str
+    key: str
+    max_num: int
+    begin_timestamp: int
+    end_timestamp: int
+
+
+class QueryMessageResponseHeader(ResponseHeader, frozen=True, kw_only=True):
+    index_last_update_timestamp: int
+    index_last_update_phyoffset: int
+
+
+# --- topics ----------------------------------------------------------------------
+
+
+class CreateTopicRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    """UPDATE_AND_CREATE_TOPIC (17).
+
+    Java marks ``order`` not-null, but the C++ client never sends it, so it defaults to
+    False here.
+    """
+
+    CODE = RequestCode.UPDATE_AND_CREATE_TOPIC
+
+    topic: str
+    default_topic: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    topic_filter_type: str
+    topic_sys_flag: int | None = None
+    order: bool = False
+
+
+class DeleteTopicRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    """DELETE_TOPIC_IN_BROKER (215); the NameServer's DELETE_TOPIC_IN_NAMESRV has the same shape."""
+
+    CODE = RequestCode.DELETE_TOPIC_IN_BROKER
+
+    topic: str
+
+
+# --- name server -----------------------------------------------------------------
+
+
+class GetRouteInfoRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    """GET_ROUTEINFO_BY_TOPIC (105)."""
+
+    CODE = RequestCode.GET_ROUTEINFO_BY_TOPIC
+
+    topic: str
+    accept_standard_json_only: bool | None = None
+
+
+class RegisterBrokerRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    """REGISTER_BROKER (103). ``body_crc32`` 0 means "do not check"."""
+
+    CODE = RequestCode.REGISTER_BROKER
+
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+    ha_server_addr: str
+    broker_id: int
+    compressed: bool = False
+    body_crc32: int = 0
+
+
+class RegisterBrokerResponseHeader(ResponseHeader, frozen=True, kw_only=True):
+    """Filled only for a slave whose master is alive."""
+
+    ha_server_addr: str | None = None
+    master_addr: str | None = None
+
+
+class UnregisterBrokerRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    CODE = RequestCode.UNREGISTER_BROKER
+
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+    broker_id: int
+
+
+class QueryDataVersionRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    CODE = RequestCode.QUERY_DATA_VERSION
+
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+    broker_id: int
+
+
+class QueryDataVersionResponseHeader(ResponseHeader, frozen=True, kw_only=True):
+    changed: bool

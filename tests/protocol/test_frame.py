@@ -1,0 +1,266 @@
+from __future__ import annotations
+
+import itertools
+import random
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rocketq.protocol import (
+    DEFAULT_MAX_FRAME_SIZE,
+    FrameDecoder,
+    FrameTooLargeError,
+    LanguageCode,
+    ProtocolError,
+    RemoteProtocolError,
+    RemotingCommand,
+    SerializeType,
+    encode_frame,
+    encode_frame_parts,
+)
+
+from .captures import CapturedFrame, captured_frames
+
+CAPTURED = captured_frames()
+
+
+def decode_all(chunks: list[bytes], **kwargs: int) -> list[RemotingCommand]:
+    decoder = FrameDecoder(**kwargs)
+    commands: list[RemotingCommand] = []
+    for chunk in chunks:
+        decoder.feed(chunk)
+        commands.extend(decoder)
+    assert decoder.buffered == 0
+    return commands
+
+
+def split_randomly(data: bytes, rng: random.Random, max_chunk: int) -> list[bytes]:
+    chunks, pos = [], 0
+    while pos < len(data):
+        size = rng.randint(1, max_chunk)
+        chunks.append(data[pos : pos + size])
+        pos += size
+    return chunks
+
+
+# --- captured frames ----------------------------------------------------------------
+
+
+def test_capture_file_has_frames_from_every_client() -> None:
+    assert len(CAPTURED) == 242
+    languages = {frame.header.get("language") for frame in CAPTURED}
+    assert languages == {"CPP", "JAVA"}
+
+
+@pytest.mark.parametrize("frame", CAPTURED, ids=lambda f: f"{f.index}-{f.direction}-{f.name}")
+def test_captured_frame_decodes_and_round_trips(frame: CapturedFrame) -> None:
+    (whole,) = decode_all([frame.raw])
+    byte_by_byte = decode_all([frame.raw[i : i + 1] for i in range(len(frame.raw))])
+    assert byte_by_byte == [whole]
+
+    expected = frame.header
+    assert whole.code == expected["code"]
+    assert whole.opaque == expected["opaque"]
+    assert whole.flag == expected["flag"]
+    assert whole.version == expected["version"]
+    assert whole.language.name == expected["language"]
+    assert whole.remark == expected.get("remark")
+    assert set(whole.ext_fields) == set(expected.get("extFields", {}))
+    assert all(isinstance(value, str) for value in whole.ext_fields.values())
+
+    (again,) = decode_all([encode_frame(whole)])
+    assert again == whole
+
+
+def test_all_captured_frames_concatenated_and_chunked_randomly() -> None:
+    stream = b"".join(frame.raw for frame in CAPTURED)
+    expected = decode_all([frame.raw for frame in CAPTURED])
+    assert len(expected) == len(CAPTURED)
+    assert decode_all([stream]) == expected
+    rng = random.Random(20240601)
+    for max_chunk in (1, 3, 17, 256, 4096):
+        assert decode_all(split_randomly(stream, rng, max_chunk)) == expected
+
+
+def test_cpp_trailing_newline_counts_in_header_length() -> None:
+    cpp = [frame for frame in CAPTURED if frame.header.get("language") == "CPP"]
+    assert cpp
+    for frame in cpp:
+        header_length = struct.unpack(">I", frame.raw[4:8])[0]
+        assert frame.raw[8 + header_length - 1 : 8 + header_length] == b"\n"
+        (command,) = decode_all([frame.raw])
+        assert command.language is LanguageCode.CPP
+
+
+# --- incremental behaviour ------------------------------------------------------------
+
+
+def test_partial_frame_waits_for_more() -> None:
+    frame = encode_frame(RemotingCommand(code=11, opaque=1, body=b"payload"))
+    decoder = FrameDecoder()
+    decoder.feed(frame + frame[:10])
+    assert decoder.next_command() is not None
+    assert decoder.next_command() is None
+    assert decoder.buffered == 10
+    decoder.feed(frame[10:])
+    assert decoder.next_command() == RemotingCommand(code=11, opaque=1, body=b"payload")
+    assert decoder.next_command() is None
+
+
+def test_many_small_frames_with_compaction() -> None:
+    commands = [RemotingCommand(code=15, opaque=i, body=bytes(i % 300)) for i in range(2000)]
+    stream = b"".join(encode_frame(c) for c in commands)
+    assert decode_all(split_randomly(stream, random.Random(1), 70_000)) == commands
+
+
+def test_large_body_byte_chunks() -> None:
+    body = bytes(range(256)) * 4096  # 1 MiB
+    command = RemotingCommand(code=11, opaque=3, body=body)
+    frame = encode_frame(command)
+    assert decode_all([frame[i : i + 1000] for i in range(0, len(frame), 1000)]) == [command]
+
+
+def test_encode_frame_parts_does_not_copy_the_body() -> None:
+    body = b"x" * 100_000
+    command = RemotingCommand(code=11, body=body)
+    first, second = encode_frame_parts(command)
+    assert second is body
+    assert bytes(first) + second == encode_frame(command)
+    assert encode_frame_parts(RemotingCommand(code=11)) == [encode_frame(RemotingCommand(code=11))]
+
+
+def test_memoryview_body_is_passed_through() -> None:
+    backing = bytearray(b"..message-bytes..")
+    view = memoryview(backing)[2:-2]
+    parts = encode_frame_parts(RemotingCommand(code=11, opaque=5, body=view))
+    assert parts[1] is view
+    (decoded,) = decode_all([b"".join(parts)])
+    assert decoded.body == b"message-bytes"
+    assert decoded == RemotingCommand(code=11, opaque=5, body=view)
+
+
+# --- limits and errors ----------------------------------------------------------------
+
+
+def prefix(length: int, info: int) -> bytes:
+    return struct.pack(">iI", length, info)
+
+
+def test_default_limit_is_16_mib() -> None:
+    assert FrameDecoder().max_frame_size == DEFAULT_MAX_FRAME_SIZE == 16 * 1024 * 1024
+
+
+def test_oversize_frame_is_rejected_from_its_prefix() -> None:
+    decoder = FrameDecoder()
+    decoder.feed(struct.pack(">i", DEFAULT_MAX_FRAME_SIZE - 3))  # total = limit + 1
+    with pytest.raises(FrameTooLargeError) as info:
+        decoder.next_command()
+    assert info.value.size == DEFAULT_MAX_FRAME_SIZE + 1
+    assert info.value.limit == DEFAULT_MAX_FRAME_SIZE
+    assert isinstance(info.value, RemoteProtocolError)
+
+
+def test_frame_exactly_at_a_custom_limit_is_accepted() -> None:
+    frame = encode_frame(RemotingCommand(code=1, body=b"abc"))
+    assert decode_all([frame], max_frame_size=len(frame))
+    with pytest.raises(FrameTooLargeError):
+        decode_all([frame], max_frame_size=len(frame) - 1)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (struct.pack(">i", -1), "invalid frame length -1"),
+        (struct.pack(">i", 3), "invalid frame length 3"),
+        (prefix(20, (2 << 24) | 4) + b"{}{}" + bytes(12), "unknown serialize type 2"),
+        (prefix(8, 5), "header length 5 exceeds"),
+        (prefix(12, 8) + b"not json", "invalid JSON command header"),
+    ],
+)
+def test_malformed_frames(data: bytes, message: str) -> None:
+    decoder = FrameDecoder()
+    decoder.feed(data)
+    with pytest.raises(RemoteProtocolError, match=message):
+        decoder.next_command()
+
+
+def test_decoder_stays_failed() -> None:
+    decoder = FrameDecoder()
+    decoder.feed(struct.pack(">i", -1))
+    with pytest.raises(RemoteProtocolError):
+        decoder.next_command()
+    assert decoder.failed
+    with pytest.raises(RemoteProtocolError, match="failed earlier"):
+        decoder.next_command()
+    with pytest.raises(RemoteProtocolError, match="failed earlier"):
+        decoder.feed(encode_frame(RemotingCommand(code=1)))
+
+
+def test_constructor_rejects_silly_limit() -> None:
+    with pytest.raises(ValueError):
+        FrameDecoder(max_frame_size=4)
+
+
+# --- property tests ---------------------------------------------------------------------
+
+_INT16 = st.integers(-(2**15), 2**15 - 1)
+_INT32 = st.integers(-(2**31), 2**31 - 1)
+
+
+@st.composite
+def commands(draw: st.DrawFn) -> RemotingCommand:
+    serialize_type = draw(st.sampled_from(SerializeType))
+    binary = serialize_type is SerializeType.ROCKETMQ
+    return RemotingCommand(
+        code=draw(_INT16 if binary else _INT32),
+        language=draw(st.sampled_from(LanguageCode)),
+        version=draw(_INT16 if binary else _INT32),
+        opaque=draw(_INT32),
+        flag=draw(_INT32),
+        # The binary form cannot tell "" from null, so it only gets non-empty remarks.
+        remark=draw(st.none() | st.text(min_size=1 if binary else 0, max_size=40)),
+        ext_fields=draw(st.dictionaries(st.text(max_size=20), st.text(max_size=40), max_size=6)),
+        body=draw(st.binary(max_size=300)),
+        serialize_type=serialize_type,
+    )
+
+
+@given(commands())
+def test_round_trip(command: RemotingCommand) -> None:
+    assert decode_all([encode_frame(command)]) == [command]
+
+
+@given(st.lists(commands(), max_size=8), st.data())
+@settings(suppress_health_check=[HealthCheck.too_slow])
+def test_any_chunking_gives_the_same_commands(batch: list[RemotingCommand], data: st.DataObject) -> None:
+    stream = b"".join(encode_frame(c) for c in batch)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=20)))
+    bounds = [0, *cuts, len(stream)]
+    chunks = [stream[a:b] for a, b in itertools.pairwise(bounds)]
+    assert decode_all(chunks) == batch
+
+
+@given(st.binary(max_size=2000), st.integers(8, 4096))
+def test_garbage_only_raises_protocol_errors(garbage: bytes, limit: int) -> None:
+    decoder = FrameDecoder(max_frame_size=limit)
+    try:
+        decoder.feed(garbage)
+        list(decoder)
+    except ProtocolError:
+        assert decoder.failed
+
+
+@given(st.binary(max_size=500))
+def test_garbage_after_a_valid_prefix(garbage: bytes) -> None:
+    # A plausible frame prefix followed by junk exercises the header decoders.
+    for serialize_type in (0, 1):
+        frame = prefix(4 + len(garbage), (serialize_type << 24) | len(garbage)) + garbage
+        decoder = FrameDecoder()
+        decoder.feed(frame)
+        try:
+            command = decoder.next_command()
+        except ProtocolError:
+            continue
+        assert command is not None

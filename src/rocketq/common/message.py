@@ -62,7 +62,8 @@ def java_string_hash(text: str) -> int:
     """Java's ``String.hashCode``: 31*h + c over UTF-16 code units, as a signed 32-bit int."""
     h = 0
     for unit in _utf16_units(text):
-        h = (31 * h + unit) & 0xFFFFFFFF
+        h = 31 * h + unit
+    h &= 0xFFFFFFFF
     return h - 0x1_0000_0000 if h & 0x8000_0000 else h
 
 

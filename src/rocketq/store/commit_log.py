@@ -12,15 +12,10 @@ import logging
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rocketq.common import record as rec
-from rocketq.common.message import (
-    KEY_SEPARATOR,
-    SCHEDULE_TOPIC,
-    Property,
-    decode_properties,
-    tags_hash_code,
-)
+from rocketq.common.message import KEY_SEPARATOR, SCHEDULE_TOPIC, Property, decode_properties, tags_hash_code
 from rocketq.common.offsets import PhysicalOffset, QueueOffset
 from rocketq.store.config import StoreConfig
 from rocketq.store.mapped_file import MappedFile
@@ -261,38 +256,34 @@ class CommitLog:
             position += total
         return base + position
 
-    def _dispatch_request(self, buffer: memoryview, position: int, fields: tuple[object, ...]) -> DispatchRequest:
-        body_length = fields[14]
-        assert isinstance(body_length, int)
-        topic_at = position + rec.HEAD_SIZE + body_length
-        topic_length = buffer[topic_at]
-        properties_at = topic_at + 1 + topic_length
-        topic = str(buffer[topic_at + 1 : properties_at], "utf-8")
-        properties_length = int.from_bytes(buffer[properties_at : properties_at + 2], "big")
-        properties_text = str(buffer[properties_at + 2 : properties_at + 2 + properties_length], "utf-8")
+    def _dispatch_request(self, buffer: memoryview, position: int, fields: tuple[Any, ...]) -> DispatchRequest:
+        total = fields[0]
+        topic_at = position + rec.HEAD_SIZE + fields[14]
+        tail = bytes(buffer[topic_at : position + total])  # topic length, topic, properties: one copy
+        topic_length = tail[0]
+        topic = tail[1 : 1 + topic_length].decode()
+        properties_text = tail[3 + topic_length :].decode()
         properties = decode_properties(properties_text) if properties_text else {}
-        store_timestamp = fields[10]
-        assert isinstance(store_timestamp, int)
-        tags_code = self._tags_code(topic, properties, store_timestamp)
+        store_timestamp: int = fields[10]
         keys_text = properties.get(Property.KEYS)
         return DispatchRequest(
             topic=topic,
-            queue_id=fields[3],  # type: ignore[arg-type]
-            commit_log_offset=fields[6],  # type: ignore[arg-type]
-            size=fields[0],  # type: ignore[arg-type]
-            tags_code=tags_code,
+            queue_id=fields[3],
+            commit_log_offset=fields[6],
+            size=total,
+            tags_code=self._tags_code(topic, properties, store_timestamp) if properties else 0,
             store_timestamp=store_timestamp,
-            queue_offset=fields[5],  # type: ignore[arg-type]
+            queue_offset=fields[5],
             keys=keys_text.split(KEY_SEPARATOR) if keys_text else (),
             uniq_key=properties.get(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
-            sys_flag=fields[7],  # type: ignore[arg-type]
+            sys_flag=fields[7],
         )
 
     def _tags_code(self, topic: str, properties: dict[str, str], store_timestamp: int) -> int:
         if topic == SCHEDULE_TOPIC:
-            level = int(properties.get(Property.DELAY_TIME_LEVEL, "0") or 0)
+            level_text = properties.get(Property.DELAY_TIME_LEVEL, "0")
             levels = self._delay_levels_ms
-            level = min(max(level, 1), len(levels))
+            level = min(max(int(level_text) if level_text.isdigit() else 0, 1), len(levels))
             return store_timestamp + levels[level - 1]
         tags = properties.get(Property.TAGS)
         if not tags:

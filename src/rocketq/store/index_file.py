@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Final
 
+import numpy as np
+
 from rocketq.common.message import java_string_hash
 from rocketq.store.mapped_file import MappedFile
 
@@ -40,6 +42,8 @@ INDEX_ENTRY: Final = struct.Struct(
 )
 INDEX_ENTRY_SIZE: Final = 20
 assert INDEX_ENTRY.size == INDEX_ENTRY_SIZE
+_ENTRY_DTYPE: Final = np.dtype([("hash", ">i4"), ("phy", ">i8"), ("diff", ">i4"), ("prev", ">i4")])
+assert _ENTRY_DTYPE.itemsize == INDEX_ENTRY_SIZE
 _INT64: Final = struct.Struct(">q")
 _INT32: Final = struct.Struct(">i")
 BEGIN_TIMESTAMP_AT, END_TIMESTAMP_AT, BEGIN_PHY_OFFSET_AT, END_PHY_OFFSET_AT = 0, 8, 16, 24
@@ -103,33 +107,67 @@ class IndexFile:
 
     def put(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
         """Add one key; False when the file is full."""
-        if self.index_count >= self.max_entries:
-            return False
+        return self.put_hashed([key_hash(key)], [phy_offset], [store_timestamp]) == 1
+
+    def put_hashed(self, hashes: list[int], phy_offsets: list[int], store_timestamps: list[int]) -> int:
+        """Add keys given their hashes (``key_hash``); returns how many fit before the file filled.
+
+        Vectorised: entries are written as one block and the slots with one scatter. The header is
+        written last, once per call; entries past a torn header's count are never reached because
+        lookups stop at ``index_count``.
+        """
+        room = self.max_entries - self.index_count
+        count = min(room, len(hashes))
+        if count <= 0:
+            return 0
         buffer = self.mapped.buffer
-        hashed = key_hash(key)
-        slot_at = HEADER_SIZE + (hashed % self.slot_count) * SLOT_SIZE
-        (previous,) = SLOT.unpack_from(buffer, slot_at)
-        if previous <= 0 or previous > self.index_count:
-            previous = 0
-            self.hash_slot_count += 1  # a slot used for the first time
-            _INT32.pack_into(buffer, HASH_SLOT_COUNT_AT, self.hash_slot_count)
+        slot_count = self.slot_count
         if self.is_empty:
-            self.begin_timestamp = store_timestamp
-            self.begin_phy_offset = phy_offset
-            _INT64.pack_into(buffer, BEGIN_TIMESTAMP_AT, store_timestamp)
-            _INT64.pack_into(buffer, BEGIN_PHY_OFFSET_AT, phy_offset)
-        time_diff = max(0, (store_timestamp - self.begin_timestamp) // 1000)
-        time_diff = min(time_diff, 0x7FFFFFFF)
-        entry_at = HEADER_SIZE + self.slot_count * SLOT_SIZE + self.index_count * INDEX_ENTRY_SIZE
-        INDEX_ENTRY.pack_into(buffer, entry_at, hashed, phy_offset, time_diff, previous)
-        SLOT.pack_into(buffer, slot_at, self.index_count)
-        self.index_count += 1
-        self.end_timestamp = store_timestamp
-        self.end_phy_offset = phy_offset
-        _INT64.pack_into(buffer, END_TIMESTAMP_AT, store_timestamp)
-        _INT64.pack_into(buffer, END_PHY_OFFSET_AT, phy_offset)
-        _INT32.pack_into(buffer, INDEX_COUNT_AT, self.index_count)
-        return True
+            self.begin_timestamp = store_timestamps[0]
+            self.begin_phy_offset = phy_offsets[0]
+            _INT64.pack_into(buffer, BEGIN_TIMESTAMP_AT, self.begin_timestamp)
+            _INT64.pack_into(buffer, BEGIN_PHY_OFFSET_AT, self.begin_phy_offset)
+        first = self.index_count
+        number = first + count
+        hashed = np.asarray(hashes[:count], dtype=np.int64)
+        slot_of = hashed % slot_count
+        numbers = np.arange(first, number, dtype=np.int64)
+        slots = np.frombuffer(buffer, dtype=">i4", count=slot_count, offset=HEADER_SIZE)
+        # Chain each entry to the newest earlier entry of its slot: inside the batch when there is
+        # one, else whatever the slot held before (0 when that is not a valid entry of this file).
+        order = np.lexsort((numbers, slot_of))
+        sorted_slots = slot_of[order]
+        previous = np.empty(count, dtype=np.int64)
+        same_as_before = np.zeros(count, dtype=bool)
+        same_as_before[1:] = sorted_slots[1:] == sorted_slots[:-1]
+        previous_sorted = np.where(same_as_before, np.concatenate(([0], numbers[order][:-1])), 0)
+        held = slots[sorted_slots].astype(np.int64)
+        held[(held <= 0) | (held >= first)] = 0
+        previous_sorted = np.where(same_as_before, previous_sorted, held)
+        previous[order] = previous_sorted
+        new_slots = int(np.count_nonzero(~same_as_before & (held == 0)))
+        entries = np.zeros(count, dtype=_ENTRY_DTYPE)
+        entries["hash"] = hashed
+        entries["phy"] = phy_offsets[:count]
+        stamps = np.asarray(store_timestamps[:count], dtype=np.int64)
+        entries["diff"] = np.clip((stamps - self.begin_timestamp) // 1000, 0, 0x7FFFFFFF)
+        entries["prev"] = previous
+        entries_at = HEADER_SIZE + slot_count * SLOT_SIZE + first * INDEX_ENTRY_SIZE
+        buffer[entries_at : entries_at + count * INDEX_ENTRY_SIZE] = entries.tobytes()
+        last_in_slot = np.ones(count, dtype=bool)
+        last_in_slot[:-1] = sorted_slots[1:] != sorted_slots[:-1]
+        writable = np.frombuffer(buffer, dtype=">i4", count=slot_count, offset=HEADER_SIZE)
+        writable[sorted_slots[last_in_slot]] = numbers[order][last_in_slot]
+        del slots, writable  # views of the map must not outlive this call
+        self.index_count = number
+        self.hash_slot_count += new_slots
+        self.end_timestamp = store_timestamps[count - 1]
+        self.end_phy_offset = phy_offsets[count - 1]
+        _INT64.pack_into(buffer, END_TIMESTAMP_AT, self.end_timestamp)
+        _INT64.pack_into(buffer, END_PHY_OFFSET_AT, self.end_phy_offset)
+        _INT32.pack_into(buffer, HASH_SLOT_COUNT_AT, self.hash_slot_count)
+        _INT32.pack_into(buffer, INDEX_COUNT_AT, number)
+        return count
 
     def lookup(self, key: str, begin_ms: int, end_ms: int, limit: int, out: list[int]) -> None:
         """Append to ``out`` the offsets stored for ``key`` within [begin_ms, end_ms], newest first."""

@@ -11,6 +11,7 @@ from pathlib import Path
 from rocketq.common.record import SysFlag
 from rocketq.store.config import StoreConfig
 from rocketq.store.index_file import IndexFile, index_file_name
+from rocketq.store.key_hash import index_key_hashes
 from rocketq.store.results import DispatchRequest
 
 log = logging.getLogger(__name__)
@@ -84,22 +85,28 @@ class IndexService:
     def build(self, requests: Sequence[DispatchRequest]) -> None:
         """Index UNIQ_KEY and every KEYS entry of each record; skip what is already indexed."""
         already = self.end_phy_offset
-        index_file = self._writable_file()
+        keys: list[str] = []
+        offsets: list[int] = []
+        stamps: list[int] = []
         for request in requests:
             if request.commit_log_offset <= already:
                 continue
             if request.sys_flag & SysFlag.TRANSACTION_MASK == SysFlag.TRANSACTION_ROLLBACK_TYPE:
                 continue
-            keys = list(request.keys)
+            prefix = request.topic + "#"
+            for key in request.keys:
+                if key:
+                    keys.append(prefix + key)
+                    offsets.append(request.commit_log_offset)
+                    stamps.append(request.store_timestamp)
             if request.uniq_key:
-                keys.append(request.uniq_key)
-            for key in keys:
-                if not key:
-                    continue
-                full_key = f"{request.topic}#{key}"
-                if not index_file.put(full_key, request.commit_log_offset, request.store_timestamp):
-                    index_file = self._writable_file()
-                    index_file.put(full_key, request.commit_log_offset, request.store_timestamp)
+                keys.append(prefix + request.uniq_key)
+                offsets.append(request.commit_log_offset)
+                stamps.append(request.store_timestamp)
+        hashes = index_key_hashes(keys)
+        while hashes:
+            written = self._writable_file().put_hashed(hashes, offsets, stamps)
+            hashes, offsets, stamps = hashes[written:], offsets[written:], stamps[written:]
 
     def query(self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int) -> list[int]:
         """CommitLog offsets of records with ``key`` stored within [begin_ms, end_ms], newest first."""

@@ -144,7 +144,7 @@ class StoreStats:
         return {name: getattr(self, name) for name in self.__slots__}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class DispatchRequest:
     """One CommitLog record as the dispatcher sees it (RocketMQ's DispatchRequest)."""
 

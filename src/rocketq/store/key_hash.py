@@ -1,0 +1,58 @@
+"""Vectorised Java ``String.hashCode`` for many index keys at once.
+
+For an ASCII key of n bytes, hashCode = sum(c_i * 31^(n-1-i)) mod 2^32, so a whole batch of keys is
+one multiply and one segmented sum in uint32 arithmetic (which wraps exactly like Java's int).
+Keys with non-ASCII characters go through the scalar UTF-16 path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from rocketq.common.message import java_string_hash
+
+_POWERS = np.ones(1, dtype=np.uint32)
+
+
+def _powers(length: int) -> np.ndarray:
+    """31^k mod 2^32 for k in 0..length-1."""
+    global _POWERS
+    if len(_POWERS) < length:
+        size = max(length, 2 * len(_POWERS))
+        powers = np.empty(size, dtype=np.uint32)
+        value = 1
+        for k in range(size):
+            powers[k] = value
+            value = (value * 31) & 0xFFFFFFFF
+        _POWERS = powers
+    return _POWERS
+
+
+def index_key_hashes(keys: Sequence[str]) -> list[int]:
+    """``abs(hashCode)`` of each key (Integer.MIN_VALUE maps to 0), as the IndexFile stores them."""
+    if not keys:
+        return []
+    encoded = [key.encode() for key in keys]
+    lengths = np.fromiter((len(raw) for raw in encoded), dtype=np.int64, count=len(encoded))
+    data = np.frombuffer(b"".join(encoded), dtype=np.uint8).astype(np.uint32)
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    # exponent of each byte: distance to the end of its own key
+    key_end_of_byte = np.repeat(ends, lengths)
+    exponents = key_end_of_byte - 1 - np.arange(len(data), dtype=np.int64)
+    weighted = data * _powers(int(lengths.max()))[exponents]
+    nonempty = lengths > 0
+    sums = np.zeros(len(keys), dtype=np.uint32)
+    if nonempty.any():
+        sums[nonempty] = np.add.reduceat(weighted, starts[nonempty]).astype(np.uint32)
+    signed = sums.view(np.int32).astype(np.int64)
+    hashes = np.abs(signed)
+    hashes[signed == -(2**31)] = 0
+    result: list[int] = hashes.tolist()
+    for position, (key, raw) in enumerate(zip(keys, encoded, strict=True)):
+        if len(raw) != len(key):  # non-ASCII: UTF-8 bytes are not UTF-16 units
+            h = java_string_hash(key)
+            result[position] = 0 if h == -(2**31) else abs(h)
+    return result

@@ -1,0 +1,149 @@
+"""RemotingServer: accept connections, decode requests, dispatch them through a handler table.
+
+A handler is a coroutine. Handlers marked ``blocking`` are plain functions run in a thread pool so
+the loop never waits on them. An unknown request code gets REQUEST_CODE_NOT_SUPPORTED; a handler
+that raises gets SYSTEM_ERROR with the exception text; bad frames close only their connection.
+Oneway requests get no reply, whatever the handler returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from rocketq.protocol import DEFAULT_MAX_FRAME_SIZE, RemotingCommand, ResponseCode, make_response
+from rocketq.remoting.connection import Connection, RequestHandler
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class BlockingHandler:
+    """A synchronous handler to run in the server's thread pool."""
+
+    function: Callable[[RemotingCommand, Connection], RemotingCommand | None]
+
+
+HandlerTable = Mapping[int, RequestHandler | BlockingHandler]
+
+
+class RemotingServer:
+    def __init__(
+        self,
+        handlers: HandlerTable,
+        *,
+        host: str = "0.0.0.0",
+        port: int = 0,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        idle_timeout_s: float = 120.0,
+        worker_threads: int = 8,
+        on_close: Callable[[Connection], None] | None = None,
+        on_idle: Callable[[Connection], None] | None = None,
+    ) -> None:
+        self.handlers = dict(handlers)
+        self._host = host
+        self._port = port
+        self._max_frame_size = max_frame_size
+        self._idle_timeout_s = idle_timeout_s
+        self._on_close = on_close
+        self._on_idle = on_idle
+        self._executor = ThreadPoolExecutor(worker_threads, thread_name_prefix="rocketq-handler")
+        self._server: asyncio.Server | None = None
+        self.connections: set[Connection] = set()
+        self._in_flight: set[asyncio.Task[Any]] = set()
+        self._idle_task: asyncio.Task[None] | None = None
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "server not started"
+        sockets = self._server.sockets
+        return int(sockets[0].getsockname()[1])
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(self._new_connection, self._host, self._port, reuse_address=True)
+        self._idle_task = asyncio.create_task(self._close_idle_connections())
+        log.info("remoting server listening on %s:%d", self._host, self.port)
+
+    def _new_connection(self) -> Connection:
+        connection = Connection(self._on_request, max_frame_size=self._max_frame_size, on_close=self._closed)
+        self.connections.add(connection)
+        return connection
+
+    def _closed(self, connection: Connection) -> None:
+        self.connections.discard(connection)
+        if self._on_close is not None:
+            try:
+                self._on_close(connection)
+            except Exception:
+                log.exception("close callback failed for %s", connection.remote_address)
+
+    def _on_request(self, request: RemotingCommand, connection: Connection) -> None:
+        task = asyncio.get_running_loop().create_task(self._handle(request, connection))
+        self._in_flight.add(task)
+        task.add_done_callback(self._in_flight.discard)
+
+    async def _handle(self, request: RemotingCommand, connection: Connection) -> None:
+        handler = self.handlers.get(request.code)
+        if handler is None:
+            response: RemotingCommand | None = make_response(
+                request,
+                ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                f"request code {request.code} is not supported",
+            )
+            log.info("unsupported request code=%d from %s", request.code, connection.remote_address)
+        else:
+            try:
+                if isinstance(handler, BlockingHandler):
+                    loop = asyncio.get_running_loop()
+                    response = await loop.run_in_executor(self._executor, handler.function, request, connection)
+                else:
+                    response = await handler(request, connection)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.exception("handler for code=%d failed (opaque=%d)", request.code, request.opaque)
+                response = make_response(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+        if response is not None and not request.is_oneway and connection.is_open:
+            try:
+                connection.send(response)
+            except Exception:
+                log.exception("cannot send response code=%d to %s", response.code, connection.remote_address)
+
+    async def _close_idle_connections(self) -> None:
+        interval = max(0.05, min(10.0, self._idle_timeout_s / 4))
+        while True:
+            await asyncio.sleep(interval)
+            now = time.monotonic()
+            for connection in list(self.connections):
+                if now - connection.last_activity > self._idle_timeout_s:
+                    log.info("closing idle connection %s", connection.remote_address)
+                    if self._on_idle is not None:
+                        self._on_idle(connection)
+                    connection.close()
+
+    async def aclose(self, grace_s: float = 5.0) -> None:
+        """Stop accepting, let in-flight requests finish (up to ``grace_s``), close connections."""
+        if self._server is not None:
+            self._server.close()
+        if self._idle_task is not None:
+            self._idle_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._idle_task
+        if self._in_flight:
+            _, pending = await asyncio.wait(set(self._in_flight), timeout=grace_s)
+            for task in pending:
+                task.cancel()
+        for connection in list(self.connections):
+            connection.close()
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(grace_s):
+                    await self._server.wait_closed()
+        self._executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,202 @@
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, make_request, make_response
+from rocketq.remoting import ConnectionClosedError, RemotingClient, RemotingServer, RemotingTimeoutError
+from rocketq.remoting.connection import Connection, next_opaque
+from rocketq.remoting.server import BlockingHandler
+
+ECHO = 9001
+SLOW = 9002
+BLOCKING = 9003
+BOOM = 9004
+QUIET = 9005
+
+
+async def echo(request: RemotingCommand, connection: Connection) -> RemotingCommand:
+    return make_response(request, ResponseCode.SUCCESS, ext_fields=request.ext_fields, body=request.body)
+
+
+async def slow(request: RemotingCommand, connection: Connection) -> RemotingCommand:
+    await asyncio.sleep(float(request.ext_fields["delay"]))
+    return make_response(request, ResponseCode.SUCCESS, ext_fields=request.ext_fields)
+
+
+def blocking(request: RemotingCommand, connection: Connection) -> RemotingCommand:
+    return make_response(request, ResponseCode.SUCCESS, remark=threading.current_thread().name)
+
+
+async def boom(request: RemotingCommand, connection: Connection) -> RemotingCommand:
+    raise ValueError("handler exploded")
+
+
+quiet_seen: list[RemotingCommand] = []
+
+
+async def quiet(request: RemotingCommand, connection: Connection) -> RemotingCommand:
+    quiet_seen.append(request)
+    return make_response(request, ResponseCode.SUCCESS)
+
+
+def request(code: int, **fields: str) -> RemotingCommand:
+    return make_request(code, opaque=next_opaque(), ext_fields=fields)
+
+
+@pytest.fixture
+async def server() -> RemotingServer:
+    handlers = {ECHO: echo, SLOW: slow, BLOCKING: BlockingHandler(blocking), BOOM: boom, QUIET: quiet}
+    server = RemotingServer(handlers, host="127.0.0.1", port=0)
+    await server.start()
+    yield server  # type: ignore[misc]
+    await server.aclose(grace_s=0.2)
+
+
+@pytest.fixture
+async def client() -> RemotingClient:
+    client = RemotingClient()
+    yield client  # type: ignore[misc]
+    await client.aclose()
+
+
+async def test_invoke_and_connection_reuse(server: RemotingServer, client: RemotingClient) -> None:
+    address = f"127.0.0.1:{server.port}"
+    response = await client.invoke(address, make_request(ECHO, opaque=next_opaque(), body=b"ping"), 3)
+    assert (response.code, response.body) == (ResponseCode.SUCCESS, b"ping")
+    await client.invoke(address, request(ECHO), 3)
+    assert len(server.connections) == 1
+
+
+async def test_responses_out_of_order_match_by_opaque(server: RemotingServer, client: RemotingClient) -> None:
+    address = f"127.0.0.1:{server.port}"
+    slow_call = asyncio.create_task(client.invoke(address, request(SLOW, delay="0.3", tag="slow"), 3))
+    fast = await client.invoke(address, request(SLOW, delay="0", tag="fast"), 3)
+    assert fast.ext_fields["tag"] == "fast" and not slow_call.done()
+    assert (await slow_call).ext_fields["tag"] == "slow"
+
+
+async def test_unknown_code_and_failing_handler(server: RemotingServer, client: RemotingClient) -> None:
+    address = f"127.0.0.1:{server.port}"
+    unknown = await client.invoke(address, request(4242), 3)
+    assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED and "4242" in (unknown.remark or "")
+    failed = await client.invoke(address, request(BOOM), 3)
+    assert failed.code == ResponseCode.SYSTEM_ERROR and "handler exploded" in (failed.remark or "")
+    assert (await client.invoke(address, request(ECHO), 3)).code == ResponseCode.SUCCESS
+
+
+async def test_blocking_handler_runs_off_the_loop(server: RemotingServer, client: RemotingClient) -> None:
+    response = await client.invoke(f"127.0.0.1:{server.port}", request(BLOCKING), 3)
+    assert (response.remark or "").startswith("rocketq-handler")
+
+
+async def test_oneway_gets_no_reply(server: RemotingServer, client: RemotingClient) -> None:
+    quiet_seen.clear()
+    address = f"127.0.0.1:{server.port}"
+    await client.oneway(address, make_request(QUIET, opaque=next_opaque(), oneway=True))
+    await client.invoke(address, request(ECHO), 3)  # ordered after the oneway on the same connection
+    assert len(quiet_seen) == 1
+    connection = await client.connection(address)
+    assert not connection._pending
+
+
+async def test_timeout(server: RemotingServer, client: RemotingClient) -> None:
+    with pytest.raises(RemotingTimeoutError):
+        await client.invoke(f"127.0.0.1:{server.port}", request(SLOW, delay="2"), 0.1)
+
+
+async def raw_connection(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    return await asyncio.open_connection("127.0.0.1", port)
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"\xff\xff\xff\xff" + b"x" * 8,  # negative length
+        (100 * 1024 * 1024).to_bytes(4, "big") + b"\x00\x00\x00\x02{}",  # frame over the limit
+        (12).to_bytes(4, "big") + (8).to_bytes(4, "big") + b"not json",  # header that is not JSON
+        (6).to_bytes(4, "big") + b"\x07\x00\x00\x02{}",  # unknown serialization type
+    ],
+)
+async def test_bad_frames_close_only_their_connection(
+    server: RemotingServer, client: RemotingClient, garbage: bytes
+) -> None:
+    address = f"127.0.0.1:{server.port}"
+    await client.invoke(address, request(ECHO), 3)
+    reader, writer = await raw_connection(server.port)
+    writer.write(garbage)
+    await writer.drain()
+    async with asyncio.timeout(3):
+        assert await reader.read() == b""  # the server closed it
+    writer.close()
+    assert (await client.invoke(address, request(ECHO), 3)).code == ResponseCode.SUCCESS
+
+
+async def test_silent_and_half_frame_clients_do_not_block_others(
+    server: RemotingServer, client: RemotingClient
+) -> None:
+    _, silent = await raw_connection(server.port)
+    _, half = await raw_connection(server.port)
+    half.write((200).to_bytes(4, "big") + b"\x00\x00\x00")
+    await half.drain()
+    half.close()  # disconnect mid-frame
+    assert (await client.invoke(f"127.0.0.1:{server.port}", request(ECHO), 3)).code == ResponseCode.SUCCESS
+    silent.close()
+
+
+async def test_pending_requests_fail_when_the_peer_goes_away(client: RemotingClient) -> None:
+    server = RemotingServer({SLOW: slow}, host="127.0.0.1", port=0)
+    await server.start()
+    call = asyncio.create_task(client.invoke(f"127.0.0.1:{server.port}", request(SLOW, delay="5"), 10))
+    await asyncio.sleep(0.1)
+    for connection in list(server.connections):
+        connection.abort()
+    with pytest.raises(ConnectionClosedError):
+        await call
+    await server.aclose(grace_s=0.1)
+
+
+async def test_graceful_close_finishes_in_flight(client: RemotingClient) -> None:
+    server = RemotingServer({SLOW: slow}, host="127.0.0.1", port=0)
+    await server.start()
+    call = asyncio.create_task(client.invoke(f"127.0.0.1:{server.port}", request(SLOW, delay="0.2"), 5))
+    await asyncio.sleep(0.05)
+    await server.aclose()
+    assert (await call).code == ResponseCode.SUCCESS
+
+
+async def test_idle_connections_are_closed() -> None:
+    closed: list[str] = []
+    server = RemotingServer(
+        {ECHO: echo}, host="127.0.0.1", port=0, idle_timeout_s=0.2, on_idle=lambda c: closed.append(c.remote_address)
+    )
+    await server.start()
+    reader, writer = await raw_connection(server.port)
+    async with asyncio.timeout(3):
+        assert await reader.read() == b""
+    writer.close()
+    assert closed
+    await server.aclose()
+
+
+async def test_server_initiated_request_reaches_client_handler() -> None:
+    got = asyncio.get_running_loop().create_future()
+
+    async def on_notify(request: RemotingCommand, connection: Connection) -> None:
+        got.set_result(request.ext_fields["consumerGroup"])
+        return None
+
+    client = RemotingClient(handlers={RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: on_notify})
+    server = RemotingServer({ECHO: echo}, host="127.0.0.1", port=0)
+    await server.start()
+    await client.invoke(f"127.0.0.1:{server.port}", request(ECHO), 3)
+    (connection,) = server.connections
+    connection.send(
+        make_request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, opaque=next_opaque(), ext_fields={"consumerGroup": "g1"})
+    )
+    async with asyncio.timeout(3):
+        assert await got == "g1"
+    await client.aclose()
+    await server.aclose()

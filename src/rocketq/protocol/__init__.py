@@ -7,6 +7,7 @@ returns.
 
 from __future__ import annotations
 
+from rocketq.protocol.batch import BatchItem, decode_batch, encode_batch
 from rocketq.protocol.bodies import (
     BrokerData,
     ClusterInfo,
@@ -102,6 +103,7 @@ __all__ = [
     "DEFAULT_VERSION",
     "ONEWAY_FLAG",
     "RESPONSE_FLAG",
+    "BatchItem",
     "Body",
     "BrokerData",
     "CheckTransactionStateRequestHeader",
@@ -175,7 +177,9 @@ __all__ = [
     "UnregisterClientRequestHeader",
     "UpdateConsumerOffsetRequestHeader",
     "ViewMessageRequestHeader",
+    "decode_batch",
     "decode_command",
+    "encode_batch",
     "encode_frame",
     "encode_frame_parts",
     "encode_header",

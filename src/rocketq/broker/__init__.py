@@ -1,0 +1,1 @@
+"""The Broker: a MessageStore served over the remoting protocol."""

@@ -1,0 +1,136 @@
+"""BrokerConfig: RocketMQ ``broker.conf`` keys (camelCase Java properties) mapped onto snake_case fields."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rocketq.store import FlushDiskType, StoreConfig
+
+_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+_PROPERTY_LINE = re.compile(r"([^=:\s]+)\s*[=:\s]\s*(.*)")
+# broker.conf spellings that differ from the snake_case of our field names
+_ALIASES = {
+    "mapedFileSizeCommitLog": "mapped_file_size_commit_log",
+    "mapedFileSizeConsumeQueue": "mapped_file_size_consume_queue",
+    "brokerIP1": "broker_ip1",
+}
+
+
+def snake_case(key: str) -> str:
+    return _ALIASES.get(key) or _CAMEL.sub("_", key).lower()
+
+
+def local_ipv4() -> str:
+    """An IPv4 address of this host that clients can dial (RocketMQ's brokerIP1 default)."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("10.255.255.255", 1))  # no packet is sent for a UDP connect
+            address = str(probe.getsockname()[0])
+            if not address.startswith("0."):
+                return address
+    except OSError:
+        pass
+    return "127.0.0.1"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerConfig:
+    broker_cluster_name: str = "DefaultCluster"
+    broker_name: str = "broker-a"
+    broker_id: int = 0  # 0 is the master
+    broker_role: str = "ASYNC_MASTER"
+    namesrv_addr: str = ""  # "host:port;host:port"
+    listen_host: str = "0.0.0.0"
+    listen_port: int = 10911
+    broker_ip1: str = ""  # address advertised to clients and stored as storeHost; "" = detect
+    store_path_root_dir: Path = Path.home() / "store"
+    flush_disk_type: FlushDiskType = FlushDiskType.ASYNC_FLUSH
+    mapped_file_size_commit_log: int = 1024 * 1024 * 1024
+    mapped_file_size_consume_queue: int = 300_000 * 20
+    max_message_size: int = 4 * 1024 * 1024
+    file_reserved_time: float = 72.0  # hours
+    delete_when: str = "04"
+    auto_create_topic_enable: bool = True
+    auto_create_subscription_group: bool = True
+    default_topic_queue_nums: int = 8
+    cluster_topic_enable: bool = True
+    broker_topic_enable: bool = True
+    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    register_name_server_period_ms: int = 30_000
+    flush_consumer_offset_interval_ms: int = 5_000
+    long_polling_enable: bool = True
+    short_polling_time_mills: int = 1000
+    channel_expired_timeout_ms: int = 120_000
+    client_channel_scan_interval_ms: int = 10_000
+    notify_consumer_ids_changed_enable: bool = True
+    max_pull_bytes: int = 256 * 1024  # bytes returned by one pull (maxTransferBytesOnMessageInMemory)
+    default_query_max_num: int = 32
+    server_channel_max_idle_time_seconds: int = 120
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> BrokerConfig:
+        """Build from broker.conf-style keys (camelCase or snake_case); unknown keys are ignored."""
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        kwargs: dict[str, Any] = {}
+        for raw_key, raw_value in values.items():
+            name = snake_case(raw_key) if raw_key not in fields else raw_key
+            if name not in fields:
+                continue
+            kwargs[name] = _convert(fields[name].type, raw_value)
+        return cls(**kwargs)
+
+    @classmethod
+    def from_file(cls, path: Path, **overrides: Any) -> BrokerConfig:
+        """Read a Java-properties ``broker.conf`` (``key=value``, ``#`` comments), then apply overrides."""
+        values: dict[str, Any] = {}
+        for line in path.read_text().splitlines():
+            line = line.strip()
+            if not line or line.startswith(("#", "!")):
+                continue
+            match = _PROPERTY_LINE.match(line)
+            if match:
+                values[match.group(1)] = match.group(2).strip()
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.from_mapping(values)
+
+    @property
+    def advertised_ip(self) -> str:
+        return self.broker_ip1 or local_ipv4()
+
+    @property
+    def name_servers(self) -> list[str]:
+        return [a.strip() for a in self.namesrv_addr.replace(",", ";").split(";") if a.strip()]
+
+    def store_config(self) -> StoreConfig:
+        return StoreConfig(
+            store_path_root_dir=self.store_path_root_dir,
+            mapped_file_size_commit_log=self.mapped_file_size_commit_log,
+            mapped_file_size_consume_queue=self.mapped_file_size_consume_queue,
+            max_message_size=self.max_message_size + 64 * 1024,  # headroom for properties and topic
+            flush_disk_type=self.flush_disk_type,
+            file_reserved_time_hours=self.file_reserved_time,
+            delete_when=self.delete_when,
+            message_delay_level=self.message_delay_level,
+        )
+
+
+def _convert(kind: Any, value: Any) -> Any:
+    text = str(value).strip()
+    kind_name = kind if isinstance(kind, str) else getattr(kind, "__name__", str(kind))
+    if "bool" in kind_name:
+        return value if isinstance(value, bool) else text.lower() in ("true", "1", "yes")
+    if "int" in kind_name:
+        return int(value) if not isinstance(value, str) else int(text)
+    if "float" in kind_name:
+        return float(text)
+    if "Path" in kind_name:
+        return Path(text).expanduser()
+    if "FlushDiskType" in kind_name:
+        return value if isinstance(value, FlushDiskType) else FlushDiskType(text.upper())
+    return value if not isinstance(value, str) else text

@@ -1,0 +1,71 @@
+"""Committed consumer offsets, ``topic@group -> {queueId: offset}``, persisted in
+``config/consumerOffset.json`` (ConsumerOffsetManager) every few seconds and at shutdown."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from rocketq.store.config_file import read_json, write_json_atomically
+
+log = logging.getLogger(__name__)
+
+TOPIC_GROUP_SEPARATOR = "@"
+
+
+class ConsumerOffsetManager:
+    """Thread safety: all methods take a lock; ``persist`` may run on any thread."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._table: dict[str, dict[int, int]] = {}
+        self._lock = threading.Lock()
+        self._dirty = False
+
+    def load(self) -> None:
+        document = read_json(self.path) or {}
+        for key, queues in (document.get("offsetTable") or {}).items():
+            self._table[key] = {int(queue_id): int(offset) for queue_id, offset in queues.items()}
+        if self._table:
+            log.info("loaded offsets of %d topic@group pairs from %s", len(self._table), self.path)
+
+    def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        if offset < 0:  # ali-ons commits -1 for queues it never consumed
+            return
+        with self._lock:
+            self._table.setdefault(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {})[queue_id] = offset
+            self._dirty = True
+
+    def query(self, group: str, topic: str, queue_id: int) -> int | None:
+        with self._lock:
+            return self._table.get(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {}).get(queue_id)
+
+    def offsets_of(self, group: str, topic: str) -> dict[int, int]:
+        with self._lock:
+            return dict(self._table.get(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {}))
+
+    def groups_of_topic(self, topic: str) -> list[str]:
+        with self._lock:
+            prefix = topic + TOPIC_GROUP_SEPARATOR
+            return sorted(key[len(prefix) :] for key in self._table if key.startswith(prefix))
+
+    def topics_of_group(self, group: str) -> list[str]:
+        with self._lock:
+            suffix = TOPIC_GROUP_SEPARATOR + group
+            return sorted(key[: -len(suffix)] for key in self._table if key.endswith(suffix))
+
+    def remove_topic(self, topic: str) -> None:
+        with self._lock:
+            prefix = topic + TOPIC_GROUP_SEPARATOR
+            for key in [k for k in self._table if k.startswith(prefix)]:
+                del self._table[key]
+                self._dirty = True
+
+    def persist(self, *, force: bool = False) -> None:
+        with self._lock:
+            if not (self._dirty or force):
+                return
+            document = {"offsetTable": {key: dict(queues) for key, queues in self._table.items()}}
+            self._dirty = False
+        write_json_atomically(self.path, document)

@@ -1,0 +1,74 @@
+"""Everything a request handler may touch, in one object the server builds and the handlers share."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from rocketq.broker.client_manager import ClientManager
+from rocketq.broker.config import BrokerConfig
+from rocketq.broker.consumer_offsets import ConsumerOffsetManager
+from rocketq.broker.long_polling import LongPolling
+from rocketq.broker.subscription_groups import SubscriptionGroupManager
+from rocketq.broker.topic_config import TopicConfigManager
+from rocketq.common.message_id import encode_host
+from rocketq.protocol import RemoteProtocolError, RemotingCommand, ResponseCode, make_response
+from rocketq.protocol.headers import ExtFieldsHeader
+from rocketq.remoting import Connection, RequestHandler
+from rocketq.store import MessageStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True, kw_only=True)
+class BrokerContext:
+    config: BrokerConfig
+    store: MessageStore
+    topics: TopicConfigManager
+    offsets: ConsumerOffsetManager
+    groups: SubscriptionGroupManager
+    clients: ClientManager
+    long_polling: LongPolling
+    address: str  # advertised "ip:port", also the storeHost of every record
+    request_registration: Callable[[], None] = lambda: None  # re-register with the name servers soon
+    background: set[asyncio.Task[object]] = field(default_factory=set)
+
+    @property
+    def store_host(self) -> bytes:
+        host, _, port = self.address.rpartition(":")
+        return encode_host(host, int(port))
+
+    @property
+    def is_master(self) -> bool:
+        return self.config.broker_id == 0
+
+
+def reply(
+    request: RemotingCommand,
+    code: int,
+    remark: str | None = None,
+    *,
+    ext_fields: dict[str, str] | None = None,
+    body: bytes = b"",
+) -> RemotingCommand:
+    return make_response(request, code, remark, ext_fields=ext_fields, body=body)
+
+
+Header = TypeVar("Header", bound=ExtFieldsHeader)
+
+
+def parsed(kind: type[Header], answer: Callable[[RemotingCommand, Header], RemotingCommand]) -> RequestHandler:
+    """A handler that parses the request's header as ``kind`` (SYSTEM_ERROR naming the bad field when
+    it does not parse) and answers synchronously on the loop."""
+
+    async def handle(request: RemotingCommand, connection: Connection) -> RemotingCommand:
+        try:
+            header = kind.from_ext_fields(request.ext_fields)
+        except RemoteProtocolError as exc:
+            return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        return answer(request, header)
+
+    return handle

@@ -1,0 +1,14 @@
+"""Request handlers, one module per concern; ``handler_table`` assembles them."""
+
+from __future__ import annotations
+
+from rocketq.broker.context import BrokerContext
+from rocketq.broker.handlers import admin, clients, offsets, pull, query, send
+from rocketq.remoting import HandlerTable
+
+
+def handler_table(context: BrokerContext) -> HandlerTable:
+    table: dict[int, object] = {}
+    for module in (send, pull, offsets, clients, query, admin):
+        table.update(module.handlers(context))
+    return table  # type: ignore[return-value]

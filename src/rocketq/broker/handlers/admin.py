@@ -1,0 +1,69 @@
+"""Admin requests: topics (17, 215, 21), queue offsets and runtime info used by ``rocketq admin``."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from rocketq.broker.context import BrokerContext, parsed, reply
+from rocketq.broker.topic_config import PERM_READ, PERM_WRITE, topic_name_problem
+from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, TopicConfig, TopicFilterType
+from rocketq.protocol.headers import CreateTopicRequestHeader, DeleteTopicRequestHeader
+from rocketq.remoting import Connection, RequestHandler
+
+log = logging.getLogger(__name__)
+
+
+def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
+    topics = context.topics
+
+    def create_topic(request: RemotingCommand, header: CreateTopicRequestHeader) -> RemotingCommand:
+        problem = topic_name_problem(header.topic, context.config.broker_cluster_name)
+        if problem:
+            return reply(request, ResponseCode.SYSTEM_ERROR, problem)
+        if header.topic in topics.system_topics:
+            return reply(request, ResponseCode.SYSTEM_ERROR, f"the topic[{header.topic}] is a system topic")
+        if header.read_queue_nums <= 0 or header.write_queue_nums <= 0 or header.read_queue_nums > 1024:
+            return reply(request, ResponseCode.SYSTEM_ERROR, "queue numbers must be in 1..1024")
+        try:
+            filter_type = TopicFilterType(header.topic_filter_type or "SINGLE_TAG")
+        except ValueError:
+            filter_type = TopicFilterType.SINGLE_TAG
+        config = TopicConfig(
+            topic_name=header.topic,
+            read_queue_nums=header.read_queue_nums,
+            write_queue_nums=header.write_queue_nums,
+            perm=header.perm if header.perm else PERM_READ | PERM_WRITE,
+            topic_filter_type=filter_type,
+            topic_sys_flag=header.topic_sys_flag or 0,
+            order=header.order,
+        )
+        if topics.put(config):
+            context.request_registration()
+        return reply(request, ResponseCode.SUCCESS)
+
+    def delete_topic(request: RemotingCommand, header: DeleteTopicRequestHeader) -> RemotingCommand:
+        if header.topic in topics.system_topics:
+            return reply(request, ResponseCode.SYSTEM_ERROR, f"the topic[{header.topic}] is a system topic")
+        topics.delete(header.topic)
+        context.offsets.remove_topic(header.topic)
+        context.store.delete_topic(header.topic)
+        context.request_registration()
+        log.info("topic %s deleted", header.topic)
+        return reply(request, ResponseCode.SUCCESS)
+
+    async def all_topic_config(request: RemotingCommand, connection: Connection) -> RemotingCommand:
+        return reply(request, ResponseCode.SUCCESS, body=topics.wrapper().encode())
+
+    async def runtime_info(request: RemotingCommand, connection: Connection) -> RemotingCommand:
+        stats = context.store.stats().as_dict()
+        table = {key: str(value) for key, value in stats.items()}
+        table["brokerVersionDesc"] = "rocketq"
+        return reply(request, ResponseCode.SUCCESS, body=json.dumps({"table": table}).encode())
+
+    return {
+        RequestCode.UPDATE_AND_CREATE_TOPIC: parsed(CreateTopicRequestHeader, create_topic),
+        RequestCode.DELETE_TOPIC_IN_BROKER: parsed(DeleteTopicRequestHeader, delete_topic),
+        RequestCode.GET_ALL_TOPIC_CONFIG: all_topic_config,
+        RequestCode.GET_BROKER_RUNTIME_INFO: runtime_info,
+    }

@@ -1,0 +1,137 @@
+"""PULL_MESSAGE (11) with long polling (PullMessageProcessor + PullRequestHoldService).
+
+A pull that finds nothing new, from a client that allows suspension, is held until a message arrives
+on its queue or its suspend timeout ends, then runs once more without suspension.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from rocketq.broker.client_manager import build_subscription
+from rocketq.broker.context import BrokerContext, reply
+from rocketq.broker.topic_config import is_readable
+from rocketq.protocol import PullMessageRequestHeader, RemoteProtocolError, RemotingCommand, RequestCode, ResponseCode
+from rocketq.protocol.headers import PullMessageResponseHeader
+from rocketq.remoting import Connection, RequestHandler
+from rocketq.store import GetStatus
+
+log = logging.getLogger(__name__)
+
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+
+
+def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
+    async def handle_pull(request: RemotingCommand, connection: Connection) -> RemotingCommand:
+        try:
+            header = PullMessageRequestHeader.from_ext_fields(request.ext_fields)
+        except RemoteProtocolError as exc:
+            return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        return await pull(context, request, header)
+
+    return {RequestCode.PULL_MESSAGE: handle_pull}
+
+
+async def pull(context: BrokerContext, request: RemotingCommand, header: PullMessageRequestHeader) -> RemotingCommand:
+    config = context.config
+    group_config = context.groups.find(header.consumer_group)
+    if group_config is None:
+        return reply(
+            request,
+            ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+            f"subscription group [{header.consumer_group}] does not exist",
+        )
+    if not group_config.consume_enable:
+        return reply(request, ResponseCode.NO_PERMISSION, f"subscription group [{header.consumer_group}] no permission")
+    topic_config = context.topics.get(header.topic)
+    if topic_config is None:
+        return reply(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist, apply first please!")
+    if not is_readable(topic_config.perm):
+        return reply(request, ResponseCode.NO_PERMISSION, f"the topic[{header.topic}] pulling message is forbidden")
+    if not 0 <= header.queue_id < topic_config.read_queue_nums:
+        return reply(
+            request,
+            ResponseCode.SYSTEM_ERROR,
+            f"queueId[{header.queue_id}] is illegal, topic {header.topic} has {topic_config.read_queue_nums}",
+        )
+
+    if header.sys_flag & FLAG_SUBSCRIPTION:
+        subscription = build_subscription(
+            header.topic, header.subscription, header.sub_version, header.expression_type or "TAG"
+        )
+    else:  # Java push consumers pull without a subscription: use the heartbeat's
+        found = context.clients.subscription(header.consumer_group, header.topic)
+        if found is None:
+            return reply(
+                request,
+                ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                f"the consumer's subscription of {header.topic} does not exist",
+            )
+        subscription = found
+    if subscription.expression_type.upper() != "TAG":
+        return reply(
+            request,
+            ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+            f"filter type {subscription.expression_type} is not supported by this broker yet",
+        )
+    tags_codes = None if subscription.matches_all else subscription.codes
+
+    if header.sys_flag & FLAG_COMMIT_OFFSET and context.is_master:
+        context.offsets.commit(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
+
+    allow_suspend = bool(header.sys_flag & FLAG_SUSPEND) and config.long_polling_enable
+    while True:
+        code, fields, body = _read(context, header, tags_codes)
+        if code != ResponseCode.PULL_NOT_FOUND or not allow_suspend or header.suspend_timeout_millis <= 0:
+            return reply(request, code, ext_fields=fields, body=body)
+        allow_suspend = False
+        await context.long_polling.wait_for_message(
+            header.topic, header.queue_id, header.queue_offset, header.suspend_timeout_millis / 1000
+        )
+
+
+def _read(
+    context: BrokerContext, header: PullMessageRequestHeader, tags_codes: frozenset[int] | None
+) -> tuple[int, dict[str, str], bytes]:
+    offset = header.queue_offset
+    with context.store.get_messages(
+        header.topic,
+        header.queue_id,
+        offset,
+        max(1, header.max_msg_nums),
+        tags_codes=tags_codes,
+        max_bytes=context.config.max_pull_bytes,
+    ) as result:
+        status = result.status
+        next_offset = int(result.next_begin_offset)
+        body = result.tobytes() if status is GetStatus.FOUND else b""
+        low, high = result.min_offset, result.max_offset
+    match status:
+        case GetStatus.FOUND:
+            code = ResponseCode.SUCCESS
+        case GetStatus.NO_MATCHED_MESSAGE | GetStatus.MESSAGE_WAS_REMOVING:
+            code = ResponseCode.PULL_RETRY_IMMEDIATELY
+        case GetStatus.NO_MATCHED_LOGIC_QUEUE | GetStatus.NO_MESSAGE_IN_QUEUE:
+            code = ResponseCode.PULL_OFFSET_MOVED if offset != 0 else ResponseCode.PULL_NOT_FOUND
+            next_offset = 0
+        case GetStatus.OFFSET_OVERFLOW_BADLY | GetStatus.OFFSET_TOO_SMALL:
+            code = ResponseCode.PULL_OFFSET_MOVED
+        case _:
+            code = ResponseCode.PULL_NOT_FOUND
+    if code == ResponseCode.PULL_OFFSET_MOVED:
+        log.info(
+            "pull of %s-%d by %s at %d moved to %d (queue [%d, %d))",
+            header.topic,
+            header.queue_id,
+            header.consumer_group,
+            offset,
+            next_offset,
+            low,
+            high,
+        )
+    fields = PullMessageResponseHeader(
+        suggest_which_broker_id=0, next_begin_offset=next_offset, min_offset=low, max_offset=high
+    ).to_ext_fields()
+    return code, fields, body

@@ -1,0 +1,201 @@
+"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) (SendMessageProcessor).
+
+Batches arrive as code 320 (Java), or as 10/310 with ``batch``/``m`` set to true or "1" (C++ clients);
+both are decoded. Delayed messages (DELAY > 0) are stored in SCHEDULE_TOPIC_XXXX, queue level-1, with
+their real topic and queue in properties; the schedule service delivers them when due.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import random
+
+from rocketq.broker.context import BrokerContext, reply
+from rocketq.broker.topic_config import (
+    PERM_WRITE,
+    RETRY_GROUP_TOPIC_PREFIX,
+    SCHEDULE_TOPIC,
+    dlq_topic,
+    is_writeable,
+    topic_name_problem,
+)
+from rocketq.common.message import Property, decode_properties, encode_properties
+from rocketq.common.message_id import encode_host, offset_message_id
+from rocketq.common.record import SysFlag
+from rocketq.protocol import (
+    RemoteProtocolError,
+    RemotingCommand,
+    RequestCode,
+    ResponseCode,
+    SendMessageRequestHeader,
+    decode_batch,
+)
+from rocketq.protocol.headers import SendMessageResponseHeader, parse_send_message_header
+from rocketq.remoting import Connection, RequestHandler
+from rocketq.store import MessageToStore, PutStatus
+
+log = logging.getLogger(__name__)
+
+V3_4_9 = 121  # from this client version on, maxReconsumeTimes in the header is honoured
+_PUT_STATUS_CODES = {
+    PutStatus.PUT_OK: ResponseCode.SUCCESS,
+    PutStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+    PutStatus.MESSAGE_ILLEGAL: ResponseCode.MESSAGE_ILLEGAL,
+    PutStatus.PROPERTIES_SIZE_EXCEEDED: ResponseCode.MESSAGE_ILLEGAL,
+    PutStatus.DISK_FULL: ResponseCode.SERVICE_NOT_AVAILABLE,
+    PutStatus.SERVICE_NOT_AVAILABLE: ResponseCode.SERVICE_NOT_AVAILABLE,
+    PutStatus.OS_PAGE_CACHE_BUSY: ResponseCode.SYSTEM_ERROR,
+    PutStatus.UNKNOWN_ERROR: ResponseCode.SYSTEM_ERROR,
+}
+_TRUE = ("true", "1")
+
+
+def born_host_of(connection: Connection) -> bytes:
+    """The producer's IPv4 address and port (IPv6 peers are stored as 0.0.0.0: clients read IPv4 only)."""
+    host, _, port = connection.remote_address.rpartition(":")
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return bytes(8)
+    if isinstance(address, ipaddress.IPv6Address):
+        address = address.ipv4_mapped or ipaddress.IPv4Address(0)
+    return encode_host(str(address), int(port) if port.isdigit() else 0)
+
+
+def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
+    async def handle_send(request: RemotingCommand, connection: Connection) -> RemotingCommand:
+        try:
+            header = parse_send_message_header(request.code, request.ext_fields)
+        except RemoteProtocolError as exc:
+            return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        return await _send(context, request, connection, header)
+
+    return {
+        RequestCode.SEND_MESSAGE: handle_send,
+        RequestCode.SEND_MESSAGE_V2: handle_send,
+        RequestCode.SEND_BATCH_MESSAGE: handle_send,
+    }
+
+
+async def _send(
+    context: BrokerContext, request: RemotingCommand, connection: Connection, header: SendMessageRequestHeader
+) -> RemotingCommand:
+    config = context.config
+    if not context.is_master:
+        return reply(request, ResponseCode.SERVICE_NOT_AVAILABLE, f"broker {config.broker_name} is a slave")
+    problem = topic_name_problem(header.topic, config.broker_cluster_name)
+    if problem:
+        return reply(request, ResponseCode.SYSTEM_ERROR, problem)
+    topic = header.topic
+    topic_config = context.topics.get(topic)
+    if topic_config is None:
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            topic_config, _ = context.topics.create_system_topic(topic, 1)
+        elif config.auto_create_topic_enable:
+            topic_config = context.topics.create_in_send(topic, header.default_topic, header.default_topic_queue_nums)
+        if topic_config is None:
+            return reply(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+        context.request_registration()
+    if not is_writeable(topic_config.perm):
+        return reply(request, ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
+    queue_id = header.queue_id
+    if queue_id < 0:
+        queue_id = random.randrange(topic_config.write_queue_nums)
+    if queue_id >= max(topic_config.read_queue_nums, topic_config.write_queue_nums):
+        return reply(request, ResponseCode.SYSTEM_ERROR, f"queueId[{queue_id}] is illegal, topic {topic_config}")
+
+    is_batch = request.code == RequestCode.SEND_BATCH_MESSAGE or header.batch
+    body = bytes(request.body)
+    try:
+        items = decode_batch(body) if is_batch else None
+    except RemoteProtocolError as exc:
+        return reply(request, ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {exc}")
+    bodies = (
+        [(item.body, item.properties, item.flag) for item in items]
+        if items is not None
+        else [(body, header.properties or "", header.flag)]
+    )
+    if not bodies:
+        return reply(request, ResponseCode.MESSAGE_ILLEGAL, "empty batch")
+    for message_body, _, _ in bodies:
+        if len(message_body) > config.max_message_size:
+            return reply(
+                request,
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"the message body size {len(message_body)} exceeds the maximum {config.max_message_size}",
+            )
+
+    reconsume_times = header.reconsume_times or 0
+    if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+        group_config = context.groups.find(group)
+        max_times = group_config.retry_max_times if group_config else 16
+        if request.version >= V3_4_9 and header.max_reconsume_times is not None:
+            max_times = header.max_reconsume_times
+        if reconsume_times >= max_times:
+            topic = dlq_topic(group)
+            context.topics.create_system_topic(topic, 1, PERM_WRITE)
+            queue_id = 0
+            log.info("message of group %s reached %d retries: stored in %s", group, reconsume_times, topic)
+
+    born_host = born_host_of(connection)
+    store_host = context.store_host
+    messages: list[MessageToStore] = []
+    wait_for_flush = False
+    for message_body, properties_text, flag in bodies:
+        properties = decode_properties(properties_text)
+        if properties.get(Property.TRANSACTION_PREPARED) == "true":
+            return reply(
+                request,
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{config.broker_name}] does not support transactional messages yet",
+            )
+        wait_for_flush = wait_for_flush or properties.get(Property.WAIT_STORE_MSG_OK, "true").lower() in _TRUE
+        properties.setdefault(Property.MSG_REGION, "DefaultRegion")
+        properties.setdefault(Property.TRACE_SWITCH, "true")
+        properties[Property.CLUSTER] = config.broker_cluster_name
+        target_topic, target_queue = topic, queue_id
+        delay = properties.get(Property.DELAY_TIME_LEVEL, "")
+        sys_flag = header.sys_flag
+        if delay.isdigit() and int(delay) > 0 and sys_flag & SysFlag.TRANSACTION_MASK == 0:
+            level = min(int(delay), len(context.store.config.delay_levels_ms()))
+            properties[Property.DELAY_TIME_LEVEL] = str(level)
+            properties[Property.REAL_TOPIC] = topic
+            properties[Property.REAL_QUEUE_ID] = str(queue_id)
+            target_topic, target_queue = SCHEDULE_TOPIC, level - 1
+        messages.append(
+            MessageToStore(
+                topic=target_topic,
+                queue_id=target_queue,
+                body=message_body,
+                properties=encode_properties(properties),
+                flag=flag,
+                sys_flag=sys_flag & ~SysFlag.INNER_BATCH if items is not None else sys_flag,
+                born_timestamp=header.born_timestamp,
+                born_host=born_host,
+                store_host=store_host,
+                reconsume_times=reconsume_times,
+            )
+        )
+
+    result = context.store.put_messages(messages)
+    if result.ok and result.flushed is not None and wait_for_flush:
+        try:
+            async with asyncio.timeout(context.store.config.sync_flush_timeout_ms / 1000):
+                await asyncio.wrap_future(result.flushed)
+        except TimeoutError:
+            result.status = PutStatus.FLUSH_DISK_TIMEOUT
+    code = _PUT_STATUS_CODES.get(result.status, ResponseCode.SYSTEM_ERROR)
+    if result.status not in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT):
+        log.warning("put to %s-%d refused: %s %s", topic, queue_id, result.status.value, result.remark)
+        return reply(request, code, result.remark or result.status.value)
+    message_ids = ",".join(offset_message_id(store_host, offset) for offset in result.physical_offsets)
+    response_header = SendMessageResponseHeader(
+        msg_id=message_ids, queue_id=queue_id, queue_offset=result.queue_offsets[0]
+    )
+    fields = response_header.to_ext_fields()
+    fields[Property.MSG_REGION] = "DefaultRegion"
+    fields[Property.TRACE_SWITCH] = "true"
+    return reply(request, code, ext_fields=fields)

@@ -1,0 +1,89 @@
+"""Broker registration with every NameServer: at start, every ``registerNameServerPeriod``, and soon
+after a topic change (BrokerController.registerBrokerAll)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from rocketq.broker.context import BrokerContext
+from rocketq.protocol import RegisterBrokerBody, RequestCode, ResponseCode, make_request
+from rocketq.protocol.headers import RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader
+from rocketq.remoting import RemotingClient, RemotingError
+from rocketq.remoting.connection import next_opaque
+
+log = logging.getLogger(__name__)
+
+REGISTER_TIMEOUT_S = 6.0
+MIN_PERIOD_MS, MAX_PERIOD_MS = 10_000, 60_000
+
+
+class Registrar:
+    def __init__(self, context: BrokerContext, client: RemotingClient) -> None:
+        self._context = context
+        self._client = client
+        self._wanted = asyncio.Event()
+        self.registrations = 0
+
+    def trigger(self) -> None:
+        """Register again soon (topic table changed)."""
+        self._wanted.set()
+
+    def _ha_address(self) -> str:
+        host, _, port = self._context.address.rpartition(":")
+        return f"{host}:{int(port) + 1}"
+
+    async def register_all(self) -> None:
+        context = self._context
+        config = context.config
+        header = RegisterBrokerRequestHeader(
+            broker_name=config.broker_name,
+            broker_addr=context.address,
+            cluster_name=config.broker_cluster_name,
+            ha_server_addr=self._ha_address(),
+            broker_id=config.broker_id,
+            compressed=False,
+        )
+        body = RegisterBrokerBody(topic_config_serialize_wrapper=context.topics.wrapper()).encode()
+        results = await asyncio.gather(
+            *(self._register(address, header.to_ext_fields(), body) for address in config.name_servers),
+            return_exceptions=True,
+        )
+        for address, result in zip(config.name_servers, results, strict=True):
+            if isinstance(result, BaseException):
+                log.warning("broker %s: registration with %s failed: %s", config.broker_name, address, result)
+        self.registrations += 1
+
+    async def _register(self, address: str, fields: dict[str, str], body: bytes) -> None:
+        request = make_request(RequestCode.REGISTER_BROKER, opaque=next_opaque(), ext_fields=fields, body=body)
+        response = await self._client.invoke(address, request, REGISTER_TIMEOUT_S)
+        if response.code != ResponseCode.SUCCESS:
+            raise RemotingError(f"name server {address} answered {response.code}: {response.remark}")
+
+    async def run(self) -> None:
+        period = min(max(self._context.config.register_name_server_period_ms, MIN_PERIOD_MS), MAX_PERIOD_MS) / 1000
+        while True:
+            self._wanted.clear()
+            await self.register_all()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(period):
+                    await self._wanted.wait()
+                await asyncio.sleep(0.05)  # gather a burst of topic changes into one registration
+
+    async def unregister_all(self) -> None:
+        config = self._context.config
+        header = UnregisterBrokerRequestHeader(
+            broker_name=config.broker_name,
+            broker_addr=self._context.address,
+            cluster_name=config.broker_cluster_name,
+            broker_id=config.broker_id,
+        )
+        for address in config.name_servers:
+            request = make_request(
+                RequestCode.UNREGISTER_BROKER, opaque=next_opaque(), ext_fields=header.to_ext_fields()
+            )
+            try:
+                await self._client.invoke(address, request, 3)
+            except RemotingError as exc:
+                log.info("unregistering from %s failed: %s", address, exc)

@@ -1,0 +1,83 @@
+"""Consumer group settings (SubscriptionGroupManager), persisted in ``config/subscriptionGroup.json``."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rocketq.store.config_file import read_json, write_json_atomically
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubscriptionGroupConfig:
+    group_name: str
+    consume_enable: bool = True
+    consume_from_min_enable: bool = True
+    consume_broadcast_enable: bool = True
+    retry_queue_nums: int = 1
+    retry_max_times: int = 16
+    broker_id: int = 0
+    which_broker_when_consume_slowly: int = 1
+    notify_consumer_ids_changed_enable: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {_camel(f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SubscriptionGroupConfig:
+        names = {_camel(f.name): f.name for f in dataclasses.fields(cls)}
+        return cls(**{names[k]: v for k, v in data.items() if k in names})
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+class SubscriptionGroupManager:
+    def __init__(self, path: Path, *, auto_create: bool) -> None:
+        self.path = path
+        self.auto_create = auto_create
+        self.table: dict[str, SubscriptionGroupConfig] = {}
+        self._lock = threading.Lock()
+        self._counter = 0
+
+    def load(self) -> None:
+        document = read_json(self.path) or {}
+        for name, data in (document.get("subscriptionGroupTable") or {}).items():
+            self.table[name] = SubscriptionGroupConfig.from_json(data)
+        self._counter = int((document.get("dataVersion") or {}).get("counter", 0))
+
+    def find(self, group: str) -> SubscriptionGroupConfig | None:
+        """The group's config, created with the defaults when unknown and auto-creation is on."""
+        config = self.table.get(group)
+        if config is None and self.auto_create:
+            config = SubscriptionGroupConfig(group_name=group)
+            self.put(config)
+        return config
+
+    def put(self, config: SubscriptionGroupConfig) -> None:
+        with self._lock:
+            self.table[config.group_name] = config
+            self._counter += 1
+        self.persist()
+
+    def delete(self, group: str) -> bool:
+        with self._lock:
+            removed = self.table.pop(group, None) is not None
+            self._counter += 1
+        if removed:
+            self.persist()
+        return removed
+
+    def persist(self) -> None:
+        with self._lock:
+            document = {
+                "dataVersion": {"counter": self._counter, "timestamp": int(time.time() * 1000)},
+                "subscriptionGroupTable": {name: config.to_json() for name, config in self.table.items()},
+            }
+        write_json_atomically(self.path, document)

@@ -1,0 +1,161 @@
+"""The broker driven with raw protocol requests, as a client library would send them."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from rocketq.broker.server import Broker
+from rocketq.common.message import encode_properties
+from rocketq.common.record import decode_record
+from rocketq.protocol import (
+    BatchItem,
+    HeartbeatData,
+    RemotingCommand,
+    RequestCode,
+    ResponseCode,
+    encode_batch,
+    make_request,
+)
+from rocketq.protocol.headers import (
+    PullMessageRequestHeader,
+    SendMessageRequestHeader,
+)
+from rocketq.remoting import RemotingClient
+from rocketq.remoting.connection import next_opaque
+
+
+def send_request(
+    topic: str, body: bytes, *, queue_id: int = 0, batch: bool = False, **properties: str
+) -> RemotingCommand:
+    header = SendMessageRequestHeader(
+        producer_group="PG",
+        topic=topic,
+        default_topic="TBW102",
+        default_topic_queue_nums=4,
+        queue_id=queue_id,
+        sys_flag=0,
+        born_timestamp=int(time.time() * 1000),
+        flag=0,
+        properties=encode_properties(properties),
+        batch=batch,
+    )
+    return make_request(RequestCode.SEND_MESSAGE, opaque=next_opaque(), ext_fields=header.to_ext_fields(), body=body)
+
+
+def pull_request(
+    topic: str, queue_id: int, offset: int, *, suspend_ms: int = 0, expression: str = "*"
+) -> RemotingCommand:
+    header = PullMessageRequestHeader(
+        consumer_group="CG",
+        topic=topic,
+        queue_id=queue_id,
+        queue_offset=offset,
+        max_msg_nums=32,
+        sys_flag=4 | (2 if suspend_ms else 0),
+        commit_offset=0,
+        suspend_timeout_millis=suspend_ms,
+        subscription=expression,
+        sub_version=0,
+    )
+    return make_request(RequestCode.PULL_MESSAGE, opaque=next_opaque(), ext_fields=header.to_ext_fields())
+
+
+def bodies(response: RemotingCommand) -> list[bytes]:
+    data, out, position = bytes(response.body), [], 0
+    while position < len(data):
+        record = decode_record(data, position)
+        out.append(record.body)
+        position += record.total_size
+    return out
+
+
+async def test_send_then_pull(broker: Broker, client: RemotingClient) -> None:
+    sent = await client.invoke(broker.address, send_request("TopicA", b"hello", TAGS="TagA", KEYS="k1"), 3)
+    assert sent.code == ResponseCode.SUCCESS, sent.remark
+    assert sent.ext_fields["queueOffset"] == "0" and len(sent.ext_fields["msgId"]) == 32
+    pulled = await client.invoke(broker.address, pull_request("TopicA", 0, 0), 3)
+    assert pulled.code == ResponseCode.SUCCESS
+    assert bodies(pulled) == [b"hello"]
+    assert pulled.ext_fields["nextBeginOffset"] == "1" and pulled.ext_fields["maxOffset"] == "1"
+    empty = await client.invoke(broker.address, pull_request("TopicA", 0, 1), 3)
+    assert empty.code == ResponseCode.PULL_NOT_FOUND
+
+
+async def test_c_plus_plus_style_batch_in_code_10(broker: Broker, client: RemotingClient) -> None:
+    body = encode_batch([BatchItem(b"one", encode_properties({"TAGS": "a"})), BatchItem(b"two")])
+    sent = await client.invoke(broker.address, send_request("TopicB", body, batch=True), 3)
+    assert sent.code == ResponseCode.SUCCESS and sent.ext_fields["msgId"].count(",") == 1
+    pulled = await client.invoke(broker.address, pull_request("TopicB", 0, 0), 3)
+    assert bodies(pulled) == [b"one", b"two"]
+
+
+async def test_long_polling_wakes_on_arrival(broker: Broker, client: RemotingClient) -> None:
+    await client.invoke(broker.address, send_request("TopicC", b"first"), 3)
+    started = time.monotonic()
+    held = asyncio.create_task(client.invoke(broker.address, pull_request("TopicC", 0, 1, suspend_ms=5000), 10))
+    await asyncio.sleep(0.2)
+    assert not held.done()
+    sent_at = time.monotonic()
+    await client.invoke(broker.address, send_request("TopicC", b"second"), 3)
+    response = await held
+    woke_after = time.monotonic() - sent_at
+    assert response.code == ResponseCode.SUCCESS and bodies(response) == [b"second"]
+    assert woke_after < 0.05, woke_after
+    assert time.monotonic() - started < 2
+
+
+async def test_long_polling_times_out(broker: Broker, client: RemotingClient) -> None:
+    await client.invoke(broker.address, send_request("TopicD", b"x"), 3)
+    started = time.monotonic()
+    response = await client.invoke(broker.address, pull_request("TopicD", 0, 1, suspend_ms=300), 5)
+    assert response.code == ResponseCode.PULL_NOT_FOUND
+    assert 0.25 < time.monotonic() - started < 2
+
+
+async def test_tag_filter(broker: Broker, client: RemotingClient) -> None:
+    for tag in ("TagA", "TagB", "TagA"):
+        await client.invoke(broker.address, send_request("TopicE", tag.encode(), TAGS=tag), 3)
+    pulled = await client.invoke(broker.address, pull_request("TopicE", 0, 0, expression="TagA"), 3)
+    assert bodies(pulled) == [b"TagA", b"TagA"] and pulled.ext_fields["nextBeginOffset"] == "3"
+    none = await client.invoke(broker.address, pull_request("TopicE", 0, 0, expression="TagZ"), 3)
+    assert none.code == ResponseCode.PULL_RETRY_IMMEDIATELY
+
+
+async def test_offset_moved_and_unknown_topic(broker: Broker, client: RemotingClient) -> None:
+    await client.invoke(broker.address, send_request("TopicF", b"x"), 3)
+    moved = await client.invoke(broker.address, pull_request("TopicF", 0, 99), 3)
+    assert moved.code == ResponseCode.PULL_OFFSET_MOVED and moved.ext_fields["nextBeginOffset"] == "1"
+    unknown = await client.invoke(broker.address, pull_request("NoSuchTopic", 0, 0), 3)
+    assert unknown.code == ResponseCode.TOPIC_NOT_EXIST
+
+
+async def test_oversized_message_is_refused(broker: Broker, client: RemotingClient) -> None:
+    response = await client.invoke(broker.address, send_request("TopicG", bytes(4 * 1024 * 1024 + 1)), 10)
+    assert response.code == ResponseCode.MESSAGE_ILLEGAL
+    ok = await client.invoke(broker.address, send_request("TopicG", b"small"), 3)
+    assert ok.code == ResponseCode.SUCCESS
+
+
+async def test_heartbeat_creates_retry_topic_and_lists_consumers(broker: Broker, client: RemotingClient) -> None:
+    body = (
+        b'{"clientID":"1-127.0.0.1@DEFAULT","consumerDataSet":[{"consumeFromWhere":0,"consumeType":1,'
+        b'"groupName":"CG_TEST","messageModel":1,"subscriptionDataSet":[{"subString":"TagA || TagB",'
+        b'"subVersion":"1795296764913","topic":"TopicH","codeSet":[0,0]}]}]}'
+    )
+    assert HeartbeatData.decode(body).client_id == "1-127.0.0.1@DEFAULT"
+    response = await client.invoke(
+        broker.address, make_request(RequestCode.HEART_BEAT, opaque=next_opaque(), body=body), 3
+    )
+    assert response.code == ResponseCode.SUCCESS
+    assert broker.topics.get("%RETRY%CG_TEST") is not None
+    subscription = broker.clients.subscription("CG_TEST", "TopicH")
+    assert subscription is not None and subscription.tags == {"TagA", "TagB"} and 0 not in subscription.codes
+    listed = await client.invoke(
+        broker.address,
+        make_request(
+            RequestCode.GET_CONSUMER_LIST_BY_GROUP, opaque=next_opaque(), ext_fields={"consumerGroup": "CG_TEST"}
+        ),
+        3,
+    )
+    assert listed.code == ResponseCode.SUCCESS and b"1-127.0.0.1@DEFAULT" in bytes(listed.body)

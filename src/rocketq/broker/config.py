@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rocketq.remoting.address import local_ipv4
 from rocketq.store import FlushDiskType, StoreConfig
 
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
@@ -24,19 +24,6 @@ _ALIASES = {
 
 def snake_case(key: str) -> str:
     return _ALIASES.get(key) or _CAMEL.sub("_", key).lower()
-
-
-def local_ipv4() -> str:
-    """An IPv4 address of this host that clients can dial (RocketMQ's brokerIP1 default)."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            probe.connect(("10.255.255.255", 1))  # no packet is sent for a UDP connect
-            address = str(probe.getsockname()[0])
-            if not address.startswith("0."):
-                return address
-    except OSError:
-        pass
-    return "127.0.0.1"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,0 +1,154 @@
+"""ClientInstance (Java's MQClientInstance): the NameServer conversation, route cache, broker addresses,
+heartbeats. Producers and consumers each own one."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rocketq.client.config import ClientConfig
+from rocketq.client.errors import MQClientError, broker_error
+from rocketq.client.route import MASTER_ID
+from rocketq.protocol import (
+    HeartbeatData,
+    ProducerData,
+    RemotingCommand,
+    RequestCode,
+    ResponseCode,
+    TopicRouteData,
+    make_request,
+)
+from rocketq.protocol.bodies import ConsumerData
+from rocketq.protocol.headers import GetRouteInfoRequestHeader, UnregisterClientRequestHeader
+from rocketq.remoting import RemotingClient, RemotingError, RequestHandler
+from rocketq.remoting.address import local_ipv4
+from rocketq.remoting.connection import next_opaque
+
+log = logging.getLogger(__name__)
+
+
+class ClientInstance:
+    def __init__(self, config: ClientConfig, *, handlers: dict[int, RequestHandler] | None = None) -> None:
+        if not config.name_servers:
+            raise MQClientError("no NameServer address configured (namesrv_addr)")
+        self.config = config
+        self.client_ip = config.client_ip or local_ipv4()
+        self.client_id = f"{self.client_ip}@{os.getpid()}#{config.instance_name}#{time.monotonic_ns()}"
+        self.remoting = RemotingClient(handlers=handlers)
+        self.routes: dict[str, TopicRouteData] = {}
+        self.broker_addrs: dict[str, dict[int, str]] = {}
+        self.route_listeners: list[Callable[[str, TopicRouteData], None]] = []
+        self.producer_groups: set[str] = set()
+        self.consumer_data: Callable[[], list[ConsumerData]] = list
+        self._namesrv_index = 0
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    async def start(self) -> None:
+        self._tasks.append(
+            asyncio.create_task(self._every(self.config.poll_name_server_interval_s, self.refresh_routes))
+        )
+        self._tasks.append(asyncio.create_task(self._every(self.config.heartbeat_broker_interval_s, self.heartbeat)))
+
+    @staticmethod
+    async def _every(interval_s: float, action: Callable[[], Any]) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await action()
+            except Exception as exc:
+                log.warning("client background task %s failed: %s", getattr(action, "__name__", action), exc)
+
+    # -- NameServer -----------------------------------------------------------------------------------
+
+    async def invoke_namesrv(self, request: RemotingCommand, timeout_s: float | None = None) -> RemotingCommand:
+        """Ask a NameServer, moving on to the next one when it cannot be reached."""
+        servers = self.config.name_servers
+        last_error: Exception | None = None
+        for attempt in range(len(servers)):
+            address = servers[(self._namesrv_index + attempt) % len(servers)]
+            try:
+                response = await self.remoting.invoke(address, request, timeout_s or self.config.request_timeout_s)
+                self._namesrv_index = (self._namesrv_index + attempt) % len(servers)
+                return response
+            except RemotingError as exc:
+                last_error = exc
+        raise MQClientError(f"no NameServer answered ({', '.join(servers)}): {last_error}") from last_error
+
+    async def fetch_route(self, topic: str) -> TopicRouteData | None:
+        """The topic's route from a NameServer; None when the NameServer does not know the topic."""
+        fields = GetRouteInfoRequestHeader(topic=topic).to_ext_fields()
+        response = await self.invoke_namesrv(
+            make_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, opaque=next_opaque(), ext_fields=fields)
+        )
+        if response.code == ResponseCode.TOPIC_NOT_EXIST:
+            return None
+        if response.code != ResponseCode.SUCCESS:
+            raise broker_error(response.code, response.remark, "name server")
+        return TopicRouteData.decode(response.body)
+
+    async def update_route(self, topic: str) -> TopicRouteData | None:
+        route = await self.fetch_route(topic)
+        if route is not None:
+            self.routes[topic] = route
+            for broker in route.broker_datas:
+                self.broker_addrs[broker.broker_name] = dict(broker.broker_addrs)
+            for listener in self.route_listeners:
+                listener(topic, route)
+        return route
+
+    async def refresh_routes(self) -> None:
+        for topic in list(self.routes):
+            with contextlib.suppress(MQClientError):
+                await self.update_route(topic)
+
+    def master_address(self, broker_name: str) -> str | None:
+        return self.broker_addrs.get(broker_name, {}).get(MASTER_ID)
+
+    # -- brokers --------------------------------------------------------------------------------------
+
+    async def invoke_broker(self, address: str, request: RemotingCommand, timeout_s: float) -> RemotingCommand:
+        return await self.remoting.invoke(address, request, timeout_s)
+
+    def _heartbeat_body(self) -> bytes:
+        return HeartbeatData(
+            client_id=self.client_id,
+            producer_data_set=[ProducerData(group_name=g) for g in sorted(self.producer_groups)],
+            consumer_data_set=self.consumer_data(),
+        ).encode()
+
+    async def heartbeat(self) -> None:
+        """HEART_BEAT to every master broker we know (every 30 s and when groups change)."""
+        body = self._heartbeat_body()
+        addresses = {addrs[MASTER_ID] for addrs in self.broker_addrs.values() if MASTER_ID in addrs}
+        for address in sorted(addresses):
+            request = make_request(RequestCode.HEART_BEAT, opaque=next_opaque(), body=body)
+            try:
+                response = await self.remoting.invoke(address, request, self.config.request_timeout_s)
+                if response.code != ResponseCode.SUCCESS:
+                    log.warning("heartbeat to %s refused: %s", address, response.remark)
+            except RemotingError as exc:
+                log.info("heartbeat to %s failed: %s", address, exc)
+
+    async def unregister(self, *, producer_group: str | None = None, consumer_group: str | None = None) -> None:
+        fields = UnregisterClientRequestHeader(
+            client_id=self.client_id, producer_group=producer_group or "", consumer_group=consumer_group or ""
+        ).to_ext_fields()
+        addresses = {addrs[MASTER_ID] for addrs in self.broker_addrs.values() if MASTER_ID in addrs}
+        for address in sorted(addresses):
+            request = make_request(RequestCode.UNREGISTER_CLIENT, opaque=next_opaque(), ext_fields=fields)
+            with contextlib.suppress(RemotingError):
+                await self.remoting.invoke(address, request, self.config.request_timeout_s)
+
+    async def aclose(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        await self.remoting.aclose()

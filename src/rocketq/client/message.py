@@ -1,0 +1,145 @@
+"""What users send and receive: Message, MessageExt, MessageQueue, SendResult."""
+
+from __future__ import annotations
+
+import enum
+import zlib
+from dataclasses import dataclass, field
+
+from rocketq.common.message import KEY_SEPARATOR, Property, decode_properties
+from rocketq.common.message_id import decode_host, offset_message_id
+from rocketq.common.record import SysFlag, decode_record
+
+
+@dataclass(slots=True)
+class Message:
+    """A message to send. ``properties`` are user properties; tags, keys and delay have their own fields."""
+
+    topic: str
+    body: bytes
+    tags: str | None = None
+    keys: str | list[str] | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    delay_level: int = 0
+    flag: int = 0
+    wait_store_msg_ok: bool = True
+
+    def wire_properties(self) -> dict[str, str]:
+        """User properties plus TAGS, KEYS, DELAY and WAIT, as they travel."""
+        out = dict(self.properties)
+        if self.tags:
+            out[Property.TAGS] = self.tags
+        if self.keys:
+            out[Property.KEYS] = self.keys if isinstance(self.keys, str) else KEY_SEPARATOR.join(self.keys)
+        if self.delay_level > 0:
+            out[Property.DELAY_TIME_LEVEL] = str(self.delay_level)
+        out[Property.WAIT_STORE_MSG_OK] = "true" if self.wait_store_msg_ok else "false"
+        return out
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class MessageQueue:
+    topic: str
+    broker_name: str
+    queue_id: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}@{self.broker_name}:{self.queue_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageExt:
+    """A stored message as a consumer or a query sees it (body inflated)."""
+
+    topic: str
+    body: bytes
+    properties: dict[str, str]
+    queue_id: int
+    queue_offset: int
+    commit_log_offset: int
+    store_size: int
+    sys_flag: int
+    flag: int
+    born_timestamp: int
+    born_host: str
+    store_timestamp: int
+    store_host: str
+    reconsume_times: int
+    offset_msg_id: str
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(Property.TAGS)
+
+    @property
+    def keys(self) -> list[str]:
+        return (self.properties.get(Property.KEYS) or "").split()
+
+    @property
+    def msg_id(self) -> str:
+        """The client's unique id (UNIQ_KEY) when it set one, else the broker's offset id."""
+        return self.properties.get(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or self.offset_msg_id
+
+    @property
+    def user_properties(self) -> dict[str, str]:
+        hidden = {
+            Property.TAGS,
+            Property.KEYS,
+            Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+            Property.WAIT_STORE_MSG_OK,
+            Property.MSG_REGION,
+            Property.TRACE_SWITCH,
+            Property.CLUSTER,
+        }
+        return {k: v for k, v in self.properties.items() if k not in hidden}
+
+
+def decode_messages(data: bytes | memoryview) -> list[MessageExt]:
+    """Decode concatenated stored records (a pull, view or query body)."""
+    messages: list[MessageExt] = []
+    view = memoryview(data)
+    position = 0
+    while position < len(view):
+        record = decode_record(view, position)
+        body = record.body
+        if record.sys_flag & SysFlag.COMPRESSED:
+            body = zlib.decompress(body)
+        born_host, born_port = decode_host(record.born_host)
+        store_host, store_port = decode_host(record.store_host)
+        messages.append(
+            MessageExt(
+                topic=record.topic,
+                body=body,
+                properties=decode_properties(record.properties),
+                queue_id=record.queue_id,
+                queue_offset=record.queue_offset,
+                commit_log_offset=record.physical_offset,
+                store_size=record.total_size,
+                sys_flag=record.sys_flag,
+                flag=record.flag,
+                born_timestamp=record.born_timestamp,
+                born_host=f"{born_host}:{born_port}",
+                store_timestamp=record.store_timestamp,
+                store_host=f"{store_host}:{store_port}",
+                reconsume_times=record.reconsume_times,
+                offset_msg_id=offset_message_id(record.store_host, record.physical_offset),
+            )
+        )
+        position += record.total_size
+    return messages
+
+
+class SendStatus(enum.Enum):
+    SEND_OK = "SEND_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+
+
+@dataclass(frozen=True, slots=True)
+class SendResult:
+    status: SendStatus
+    msg_id: str  # the client's unique id (UNIQ_KEY); comma-joined for a batch
+    offset_msg_id: str  # the broker's offset id(s)
+    message_queue: MessageQueue
+    queue_offset: int

@@ -1,0 +1,375 @@
+"""Producer: the async core (DefaultMQProducer). ``rocketq.client.sync.SyncProducer`` wraps it.
+
+Sends pick a queue round-robin, skipping brokers in latency back-off; a failed synchronous send is
+retried (``retry_times_when_send_failed``) on another broker. An unknown topic is sent through the
+``TBW102`` template route so the broker creates it. Bodies over 4 KiB are zlib-compressed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rocketq.client.config import ClientConfig, ProducerConfig
+from rocketq.client.errors import BrokerResponseError, MQClientError, broker_error
+from rocketq.client.instance import ClientInstance
+from rocketq.client.latency import LatencyFaultTolerance
+from rocketq.client.message import Message, MessageQueue, SendResult, SendStatus
+from rocketq.client.route import TopicPublishInfo, publish_info
+from rocketq.client.unique_id import UniqueIdGenerator
+from rocketq.common.message import Property, encode_properties, java_string_hash
+from rocketq.common.record import SysFlag
+from rocketq.protocol import BatchItem, RemotingCommand, RequestCode, ResponseCode, encode_batch, make_request
+from rocketq.protocol.headers import SendMessageRequestHeader
+from rocketq.remoting import RemotingError
+from rocketq.remoting.connection import next_opaque
+
+log = logging.getLogger(__name__)
+
+QueueSelector = Callable[[Sequence[MessageQueue], Message, Any], MessageQueue]
+SendCallback = Callable[[SendResult | None, BaseException | None], None]
+
+_STATUS_BY_CODE: dict[int, SendStatus] = {
+    ResponseCode.SUCCESS: SendStatus.SEND_OK,
+    ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
+}
+_RETRY_CODES = frozenset(
+    {
+        ResponseCode.TOPIC_NOT_EXIST,
+        ResponseCode.SERVICE_NOT_AVAILABLE,
+        ResponseCode.SYSTEM_ERROR,
+        ResponseCode.SYSTEM_BUSY,
+        ResponseCode.NO_PERMISSION,
+    }
+)
+
+
+class Producer:
+    """Use from one event loop. ``async with Producer(group="g", namesrv_addr="127.0.0.1:9876") as p:``."""
+
+    def __init__(
+        self, config: ProducerConfig | None = None, *, group: str | None = None, namesrv_addr: str | None = None
+    ) -> None:
+        config = config or ProducerConfig()
+        if group is not None:
+            config = ProducerConfig(**{**_fields(config), "group": group})
+        if namesrv_addr is not None:
+            client = ClientConfig(**{**_fields(config.client), "namesrv_addr": namesrv_addr})
+            config = ProducerConfig(**{**_fields(config), "client": client})
+        self.config = config
+        self._instance: ClientInstance | None = None
+        self._publish: dict[str, TopicPublishInfo] = {}
+        self._fault = LatencyFaultTolerance()
+        self._ids: UniqueIdGenerator | None = None
+        self._pending: set[asyncio.Task[Any]] = set()
+
+    # -- lifecycle ------------------------------------------------------------------------------------
+
+    async def start(self) -> Producer:
+        instance = ClientInstance(self.config.client)
+        instance.producer_groups.add(self.config.group)
+        instance.route_listeners.append(self._route_changed)
+        await instance.start()
+        self._instance = instance
+        self._ids = UniqueIdGenerator(instance.client_ip)
+        return self
+
+    async def aclose(self) -> None:
+        if self._instance is None:
+            return
+        if self._pending:
+            await asyncio.wait(set(self._pending), timeout=self.config.send_msg_timeout_s)
+        instance, self._instance = self._instance, None
+        await instance.unregister(producer_group=self.config.group)
+        await instance.aclose()
+
+    async def __aenter__(self) -> Producer:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    @property
+    def instance(self) -> ClientInstance:
+        if self._instance is None:
+            raise MQClientError("the producer is not started (call start() or use 'async with')")
+        return self._instance
+
+    # -- routes ---------------------------------------------------------------------------------------
+
+    def _route_changed(self, topic: str, route: Any) -> None:
+        if topic in self._publish:
+            self._publish[topic] = publish_info(topic, route)
+
+    async def _publish_info(self, topic: str) -> TopicPublishInfo:
+        info = self._publish.get(topic)
+        if info is not None and info.queues:
+            return info
+        instance = self.instance
+        route = await instance.update_route(topic)
+        if route is not None:
+            info = publish_info(topic, route)
+        else:  # unknown topic: send through the template's brokers; the broker creates the topic
+            template = await instance.update_route(self.config.create_topic_key)
+            if template is None:
+                raise MQClientError(f"no route for topic {topic!r} and no {self.config.create_topic_key} template")
+            info = publish_info(topic, template)
+            queue_count = self.config.default_topic_queue_nums
+            info.queues = [q for q in info.queues if q.queue_id < queue_count]
+        if not info.queues:
+            raise MQClientError(f"topic {topic!r} has no writable queue on a master broker")
+        self._publish[topic] = info
+        await instance.heartbeat()
+        return info
+
+    def _select_queue(self, info: TopicPublishInfo, last_broker: str | None) -> MessageQueue:
+        queues = info.queues
+        start = info.next_index()
+        if not self.config.send_latency_fault_enable:
+            for i in range(len(queues)):
+                queue = queues[(start + i) % len(queues)]
+                if queue.broker_name != last_broker:
+                    return queue
+            return queues[start % len(queues)]
+        for i in range(len(queues)):
+            queue = queues[(start + i) % len(queues)]
+            if self._fault.is_available(queue.broker_name) and (
+                last_broker is None or queue.broker_name != last_broker
+            ):
+                return queue
+        brokers = sorted({q.broker_name for q in queues})
+        best = self._fault.least_bad(brokers)
+        candidates = [q for q in queues if q.broker_name == best] or queues
+        return candidates[start % len(candidates)]
+
+    # -- message preparation ----------------------------------------------------------------------------
+
+    def _validate(self, message: Message) -> None:
+        if not message.topic:
+            raise MQClientError("the message has no topic")
+        if not message.body:
+            raise MQClientError("the message body is empty")
+        if len(message.body) > self.config.max_message_size:
+            raise MQClientError(
+                f"the message body of {len(message.body)} bytes exceeds the maximum {self.config.max_message_size}"
+            )
+
+    def _prepare(self, message: Message) -> tuple[bytes, dict[str, str], int, str]:
+        """(body, properties, sys_flag, unique id) as they go on the wire."""
+        self._validate(message)
+        assert self._ids is not None
+        properties = message.wire_properties()
+        unique_id = properties.setdefault(
+            Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, self._ids.next_id(int(time.time() * 1000))
+        )
+        body, sys_flag = message.body, 0
+        if len(body) > self.config.compress_msg_body_over_howmuch:
+            compressed = zlib.compress(body, self.config.compress_level)
+            if len(compressed) < len(body):
+                body, sys_flag = compressed, SysFlag.COMPRESSED
+        return body, properties, sys_flag, unique_id
+
+    def _request(
+        self,
+        queue: MessageQueue,
+        body: bytes,
+        properties: dict[str, str],
+        sys_flag: int,
+        flag: int,
+        *,
+        batch: bool = False,
+        oneway: bool = False,
+    ) -> RemotingCommand:
+        header = SendMessageRequestHeader(
+            producer_group=self.config.group,
+            topic=queue.topic,
+            default_topic=self.config.create_topic_key,
+            default_topic_queue_nums=self.config.default_topic_queue_nums,
+            queue_id=queue.queue_id,
+            sys_flag=sys_flag,
+            born_timestamp=int(time.time() * 1000),
+            flag=flag,
+            properties=encode_properties(properties),
+            reconsume_times=0,
+            batch=batch,
+        )
+        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        return make_request(
+            code, opaque=next_opaque(), ext_fields=header.to_v2().to_ext_fields(), body=body, oneway=oneway
+        )
+
+    async def _address(self, queue: MessageQueue) -> str:
+        address = self.instance.master_address(queue.broker_name)
+        if address is None:
+            await self.instance.update_route(queue.topic)
+            address = self.instance.master_address(queue.broker_name)
+        if address is None:
+            raise MQClientError(f"broker {queue.broker_name} has no master address")
+        return address
+
+    async def _send_once(
+        self, queue: MessageQueue, request: RemotingCommand, unique_id: str, timeout_s: float
+    ) -> SendResult:
+        address = await self._address(queue)
+        began = time.monotonic()
+        try:
+            response = await self.instance.invoke_broker(address, request, timeout_s)
+        except RemotingError:
+            self._fault.update(queue.broker_name, (time.monotonic() - began) * 1000, failed=True)
+            raise
+        latency_ms = (time.monotonic() - began) * 1000
+        status = _STATUS_BY_CODE.get(response.code)
+        if status is None:
+            self._fault.update(queue.broker_name, latency_ms, failed=True)
+            raise broker_error(response.code, response.remark, address)
+        self._fault.update(queue.broker_name, latency_ms, failed=False)
+        fields = response.ext_fields
+        return SendResult(
+            status=status,
+            msg_id=unique_id,
+            offset_msg_id=fields.get("msgId", ""),
+            message_queue=MessageQueue(queue.topic, queue.broker_name, int(fields.get("queueId", queue.queue_id))),
+            queue_offset=int(fields.get("queueOffset", -1)),
+        )
+
+    # -- sending --------------------------------------------------------------------------------------
+
+    async def send(self, message: Message, *, timeout: float | None = None) -> SendResult:
+        """Send and wait for the broker's answer, retrying on another broker when it fails."""
+        return await self._send_with_retries(message, timeout, self.config.retry_times_when_send_failed)
+
+    async def _send_with_retries(self, message: Message, timeout: float | None, retries: int) -> SendResult:
+        body, properties, sys_flag, unique_id = self._prepare(message)
+        deadline = time.monotonic() + (timeout or self.config.send_msg_timeout_s)
+        last_broker: str | None = None
+        last_error: Exception | None = None
+        for attempt in range(1 + retries):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            info = await self._publish_info(message.topic)
+            queue = self._select_queue(info, last_broker)
+            last_broker = queue.broker_name
+            request = self._request(queue, body, properties, sys_flag, message.flag)
+            try:
+                return await self._send_once(queue, request, unique_id, remaining)
+            except BrokerResponseError as exc:
+                if exc.response_code not in _RETRY_CODES:
+                    raise
+                last_error = exc
+            except (RemotingError, MQClientError) as exc:
+                last_error = exc
+            log.info("send to %s failed (attempt %d): %s", queue, attempt + 1, last_error)
+            if isinstance(last_error, BrokerResponseError) and last_error.refresh_route:
+                self._publish.pop(message.topic, None)
+        raise MQClientError(
+            f"send to topic {message.topic!r} failed after {1 + retries} attempts: {last_error}"
+        ) from last_error
+
+    def send_async(
+        self, message: Message, callback: SendCallback | None = None, *, timeout: float | None = None
+    ) -> asyncio.Task[SendResult]:
+        """Start a send; returns its task. ``callback(result, error)`` runs on the loop when it ends."""
+
+        async def run() -> SendResult:
+            try:
+                result = await self._send_with_retries(message, timeout, self.config.retry_times_when_send_async_failed)
+            except Exception as exc:
+                if callback is not None:
+                    callback(None, exc)
+                raise
+            if callback is not None:
+                callback(result, None)
+            return result
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        if callback is not None:
+            task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
+        return task
+
+    async def send_oneway(self, message: Message) -> None:
+        """Send without waiting for (or getting) an answer; one attempt."""
+        body, properties, sys_flag, _ = self._prepare(message)
+        info = await self._publish_info(message.topic)
+        queue = self._select_queue(info, None)
+        request = self._request(queue, body, properties, sys_flag, message.flag, oneway=True)
+        await self.instance.remoting.oneway(await self._address(queue), request)
+
+    async def send_orderly(
+        self,
+        message: Message,
+        *,
+        sharding_key: str | None = None,
+        selector: QueueSelector | None = None,
+        arg: Any = None,
+        timeout: float | None = None,
+    ) -> SendResult:
+        """Send to the queue chosen by ``selector(queues, message, arg)`` or by hashing ``sharding_key``:
+        messages with the same key keep their order. No retry on another queue (that would break it)."""
+        if (selector is None) == (sharding_key is None):
+            raise MQClientError("give exactly one of sharding_key and selector")
+        body, properties, sys_flag, unique_id = self._prepare(message)
+        info = await self._publish_info(message.topic)
+        queues = info.queues
+        if selector is not None:
+            queue = selector(queues, message, arg)
+        else:
+            assert sharding_key is not None
+            queue = queues[(java_string_hash(sharding_key) & 0x7FFFFFFF) % len(queues)]
+        request = self._request(queue, body, properties, sys_flag, message.flag)
+        return await self._send_once(queue, request, unique_id, timeout or self.config.send_msg_timeout_s)
+
+    async def send_batch(self, messages: Sequence[Message], *, timeout: float | None = None) -> SendResult:
+        """Send several messages of one topic in one request (stored together, in order)."""
+        if not messages:
+            raise MQClientError("empty batch")
+        topics = {m.topic for m in messages}
+        if len(topics) != 1:
+            raise MQClientError(f"a batch must have one topic, not {sorted(topics)}")
+        if any(m.delay_level > 0 for m in messages):
+            raise MQClientError("a batch cannot carry delayed messages")
+        items, ids = [], []
+        assert self._ids is not None or self._instance is None
+        for message in messages:
+            self._validate(message)
+            properties = message.wire_properties()
+            assert self._ids is not None
+            ids.append(
+                properties.setdefault(
+                    Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, self._ids.next_id(int(time.time() * 1000))
+                )
+            )
+            items.append(BatchItem(message.body, encode_properties(properties), message.flag))
+        body = encode_batch(items)
+        if len(body) > self.config.max_message_size:
+            raise MQClientError(f"the batch of {len(body)} bytes exceeds the maximum {self.config.max_message_size}")
+        topic = messages[0].topic
+        deadline = time.monotonic() + (timeout or self.config.send_msg_timeout_s)
+        last_broker: str | None = None
+        last_error: Exception | None = None
+        for _ in range(1 + self.config.retry_times_when_send_failed):
+            info = await self._publish_info(topic)
+            queue = self._select_queue(info, last_broker)
+            last_broker = queue.broker_name
+            request = self._request(queue, body, {}, 0, 0, batch=True)
+            try:
+                return await self._send_once(queue, request, ",".join(ids), max(0.001, deadline - time.monotonic()))
+            except BrokerResponseError as exc:
+                if exc.response_code not in _RETRY_CODES:
+                    raise
+                last_error = exc
+            except (RemotingError, MQClientError) as exc:
+                last_error = exc
+        raise MQClientError(f"batch send to {topic!r} failed: {last_error}") from last_error
+
+
+def _fields(config: Any) -> dict[str, Any]:
+    return {name: getattr(config, name) for name in config.__slots__}

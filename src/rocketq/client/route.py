@@ -1,0 +1,56 @@
+"""Topic routes as a producer uses them: the writable queues of master brokers, in a stable order."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import dataclass, field
+
+from rocketq.client.message import MessageQueue
+from rocketq.protocol import TopicRouteData
+
+PERM_WRITE = 2
+PERM_READ = 4
+MASTER_ID = 0
+
+
+@dataclass(slots=True)
+class TopicPublishInfo:
+    route: TopicRouteData
+    queues: list[MessageQueue]
+    ordered: bool = False
+    _counter: itertools.count[int] = field(default_factory=lambda: itertools.count(random.randrange(1 << 16)))
+
+    def next_index(self) -> int:
+        return next(self._counter)
+
+
+def publish_info(topic: str, route: TopicRouteData) -> TopicPublishInfo:
+    masters = {b.broker_name for b in route.broker_datas if MASTER_ID in b.broker_addrs}
+    queues: list[MessageQueue] = []
+    if route.order_topic_conf:
+        for item in route.order_topic_conf.split(";"):
+            name, _, count = item.partition(":")
+            if count.isdigit():
+                queues.extend(MessageQueue(topic, name, i) for i in range(int(count)))
+        return TopicPublishInfo(route, queues, ordered=True)
+    for data in sorted(route.queue_datas, key=lambda q: q.broker_name):
+        if data.perm & PERM_WRITE and data.broker_name in masters:
+            queues.extend(MessageQueue(topic, data.broker_name, i) for i in range(data.write_queue_nums))
+    return TopicPublishInfo(route, queues)
+
+
+def subscribe_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
+    return sorted(
+        MessageQueue(topic, data.broker_name, i)
+        for data in route.queue_datas
+        if data.perm & PERM_READ
+        for i in range(data.read_queue_nums)
+    )
+
+
+def master_address(route: TopicRouteData, broker_name: str) -> str | None:
+    for data in route.broker_datas:
+        if data.broker_name == broker_name:
+            return data.broker_addrs.get(MASTER_ID)
+    return None

@@ -1,0 +1,41 @@
+"""Client-side unique message ids (UNIQ_KEY), laid out like Java's MessageClientIDSetter:
+IPv4 (4 bytes) + pid (int16) + a per-process random int32 + ms since the month began (int32) +
+a counter (int16), as 32 upper-case hex characters."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import itertools
+import os
+import random
+import struct
+import threading
+
+
+class UniqueIdGenerator:
+    def __init__(self, ip: str) -> None:
+        try:
+            address = ipaddress.IPv4Address(ip).packed
+        except ValueError:
+            address = bytes(4)
+        self._prefix = (address + struct.pack(">hi", os.getpid() & 0x7FFF, random.getrandbits(31))).hex().upper()
+        self._counter = itertools.count()
+        self._lock = threading.Lock()
+        self._month_start_ms = 0
+        self._next_month_ms = 0
+
+    def _since_month_start(self, now_ms: int) -> int:
+        if now_ms >= self._next_month_ms:
+            now = datetime.datetime.fromtimestamp(now_ms / 1000)
+            start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+            following = (start + datetime.timedelta(days=32)).replace(day=1)
+            self._month_start_ms = int(start.timestamp() * 1000)
+            self._next_month_ms = int(following.timestamp() * 1000)
+        return now_ms - self._month_start_ms
+
+    def next_id(self, now_ms: int) -> str:
+        with self._lock:
+            elapsed = self._since_month_start(now_ms)
+            count = next(self._counter) & 0xFFFF
+        return self._prefix + struct.pack(">iH", elapsed & 0x7FFFFFFF, count).hex().upper()

@@ -1,0 +1,19 @@
+"""Addresses: this host's IPv4 address as peers would dial it."""
+
+from __future__ import annotations
+
+import socket
+
+
+def local_ipv4() -> str:
+    """An IPv4 address of this host that others can dial (RocketMQ's brokerIP1 default); 127.0.0.1
+    when the host has no route out."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("10.255.255.255", 1))  # a UDP connect picks a source address; nothing is sent
+            address = str(probe.getsockname()[0])
+            if not address.startswith("0."):
+                return address
+    except OSError:
+        pass
+    return "127.0.0.1"

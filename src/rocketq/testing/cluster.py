@@ -1,0 +1,87 @@
+"""LocalCluster: NameServer(s) and Broker(s) in this process, on loopback ports chosen by the OS.
+
+async with LocalCluster(tmp_path, brokers=2) as cluster:
+    async with Producer(group="g", namesrv_addr=cluster.namesrv_addr) as producer: ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from rocketq.broker.config import BrokerConfig
+from rocketq.broker.server import Broker
+from rocketq.namesrv.config import NamesrvConfig
+from rocketq.namesrv.server import NameServer
+
+
+class LocalCluster:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        brokers: int = 1,
+        name_servers: int = 1,
+        cluster_name: str = "DefaultCluster",
+        **broker_overrides: Any,
+    ) -> None:
+        self.root = root
+        self.broker_count = brokers
+        self.namesrv_count = name_servers
+        self.cluster_name = cluster_name
+        self.broker_overrides = broker_overrides
+        self.name_servers: list[NameServer] = []
+        self.brokers: list[Broker] = []
+
+    @property
+    def namesrv_addr(self) -> str:
+        return ";".join(server.address for server in self.name_servers)
+
+    def broker_config(self, index: int) -> BrokerConfig:
+        settings: dict[str, Any] = {
+            "broker_cluster_name": self.cluster_name,
+            "broker_name": f"broker-{chr(ord('a') + index)}",
+            "namesrv_addr": self.namesrv_addr,
+            "listen_host": "127.0.0.1",
+            "listen_port": 0,
+            "broker_ip1": "127.0.0.1",
+            "store_path_root_dir": self.root / f"broker-{index}",
+            "mapped_file_size_commit_log": 16 * 1024 * 1024,
+            "mapped_file_size_consume_queue": 20 * 10_000,
+        }
+        settings.update(self.broker_overrides)
+        return BrokerConfig(**settings)
+
+    async def start(self) -> LocalCluster:
+        for _ in range(self.namesrv_count):
+            server = NameServer(NamesrvConfig(listen_host="127.0.0.1", listen_port=0))
+            await server.start()
+            self.name_servers.append(server)
+        for index in range(self.broker_count):
+            await self.start_broker(index)
+        return self
+
+    async def start_broker(self, index: int, **overrides: Any) -> Broker:
+        config = dataclasses.replace(self.broker_config(index), **overrides)
+        broker = Broker(config)
+        await broker.start()
+        assert broker.registrar is not None
+        await broker.registrar.register_all()
+        if index < len(self.brokers):
+            self.brokers[index] = broker
+        else:
+            self.brokers.append(broker)
+        return broker
+
+    async def aclose(self) -> None:
+        await asyncio.gather(*(broker.aclose() for broker in self.brokers), return_exceptions=True)
+        for server in self.name_servers:
+            await server.aclose()
+
+    async def __aenter__(self) -> LocalCluster:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,103 @@
+"""Drives the official RocketMQ C++ client (PyPI ``rocketmq==0.4.4``) in a child process.
+
+usage: cpp_driver.py NAMESRV produce TOPIC
+       cpp_driver.py NAMESRV consume TOPIC GROUP EXPECTED SECONDS
+Prints one JSON object per line: {"event": "sent"|"received"|"ready"|"done", ...}.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from rocketmq.client import Message, Producer, PushConsumer, SendStatus  # type: ignore[import-untyped]
+
+
+def emit(**fields: object) -> None:
+    text = {k: v.decode(errors="replace") if isinstance(v, bytes) else v for k, v in fields.items()}
+    print(json.dumps(text), flush=True)
+
+
+def produce(namesrv: str, topic: str) -> None:
+    producer = Producer("CPP_PG")
+    producer.set_namesrv_addr(namesrv)
+    producer.start()
+    try:
+        sync = Message(topic)
+        sync.set_keys("cpp-key-1 cpp-key-2")
+        sync.set_tags("TagA")
+        sync.set_property("origin", "cpp")
+        sync.set_body("cpp-sync")
+        result = producer.send_sync(sync)
+        emit(
+            event="sent",
+            kind="sync",
+            status=int(result.status == SendStatus.OK),
+            msg_id=result.msg_id,
+            offset=result.offset,
+        )
+        oneway = Message(topic)
+        oneway.set_tags("TagB")
+        oneway.set_body("cpp-oneway")
+        producer.send_oneway(oneway)
+        emit(event="sent", kind="oneway")
+        for i in range(3):
+            ordered = Message(topic)
+            ordered.set_keys(f"order-{i}")
+            ordered.set_body(f"cpp-orderly-{i}")
+            result = producer.send_orderly(ordered, 7)
+            emit(
+                event="sent",
+                kind="orderly",
+                status=int(result.status == SendStatus.OK),
+                msg_id=result.msg_id,
+                offset=result.offset,
+            )
+        big = Message(topic)
+        big.set_tags("Big")
+        big.set_body("x" * 5000)
+        result = producer.send_sync(big)
+        emit(event="sent", kind="big", status=int(result.status == SendStatus.OK), msg_id=result.msg_id)
+        time.sleep(0.5)
+    finally:
+        producer.shutdown()
+    emit(event="done")
+
+
+def consume(namesrv: str, topic: str, group: str, expected: int, seconds: float) -> None:
+    received = []
+
+    def on_message(message: object) -> None:
+        received.append(1)
+        emit(
+            event="received",
+            topic=message.topic,
+            tags=message.tags,
+            keys=message.keys,  # type: ignore[attr-defined]
+            body=message.body,
+            msg_id=message.id,  # type: ignore[attr-defined]
+            queue_id=message.queue_id,
+            queue_offset=message.queue_offset,  # type: ignore[attr-defined]
+            origin=message.get_property("origin"),
+        )  # type: ignore[attr-defined]
+
+    consumer = PushConsumer(group)
+    consumer.set_namesrv_addr(namesrv)
+    consumer.subscribe(topic, on_message, "*")
+    consumer.start()
+    emit(event="ready")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and len(received) < expected:
+        time.sleep(0.05)
+    time.sleep(0.3)  # let the offset commit go out
+    consumer.shutdown()
+    emit(event="done", count=len(received))
+
+
+if __name__ == "__main__":
+    namesrv_address, mode, topic_name = sys.argv[1], sys.argv[2], sys.argv[3]
+    if mode == "produce":
+        produce(namesrv_address, topic_name)
+    else:
+        consume(namesrv_address, topic_name, sys.argv[4], int(sys.argv[5]), float(sys.argv[6]))

@@ -1,0 +1,101 @@
+"""Compatibility with the official RocketMQ C++ client (PyPI ``rocketmq==0.4.4``, ``librocketmq.so``),
+run in child processes against an in-process rocketq cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rocketq.client import Message, Producer
+from rocketq.testing import LocalCluster
+
+DRIVER = Path(__file__).with_name("cpp_driver.py")
+
+
+def cpp_client_problem() -> str | None:
+    probe = subprocess.run([sys.executable, "-c", "import rocketmq.client"], capture_output=True, text=True)
+    return None if probe.returncode == 0 else f"the rocketmq==0.4.4 C++ client cannot load here: {probe.stderr[-300:]}"
+
+
+pytestmark = pytest.mark.skipif(cpp_client_problem() is not None, reason=str(cpp_client_problem()))
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
+    async with LocalCluster(tmp_path, brokers=1) as running:
+        yield running
+
+
+async def run_driver(home: Path, *args: str, timeout: float = 60) -> list[dict[str, Any]]:
+    """Run the driver; the C++ client writes its logs under $HOME, so HOME is a temporary folder."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(DRIVER),
+        *args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "HOME": str(home)},
+    )
+    events: list[dict[str, Any]] = []
+    assert process.stdout is not None
+    try:
+        async with asyncio.timeout(timeout):
+            async for line in process.stdout:
+                text = line.decode().strip()
+                if not text.startswith("{"):
+                    continue
+                event = json.loads(text)
+                events.append(event)
+            await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.returncode == 0, (await process.stderr.read()).decode()[-2000:] if process.stderr else ""
+    return events
+
+
+async def test_cpp_producer_and_consumer_with_rocketq(cluster: LocalCluster, tmp_path: Path) -> None:
+    topic = "CppTopic"
+    sent = await run_driver(tmp_path, cluster.namesrv_addr, "produce", topic)
+    kinds = [e["kind"] for e in sent if e["event"] == "sent"]
+    assert kinds == ["sync", "oneway", "orderly", "orderly", "orderly", "big"]
+    assert all(e.get("status", 1) == 1 for e in sent if e["event"] == "sent")
+
+    async with Producer(group="PY_PG", namesrv_addr=cluster.namesrv_addr) as producer:
+        await producer.send(
+            Message(topic, b"from-rocketq", tags="TagPy", keys="py-key", properties={"origin": "rocketq"})
+        )
+
+    received = await run_driver(tmp_path, cluster.namesrv_addr, "consume", topic, "CPP_CG", "7", "40")
+    messages = {e["body"]: e for e in received if e["event"] == "received"}
+    assert set(messages) == {
+        "cpp-sync",
+        "cpp-oneway",
+        "cpp-orderly-0",
+        "cpp-orderly-1",
+        "cpp-orderly-2",
+        "x" * 5000,
+        "from-rocketq",
+    }
+    sync = messages["cpp-sync"]
+    assert (sync["tags"], sync["keys"], sync["origin"]) == ("TagA", "cpp-key-1 cpp-key-2", "cpp")
+    assert messages["cpp-oneway"]["tags"] == "TagB"
+    assert messages["x" * 5000]["tags"] == "Big"
+    ours = messages["from-rocketq"]
+    assert (ours["tags"], ours["keys"], ours["origin"]) == ("TagPy", "py-key", "rocketq")
+    orderly = sorted((messages[f"cpp-orderly-{i}"] for i in range(3)), key=lambda e: e["queue_offset"])
+    assert [e["body"] for e in orderly] == ["cpp-orderly-0", "cpp-orderly-1", "cpp-orderly-2"]
+    assert len({e["queue_id"] for e in orderly}) == 1
+    sent_ids = {e["msg_id"] for e in sent if e.get("msg_id")}
+    assert sync["msg_id"] in sent_ids
+    broker = cluster.brokers[0]
+    assert sum(broker.offsets.offsets_of("CPP_CG", topic).values()) == 7  # the consumer committed its progress

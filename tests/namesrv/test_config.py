@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from rocketq.namesrv import KVConfigTable, NamesrvConfig, NamesrvConfigError
-from rocketq.namesrv.config import parse_properties, snake_case
+from rocketq.common.settings import parse_properties, snake_case
 
 
 def test_defaults_mirror_rocketmq() -> None:
@@ -28,7 +28,8 @@ def test_from_mapping_accepts_java_and_python_keys() -> None:
     assert config.listen_port == 19876 and config.listen_host == "127.0.0.1"
     assert config.order_message_enable is True
     assert (config.broker_expiry_s, config.scan_interval_s) == (30.0, 2.5)
-    assert snake_case("serverChannelMaxIdleTimeSeconds") == "idle_timeout_s"
+    assert NamesrvConfig.from_mapping({"serverChannelMaxIdleTimeSeconds": "7"}).idle_timeout_s == 7.0
+    assert snake_case("serverChannelMaxIdleTimeSeconds") == "server_channel_max_idle_time_seconds"
 
 
 @pytest.mark.parametrize(("key", "value"), [("listenPort", "ninety"), ("orderMessageEnable", "maybe")])

@@ -2,28 +2,21 @@
 
 from __future__ import annotations
 
-import dataclasses
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rocketq.common.settings import parse_properties, settings_from_mapping
 from rocketq.remoting.address import local_ipv4
 from rocketq.store import FlushDiskType, StoreConfig
 
-_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
-_PROPERTY_LINE = re.compile(r"([^=:\s]+)\s*[=:\s]\s*(.*)")
-# broker.conf spellings that differ from the snake_case of our field names
+# broker.conf spellings that are not the snake_case of our field names
 _ALIASES = {
     "mapedFileSizeCommitLog": "mapped_file_size_commit_log",
     "mapedFileSizeConsumeQueue": "mapped_file_size_consume_queue",
     "brokerIP1": "broker_ip1",
 }
-
-
-def snake_case(key: str) -> str:
-    return _ALIASES.get(key) or _CAMEL.sub("_", key).lower()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,27 +55,17 @@ class BrokerConfig:
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> BrokerConfig:
-        """Build from broker.conf-style keys (camelCase or snake_case); unknown keys are ignored."""
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        kwargs: dict[str, Any] = {}
-        for raw_key, raw_value in values.items():
-            name = snake_case(raw_key) if raw_key not in fields else raw_key
-            if name not in fields:
-                continue
-            kwargs[name] = _convert(fields[name].type, raw_value)
-        return cls(**kwargs)
+        """Build from broker.conf-style keys (camelCase or snake_case); unknown keys are ignored.
+
+        Raises:
+            SettingError: A value has the wrong type.
+        """
+        return settings_from_mapping(cls, values, _ALIASES)
 
     @classmethod
     def from_file(cls, path: Path, **overrides: Any) -> BrokerConfig:
-        """Read a Java-properties ``broker.conf`` (``key=value``, ``#`` comments), then apply overrides."""
-        values: dict[str, Any] = {}
-        for line in path.read_text().splitlines():
-            line = line.strip()
-            if not line or line.startswith(("#", "!")):
-                continue
-            match = _PROPERTY_LINE.match(line)
-            if match:
-                values[match.group(1)] = match.group(2).strip()
+        """Read a Java-properties ``broker.conf``, then apply ``overrides`` (None values are skipped)."""
+        values: dict[str, Any] = dict(parse_properties(path.read_text(encoding="utf-8")))
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls.from_mapping(values)
 
@@ -105,19 +88,3 @@ class BrokerConfig:
             delete_when=self.delete_when,
             message_delay_level=self.message_delay_level,
         )
-
-
-def _convert(kind: Any, value: Any) -> Any:
-    text = str(value).strip()
-    kind_name = kind if isinstance(kind, str) else getattr(kind, "__name__", str(kind))
-    if "bool" in kind_name:
-        return value if isinstance(value, bool) else text.lower() in ("true", "1", "yes")
-    if "int" in kind_name:
-        return int(value) if not isinstance(value, str) else int(text)
-    if "float" in kind_name:
-        return float(text)
-    if "Path" in kind_name:
-        return Path(text).expanduser()
-    if "FlushDiskType" in kind_name:
-        return value if isinstance(value, FlushDiskType) else FlushDiskType(text.upper())
-    return value if not isinstance(value, str) else text

@@ -8,23 +8,13 @@ Java spellings that do not match a field name. Keys we do not use (``rocketmqHom
 
 from __future__ import annotations
 
-import dataclasses
-import logging
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, get_type_hints
+from typing import Final
 
-from rocketq.common.errors import RocketqError
+from rocketq.common.settings import SettingError, parse_properties, settings_from_mapping
 from rocketq.protocol import DEFAULT_MAX_FRAME_SIZE
-
-log = logging.getLogger(__name__)
-
-_CAMEL_BOUNDARY: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_PROPERTY_LINE: Final = re.compile(r"\s*([^=:\s]+)\s*[=:]?\s*(.*)")
-_TRUE: Final = frozenset({"true", "1", "yes", "on"})
-_FALSE: Final = frozenset({"false", "0", "no", "off"})
 
 # Java setting names whose snake_case form is not one of our field names.
 _JAVA_ALIASES: Final = {
@@ -33,18 +23,7 @@ _JAVA_ALIASES: Final = {
 }
 
 
-class NamesrvConfigError(RocketqError, ValueError):
-    """A setting has a value of the wrong type."""
-
-    def __init__(self, key: str, value: object, reason: str) -> None:
-        self.key = key
-        self.value = value
-        super().__init__(f"namesrv setting {key}={value!r}: {reason}")
-
-
-def snake_case(key: str) -> str:
-    """``listenPort`` -> ``listen_port``; snake_case keys come back unchanged."""
-    return _JAVA_ALIASES.get(key) or _CAMEL_BOUNDARY.sub("_", key).lower()
+NamesrvConfigError = SettingError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,16 +46,7 @@ class NamesrvConfig:
         Raises:
             NamesrvConfigError: A value cannot be converted to its field's type.
         """
-        types = get_type_hints(cls)
-        names = {field.name for field in dataclasses.fields(cls)}
-        kwargs: dict[str, object] = {}
-        for key, value in values.items():
-            name = key if key in names else snake_case(key)
-            if name not in names:
-                log.debug("ignoring namesrv setting %s (not used by rocketq)", key)
-                continue
-            kwargs[name] = _convert(key, value, types[name])
-        return cls(**kwargs)  # type: ignore[arg-type]
+        return settings_from_mapping(cls, values, _JAVA_ALIASES)
 
     @classmethod
     def from_file(cls, path: str | Path) -> NamesrvConfig:
@@ -87,36 +57,3 @@ class NamesrvConfig:
             NamesrvConfigError: A value has the wrong type.
         """
         return cls.from_mapping(parse_properties(Path(path).read_text(encoding="utf-8")))
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Parse the simple subset of Java properties syntax that config files use."""
-    values: dict[str, str] = {}
-    for line in text.splitlines():
-        stripped = line.strip()
-        if not stripped or stripped.startswith(("#", "!")):
-            continue
-        match = _PROPERTY_LINE.fullmatch(stripped)
-        if match is not None:
-            values[match.group(1)] = match.group(2).strip()
-    return values
-
-
-def _convert(key: str, value: object, kind: object) -> object:
-    if kind is bool:
-        if isinstance(value, bool):
-            return value
-        text = str(value).strip().lower()
-        if text in _TRUE:
-            return True
-        if text in _FALSE:
-            return False
-        raise NamesrvConfigError(key, value, "expected true or false")
-    if kind is int or kind is float:
-        if isinstance(value, bool):
-            raise NamesrvConfigError(key, value, "expected a number")
-        try:
-            return int(str(value).strip()) if kind is int else float(str(value).strip())
-        except ValueError:
-            raise NamesrvConfigError(key, value, "expected a number") from None
-    return str(value).strip()

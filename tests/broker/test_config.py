@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rocketq.broker.config import BrokerConfig
+from rocketq.common.settings import SettingError
+from rocketq.store import FlushDiskType
+
+
+def test_broker_conf_keys_map_onto_fields(tmp_path: Path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        "# a RocketMQ broker.conf\n"
+        "brokerClusterName = ClusterX\n"
+        "brokerName=broker-x\n"
+        "brokerId=0\n"
+        "namesrvAddr=127.0.0.1:9876;127.0.0.1:9877\n"
+        "listenPort: 10999\n"
+        "storePathRootDir=~/rq-store\n"
+        "flushDiskType=SYNC_FLUSH\n"
+        "mapedFileSizeCommitLog=1048576\n"
+        "autoCreateTopicEnable=false\n"
+        "brokerIP1=10.1.2.3\n"
+        "deleteWhen=04\n"
+        "rocketmqHome=/ignored\n"
+    )
+    config = BrokerConfig.from_file(conf, listen_port=11000)
+    assert config.broker_cluster_name == "ClusterX" and config.broker_name == "broker-x"
+    assert config.name_servers == ["127.0.0.1:9876", "127.0.0.1:9877"]
+    assert config.listen_port == 11000  # the command line wins
+    assert config.store_path_root_dir == Path("~/rq-store").expanduser()
+    assert config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+    assert config.mapped_file_size_commit_log == 1048576
+    assert config.auto_create_topic_enable is False
+    assert config.advertised_ip == "10.1.2.3"
+    assert config.store_config().flush_disk_type is FlushDiskType.SYNC_FLUSH
+
+
+def test_bad_values_are_named() -> None:
+    with pytest.raises(SettingError, match="listenPort"):
+        BrokerConfig.from_mapping({"listenPort": "ten"})
+    with pytest.raises(SettingError, match="flushDiskType"):
+        BrokerConfig.from_mapping({"flushDiskType": "SOMETIMES"})

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from rocketq.namesrv import KVConfigTable, NamesrvConfig, NamesrvConfigError
 from rocketq.common.settings import parse_properties, snake_case
+from rocketq.namesrv import KVConfigTable, NamesrvConfig, NamesrvConfigError
 
 
 def test_defaults_mirror_rocketmq() -> None:

@@ -129,11 +129,13 @@ class CommitLogFlusher:
 
 
 class PeriodicTask:
-    """A daemon thread that runs ``action`` every ``interval_s`` and once more when stopped."""
+    """A daemon thread that runs ``action`` every ``interval_s`` (and once more when stopped, for
+    flushers; not for the cleaner, which must not delete files on the way out)."""
 
-    def __init__(self, name: str, interval_s: float, action: Callable[[], object]) -> None:
+    def __init__(self, name: str, interval_s: float, action: Callable[[], object], *, run_at_stop: bool = True) -> None:
         self._interval = interval_s
         self._action = action
+        self._run_at_stop = run_at_stop
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
@@ -143,7 +145,8 @@ class PeriodicTask:
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
             self._run_once()
-        self._run_once()
+        if self._run_at_stop:
+            self._run_once()
 
     def _run_once(self) -> None:
         try:

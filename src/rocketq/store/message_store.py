@@ -508,10 +508,10 @@ class MessageStore:
     # -- statistics -----------------------------------------------------------------------------------
 
     def disk_used_ratio(self) -> float:
+        """Used share of the store's file system, counting blocks reserved for root as free, as
+        RocketMQ does (Java's getFreeSpace). The room actually left for us is checked separately."""
         usage = os.statvfs(self.config.store_path_root_dir)
-        total = usage.f_blocks * usage.f_frsize
-        free = usage.f_bavail * usage.f_frsize
-        return 0.0 if total == 0 else 1 - free / total
+        return 0.0 if usage.f_blocks == 0 else 1 - usage.f_bfree / usage.f_blocks
 
     def stats(self) -> StoreStats:
         return StoreStats(

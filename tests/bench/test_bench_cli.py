@@ -1,0 +1,90 @@
+"""``rocketq bench store`` end to end on tiny sizes: JSON lines, expected measurements, sane numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from rocketq.cli import main
+
+NUMBERS = ("msgs_per_s", "mb_per_s", "p50_us", "p99_us", "seconds")
+
+
+def run_bench(*args: str) -> list[dict[str, object]]:
+    result = CliRunner().invoke(main, ["bench", "store", *args])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    return [json.loads(line) for line in lines]
+
+
+def test_bench_store_json(tmp_path: Path) -> None:
+    rows = run_bench(
+        "--messages",
+        "2000",
+        "--size",
+        "100",
+        "--size",
+        "512",
+        "--writers",
+        "1",
+        "--writers",
+        "4",
+        "--batch",
+        "16",
+        "--file-size",
+        str(256 * 1024),
+        "--backlog",
+        "2000",
+        "--backlog-step",
+        "1000",
+        "--dir",
+        str(tmp_path),
+        "--json",
+    )
+    names = {str(row["name"]) for row in rows}
+    assert names == {
+        "raw_write",
+        "raw_fsync",
+        "async_append",
+        "async_append_batch",
+        "dispatch",
+        "cq_read",
+        "dispatch_rebuild",
+        "sync_append",
+        "backlog",
+    }
+    for row in rows:
+        for key in ("name", "size", "messages", "writers", "batch", *NUMBERS):
+            assert key in row, (key, row)
+        for key in NUMBERS:
+            value = row[key]
+            assert value is None or (isinstance(value, int | float) and value > 0), (key, row)
+        assert isinstance(row["messages"], int) and row["messages"] > 0
+    for size in (100, 512):
+        at_size = [row for row in rows if row["size"] == size]
+        assert {row["name"] for row in at_size} >= names - {"backlog"}
+        batch_run = next(row for row in at_size if row["name"] == "async_append_batch")
+        assert batch_run["batch"] == 16 and batch_run["messages"] == 2000
+        assert next(row for row in at_size if row["name"] == "cq_read")["messages"] == 2000
+        assert next(row for row in at_size if row["name"] == "dispatch_rebuild")["messages"] == 2000
+        sync = {row["writers"]: row for row in at_size if row["name"] == "sync_append"}
+        assert set(sync) == {1, 4}
+        assert float(sync[4]["ratio_vs_1_writer"]) > 0  # type: ignore[arg-type]
+    backlog = [row for row in rows if row["name"] == "backlog"]
+    assert [row["total"] for row in backlog] == [1000, 2000]
+    assert all(float(row["read_mean_us"]) > 0 for row in backlog)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []  # the scratch directory is removed
+
+
+def test_bench_store_table(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main,
+        ["bench", "store", "--messages", "500", "--size", "100", "--flush", "async", "--dir", str(tmp_path)],
+    )
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    assert "pre-built before timing" in result.stdout
+    table = result.stdout.splitlines()
+    assert any(line.startswith("async_append_batch") for line in table)
+    assert not any(line.startswith("sync_append") for line in table)

@@ -1,10 +1,11 @@
+# make run: a local NameServer + Broker on the default ports (store in ./.rocketq).
 # make test: create .venv when missing, install rocketq with its dev extras, lint, type-check, run every test.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck unit bench clean
+.PHONY: run test lint typecheck unit bench clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "rocketq needs Python 3.11+"'
@@ -14,6 +15,9 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/rocketq --log-level INFO up
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

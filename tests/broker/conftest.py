@@ -18,6 +18,8 @@ def broker_config(root: Path, **overrides: object) -> BrokerConfig:
         "broker_ip1": "127.0.0.1",
         "mapped_file_size_commit_log": 1 << 20,
         "mapped_file_size_consume_queue": 20 * 1000,
+        "max_hash_slot_num": 1000,
+        "max_index_num": 4000,
     }
     settings.update(overrides)
     return BrokerConfig(**settings)  # type: ignore[arg-type]

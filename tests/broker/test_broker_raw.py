@@ -23,6 +23,7 @@ from rocketq.protocol.headers import (
 )
 from rocketq.remoting import RemotingClient
 from rocketq.remoting.connection import next_opaque
+from rocketq.testing.cluster import wait_dispatched
 
 
 def send_request(
@@ -74,6 +75,7 @@ async def test_send_then_pull(broker: Broker, client: RemotingClient) -> None:
     sent = await client.invoke(broker.address, send_request("TopicA", b"hello", TAGS="TagA", KEYS="k1"), 3)
     assert sent.code == ResponseCode.SUCCESS, sent.remark
     assert sent.ext_fields["queueOffset"] == "0" and len(sent.ext_fields["msgId"]) == 32
+    await wait_dispatched(broker)
     pulled = await client.invoke(broker.address, pull_request("TopicA", 0, 0), 3)
     assert pulled.code == ResponseCode.SUCCESS
     assert bodies(pulled) == [b"hello"]
@@ -86,12 +88,14 @@ async def test_c_plus_plus_style_batch_in_code_10(broker: Broker, client: Remoti
     body = encode_batch([BatchItem(b"one", encode_properties({"TAGS": "a"})), BatchItem(b"two")])
     sent = await client.invoke(broker.address, send_request("TopicB", body, batch=True), 3)
     assert sent.code == ResponseCode.SUCCESS and sent.ext_fields["msgId"].count(",") == 1
+    await wait_dispatched(broker)
     pulled = await client.invoke(broker.address, pull_request("TopicB", 0, 0), 3)
     assert bodies(pulled) == [b"one", b"two"]
 
 
 async def test_long_polling_wakes_on_arrival(broker: Broker, client: RemotingClient) -> None:
     await client.invoke(broker.address, send_request("TopicC", b"first"), 3)
+    await wait_dispatched(broker)
     started = time.monotonic()
     held = asyncio.create_task(client.invoke(broker.address, pull_request("TopicC", 0, 1, suspend_ms=5000), 10))
     await asyncio.sleep(0.2)
@@ -107,6 +111,7 @@ async def test_long_polling_wakes_on_arrival(broker: Broker, client: RemotingCli
 
 async def test_long_polling_times_out(broker: Broker, client: RemotingClient) -> None:
     await client.invoke(broker.address, send_request("TopicD", b"x"), 3)
+    await wait_dispatched(broker)
     started = time.monotonic()
     response = await client.invoke(broker.address, pull_request("TopicD", 0, 1, suspend_ms=300), 5)
     assert response.code == ResponseCode.PULL_NOT_FOUND
@@ -116,6 +121,7 @@ async def test_long_polling_times_out(broker: Broker, client: RemotingClient) ->
 async def test_tag_filter(broker: Broker, client: RemotingClient) -> None:
     for tag in ("TagA", "TagB", "TagA"):
         await client.invoke(broker.address, send_request("TopicE", tag.encode(), TAGS=tag), 3)
+    await wait_dispatched(broker)
     pulled = await client.invoke(broker.address, pull_request("TopicE", 0, 0, expression="TagA"), 3)
     assert bodies(pulled) == [b"TagA", b"TagA"] and pulled.ext_fields["nextBeginOffset"] == "3"
     none = await client.invoke(broker.address, pull_request("TopicE", 0, 0, expression="TagZ"), 3)
@@ -124,6 +130,7 @@ async def test_tag_filter(broker: Broker, client: RemotingClient) -> None:
 
 async def test_offset_moved_and_unknown_topic(broker: Broker, client: RemotingClient) -> None:
     await client.invoke(broker.address, send_request("TopicF", b"x"), 3)
+    await wait_dispatched(broker)
     moved = await client.invoke(broker.address, pull_request("TopicF", 0, 99), 3)
     assert moved.code == ResponseCode.PULL_OFFSET_MOVED and moved.ext_fields["nextBeginOffset"] == "1"
     unknown = await client.invoke(broker.address, pull_request("NoSuchTopic", 0, 0), 3)

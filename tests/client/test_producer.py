@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from rocketq.common.message import Property
 from rocketq.protocol import RequestCode, ResponseCode, make_request
 from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.remoting.connection import next_opaque
-from rocketq.testing import LocalCluster
+from rocketq.testing import LocalCluster, ThreadedCluster
 
 
 @pytest.fixture
@@ -42,6 +43,7 @@ async def pull_all(producer: Producer, address: str, topic: str, queue_id: int) 
 
 
 async def all_messages(cluster: LocalCluster, producer: Producer, topic: str) -> list[MessageExt]:
+    await cluster.wait_dispatched()
     found = []
     for broker in cluster.brokers:
         config = broker.topics.get(topic)
@@ -122,31 +124,15 @@ async def test_unknown_nameserver_and_bad_messages(cluster: LocalCluster) -> Non
 
 
 def test_sync_producer(tmp_path: Path) -> None:
-    holder: dict[str, str] = {}
-    ready = asyncio.Event()
-
-    async def run_cluster() -> None:
-        async with LocalCluster(tmp_path, brokers=1) as cluster:
-            holder["addr"] = cluster.namesrv_addr
-            ready.set()
-            while "done" not in holder:
-                await asyncio.sleep(0.05)
-
-    import threading
-
-    thread = threading.Thread(target=lambda: asyncio.run(run_cluster()))
-    thread.start()
-    try:
-        for _ in range(100):
-            if "addr" in holder:
-                break
-            threading.Event().wait(0.05)
-        with SyncProducer(group="PG", namesrv_addr=holder["addr"]) as producer:
-            result = producer.send(Message("TopicS", b"blocking"))
-            assert result.status is SendStatus.SEND_OK
-            assert producer.send_async(Message("TopicS", b"future")).result(5).status is SendStatus.SEND_OK
-            producer.send_oneway(Message("TopicS", b"oneway"))
-            assert producer.send_batch([Message("TopicS", b"1"), Message("TopicS", b"2")]).queue_offset >= 0
-    finally:
-        holder["done"] = "1"
-        thread.join(10)
+    with ThreadedCluster(tmp_path) as cluster, SyncProducer(group="PG", namesrv_addr=cluster.namesrv_addr) as producer:
+        result = producer.send(Message("TopicS", b"blocking"))
+        assert result.status is SendStatus.SEND_OK
+        assert producer.send_async(Message("TopicS", b"future")).result(5).status is SendStatus.SEND_OK
+        producer.send_oneway(Message("TopicS", b"oneway"))
+        assert producer.send_batch([Message("TopicS", b"1"), Message("TopicS", b"2")]).queue_offset >= 0
+        assert producer.send_orderly(Message("TopicS", b"o"), sharding_key="k").status is SendStatus.SEND_OK
+        store = cluster.cluster.brokers[0].store
+        deadline = time.monotonic() + 3
+        while sum(store.get_max_offset_in_queue("TopicS", q) for q in range(4)) < 6 and time.monotonic() < deadline:
+            time.sleep(0.01)  # the dispatcher indexes the last records within milliseconds
+        assert sum(store.get_max_offset_in_queue("TopicS", q) for q in range(4)) == 6

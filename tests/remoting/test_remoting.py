@@ -200,3 +200,22 @@ async def test_server_initiated_request_reaches_client_handler() -> None:
         assert await got == "g1"
     await client.aclose()
     await server.aclose()
+
+
+def test_runs_on_uvloop() -> None:
+    uvloop = pytest.importorskip("uvloop")
+
+    async def round_trip() -> bytes:
+        server = RemotingServer({ECHO: echo}, host="127.0.0.1", port=0)
+        await server.start()
+        client = RemotingClient()
+        try:
+            response = await client.invoke(
+                f"127.0.0.1:{server.port}", make_request(ECHO, opaque=next_opaque(), body=b"uv"), 3
+            )
+            return bytes(response.body)
+        finally:
+            await client.aclose()
+            await server.aclose()
+
+    assert uvloop.run(round_trip()) == b"uv"

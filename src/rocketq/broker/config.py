@@ -34,6 +34,8 @@ class BrokerConfig:
     mapped_file_size_commit_log: int = 1024 * 1024 * 1024
     mapped_file_size_consume_queue: int = 300_000 * 20
     max_message_size: int = 4 * 1024 * 1024
+    max_hash_slot_num: int = 5_000_000  # IndexFile slots
+    max_index_num: int = 20_000_000  # IndexFile entries per file
     file_reserved_time: float = 72.0  # hours
     delete_when: str = "04"
     auto_create_topic_enable: bool = True
@@ -82,6 +84,8 @@ class BrokerConfig:
             store_path_root_dir=self.store_path_root_dir,
             mapped_file_size_commit_log=self.mapped_file_size_commit_log,
             mapped_file_size_consume_queue=self.mapped_file_size_consume_queue,
+            max_hash_slot_num=self.max_hash_slot_num,
+            max_index_num=self.max_index_num,
             max_message_size=self.max_message_size + 64 * 1024,  # headroom for properties and topic
             flush_disk_type=self.flush_disk_type,
             file_reserved_time_hours=self.file_reserved_time,

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -23,6 +24,10 @@ from rocketq.store import MessageStore
 log = logging.getLogger(__name__)
 
 
+async def _nothing() -> None:
+    return None
+
+
 @dataclass(slots=True, kw_only=True)
 class BrokerContext:
     config: BrokerConfig
@@ -34,6 +39,7 @@ class BrokerContext:
     long_polling: LongPolling
     address: str  # advertised "ip:port", also the storeHost of every record
     request_registration: Callable[[], None] = lambda: None  # re-register with the name servers soon
+    register_now: Callable[[], Awaitable[object]] = _nothing  # re-register and wait for it
     background: set[asyncio.Task[object]] = field(default_factory=set)
 
     @property
@@ -60,15 +66,19 @@ def reply(
 Header = TypeVar("Header", bound=ExtFieldsHeader)
 
 
-def parsed(kind: type[Header], answer: Callable[[RemotingCommand, Header], RemotingCommand]) -> RequestHandler:
+def parsed(
+    kind: type[Header],
+    answer: Callable[[RemotingCommand, Header], RemotingCommand | Awaitable[RemotingCommand]],
+) -> RequestHandler:
     """A handler that parses the request's header as ``kind`` (SYSTEM_ERROR naming the bad field when
-    it does not parse) and answers synchronously on the loop."""
+    it does not parse), then answers with ``answer`` (a plain or an async function)."""
 
     async def handle(request: RemotingCommand, connection: Connection) -> RemotingCommand:
         try:
             header = kind.from_ext_fields(request.ext_fields)
         except RemoteProtocolError as exc:
             return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
-        return answer(request, header)
+        response = answer(request, header)
+        return await response if inspect.isawaitable(response) else response
 
     return handle

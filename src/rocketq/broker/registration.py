@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 
 REGISTER_TIMEOUT_S = 6.0
 MIN_PERIOD_MS, MAX_PERIOD_MS = 10_000, 60_000
+RETRY_START_S = 0.5  # first retry after a failed registration, doubling up to the period
 
 
 class Registrar:
@@ -34,7 +35,8 @@ class Registrar:
         host, _, port = self._context.address.rpartition(":")
         return f"{host}:{int(port) + 1}"
 
-    async def register_all(self) -> None:
+    async def register_all(self) -> bool:
+        """Register with every name server; False when one of them could not be reached."""
         context = self._context
         config = context.config
         header = RegisterBrokerRequestHeader(
@@ -50,10 +52,13 @@ class Registrar:
             *(self._register(address, header.to_ext_fields(), body) for address in config.name_servers),
             return_exceptions=True,
         )
+        failed = False
         for address, result in zip(config.name_servers, results, strict=True):
             if isinstance(result, BaseException):
+                failed = True
                 log.warning("broker %s: registration with %s failed: %s", config.broker_name, address, result)
         self.registrations += 1
+        return not failed
 
     async def _register(self, address: str, fields: dict[str, str], body: bytes) -> None:
         request = make_request(RequestCode.REGISTER_BROKER, opaque=next_opaque(), ext_fields=fields, body=body)
@@ -63,11 +68,15 @@ class Registrar:
 
     async def run(self) -> None:
         period = min(max(self._context.config.register_name_server_period_ms, MIN_PERIOD_MS), MAX_PERIOD_MS) / 1000
+        retry_s = RETRY_START_S
         while True:
             self._wanted.clear()
-            await self.register_all()
+            if await self.register_all():
+                wait_s, retry_s = period, RETRY_START_S
+            else:  # a name server is not up yet (or restarting): try again soon, backing off
+                wait_s, retry_s = min(retry_s, period), min(retry_s * 2, period)
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(period):
+                async with asyncio.timeout(wait_s):
                     await self._wanted.wait()
                 await asyncio.sleep(0.05)  # gather a burst of topic changes into one registration
 

@@ -96,6 +96,7 @@ class Broker:
         self.store.add_arrival_listener(long_polling.on_arrival)
         self.registrar = Registrar(self.context, self._client)
         self.context.request_registration = self.registrar.trigger
+        self.context.register_now = self.registrar.register_all
         self.schedule = ScheduleService(self.context)
         self.schedule.load()
         self._spawn(self.registrar.run())

@@ -24,19 +24,6 @@ from typing import Final
 import msgspec
 
 from rocketq.namesrv.config import NamesrvConfig
-from rocketq.namesrv.headers import (
-    AddWritePermOfBrokerRequestHeader,
-    AddWritePermOfBrokerResponseHeader,
-    DeleteKVConfigRequestHeader,
-    DeleteTopicFromNamesrvRequestHeader,
-    GetKVConfigRequestHeader,
-    GetKVConfigResponseHeader,
-    GetKVListByNamespaceRequestHeader,
-    GetTopicsByClusterRequestHeader,
-    PutKVConfigRequestHeader,
-    WipeWritePermOfBrokerRequestHeader,
-    WipeWritePermOfBrokerResponseHeader,
-)
 from rocketq.namesrv.kv_config import ORDER_TOPIC_CONFIG, KVConfigTable
 from rocketq.namesrv.route_table import (
     TOPIC_SYS_FLAG_UNIT,
@@ -61,6 +48,19 @@ from rocketq.protocol import (
     TopicRouteData,
     UnregisterBrokerRequestHeader,
     make_response,
+)
+from rocketq.protocol.namesrv_headers import (
+    AddWritePermOfBrokerRequestHeader,
+    AddWritePermOfBrokerResponseHeader,
+    DeleteKVConfigRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader,
+    GetKVConfigRequestHeader,
+    GetKVConfigResponseHeader,
+    GetKVListByNamespaceRequestHeader,
+    GetTopicsByClusterRequestHeader,
+    PutKVConfigRequestHeader,
+    WipeWritePermOfBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
 )
 from rocketq.remoting import Connection, RequestHandler
 

@@ -6,7 +6,8 @@ without a default are ``@CFNotNull`` there.
 
 from __future__ import annotations
 
-from rocketq.protocol import RequestCode, RequestHeader, ResponseHeader
+from rocketq.protocol.codes import RequestCode
+from rocketq.protocol.headers import RequestHeader, ResponseHeader
 
 
 class PutKVConfigRequestHeader(RequestHeader, frozen=True, kw_only=True):

@@ -13,6 +13,7 @@ import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import cast
 
 from rocketq.protocol import (
     ONEWAY_FLAG,
@@ -58,8 +59,8 @@ class Connection(asyncio.Protocol):
     # -- asyncio.Protocol -----------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # uvloop's transports are not asyncio.Transport subclasses, but they have the same methods
+        self._transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and len(peer) >= 2:
             self.remote_address = f"{peer[0]}:{peer[1]}"

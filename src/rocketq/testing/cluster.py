@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.server import Broker
+from rocketq.client.sync import LoopThread
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.server import NameServer
+
+T = TypeVar("T")
 
 
 class LocalCluster:
@@ -50,6 +54,8 @@ class LocalCluster:
             "store_path_root_dir": self.root / f"broker-{index}",
             "mapped_file_size_commit_log": 16 * 1024 * 1024,
             "mapped_file_size_consume_queue": 20 * 10_000,
+            "max_hash_slot_num": 10_000,
+            "max_index_num": 40_000,
         }
         settings.update(self.broker_overrides)
         return BrokerConfig(**settings)
@@ -75,6 +81,12 @@ class LocalCluster:
             self.brokers.append(broker)
         return broker
 
+    async def wait_dispatched(self, timeout_s: float = 5.0) -> None:
+        """Wait until every broker has indexed everything it stored (pulls then see all of it)."""
+        async with asyncio.timeout(timeout_s):
+            for broker in self.brokers:
+                await wait_dispatched(broker)
+
     async def aclose(self) -> None:
         await asyncio.gather(*(broker.aclose() for broker in self.brokers), return_exceptions=True)
         for server in self.name_servers:
@@ -85,3 +97,44 @@ class LocalCluster:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+async def wait_dispatched(broker: Broker) -> None:
+    """Wait until ``broker``'s dispatcher has caught up with its CommitLog."""
+    store = broker.store
+    while store.dispatcher.dispatched_offset < store.commit_log.max_offset:
+        await asyncio.sleep(0.002)
+
+
+class ThreadedCluster:
+    """A LocalCluster on its own event-loop thread, for synchronous code and tests:
+
+    with ThreadedCluster(tmp_path) as cluster:
+        SyncProducer(group="g", namesrv_addr=cluster.namesrv_addr) ...
+    """
+
+    def __init__(self, root: Path, **options: Any) -> None:
+        self._loop = LoopThread(name="rocketq-cluster")
+        self.cluster = LocalCluster(root, **options)
+
+    @property
+    def namesrv_addr(self) -> str:
+        return self.cluster.namesrv_addr
+
+    def call(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine on the cluster's loop (to reach its brokers)."""
+        return self._loop.call(coroutine)
+
+    def __enter__(self) -> ThreadedCluster:
+        try:
+            self._loop.call(self.cluster.start())
+        except BaseException:
+            self._loop.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self._loop.call(self.cluster.aclose())
+        finally:
+            self._loop.stop()

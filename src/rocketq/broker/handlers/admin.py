@@ -7,7 +7,13 @@ import logging
 
 from rocketq.broker.context import BrokerContext, parsed, reply
 from rocketq.broker.topic_config import PERM_READ, PERM_WRITE, topic_name_problem
-from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, TopicConfig, TopicFilterType
+from rocketq.protocol import (
+    RemotingCommand,
+    RequestCode,
+    ResponseCode,
+    TopicConfig,
+    TopicFilterType,
+)
 from rocketq.protocol.headers import CreateTopicRequestHeader, DeleteTopicRequestHeader
 from rocketq.remoting import Connection, RequestHandler
 
@@ -17,7 +23,7 @@ log = logging.getLogger(__name__)
 def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
     topics = context.topics
 
-    def create_topic(request: RemotingCommand, header: CreateTopicRequestHeader) -> RemotingCommand:
+    async def create_topic(request: RemotingCommand, header: CreateTopicRequestHeader) -> RemotingCommand:
         problem = topic_name_problem(header.topic, context.config.broker_cluster_name)
         if problem:
             return reply(request, ResponseCode.SYSTEM_ERROR, problem)
@@ -39,16 +45,16 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
             order=header.order,
         )
         if topics.put(config):
-            context.request_registration()
+            await context.register_now()  # like Java: the route is updated when the request returns
         return reply(request, ResponseCode.SUCCESS)
 
-    def delete_topic(request: RemotingCommand, header: DeleteTopicRequestHeader) -> RemotingCommand:
+    async def delete_topic(request: RemotingCommand, header: DeleteTopicRequestHeader) -> RemotingCommand:
         if header.topic in topics.system_topics:
             return reply(request, ResponseCode.SYSTEM_ERROR, f"the topic[{header.topic}] is a system topic")
         topics.delete(header.topic)
         context.offsets.remove_topic(header.topic)
         context.store.delete_topic(header.topic)
-        context.request_registration()
+        await context.register_now()
         log.info("topic %s deleted", header.topic)
         return reply(request, ResponseCode.SUCCESS)
 

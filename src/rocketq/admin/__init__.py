@@ -1,0 +1,1 @@
+"""``rocketq admin``: the mqadmin commands, over ``rocketq.client.admin.AdminClient``."""

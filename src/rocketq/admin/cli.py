@@ -1,0 +1,258 @@
+"""``rocketq admin <command>`` with the mqadmin names RocketMQ users know."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import click
+
+from rocketq.admin.render import emit, timestamp
+from rocketq.client import Message, MQClientError, Producer
+from rocketq.client.admin import AdminClient
+from rocketq.client.message import MessageExt
+from rocketq.common.errors import RocketqError
+
+T = TypeVar("T")
+DEFAULT_NAMESRV = os.environ.get("NAMESRV_ADDR", "127.0.0.1:9876")
+
+
+def run(namesrv: str, action: Callable[[AdminClient], Awaitable[T]]) -> T:
+    async def main() -> T:
+        async with AdminClient(namesrv) as admin:
+            return await action(admin)
+
+    try:
+        return asyncio.run(main())
+    except RocketqError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+namesrv_option = click.option(
+    "-n",
+    "--namesrv-addr",
+    "namesrv",
+    default=DEFAULT_NAMESRV,
+    show_default=True,
+    help="NameServer address(es), host:port;host:port (env NAMESRV_ADDR)",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="print JSON for scripts")
+
+
+@click.group()
+def admin() -> None:
+    """Administer a rocketq (or RocketMQ) cluster."""
+
+
+@admin.command("clusterList")
+@namesrv_option
+@json_option
+def cluster_list(namesrv: str, as_json: bool) -> None:
+    """Clusters and their brokers."""
+    info = run(namesrv, lambda a: a.cluster_info())
+    rows = []
+    for cluster, names in sorted(info.cluster_addr_table.items()):
+        for name in sorted(names):
+            data = info.broker_addr_table.get(name)
+            for broker_id, address in sorted((data.broker_addrs if data else {}).items()):
+                rows.append([cluster, name, broker_id, address])
+    emit(
+        as_json,
+        [dict(zip(["cluster", "broker", "brokerId", "address"], r, strict=True)) for r in rows],
+        ["cluster", "broker", "id", "address"],
+        rows,
+    )
+
+
+@admin.command("topicList")
+@namesrv_option
+@json_option
+def topic_list(namesrv: str, as_json: bool) -> None:
+    """Every topic the name servers know."""
+    topics = run(namesrv, lambda a: a.topic_list())
+    emit(as_json, topics, ["topic"], [[t] for t in topics])
+
+
+@admin.command("topicRoute")
+@namesrv_option
+@click.option("-t", "--topic", required=True)
+@json_option
+def topic_route(namesrv: str, topic: str, as_json: bool) -> None:
+    """Which brokers serve a topic, with how many queues."""
+    route = run(namesrv, lambda a: a.topic_route(topic))
+    addresses = {b.broker_name: b.broker_addrs for b in route.broker_datas}
+    rows = [
+        [q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm, addresses.get(q.broker_name, {}).get(0, "")]
+        for q in sorted(route.queue_datas, key=lambda q: q.broker_name)
+    ]
+    document = {"queueDatas": [list(r) for r in rows], "brokerDatas": {k: v for k, v in addresses.items()}}
+    emit(as_json, document, ["broker", "readQueues", "writeQueues", "perm", "master"], rows)
+
+
+@admin.command("topicStatus")
+@namesrv_option
+@click.option("-t", "--topic", required=True)
+@json_option
+def topic_status(namesrv: str, topic: str, as_json: bool) -> None:
+    """Min and max offset of every queue of a topic."""
+    statuses = run(namesrv, lambda a: a.topic_status(topic))
+    rows = [
+        [s.queue.broker_name, s.queue.queue_id, s.min_offset, s.max_offset, timestamp(s.last_update_timestamp)]
+        for s in statuses
+    ]
+    document = [dict(broker=r[0], queueId=r[1], minOffset=r[2], maxOffset=r[3], lastUpdated=r[4]) for r in rows]
+    emit(as_json, document, ["broker", "queue", "minOffset", "maxOffset", "lastUpdated"], rows)
+
+
+@admin.command("updateTopic")
+@namesrv_option
+@click.option("-t", "--topic", required=True)
+@click.option("-c", "--cluster", help="create on every master of this cluster")
+@click.option("-b", "--broker-addr", help="create on this broker only")
+@click.option("-r", "--read-queues", default=8, show_default=True)
+@click.option("-w", "--write-queues", default=8, show_default=True)
+@click.option("-p", "--perm", default=6, show_default=True, help="2 write, 4 read, 6 both")
+@click.option("-o", "--order", is_flag=True)
+@json_option
+def update_topic(
+    namesrv: str,
+    topic: str,
+    cluster: str | None,
+    broker_addr: str | None,
+    read_queues: int,
+    write_queues: int,
+    perm: int,
+    order: bool,
+    as_json: bool,
+) -> None:
+    """Create a topic or change its queues and permission."""
+    if not cluster and not broker_addr:
+        cluster = "DefaultCluster"
+    brokers = run(
+        namesrv,
+        lambda a: a.update_topic(
+            topic,
+            cluster=cluster,
+            broker_addr=broker_addr,
+            read_queues=read_queues,
+            write_queues=write_queues,
+            perm=perm,
+            order=order,
+        ),
+    )
+    emit(as_json, {"topic": topic, "brokers": brokers}, ["topic", "broker"], [[topic, b] for b in brokers])
+
+
+@admin.command("deleteTopic")
+@namesrv_option
+@click.option("-t", "--topic", required=True)
+@click.option("-c", "--cluster", help="delete only in this cluster")
+@json_option
+def delete_topic(namesrv: str, topic: str, cluster: str | None, as_json: bool) -> None:
+    """Delete a topic from the brokers and the name servers."""
+    brokers = run(namesrv, lambda a: a.delete_topic(topic, cluster=cluster))
+    emit(as_json, {"topic": topic, "brokers": brokers}, ["deleted", "broker"], [[topic, b] for b in brokers])
+
+
+def _message_rows(messages: list[MessageExt]) -> tuple[list[dict[str, Any]], list[list[Any]]]:
+    documents = [
+        {
+            "msgId": m.msg_id,
+            "offsetMsgId": m.offset_msg_id,
+            "topic": m.topic,
+            "queueId": m.queue_id,
+            "queueOffset": m.queue_offset,
+            "tags": m.tags,
+            "keys": m.keys,
+            "properties": m.user_properties,
+            "reconsumeTimes": m.reconsume_times,
+            "bornHost": m.born_host,
+            "storeHost": m.store_host,
+            "storeTime": timestamp(m.store_timestamp),
+            "body": m.body.decode(errors="replace"),
+        }
+        for m in messages
+    ]
+    rows = [
+        [
+            m.msg_id,
+            m.queue_id,
+            m.queue_offset,
+            m.tags or "",
+            " ".join(m.keys),
+            timestamp(m.store_timestamp),
+            m.body[:40].decode(errors="replace"),
+        ]
+        for m in messages
+    ]
+    return documents, rows
+
+
+_MESSAGE_HEADERS = ["msgId", "queue", "offset", "tags", "keys", "stored", "body"]
+
+
+@admin.command("queryMsgById")
+@namesrv_option
+@click.option("-t", "--topic", help="topic of a client message id (UNIQ_KEY); not needed for an offset id")
+@click.option("-i", "--msg-id", required=True)
+@json_option
+def query_msg_by_id(namesrv: str, topic: str | None, msg_id: str, as_json: bool) -> None:
+    """A message by its id: the broker's offset id, or with --topic the client's unique id."""
+    messages = run(
+        namesrv, (lambda a: a.query_by_id(topic, msg_id)) if topic else (lambda a: _one(a.view_message(msg_id)))
+    )
+    if not messages:
+        raise click.ClickException(f"message {msg_id} not found")
+    documents, rows = _message_rows(messages)
+    emit(as_json, documents, _MESSAGE_HEADERS, rows)
+
+
+async def _one(coroutine: Awaitable[MessageExt]) -> list[MessageExt]:
+    return [await coroutine]
+
+
+@admin.command("queryMsgByKey")
+@namesrv_option
+@click.option("-t", "--topic", required=True)
+@click.option("-k", "--key", required=True)
+@click.option("--max", "max_num", default=64, show_default=True)
+@json_option
+def query_msg_by_key(namesrv: str, topic: str, key: str, max_num: int, as_json: bool) -> None:
+    """Messages of a topic whose KEYS contain this key."""
+    messages = run(namesrv, lambda a: a.query_by_key(topic, key, max_num=max_num))
+    documents, rows = _message_rows(messages)
+    emit(as_json, documents, _MESSAGE_HEADERS, rows)
+
+
+@admin.command("sendMessage")
+@namesrv_option
+@click.option("-t", "--topic", required=True)
+@click.option("-p", "--body", required=True)
+@click.option("-c", "--tags")
+@click.option("-k", "--keys")
+@click.option("-g", "--group", default="TOOLS_PRODUCER", show_default=True)
+@json_option
+def send_message(
+    namesrv: str, topic: str, body: str, tags: str | None, keys: str | None, group: str, as_json: bool
+) -> None:
+    """Send one message."""
+
+    async def send() -> Any:
+        async with Producer(group=group, namesrv_addr=namesrv) as producer:
+            return await producer.send(Message(topic, body.encode(), tags=tags, keys=keys))
+
+    try:
+        result = asyncio.run(send())
+    except (MQClientError, RocketqError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    document = {
+        "status": result.status.value,
+        "msgId": result.msg_id,
+        "offsetMsgId": result.offset_msg_id,
+        "broker": result.message_queue.broker_name,
+        "queueId": result.message_queue.queue_id,
+        "queueOffset": result.queue_offset,
+    }
+    emit(as_json, document)

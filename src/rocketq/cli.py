@@ -1,0 +1,140 @@
+"""The ``rocketq`` command line: servers (``namesrv``, ``broker``, ``up``), ``admin`` and ``bench``."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import click
+
+from rocketq import __version__
+from rocketq.admin.cli import admin
+from rocketq.bench import Measurement, table_header, table_row
+from rocketq.runner import broker_command, namesrv_command, up_command
+
+log = logging.getLogger(__name__)
+
+
+@click.group()
+@click.version_option(__version__, prog_name="rocketq")
+@click.option(
+    "--log-level",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    default="WARNING",
+    show_default=True,
+    help="Logging level (logs go to stderr).",
+)
+def main(log_level: str) -> None:
+    """rocketq: a RocketMQ-compatible message queue."""
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+@main.group()
+def bench() -> None:
+    """Benchmarks."""
+
+
+@bench.command("store")
+@click.option(
+    "--size",
+    "sizes",
+    type=click.IntRange(min=1),
+    multiple=True,
+    help="Message body size in bytes (repeatable).  [default: 100 and 1024]",
+)
+@click.option(
+    "--messages", type=click.IntRange(min=1), default=1_000_000, show_default=True, help="Messages per append run."
+)
+@click.option(
+    "--flush",
+    type=click.Choice(["async", "sync", "both"]),
+    default="both",
+    show_default=True,
+    help="Which flush modes to measure.",
+)
+@click.option(
+    "--writers",
+    type=click.IntRange(min=1),
+    multiple=True,
+    help="SYNC_FLUSH writer threads (repeatable).  [default: 1 and 32]",
+)
+@click.option(
+    "--batch",
+    type=click.IntRange(min=2),
+    default=64,
+    show_default=True,
+    help="Messages per put_messages call in the batched async run (batch 1 is always measured too).",
+)
+@click.option(
+    "--backlog", type=click.IntRange(min=1), default=None, help="Also grow one store to this many 100-byte messages."
+)
+@click.option(
+    "--backlog-step",
+    type=click.IntRange(min=1),
+    default=1_000_000,
+    show_default=True,
+    help="Report the backlog run every this many messages.",
+)
+@click.option(
+    "--file-size",
+    type=click.IntRange(min=64 * 1024),
+    default=None,
+    help="CommitLog file size in bytes.  [default: StoreConfig's, 1 GiB]",
+)
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to create the scratch directory (removed afterwards).  [default: the system temp dir]",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per measurement per line.")
+def bench_store(
+    sizes: tuple[int, ...],
+    messages: int,
+    flush: str,
+    writers: tuple[int, ...],
+    batch: int,
+    backlog: int | None,
+    backlog_step: int,
+    file_size: int | None,
+    directory: Path | None,
+    as_json: bool,
+) -> None:
+    """Measure the storage engine: append, group commit, dispatch, reads, against the raw disk."""
+    from rocketq.bench.store import NOTES, StoreBenchOptions, run_store_bench
+
+    options = StoreBenchOptions(
+        sizes=sizes or (100, 1024),
+        messages=messages,
+        flush=flush,
+        writers=writers or (1, 32),
+        batch=batch,
+        backlog=backlog,
+        backlog_step=backlog_step,
+        file_size=file_size,
+        directory=directory,
+    )
+
+    def emit(measurement: Measurement) -> None:
+        click.echo(measurement.to_json() if as_json else table_row(measurement))
+
+    if not as_json:
+        for note in NOTES:
+            click.echo(note)
+        if flush != "async":
+            for count in options.writers:
+                click.echo(f"SYNC_FLUSH with {count} writer(s): {options.sync_messages(count):,} messages.")
+        click.echo()
+        click.echo(table_header())
+    run_store_bench(options, emit)
+
+
+main.add_command(admin)
+main.add_command(namesrv_command)
+main.add_command(broker_command)
+main.add_command(up_command)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,246 @@
+"""AdminClient: the operations behind ``rocketq admin`` (RocketMQ's MQAdminExt), async."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from rocketq.client.config import ClientConfig
+from rocketq.client.errors import MQClientError, broker_error
+from rocketq.client.instance import ClientInstance
+from rocketq.client.message import MessageExt, MessageQueue, decode_messages
+from rocketq.client.route import MASTER_ID, PERM_READ, PERM_WRITE, subscribe_queues
+from rocketq.common.message_id import parse_offset_message_id
+from rocketq.protocol import (
+    ClusterInfo,
+    RemotingCommand,
+    RequestCode,
+    ResponseCode,
+    TopicList,
+    TopicRouteData,
+    make_request,
+)
+from rocketq.protocol.headers import (
+    CreateTopicRequestHeader,
+    DeleteTopicRequestHeader,
+    GetMaxOffsetRequestHeader,
+    GetMinOffsetRequestHeader,
+    QueryMessageRequestHeader,
+    ViewMessageRequestHeader,
+)
+from rocketq.protocol.namesrv_headers import DeleteTopicFromNamesrvRequestHeader
+from rocketq.remoting.connection import next_opaque
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStatus:
+    queue: MessageQueue
+    min_offset: int
+    max_offset: int
+    last_update_timestamp: int | None
+
+
+class AdminClient:
+    def __init__(self, namesrv_addr: str, *, timeout_s: float = 5.0) -> None:
+        self._instance = ClientInstance(ClientConfig(namesrv_addr=namesrv_addr, instance_name="admin"))
+        self._timeout = timeout_s
+
+    async def __aenter__(self) -> AdminClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._instance.aclose()
+
+    async def _namesrv(self, code: int, fields: dict[str, str] | None = None) -> RemotingCommand:
+        response = await self._instance.invoke_namesrv(
+            make_request(code, opaque=next_opaque(), ext_fields=fields or {}), self._timeout
+        )
+        if response.code != ResponseCode.SUCCESS:
+            raise broker_error(response.code, response.remark, "name server")
+        return response
+
+    async def _broker(
+        self, address: str, code: int, fields: dict[str, str], *, ok: tuple[int, ...] = (0,)
+    ) -> RemotingCommand:
+        response = await self._instance.invoke_broker(
+            address, make_request(code, opaque=next_opaque(), ext_fields=fields), self._timeout
+        )
+        if response.code not in ok:
+            raise broker_error(response.code, response.remark, address)
+        return response
+
+    # -- cluster and routes ---------------------------------------------------------------------------
+
+    async def cluster_info(self) -> ClusterInfo:
+        return ClusterInfo.decode((await self._namesrv(RequestCode.GET_BROKER_CLUSTER_INFO)).body)
+
+    async def topic_list(self) -> list[str]:
+        return sorted(
+            TopicList.decode((await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)).body).topic_list
+        )
+
+    async def topic_route(self, topic: str) -> TopicRouteData:
+        route = await self._instance.fetch_route(topic)
+        if route is None:
+            raise MQClientError(f"no route for topic {topic!r}: the name servers do not know it")
+        return route
+
+    async def master_addresses(self, cluster: str | None = None) -> dict[str, str]:
+        """broker name -> master address, for one cluster or all."""
+        info = await self.cluster_info()
+        names = set(info.cluster_addr_table.get(cluster, [])) if cluster else set(info.broker_addr_table)
+        if cluster and not names:
+            raise MQClientError(f"cluster {cluster!r} is unknown to the name servers")
+        return {
+            name: data.broker_addrs[MASTER_ID]
+            for name, data in info.broker_addr_table.items()
+            if name in names and MASTER_ID in data.broker_addrs
+        }
+
+    # -- topics ---------------------------------------------------------------------------------------
+
+    async def update_topic(
+        self,
+        topic: str,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+        read_queues: int = 8,
+        write_queues: int = 8,
+        perm: int = PERM_READ | PERM_WRITE,
+        order: bool = False,
+    ) -> list[str]:
+        """Create or update a topic on one broker or every master of a cluster; returns the brokers."""
+        targets = [broker_addr] if broker_addr else list((await self.master_addresses(cluster)).values())
+        if not targets:
+            raise MQClientError("no broker to create the topic on")
+        fields = CreateTopicRequestHeader(
+            topic=topic,
+            default_topic="TBW102",
+            read_queue_nums=read_queues,
+            write_queue_nums=write_queues,
+            perm=perm,
+            topic_filter_type="SINGLE_TAG",
+            order=order,
+        ).to_ext_fields()
+        for address in targets:
+            await self._broker(address, RequestCode.UPDATE_AND_CREATE_TOPIC, fields)
+        return targets
+
+    async def delete_topic(self, topic: str, *, cluster: str | None = None) -> list[str]:
+        """Delete a topic on every master broker (of ``cluster``) and from the name servers."""
+        targets = list((await self.master_addresses(cluster)).values())
+        for address in targets:
+            await self._broker(
+                address, RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic=topic).to_ext_fields()
+            )
+        await self._namesrv(
+            RequestCode.DELETE_TOPIC_IN_NAMESRV,
+            DeleteTopicFromNamesrvRequestHeader(topic=topic, cluster_name=cluster).to_ext_fields(),
+        )
+        return targets
+
+    async def topic_status(self, topic: str) -> list[QueueStatus]:
+        route = await self.topic_route(topic)
+        addresses = {b.broker_name: b.broker_addrs.get(MASTER_ID) for b in route.broker_datas}
+        statuses = []
+        for queue in subscribe_queues(topic, route):
+            address = addresses.get(queue.broker_name)
+            if address is None:
+                continue
+            high = await self._broker(
+                address,
+                RequestCode.GET_MAX_OFFSET,
+                GetMaxOffsetRequestHeader(topic=topic, queue_id=queue.queue_id).to_ext_fields(),
+            )
+            low = await self._broker(
+                address,
+                RequestCode.GET_MIN_OFFSET,
+                GetMinOffsetRequestHeader(topic=topic, queue_id=queue.queue_id).to_ext_fields(),
+            )
+            max_offset = int(high.ext_fields.get("offset", 0))
+            last_time = (
+                await self._last_store_time(address, topic, queue.queue_id, max_offset - 1) if max_offset else None
+            )
+            statuses.append(QueueStatus(queue, int(low.ext_fields.get("offset", 0)), max_offset, last_time))
+        return statuses
+
+    async def _last_store_time(self, address: str, topic: str, queue_id: int, offset: int) -> int | None:
+        fields = {
+            "consumerGroup": "TOOLS_CONSUMER",
+            "topic": topic,
+            "queueId": str(queue_id),
+            "queueOffset": str(offset),
+            "maxMsgNums": "1",
+            "sysFlag": "4",
+            "commitOffset": "0",
+            "suspendTimeoutMillis": "0",
+            "subscription": "*",
+            "subVersion": "0",
+        }
+        response = await self._broker(address, RequestCode.PULL_MESSAGE, fields, ok=(0, 19, 20, 21))
+        messages = decode_messages(response.body) if response.code == ResponseCode.SUCCESS else []
+        return messages[0].store_timestamp if messages else None
+
+    # -- messages -------------------------------------------------------------------------------------
+
+    async def view_message(self, offset_msg_id: str) -> MessageExt:
+        """The message with this offset id (as returned by a send: ``offset_msg_id``)."""
+        host, port, offset = parse_offset_message_id(offset_msg_id)
+        response = await self._broker(
+            f"{host}:{port}", RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(offset=offset).to_ext_fields()
+        )
+        messages = decode_messages(response.body)
+        if not messages:
+            raise MQClientError(f"no message {offset_msg_id}")
+        return messages[0]
+
+    async def query_by_key(
+        self,
+        topic: str,
+        key: str,
+        *,
+        max_num: int = 32,
+        begin_ms: int = 0,
+        end_ms: int | None = None,
+        unique: bool = False,
+    ) -> list[MessageExt]:
+        """Messages of ``topic`` with this key (KEYS entry, or UNIQ_KEY when ``unique``), from every master."""
+        route = await self.topic_route(topic)
+        header = QueryMessageRequestHeader(
+            topic=topic,
+            key=key,
+            max_num=max_num,
+            begin_timestamp=begin_ms,
+            end_timestamp=end_ms if end_ms is not None else int(time.time() * 1000) + 60_000,
+        )
+        fields: dict[str, Any] = header.to_ext_fields()
+        if unique:
+            fields["_UNIQUE_KEY_QUERY"] = "true"
+        found: list[MessageExt] = []
+        for broker in route.broker_datas:
+            address = broker.broker_addrs.get(MASTER_ID)
+            if address is None:
+                continue
+            response = await self._broker(
+                address, RequestCode.QUERY_MESSAGE, fields, ok=(0, ResponseCode.QUERY_NOT_FOUND)
+            )
+            if response.code == ResponseCode.SUCCESS:
+                found.extend(decode_messages(response.body))
+        if unique:
+            found = [m for m in found if m.msg_id == key]
+        return sorted(found, key=lambda m: m.store_timestamp)
+
+    async def query_by_id(self, topic: str, msg_id: str) -> list[MessageExt]:
+        """By the client's unique id (UNIQ_KEY) if ``msg_id`` is one, else as an offset id."""
+        found = await self.query_by_key(topic, msg_id, unique=True)
+        if found:
+            return found
+        try:
+            return [await self.view_message(msg_id)]
+        except MQClientError:
+            return []

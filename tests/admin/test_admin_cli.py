@@ -1,0 +1,67 @@
+"""``rocketq admin`` against a real in-process cluster (two brokers), in table and JSON form."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rocketq.admin.cli import admin
+from rocketq.testing import ThreadedCluster
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedCluster]:
+    with ThreadedCluster(tmp_path_factory.mktemp("admin"), brokers=2) as running:
+        yield running
+
+
+def invoke(cluster: ThreadedCluster, *args: str) -> str:
+    result = CliRunner().invoke(admin, [args[0], "-n", cluster.namesrv_addr, *args[1:]], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_cluster_list(cluster: ThreadedCluster) -> None:
+    rows = json.loads(invoke(cluster, "clusterList", "--json"))
+    assert {(r["cluster"], r["broker"], r["brokerId"]) for r in rows} == {
+        ("DefaultCluster", "broker-a", 0),
+        ("DefaultCluster", "broker-b", 0),
+    }
+    table = invoke(cluster, "clusterList")
+    assert "broker-a" in table and "address" in table.splitlines()[0]
+
+
+def test_topic_lifecycle(cluster: ThreadedCluster) -> None:
+    created = json.loads(invoke(cluster, "updateTopic", "-t", "AdminTopic", "-r", "3", "-w", "3", "--json"))
+    assert len(created["brokers"]) == 2
+    assert "AdminTopic" in json.loads(invoke(cluster, "topicList", "--json"))
+    route = json.loads(invoke(cluster, "topicRoute", "-t", "AdminTopic", "--json"))
+    assert sorted((q[0], q[1], q[2]) for q in route["queueDatas"]) == [("broker-a", 3, 3), ("broker-b", 3, 3)]
+    status = json.loads(invoke(cluster, "topicStatus", "-t", "AdminTopic", "--json"))
+    assert len(status) == 6 and {s["maxOffset"] for s in status} == {0}
+    sent = json.loads(
+        invoke(cluster, "sendMessage", "-t", "AdminTopic", "-p", "hello admin", "-k", "order-7", "-c", "TagA", "--json")
+    )
+    assert sent["status"] == "SEND_OK"
+    status = json.loads(invoke(cluster, "topicStatus", "-t", "AdminTopic", "--json"))
+    assert sum(s["maxOffset"] for s in status) == 1 and any(s["lastUpdated"] for s in status)
+    by_offset_id = json.loads(invoke(cluster, "queryMsgById", "-i", sent["offsetMsgId"], "--json"))
+    assert by_offset_id[0]["body"] == "hello admin" and by_offset_id[0]["tags"] == "TagA"
+    by_unique_id = json.loads(invoke(cluster, "queryMsgById", "-t", "AdminTopic", "-i", sent["msgId"], "--json"))
+    assert [m["offsetMsgId"] for m in by_unique_id] == [sent["offsetMsgId"]]
+    by_key = json.loads(invoke(cluster, "queryMsgByKey", "-t", "AdminTopic", "-k", "order-7", "--json"))
+    assert [m["body"] for m in by_key] == ["hello admin"]
+    assert "hello admin" in invoke(cluster, "queryMsgByKey", "-t", "AdminTopic", "-k", "order-7")
+    invoke(cluster, "deleteTopic", "-t", "AdminTopic")
+    assert "AdminTopic" not in json.loads(invoke(cluster, "topicList", "--json"))
+
+
+def test_errors_are_clear(cluster: ThreadedCluster, tmp_path: Path) -> None:
+    result = CliRunner().invoke(admin, ["topicRoute", "-n", cluster.namesrv_addr, "-t", "NoSuchTopic"])
+    assert result.exit_code == 1 and "NoSuchTopic" in result.output
+    unreachable = CliRunner().invoke(admin, ["topicList", "-n", "127.0.0.1:1"])
+    assert unreachable.exit_code == 1 and "NameServer" in unreachable.output

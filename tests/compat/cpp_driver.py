@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 
 from rocketmq.client import Message, Producer, PushConsumer, SendStatus  # type: ignore[import-untyped]
 
 
+_OUTPUT = threading.Lock()  # the C++ client calls back on its own threads
+
+
 def emit(**fields: object) -> None:
     text = {k: v.decode(errors="replace") if isinstance(v, bytes) else v for k, v in fields.items()}
-    print(json.dumps(text), flush=True)
+    with _OUTPUT:
+        sys.stdout.write(json.dumps(text) + "\n")
+        sys.stdout.flush()
 
 
 def produce(namesrv: str, topic: str) -> None:

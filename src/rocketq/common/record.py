@@ -95,18 +95,19 @@ def record_size(body_length: int, topic_length: int, properties_length: int) -> 
     return RECORD_OVERHEAD + body_length + topic_length + properties_length
 
 
-_TAIL_FORMATS: dict[tuple[int, int, int], struct.Struct] = {}
+RECORD_STRUCTS: dict[tuple[int, int, int], struct.Struct] = {}
+"""Whole-record Structs by (body, topic, properties) length; read directly on the append hot path."""
 
 
 def record_struct(body_length: int, topic_length: int, properties_length: int) -> struct.Struct:
     """One precompiled Struct for a whole record of these lengths, cached: a put is one pack_into."""
     key = (body_length, topic_length, properties_length)
-    packer = _TAIL_FORMATS.get(key)
+    packer = RECORD_STRUCTS.get(key)
     if packer is None:
-        if len(_TAIL_FORMATS) >= 4096:
-            _TAIL_FORMATS.clear()
+        if len(RECORD_STRUCTS) >= 4096:
+            RECORD_STRUCTS.clear()
         packer = struct.Struct(f">iiiiiqqiq8sq8siqi{body_length}sb{topic_length}sh{properties_length}s")
-        _TAIL_FORMATS[key] = packer
+        RECORD_STRUCTS[key] = packer
     return packer
 
 

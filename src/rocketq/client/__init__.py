@@ -1,22 +1,32 @@
 """rocketq clients: an async core and blocking facades."""
 
-from rocketq.client.config import ClientConfig, ProducerConfig
+from rocketq.client.config import ClientConfig, ConsumeFromWhere, ConsumerConfig, MessageModel, ProducerConfig
 from rocketq.client.errors import BrokerResponseError, MQClientError
 from rocketq.client.message import Message, MessageExt, MessageQueue, SendResult, SendStatus, decode_messages
 from rocketq.client.producer import Producer
-from rocketq.client.sync import SyncProducer
+from rocketq.client.pull_consumer import PullConsumer
+from rocketq.client.push_consumer import ConsumeStatus, PushConsumer
+from rocketq.client.sync import SyncProducer, SyncPullConsumer, SyncPushConsumer
 
 __all__ = [
     "BrokerResponseError",
     "ClientConfig",
+    "ConsumeFromWhere",
+    "ConsumeStatus",
+    "ConsumerConfig",
     "MQClientError",
     "Message",
     "MessageExt",
+    "MessageModel",
     "MessageQueue",
     "Producer",
     "ProducerConfig",
+    "PullConsumer",
+    "PushConsumer",
     "SendResult",
     "SendStatus",
     "SyncProducer",
+    "SyncPullConsumer",
+    "SyncPushConsumer",
     "decode_messages",
 ]

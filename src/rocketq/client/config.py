@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,3 +34,41 @@ class ProducerConfig:
     default_topic_queue_nums: int = 4
     send_latency_fault_enable: bool = True
     create_topic_key: str = "TBW102"
+
+
+class MessageModel(enum.Enum):
+    CLUSTERING = "CLUSTERING"  # each message to one member of the group; offsets on the broker
+    BROADCASTING = "BROADCASTING"  # each message to every member; offsets in a local file
+
+
+class ConsumeFromWhere(enum.Enum):
+    """Where a group with no committed offset for a queue starts."""
+
+    CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
+    CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
+    CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerConfig:
+    group: str
+    client: ClientConfig = ClientConfig()
+    message_model: MessageModel = MessageModel.CLUSTERING
+    consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+    consume_timestamp_ms: int = 0  # for CONSUME_FROM_TIMESTAMP; 0 = half an hour ago
+    allocate_strategy: str = "AVG"  # AVG, AVG_BY_CIRCLE or CONSISTENT_HASH
+    consume_thread_min: int = 20
+    consume_thread_max: int = 20
+    consume_message_batch_max_size: int = 1
+    pull_batch_size: int = 32
+    pull_threshold_for_queue: int = 1000  # cached messages per queue before pulling pauses
+    pull_threshold_size_for_queue_mib: int = 100
+    max_reconsume_times: int = 16
+    suspend_current_queue_time_ms: int = 1000  # orderly: pause after a failed message
+    persist_consumer_offset_interval_s: float = 5.0
+    rebalance_interval_s: float = 20.0
+    lock_renew_interval_s: float = 20.0
+    broker_suspend_max_time_ms: int = 15_000  # long-polling hold asked of the broker
+    consumer_timeout_when_suspend_s: float = 30.0
+    pull_time_delay_when_exception_s: float = 3.0
+    offset_store_dir: Path = Path.home() / ".rocketq_offsets"  # broadcasting offsets

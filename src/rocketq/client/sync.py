@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from rocketq.client.config import ProducerConfig
-from rocketq.client.message import Message, SendResult
+from rocketq.client.config import ConsumerConfig, ProducerConfig
+from rocketq.client.message import Message, MessageExt, MessageQueue, SendResult
 from rocketq.client.producer import Producer, QueueSelector
+from rocketq.client.pull_consumer import PullConsumer
+from rocketq.client.push_consumer import Listener, PushConsumer
 
 T = TypeVar("T")
 
@@ -94,3 +96,100 @@ class SyncProducer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class SyncPushConsumer:
+    """Blocking twin of ``PushConsumer``: a plain-function listener runs on the consume threads."""
+
+    def __init__(self, config: ConsumerConfig, listener: Listener, *, orderly: bool = False) -> None:
+        self._loop = LoopThread(name="rocketq-push-consumer")
+        self._consumer = PushConsumer(config, listener, orderly=orderly)
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        self._consumer.subscribe(topic, expression)
+
+    def start(self) -> SyncPushConsumer:
+        self._loop.call(self._consumer.start())
+        return self
+
+    @property
+    def assigned_queues(self) -> set[MessageQueue]:
+        return self._consumer.assigned_queues
+
+    def close(self) -> None:
+        try:
+            self._loop.call(self._consumer.aclose())
+        finally:
+            self._loop.stop()
+
+    def __enter__(self) -> SyncPushConsumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SyncPullConsumer:
+    """Blocking twin of ``PullConsumer``."""
+
+    def __init__(self, config: ConsumerConfig, *, auto_commit: bool = True) -> None:
+        self._loop = LoopThread(name="rocketq-pull-consumer")
+        self._consumer = self._loop.call(_build_pull_consumer(config, auto_commit))
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        self._consumer.subscribe(topic, expression)
+
+    def assign(self, queues: Sequence[MessageQueue], expression: str = "*") -> None:
+        self._loop.call(self._consumer.assign(queues, expression))
+
+    def fetch_queues(self, topic: str) -> list[MessageQueue]:
+        return self._loop.call(self._consumer.fetch_queues(topic))
+
+    def start(self) -> SyncPullConsumer:
+        self._loop.call(self._consumer.start())
+        return self
+
+    def poll(self, timeout: float = 5.0) -> list[MessageExt]:
+        return self._loop.call(self._consumer.poll(timeout))
+
+    def seek(self, queue: MessageQueue, offset: int) -> None:
+        self._loop.call(_run(self._consumer.seek, queue, offset))
+
+    def seek_to_begin(self, queue: MessageQueue) -> None:
+        self._loop.call(self._consumer.seek_to_begin(queue))
+
+    def seek_to_end(self, queue: MessageQueue) -> None:
+        self._loop.call(self._consumer.seek_to_end(queue))
+
+    def offset_for_timestamp(self, queue: MessageQueue, timestamp_ms: int) -> int:
+        return self._loop.call(self._consumer.offset_for_timestamp(queue, timestamp_ms))
+
+    def commit(self) -> None:
+        self._loop.call(self._consumer.commit())
+
+    def committed(self, queue: MessageQueue) -> int:
+        return self._loop.call(self._consumer.committed(queue))
+
+    @property
+    def assignment(self) -> set[MessageQueue]:
+        return self._consumer.assignment
+
+    def close(self) -> None:
+        try:
+            self._loop.call(self._consumer.aclose())
+        finally:
+            self._loop.stop()
+
+    def __enter__(self) -> SyncPullConsumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+async def _build_pull_consumer(config: ConsumerConfig, auto_commit: bool) -> PullConsumer:
+    return PullConsumer(config, auto_commit=auto_commit)  # built on the loop: it owns asyncio primitives
+
+
+async def _run(function: Callable[..., T], *args: Any) -> T:
+    return function(*args)

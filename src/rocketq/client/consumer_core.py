@@ -1,0 +1,286 @@
+"""What push and lite-pull consumers share (RebalanceImpl + the consumer half of MQClientInstance):
+subscriptions, heartbeats carrying them, queue rebalancing, offset storage and send-back.
+
+Rebalancing runs every ``rebalance_interval_s`` and at once when a broker sends
+NOTIFY_CONSUMER_IDS_CHANGED. Revoked queues are handed back (their offsets committed) before new
+ones are taken, so that within one member a queue is never consumed from two places.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from rocketq.client.config import ConsumeFromWhere, ConsumerConfig, MessageModel
+from rocketq.client.errors import MQClientError
+from rocketq.client.instance import ClientInstance
+from rocketq.client.message import MessageExt, MessageQueue
+from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteOffsetStore
+from rocketq.client.rebalance import STRATEGIES
+from rocketq.client.route import MASTER_ID, subscribe_queues
+from rocketq.protocol import (
+    ConsumerListBody,
+    RemotingCommand,
+    RequestCode,
+    ResponseCode,
+    make_request,
+)
+from rocketq.protocol import bodies as wire
+from rocketq.protocol.bodies import ConsumerData, SubscriptionData
+from rocketq.protocol.headers import (
+    ConsumerSendMsgBackRequestHeader,
+    GetConsumerListByGroupRequestHeader,
+    GetMaxOffsetRequestHeader,
+    SearchOffsetRequestHeader,
+)
+from rocketq.remoting import Connection, RemotingError
+from rocketq.remoting.connection import next_opaque
+
+log = logging.getLogger(__name__)
+
+RETRY_PREFIX = "%RETRY%"
+QueuesCallback = Callable[[list[MessageQueue]], Awaitable[None]]
+
+
+def retry_topic(group: str) -> str:
+    return RETRY_PREFIX + group
+
+
+class ConsumerCore:
+    def __init__(
+        self, config: ConsumerConfig, *, consume_type: str, on_assigned: QueuesCallback, on_revoked: QueuesCallback
+    ) -> None:
+        if config.allocate_strategy not in STRATEGIES:
+            raise MQClientError(
+                f"unknown allocate strategy {config.allocate_strategy!r}; use one of {sorted(STRATEGIES)}"
+            )
+        self.config = config
+        self.consume_type = consume_type
+        self.subscriptions: dict[str, str] = {}  # topic -> tag expression
+        self.assigned: set[MessageQueue] = set()
+        self._on_assigned = on_assigned
+        self._on_revoked = on_revoked
+        self._rebalance_wanted = asyncio.Event()
+        self._rebalance_lock = asyncio.Lock()
+        self._tasks: list[asyncio.Task[Any]] = []
+        self.instance = ClientInstance(
+            config.client, handlers={RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._on_notify}
+        )
+        self.instance.consumer_data = self._consumer_data
+        self.offsets: OffsetStore = (
+            RemoteOffsetStore(config.group, self.invoke_master)
+            if config.message_model is MessageModel.CLUSTERING
+            else LocalFileOffsetStore(config.offset_store_dir, config.group)
+        )
+
+    @property
+    def clustering(self) -> bool:
+        return self.config.message_model is MessageModel.CLUSTERING
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        self.subscriptions[topic] = expression or "*"
+        self._rebalance_wanted.set()
+
+    # -- lifecycle ------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self.clustering:
+            self.subscriptions.setdefault(retry_topic(self.config.group), "*")
+        await self.instance.start()
+        for topic in self.subscriptions:
+            await self._route(topic)
+        await self.instance.heartbeat()
+        await self.rebalance()
+        self._tasks.append(asyncio.create_task(self._rebalance_loop()))
+        self._tasks.append(asyncio.create_task(self._persist_loop()))
+
+    async def stop_background(self) -> None:
+        """Stop rebalancing and periodic commits (first step of closing: no queue is assigned after it)."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        async with self._rebalance_lock:  # an assignment in progress finishes before we go on
+            pass
+
+    async def aclose(self) -> None:
+        await self.stop_background()
+        await self.offsets.persist_all()
+        await self.instance.unregister(consumer_group=self.config.group)
+        await self.instance.aclose()
+
+    async def _persist_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.persist_consumer_offset_interval_s)
+            try:
+                await self.offsets.persist_all()
+            except Exception as exc:
+                log.warning("group %s: offset persist failed: %s", self.config.group, exc)
+
+    async def _rebalance_loop(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.config.rebalance_interval_s):
+                    await self._rebalance_wanted.wait()
+            self._rebalance_wanted.clear()
+            try:
+                await self.rebalance()
+            except Exception as exc:
+                log.warning("group %s: rebalance failed: %s", self.config.group, exc)
+
+    async def _on_notify(self, request: RemotingCommand, connection: Connection) -> RemotingCommand | None:
+        log.info("group %s: membership changed, rebalancing", self.config.group)
+        self._rebalance_wanted.set()
+        return None
+
+    def trigger_rebalance(self) -> None:
+        self._rebalance_wanted.set()
+
+    # -- heartbeats -----------------------------------------------------------------------------------
+
+    def _consumer_data(self) -> list[ConsumerData]:
+        version = int(time.time() * 1000)
+        subscriptions = [
+            SubscriptionData(
+                topic=topic,
+                sub_string=expression,
+                sub_version=version,
+                tags_set=sorted(t.strip() for t in expression.split("||") if t.strip() and t.strip() != "*"),
+            )
+            for topic, expression in sorted(self.subscriptions.items())
+        ]
+        return [
+            ConsumerData(
+                group_name=self.config.group,
+                consume_type=wire.ConsumeType(self.consume_type),
+                message_model=wire.MessageModel(self.config.message_model.value),
+                consume_from_where=wire.ConsumeFromWhere(self.config.consume_from_where.value),
+                subscription_data_set=subscriptions,
+            )
+        ]
+
+    # -- rebalance ------------------------------------------------------------------------------------
+
+    async def _route(self, topic: str) -> list[MessageQueue]:
+        route = self.instance.routes.get(topic) or await self.instance.update_route(topic)
+        return subscribe_queues(topic, route) if route is not None else []
+
+    async def _consumer_ids(self, topic: str) -> list[str]:
+        route = self.instance.routes.get(topic)
+        if route is None:
+            return []
+        request_fields = GetConsumerListByGroupRequestHeader(consumer_group=self.config.group).to_ext_fields()
+        for broker in sorted(route.broker_datas, key=lambda b: b.broker_name):
+            address = broker.broker_addrs.get(MASTER_ID)
+            if address is None:
+                continue
+            request = make_request(
+                RequestCode.GET_CONSUMER_LIST_BY_GROUP, opaque=next_opaque(), ext_fields=request_fields
+            )
+            try:
+                response = await self.instance.invoke_broker(address, request, self.config.client.request_timeout_s)
+            except RemotingError:
+                continue
+            if response.code == ResponseCode.SUCCESS:
+                return sorted(ConsumerListBody.decode(response.body).consumer_id_list)
+        return []
+
+    async def rebalance(self) -> None:
+        """Recompute this member's queues for every subscribed topic and apply the difference."""
+        async with self._rebalance_lock:
+            wanted: set[MessageQueue] = set()
+            for topic in list(self.subscriptions):
+                queues = sorted(await self._route(topic))
+                if not self.clustering:
+                    wanted.update(queues)
+                    continue
+                clients = await self._consumer_ids(topic)
+                if self.instance.client_id not in clients and queues:
+                    await self.instance.heartbeat()  # the broker may not know us yet
+                    clients = await self._consumer_ids(topic)
+                strategy = STRATEGIES[self.config.allocate_strategy]
+                wanted.update(strategy(self.instance.client_id, queues, clients))
+            revoked = sorted(self.assigned - wanted)
+            added = sorted(wanted - self.assigned)
+            if revoked:
+                self.assigned -= set(revoked)
+                await self._on_revoked(revoked)
+                for queue in revoked:
+                    await self.offsets.persist(queue)
+                    self.offsets.remove(queue)
+            if added:
+                self.assigned |= set(added)
+                await self._on_assigned(added)
+            if revoked or added:
+                log.info(
+                    "group %s member %s: +%s -%s",
+                    self.config.group,
+                    self.instance.client_id,
+                    [str(q) for q in added],
+                    [str(q) for q in revoked],
+                )
+
+    # -- offsets --------------------------------------------------------------------------------------
+
+    async def invoke_master(self, queue: MessageQueue, request: RemotingCommand) -> RemotingCommand | None:
+        address = self.instance.master_address(queue.broker_name)
+        if address is None:
+            await self.instance.update_route(queue.topic)
+            address = self.instance.master_address(queue.broker_name)
+        if address is None:
+            return None
+        return await self.instance.invoke_broker(address, request, self.config.client.request_timeout_s)
+
+    async def start_offset(self, queue: MessageQueue) -> int:
+        """Where to start a newly assigned queue: the stored offset, else per consume_from_where."""
+        stored = await self.offsets.read(queue)
+        if stored >= 0:
+            return stored
+        where = self.config.consume_from_where
+        if queue.topic.startswith(RETRY_PREFIX) or where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
+            offset = 0
+        elif where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET:
+            fields = GetMaxOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id).to_ext_fields()
+            response = await self.invoke_master(
+                queue, make_request(RequestCode.GET_MAX_OFFSET, opaque=next_opaque(), ext_fields=fields)
+            )
+            offset = int(response.ext_fields.get("offset", 0)) if response is not None else 0
+        else:
+            timestamp = self.config.consume_timestamp_ms or int(time.time() * 1000) - 30 * 60 * 1000
+            fields = SearchOffsetRequestHeader(
+                topic=queue.topic, queue_id=queue.queue_id, timestamp=timestamp
+            ).to_ext_fields()
+            response = await self.invoke_master(
+                queue, make_request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, opaque=next_opaque(), ext_fields=fields)
+            )
+            offset = int(response.ext_fields.get("offset", 0)) if response is not None else 0
+        self.offsets.update(queue, offset, increase_only=False)
+        return offset
+
+    async def send_back(self, message: MessageExt, delay_level: int = 0) -> bool:
+        """Return a failed message to the broker for a later retry (CONSUMER_SEND_MSG_BACK)."""
+        fields = ConsumerSendMsgBackRequestHeader(
+            offset=message.commit_log_offset,
+            group=self.config.group,
+            delay_level=delay_level,
+            origin_msg_id=message.msg_id,
+            origin_topic=message.topic,
+            max_reconsume_times=self.config.max_reconsume_times,
+        ).to_ext_fields()
+        request = make_request(RequestCode.CONSUMER_SEND_MSG_BACK, opaque=next_opaque(), ext_fields=fields)
+        try:
+            response = await self.instance.invoke_broker(
+                message.store_host, request, self.config.client.request_timeout_s
+            )
+        except RemotingError as exc:
+            log.warning("send-back of %s failed: %s", message.msg_id, exc)
+            return False
+        if response.code != ResponseCode.SUCCESS:
+            log.warning("send-back of %s refused: %s %s", message.msg_id, response.code, response.remark)
+        return response.code == ResponseCode.SUCCESS

@@ -1,0 +1,76 @@
+"""ProcessQueue: the messages of one assigned queue that were pulled but not yet consumed.
+
+Messages arrive in offset order. Consumers finish them in any order (concurrent mode) or in order
+(orderly mode); the offset safe to commit is always the smallest one not yet finished, so a crash
+redelivers instead of losing.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from dataclasses import dataclass, field
+
+from rocketq.client.message import MessageExt, MessageQueue
+
+
+@dataclass(slots=True)
+class ProcessQueue:
+    queue: MessageQueue
+    next_pull_offset: int
+    dropped: bool = False
+    locked: bool = False  # orderly: this client holds the broker lock of the queue
+    last_lock_time: float = 0.0
+    cached_bytes: int = 0
+    max_offset: int = -1  # highest offset ever added
+    _order: collections.deque[int] = field(default_factory=collections.deque)
+    _messages: dict[int, MessageExt] = field(default_factory=dict)
+    _finished: set[int] = field(default_factory=set)
+    local_retries: dict[int, int] = field(default_factory=dict)  # orderly: offset -> failed attempts
+
+    def is_dropped(self) -> bool:
+        """Whether the queue was revoked (a method, so checks after an ``await`` are not optimised away)."""
+        return self.dropped
+
+    @property
+    def count(self) -> int:
+        return len(self._messages)
+
+    def add(self, messages: list[MessageExt]) -> None:
+        for message in messages:
+            offset = message.queue_offset
+            if offset in self._messages or offset <= self.max_offset:
+                continue
+            self._messages[offset] = message
+            self._order.append(offset)
+            self.cached_bytes += len(message.body)
+            self.max_offset = offset
+
+    def first_pending(self) -> MessageExt | None:
+        """The unfinished message with the smallest offset (orderly consumption takes this one)."""
+        for offset in self._order:
+            if offset not in self._finished:
+                return self._messages[offset]
+        return None
+
+    def finish(self, messages: list[MessageExt]) -> int:
+        """Mark messages consumed; returns the offset now safe to commit, or -1 when nothing is cached."""
+        for message in messages:
+            offset = message.queue_offset
+            stored = self._messages.get(offset)
+            if stored is None or offset in self._finished:
+                continue
+            self._finished.add(offset)
+            self.cached_bytes -= len(stored.body)
+            self.local_retries.pop(offset, None)
+        order, finished, cached = self._order, self._finished, self._messages
+        while order and order[0] in finished:
+            offset = order.popleft()
+            finished.discard(offset)
+            del cached[offset]
+        if order:
+            return order[0]
+        return self.max_offset + 1 if self.max_offset >= 0 else -1
+
+    def is_lock_expired(self, max_age_s: float = 30.0) -> bool:
+        return time.monotonic() - self.last_lock_time > max_age_s

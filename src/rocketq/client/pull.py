@@ -1,0 +1,98 @@
+"""One PULL_MESSAGE exchange as consumers use it: the request, the statuses, client-side tag filtering."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from rocketq.client.errors import broker_error
+from rocketq.client.message import MessageExt, MessageQueue, decode_messages
+from rocketq.protocol import PullMessageRequestHeader, RemotingCommand, RequestCode, ResponseCode, make_request
+from rocketq.remoting.connection import next_opaque
+
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+MATCH_ALL = "*"
+
+
+class PullStatus(enum.Enum):
+    FOUND = "FOUND"
+    NO_NEW_MSG = "NO_NEW_MSG"
+    NO_MATCHED_MSG = "NO_MATCHED_MSG"
+    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
+
+
+_STATUS: dict[int, PullStatus] = {
+    ResponseCode.SUCCESS: PullStatus.FOUND,
+    ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
+    ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
+    ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PullResult:
+    status: PullStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    messages: list[MessageExt] = field(default_factory=list)
+
+
+def parse_tags(expression: str | None) -> frozenset[str]:
+    """Tags of an expression like ``"TagA || TagB"``; empty means everything."""
+    text = (expression or "").strip()
+    tags = frozenset(part.strip() for part in text.split("||") if part.strip())
+    return frozenset() if not tags or MATCH_ALL in tags else tags
+
+
+def pull_request(
+    group: str,
+    queue: MessageQueue,
+    offset: int,
+    max_nums: int,
+    expression: str,
+    *,
+    commit_offset: int = 0,
+    suspend_ms: int = 0,
+) -> RemotingCommand:
+    sys_flag = FLAG_SUBSCRIPTION
+    if commit_offset > 0:
+        sys_flag |= FLAG_COMMIT_OFFSET
+    if suspend_ms > 0:
+        sys_flag |= FLAG_SUSPEND
+    header = PullMessageRequestHeader(
+        consumer_group=group,
+        topic=queue.topic,
+        queue_id=queue.queue_id,
+        queue_offset=offset,
+        max_msg_nums=max_nums,
+        sys_flag=sys_flag,
+        commit_offset=max(commit_offset, 0),
+        suspend_timeout_millis=suspend_ms,
+        subscription=expression or MATCH_ALL,
+        sub_version=0,
+        expression_type="TAG",
+    )
+    return make_request(RequestCode.PULL_MESSAGE, opaque=next_opaque(), ext_fields=header.to_ext_fields())
+
+
+def pull_result(response: RemotingCommand, tags: Collection[str], address: str) -> PullResult:
+    """Interpret a pull response; the broker filtered by tag hash, this filters by tag text
+    (hash codes can collide), as every RocketMQ client does."""
+    status = _STATUS.get(response.code)
+    if status is None:
+        raise broker_error(response.code, response.remark, address)
+    fields = response.ext_fields
+    messages = decode_messages(response.body) if status is PullStatus.FOUND else []
+    if tags:
+        messages = [m for m in messages if m.tags in tags]
+    return PullResult(
+        status,
+        int(fields.get("nextBeginOffset", 0)),
+        int(fields.get("minOffset", 0)),
+        int(fields.get("maxOffset", 0)),
+        messages,
+    )

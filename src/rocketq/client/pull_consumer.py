@@ -1,0 +1,283 @@
+"""PullConsumer in the style of RocketMQ's lite pull consumer: you call ``poll()`` for batches.
+
+Queues come from ``subscribe()`` (assigned by rebalancing, like a push consumer's) or ``assign()``
+(chosen by you). Background prefetchers long-poll each queue into a bounded buffer. With
+``auto_commit`` the offsets of what ``poll()`` returned are committed every few seconds; otherwise
+call ``commit()``. ``seek()`` moves a queue's position. Also an async iterator of messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+
+from rocketq.client.config import ConsumerConfig
+from rocketq.client.consumer_core import ConsumerCore
+from rocketq.client.errors import MQClientError
+from rocketq.client.message import MessageExt, MessageQueue
+from rocketq.client.pull import PullStatus, parse_tags, pull_request, pull_result
+from rocketq.client.push_consumer import user_view
+from rocketq.client.route import subscribe_queues
+from rocketq.protocol import RequestCode, make_request
+from rocketq.protocol.headers import GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader, SearchOffsetRequestHeader
+from rocketq.remoting import RemotingError
+from rocketq.remoting.connection import next_opaque
+
+log = logging.getLogger(__name__)
+
+PULL_THRESHOLD_FOR_ALL = 10_000  # buffered messages across queues before prefetching pauses
+
+
+@dataclass(slots=True)
+class _QueueState:
+    queue: MessageQueue
+    next_offset: int
+    expression: str
+    task: asyncio.Task[None] | None = None
+    generation: int = 0  # bumped by seek(): batches pulled before it are discarded
+    consumed_offset: int = -1  # offset after the last message poll() returned
+    buffered: collections.deque[tuple[int, list[MessageExt]]] = field(default_factory=collections.deque)
+
+
+class PullConsumer:
+    def __init__(self, config: ConsumerConfig, *, auto_commit: bool = True) -> None:
+        self.config = config
+        self.auto_commit = auto_commit
+        self._core = ConsumerCore(
+            config, consume_type="CONSUME_ACTIVELY", on_assigned=self._assigned, on_revoked=self._revoked
+        )
+        self._states: dict[MessageQueue, _QueueState] = {}
+        self._manual: bool | None = None  # True after assign(), False after subscribe()
+        self._arrived = asyncio.Event()
+        self._buffered = 0
+        self._started = False
+        self._commit_task: asyncio.Task[None] | None = None
+
+    # -- assignment -----------------------------------------------------------------------------------
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        if self._manual:
+            raise MQClientError("this consumer uses assign(); subscribe() and assign() do not mix")
+        self._manual = False
+        self._core.subscribe(topic, expression)
+
+    async def assign(self, queues: Sequence[MessageQueue], expression: str = "*") -> None:
+        """Consume exactly these queues (no group rebalancing)."""
+        if self._manual is False:
+            raise MQClientError("this consumer uses subscribe(); subscribe() and assign() do not mix")
+        self._manual = True
+        for queue in queues:
+            self._core.subscriptions.setdefault(queue.topic, expression)
+        gone = [q for q in self._states if q not in set(queues)]
+        await self._revoked(gone)
+        self._core.assigned = set(queues)
+        if self._started:
+            await self._assigned([q for q in queues if q not in self._states])
+
+    async def fetch_queues(self, topic: str) -> list[MessageQueue]:
+        """All readable queues of a topic (to choose from for ``assign``)."""
+        route = await self._core.instance.update_route(topic)
+        if route is None:
+            raise MQClientError(f"topic {topic!r} does not exist")
+        return subscribe_queues(topic, route)
+
+    @property
+    def assignment(self) -> set[MessageQueue]:
+        return set(self._states)
+
+    async def _assigned(self, queues: list[MessageQueue]) -> None:
+        for queue in queues:
+            offset = await self._core.start_offset(queue)
+            state = _QueueState(queue, offset, self._core.subscriptions.get(queue.topic, "*"), consumed_offset=offset)
+            self._states[queue] = state
+            state.task = asyncio.create_task(self._prefetch(state))
+
+    async def _revoked(self, queues: list[MessageQueue]) -> None:
+        for queue in queues:
+            state = self._states.pop(queue, None)
+            if state is None:
+                continue
+            if state.task is not None:
+                state.task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await state.task
+            self._buffered -= sum(len(batch) for _, batch in state.buffered)
+            if self.auto_commit and state.consumed_offset >= 0:
+                self._core.offsets.update(queue, state.consumed_offset)
+                await self._core.offsets.persist(queue)
+
+    # -- lifecycle ------------------------------------------------------------------------------------
+
+    async def start(self) -> PullConsumer:
+        if not self._core.subscriptions:
+            raise MQClientError("subscribe() or assign() before start()")
+        self._started = True
+        if self._manual:
+            await self._core.instance.start()
+            for topic in self._core.subscriptions:
+                await self._core.instance.update_route(topic)
+            await self._assigned(sorted(self._core.assigned))
+        else:
+            await self._core.start()
+        if self.auto_commit and self._manual:  # subscribe() mode: the core commits on the same period
+            self._commit_task = asyncio.create_task(self._auto_commit())
+        return self
+
+    async def aclose(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        await self._core.stop_background()
+        if self._commit_task is not None:
+            self._commit_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._commit_task
+        await self._revoked(sorted(self._states))
+        if self._manual:
+            await self._core.offsets.persist_all()
+            await self._core.instance.aclose()
+        else:
+            await self._core.aclose()
+
+    async def __aenter__(self) -> PullConsumer:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- prefetching ----------------------------------------------------------------------------------
+
+    async def _prefetch(self, state: _QueueState) -> None:
+        core, config, queue = self._core, self.config, state.queue
+        tags = parse_tags(state.expression)
+        while True:
+            if (
+                self._buffered >= PULL_THRESHOLD_FOR_ALL
+                or len(state.buffered) * config.pull_batch_size >= config.pull_threshold_for_queue
+            ):
+                await asyncio.sleep(0.02)
+                continue
+            generation, offset = state.generation, state.next_offset
+            address = core.instance.master_address(queue.broker_name)
+            request = pull_request(
+                config.group,
+                queue,
+                offset,
+                config.pull_batch_size,
+                state.expression,
+                suspend_ms=config.broker_suspend_max_time_ms,
+            )
+            try:
+                if address is None:
+                    raise MQClientError(f"no master for {queue.broker_name}")
+                response = await core.instance.invoke_broker(address, request, config.consumer_timeout_when_suspend_s)
+                result = pull_result(response, tags, address)
+            except (RemotingError, MQClientError) as exc:
+                log.info("pull of %s failed: %s", queue, exc)
+                await asyncio.sleep(config.pull_time_delay_when_exception_s)
+                continue
+            if generation != state.generation:
+                continue  # a seek happened while this pull was in flight
+            if result.status is PullStatus.OFFSET_ILLEGAL:
+                log.warning("offset %d of %s is illegal; moving to %d", offset, queue, result.next_begin_offset)
+            state.next_offset = result.next_begin_offset
+            if result.messages:
+                state.buffered.append((result.next_begin_offset, result.messages))
+                self._buffered += len(result.messages)
+                self._arrived.set()
+            elif result.status is not PullStatus.NO_NEW_MSG and not state.buffered:
+                state.consumed_offset = result.next_begin_offset  # filtered out: nothing to hand over
+
+    # -- polling --------------------------------------------------------------------------------------
+
+    async def poll(self, timeout: float = 5.0) -> list[MessageExt]:
+        """The next batch of messages (one queue's pull), or [] when none came within ``timeout``."""
+        if not self._started:
+            raise MQClientError("the consumer is not started")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            for state in sorted(self._states.values(), key=lambda s: (not s.buffered, s.queue)):
+                if state.buffered:
+                    next_offset, batch = state.buffered.popleft()
+                    self._buffered -= len(batch)
+                    state.consumed_offset = next_offset
+                    if self.auto_commit:
+                        self._core.offsets.update(state.queue, next_offset)
+                    return [user_view(m) for m in batch]
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return []
+            self._arrived.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(remaining):
+                    await self._arrived.wait()
+
+    async def __aiter__(self) -> AsyncIterator[MessageExt]:
+        while self._started:
+            for message in await self.poll(1.0):
+                yield message
+
+    # -- positions and commits ------------------------------------------------------------------------
+
+    def _state(self, queue: MessageQueue) -> _QueueState:
+        state = self._states.get(queue)
+        if state is None:
+            raise MQClientError(f"{queue} is not assigned to this consumer")
+        return state
+
+    def seek(self, queue: MessageQueue, offset: int) -> None:
+        """Continue ``queue`` from ``offset``; what was prefetched from before is dropped.
+        Call it on the consumer's event loop."""
+        state = self._state(queue)
+        state.generation += 1
+        self._buffered -= sum(len(batch) for _, batch in state.buffered)
+        state.buffered.clear()
+        state.next_offset = offset
+        state.consumed_offset = offset
+        if state.task is not None:  # a long poll in flight would hold the old position for seconds
+            state.task.cancel()
+            state.task = asyncio.get_running_loop().create_task(self._prefetch(state))
+        if self.auto_commit:
+            self._core.offsets.update(queue, offset, increase_only=False)
+
+    async def _queue_offset(self, code: int, queue: MessageQueue, fields: dict[str, str]) -> int:
+        response = await self._core.invoke_master(queue, make_request(code, opaque=next_opaque(), ext_fields=fields))
+        if response is None:
+            raise MQClientError(f"no broker for {queue}")
+        return int(response.ext_fields.get("offset", 0))
+
+    async def seek_to_begin(self, queue: MessageQueue) -> None:
+        fields = GetMinOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id).to_ext_fields()
+        self.seek(queue, await self._queue_offset(RequestCode.GET_MIN_OFFSET, queue, fields))
+
+    async def seek_to_end(self, queue: MessageQueue) -> None:
+        fields = GetMaxOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id).to_ext_fields()
+        self.seek(queue, await self._queue_offset(RequestCode.GET_MAX_OFFSET, queue, fields))
+
+    async def offset_for_timestamp(self, queue: MessageQueue, timestamp_ms: int) -> int:
+        fields = SearchOffsetRequestHeader(
+            topic=queue.topic, queue_id=queue.queue_id, timestamp=timestamp_ms
+        ).to_ext_fields()
+        return await self._queue_offset(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, queue, fields)
+
+    async def commit(self) -> None:
+        """Commit, for every assigned queue, the position after what poll() returned."""
+        for queue, state in self._states.items():
+            if state.consumed_offset >= 0:
+                self._core.offsets.update(queue, state.consumed_offset, increase_only=False)
+        await self._core.offsets.persist_all()
+
+    async def committed(self, queue: MessageQueue) -> int:
+        """The offset stored for ``queue`` (on the broker, or locally when broadcasting); -1 if none."""
+        return await self._core.offsets.read(queue)
+
+    async def _auto_commit(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.persist_consumer_offset_interval_s)
+            with contextlib.suppress(Exception):
+                await self._core.offsets.persist_all()

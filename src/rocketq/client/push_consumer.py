@@ -1,0 +1,382 @@
+"""PushConsumer: a pull loop per assigned queue (long polling) feeding a listener.
+
+Concurrent mode hands batches to the listener from many workers and commits, per queue, the
+smallest offset not yet consumed. A batch the listener fails (returns RECONSUME_LATER or False,
+or raises) goes back to the broker, which redelivers it through ``%RETRY%<group>`` with a growing
+delay, and to ``%DLQ%<group>`` after ``max_reconsume_times``. Orderly mode locks its queues on the
+broker and consumes one message at a time per queue, in order; a failing message pauses its queue
+and is retried locally, so the order is never broken.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import enum
+import inspect
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from rocketq.client.config import ConsumerConfig
+from rocketq.client.consumer_core import RETRY_PREFIX, ConsumerCore
+from rocketq.client.errors import MQClientError
+from rocketq.client.message import MessageExt, MessageQueue
+from rocketq.client.process_queue import ProcessQueue
+from rocketq.client.pull import PullStatus, parse_tags, pull_request, pull_result
+from rocketq.common.message import Property
+from rocketq.protocol import LockBatchRequestBody, LockBatchResponseBody, RequestCode, ResponseCode, make_request
+from rocketq.protocol import MessageQueue as WireQueue
+from rocketq.protocol.bodies import UnlockBatchRequestBody
+from rocketq.remoting import RemotingError
+from rocketq.remoting.connection import next_opaque
+
+log = logging.getLogger(__name__)
+
+
+class ConsumeStatus(enum.Enum):
+    CONSUME_SUCCESS = "CONSUME_SUCCESS"
+    RECONSUME_LATER = "RECONSUME_LATER"
+
+
+ListenerResult = ConsumeStatus | bool | None
+Listener = Callable[[list[MessageExt]], ListenerResult | Awaitable[ListenerResult]]
+"""Gets a batch (``consume_message_batch_max_size``, 1 by default). Returning None, True or
+CONSUME_SUCCESS acknowledges it; False, RECONSUME_LATER or an exception asks for redelivery."""
+
+FLOW_CONTROL_DELAY_S = 0.05
+LOCAL_RETRY_DELAY_S = 5.0
+
+
+def _succeeded(result: ListenerResult) -> bool:
+    return result is None or result is True or result is ConsumeStatus.CONSUME_SUCCESS
+
+
+def user_view(message: MessageExt) -> MessageExt:
+    """A retried message as its consumer expects it: under its original topic."""
+    original = message.properties.get(Property.RETRY_TOPIC)
+    if original and message.topic.startswith(RETRY_PREFIX):
+        return dataclasses.replace(message, topic=original)
+    return message
+
+
+class PushConsumer:
+    def __init__(self, config: ConsumerConfig, listener: Listener | None = None, *, orderly: bool = False) -> None:
+        self.config = config
+        self.orderly = orderly
+        self._listener = listener
+        self._core = ConsumerCore(
+            config, consume_type="CONSUME_PASSIVELY", on_assigned=self._assigned, on_revoked=self._revoked
+        )
+        self._queues: dict[MessageQueue, ProcessQueue] = {}
+        self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
+        self._consume_tasks: set[asyncio.Task[Any]] = set()
+        self._orderly_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
+        self._orderly_wake: dict[MessageQueue, asyncio.Event] = {}
+        self._slots = asyncio.Semaphore(max(1, config.consume_thread_max))
+        self._executor = ThreadPoolExecutor(max(1, config.consume_thread_max), thread_name_prefix="rocketq-consume")
+        self._lock_task: asyncio.Task[None] | None = None
+        self._locked: set[MessageQueue] = set()  # orderly: queues whose broker lock this client holds
+        self._started = False
+        self.consumed = 0
+
+    # -- setup ----------------------------------------------------------------------------------------
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        self._core.subscribe(topic, expression)
+
+    def register_listener(self, listener: Listener) -> None:
+        self._listener = listener
+
+    @property
+    def client_id(self) -> str:
+        return self._core.instance.client_id
+
+    @property
+    def assigned_queues(self) -> set[MessageQueue]:
+        return set(self._core.assigned)
+
+    async def start(self) -> PushConsumer:
+        if self._listener is None:
+            raise MQClientError("register a listener before start()")
+        if not self._core.subscriptions:
+            raise MQClientError("subscribe to a topic before start()")
+        self._started = True
+        await self._core.start()
+        if self.orderly:
+            self._lock_task = asyncio.create_task(self._renew_locks())
+        return self
+
+    async def aclose(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        await self._core.stop_background()
+        if self._lock_task is not None:
+            self._lock_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._lock_task
+        await self._revoked(sorted(self._queues))
+        if self._consume_tasks:
+            await asyncio.wait(set(self._consume_tasks), timeout=10)
+        await self._core.aclose()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    async def __aenter__(self) -> PushConsumer:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- assignment -----------------------------------------------------------------------------------
+
+    async def _assigned(self, queues: list[MessageQueue]) -> None:
+        if self.orderly:
+            await self._lock(queues)
+        for queue in queues:
+            offset = await self._core.start_offset(queue)
+            process = self._queues[queue] = ProcessQueue(queue, offset, locked=not self.orderly)
+            if self.orderly:
+                process.locked = queue in self._locked
+                self._orderly_wake[queue] = asyncio.Event()
+                self._orderly_tasks[queue] = asyncio.create_task(self._consume_orderly(process))
+            self._pull_tasks[queue] = asyncio.create_task(self._pull_loop(process))
+
+    async def _revoked(self, queues: list[MessageQueue]) -> None:
+        for queue in queues:
+            process = self._queues.pop(queue, None)
+            if process is not None:
+                process.dropped = True
+            task = self._pull_tasks.pop(queue, None)
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            orderly_task = self._orderly_tasks.pop(queue, None)
+            self._orderly_wake.pop(queue, None)
+            if orderly_task is not None:
+                orderly_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await orderly_task  # the message being consumed finishes first (it is shielded)
+        if self.orderly and queues:
+            for queue in queues:
+                await self._core.offsets.persist(queue)
+            await self._unlock(queues)
+
+    # -- pulling --------------------------------------------------------------------------------------
+
+    async def _pull_loop(self, process: ProcessQueue) -> None:
+        core, config, queue = self._core, self.config, process.queue
+        expression = core.subscriptions.get(queue.topic, "*")
+        tags = parse_tags(expression)
+        limit_bytes = config.pull_threshold_size_for_queue_mib * 1024 * 1024
+        while not process.dropped:
+            if process.count >= config.pull_threshold_for_queue or process.cached_bytes >= limit_bytes:
+                await asyncio.sleep(FLOW_CONTROL_DELAY_S)
+                continue
+            if self.orderly and not process.locked:
+                await asyncio.sleep(0.5)
+                continue
+            address = core.instance.master_address(queue.broker_name)
+            commit = core.offsets.table.get(queue, 0) if core.clustering else 0
+            request = pull_request(
+                config.group,
+                queue,
+                process.next_pull_offset,
+                config.pull_batch_size,
+                expression,
+                commit_offset=commit,
+                suspend_ms=config.broker_suspend_max_time_ms,
+            )
+            try:
+                if address is None:
+                    raise MQClientError(f"no master for {queue.broker_name}")
+                response = await core.instance.invoke_broker(address, request, config.consumer_timeout_when_suspend_s)
+                result = pull_result(response, tags, address)
+            except (RemotingError, MQClientError) as exc:
+                log.info(
+                    "pull of %s failed: %s; retrying in %.0fs", queue, exc, config.pull_time_delay_when_exception_s
+                )
+                await asyncio.sleep(config.pull_time_delay_when_exception_s)
+                continue
+            if process.is_dropped():
+                return
+            if result.status is PullStatus.OFFSET_ILLEGAL:
+                log.warning(
+                    "offset %d of %s is illegal; moving to %d",
+                    process.next_pull_offset,
+                    queue,
+                    result.next_begin_offset,
+                )
+                core.offsets.update(queue, result.next_begin_offset, increase_only=False)
+                await core.offsets.persist(queue)
+            process.next_pull_offset = result.next_begin_offset
+            if result.messages:
+                process.add(result.messages)
+                self._dispatch(process, result.messages)
+            elif result.status is PullStatus.FOUND and process.count == 0:
+                # everything pulled was filtered out client-side: nothing pending, commit past it
+                core.offsets.update(queue, result.next_begin_offset)
+
+    # -- consuming ------------------------------------------------------------------------------------
+
+    def _dispatch(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
+        if self.orderly:
+            self._orderly_wake[process.queue].set()
+            return
+        size = max(1, self.config.consume_message_batch_max_size)
+        for start in range(0, len(messages), size):
+            task = asyncio.get_running_loop().create_task(self._consume(process, messages[start : start + size]))
+            self._consume_tasks.add(task)
+            task.add_done_callback(self._consume_tasks.discard)
+
+    async def _call_listener(self, messages: list[MessageExt]) -> bool:
+        assert self._listener is not None
+        views = [user_view(m) for m in messages]
+        listener: Callable[[list[MessageExt]], Any] = self._listener
+        try:
+            if inspect.iscoroutinefunction(listener):
+                result = await listener(views)
+            else:
+                result = await asyncio.get_running_loop().run_in_executor(self._executor, listener, views)
+                if inspect.isawaitable(result):
+                    result = await result
+        except Exception:
+            log.exception("listener failed on %d message(s) of %s", len(messages), messages[0].topic)
+            return False
+        return _succeeded(result)
+
+    async def _consume(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
+        async with self._slots:
+            if process.dropped:
+                return
+            ok = await self._call_listener(messages)
+        finished = messages
+        if not ok:
+            if self._core.clustering:
+                failed = [m for m in messages if not await self._core.send_back(m)]
+                if failed:  # the broker did not take them back: retry here, keep their offsets pending
+                    asyncio.get_running_loop().call_later(LOCAL_RETRY_DELAY_S, self._retry_locally, process, failed)
+                finished = [m for m in messages if m not in failed]
+            else:
+                log.warning("broadcasting: %d failed message(s) of %s are dropped", len(messages), process.queue)
+        self.consumed += len(finished)
+        offset = process.finish(finished)
+        if offset >= 0 and not process.dropped:
+            self._core.offsets.update(process.queue, offset)
+
+    def _retry_locally(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
+        if not process.dropped:
+            self._dispatch(process, messages)
+
+    async def _consume_orderly(self, process: ProcessQueue) -> None:
+        wake = self._orderly_wake[process.queue]
+        while not process.dropped:
+            message = process.first_pending() if process.locked else None
+            if message is None:
+                wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(1.0):
+                        await wake.wait()
+                continue
+            # shielded: a revocation waits for the message in hand instead of abandoning it midway
+            await asyncio.shield(self._consume_one_in_order(process, message))
+
+    async def _consume_one_in_order(self, process: ProcessQueue, message: MessageExt) -> None:
+        async with self._slots:
+            ok = await self._call_listener([message])
+        if not ok:
+            attempts = process.local_retries.get(message.queue_offset, 0) + 1
+            process.local_retries[message.queue_offset] = attempts
+            if attempts <= self.config.max_reconsume_times:
+                await asyncio.sleep(self.config.suspend_current_queue_time_ms / 1000)
+                return  # the same message again, nothing after it overtakes it
+            if not await self._core.send_back(message, delay_level=-1):  # exhausted: to the DLQ
+                await asyncio.sleep(self.config.suspend_current_queue_time_ms / 1000)
+                return
+        self.consumed += 1
+        offset = process.finish([message])
+        if offset >= 0:
+            self._core.offsets.update(process.queue, offset)
+
+    # -- broker locks (orderly) -----------------------------------------------------------------------
+
+    def _by_broker(self, queues: Sequence[MessageQueue]) -> dict[str, list[MessageQueue]]:
+        grouped: dict[str, list[MessageQueue]] = {}
+        for queue in queues:
+            grouped.setdefault(queue.broker_name, []).append(queue)
+        return grouped
+
+    async def _lock(self, queues: Sequence[MessageQueue]) -> set[MessageQueue]:
+        """LOCK_BATCH_MQ per broker; returns (and records) the queues this client now holds."""
+        core = self._core
+        held: set[MessageQueue] = set()
+        for broker_name, group in self._by_broker(queues).items():
+            address = core.instance.master_address(broker_name)
+            if address is None:
+                continue
+            body = LockBatchRequestBody(
+                consumer_group=self.config.group,
+                client_id=core.instance.client_id,
+                mq_set=[WireQueue(topic=q.topic, broker_name=q.broker_name, queue_id=q.queue_id) for q in group],
+            ).encode()
+            try:
+                response = await core.instance.invoke_broker(
+                    address,
+                    make_request(RequestCode.LOCK_BATCH_MQ, opaque=next_opaque(), body=body),
+                    self.config.client.request_timeout_s,
+                )
+            except RemotingError as exc:
+                log.info("locking queues on %s failed: %s", broker_name, exc)
+                continue
+            if response.code == ResponseCode.SUCCESS:
+                for wire in LockBatchResponseBody.decode(response.body).lock_ok_mq_set:
+                    held.add(MessageQueue(wire.topic, wire.broker_name, wire.queue_id))
+        now = time.monotonic()
+        self._locked = (self._locked - set(queues)) | held
+        for queue in queues:
+            process = self._queues.get(queue)
+            if process is not None:
+                process.locked = queue in held
+                if process.locked:
+                    process.last_lock_time = now
+                    wake = self._orderly_wake.get(queue)
+                    if wake is not None:
+                        wake.set()
+        return held
+
+    async def _unlock(self, queues: Sequence[MessageQueue]) -> None:
+        core = self._core
+        for broker_name, group in self._by_broker(queues).items():
+            address = core.instance.master_address(broker_name)
+            if address is None:
+                continue
+            body = UnlockBatchRequestBody(
+                consumer_group=self.config.group,
+                client_id=core.instance.client_id,
+                mq_set=[WireQueue(topic=q.topic, broker_name=q.broker_name, queue_id=q.queue_id) for q in group],
+            ).encode()
+            with contextlib.suppress(RemotingError):
+                await core.instance.invoke_broker(
+                    address,
+                    make_request(RequestCode.UNLOCK_BATCH_MQ, opaque=next_opaque(), body=body),
+                    self.config.client.request_timeout_s,
+                )
+        self._locked -= set(queues)
+
+    async def _renew_locks(self) -> None:
+        """Re-lock every assigned queue (renews held locks, retries ones another member still holds)."""
+        while True:
+            await asyncio.sleep(
+                min(self.config.lock_renew_interval_s, 1.0) if self._unlocked() else self.config.lock_renew_interval_s
+            )
+            try:
+                await self._lock(sorted(self._queues))
+            except Exception as exc:
+                log.warning("lock renewal failed: %s", exc)
+
+    def _unlocked(self) -> bool:
+        return any(not process.locked for process in self._queues.values())

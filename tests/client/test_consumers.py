@@ -1,0 +1,255 @@
+"""Push and pull consumers against a real in-process cluster (NameServer + two Brokers)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from rocketq.client import (
+    ClientConfig,
+    ConsumeFromWhere,
+    ConsumerConfig,
+    Message,
+    MessageModel,
+    Producer,
+    PullConsumer,
+    PushConsumer,
+)
+from rocketq.client.admin import AdminClient
+from rocketq.client.message import MessageExt
+from rocketq.testing import LocalCluster
+
+TOPIC = "Orders"
+
+
+_open: list[PushConsumer | PullConsumer] = []
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
+    async with LocalCluster(tmp_path, brokers=2) as running:
+        async with AdminClient(running.namesrv_addr) as admin:
+            await admin.update_topic(TOPIC, cluster="DefaultCluster", read_queues=4, write_queues=4)  # 8 queues
+        try:
+            yield running
+        finally:  # a failed test still closes its consumers
+            while _open:
+                await asyncio.wait_for(_open.pop().aclose(), 30)
+
+
+Consumer = TypeVar("Consumer", PushConsumer, PullConsumer)
+
+
+def opened(consumer: Consumer) -> Consumer:
+    _open.append(consumer)
+    return consumer
+
+
+def consumer_config(cluster: LocalCluster, group: str = "G", **overrides: object) -> ConsumerConfig:
+    settings: dict[str, object] = {
+        "group": group,
+        "client": ClientConfig(namesrv_addr=cluster.namesrv_addr, instance_name=f"c{time.monotonic_ns()}"),
+        "consume_from_where": ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        "rebalance_interval_s": 1.0,
+        "persist_consumer_offset_interval_s": 0.2,
+    }
+    settings.update(overrides)
+    return ConsumerConfig(**settings)  # type: ignore[arg-type]
+
+
+async def send(cluster: LocalCluster, count: int, prefix: str = "m", topic: str = TOPIC) -> list[bytes]:
+    bodies = [f"{prefix}{i}".encode() for i in range(count)]
+    async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+        for body in bodies:
+            await producer.send(Message(topic, body, keys=body.decode()))
+    return bodies
+
+
+async def eventually(condition: Callable[[], bool], timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.05)
+
+
+def topic_queues(consumer: PushConsumer) -> set[object]:
+    return {q for q in consumer.assigned_queues if q.topic == TOPIC}
+
+
+async def test_group_members_share_queues_and_rebalance(cluster: LocalCluster) -> None:
+    received: Counter[bytes] = Counter()
+
+    def listener(messages: list[MessageExt]) -> None:
+        received.update(m.body for m in messages)
+
+    members = [opened(PushConsumer(consumer_config(cluster), listener)) for _ in range(3)]
+    for member in members[:2]:
+        member.subscribe(TOPIC)
+        await member.start()
+    await eventually(lambda: all(len(topic_queues(m)) == 4 for m in members[:2]))
+    assert topic_queues(members[0]).isdisjoint(topic_queues(members[1]))
+    first = await send(cluster, 80, "a")
+    await eventually(lambda: all(received[b] >= 1 for b in first))
+
+    members[2].subscribe(TOPIC)
+    await members[2].start()
+    await eventually(lambda: sorted(len(topic_queues(m)) for m in members) == [2, 3, 3])
+    owned = [topic_queues(m) for m in members]
+    assert sum(len(q) for q in owned) == 8 and len(set().union(*owned)) == 8  # no queue owned twice
+    second = await send(cluster, 80, "b")
+    await eventually(lambda: all(received[b] >= 1 for b in second))
+
+    await members[0].aclose()
+    await members[1].aclose()
+    await eventually(lambda: len(topic_queues(members[2])) == 8)
+    third = await send(cluster, 80, "c")
+    await eventually(lambda: all(received[b] >= 1 for b in third))
+    await members[2].aclose()
+    duplicates = sum(count - 1 for count in received.values())
+    assert set(received) == set(first + second + third)
+    assert duplicates <= 20, duplicates  # only around rebalances
+
+
+async def test_broadcasting_gives_every_member_everything(cluster: LocalCluster, tmp_path: Path) -> None:
+    store_dir = tmp_path / "offsets"
+    got: list[list[bytes]] = [[], []]
+    members = []
+    for index in range(2):
+        config = consumer_config(
+            cluster, "B", message_model=MessageModel.BROADCASTING, offset_store_dir=store_dir / str(index)
+        )
+        member = opened(PushConsumer(config, lambda ms, index=index: got[index].extend(m.body for m in ms)))  # type: ignore[misc]
+        member.subscribe(TOPIC)
+        members.append(await member.start())
+    bodies = await send(cluster, 40)
+    await eventually(lambda: all(sorted(g) == sorted(bodies) for g in got))
+    for member in members:
+        await member.aclose()
+    # a restarted member resumes after what it consumed: only new messages arrive
+    later = await send(cluster, 10, "later")
+    again: list[bytes] = []
+    config = consumer_config(cluster, "B", message_model=MessageModel.BROADCASTING, offset_store_dir=store_dir / "0")
+    restarted = opened(PushConsumer(config, lambda ms: again.extend(m.body for m in ms)))
+    restarted.subscribe(TOPIC)
+    await restarted.start()
+    await eventually(lambda: sorted(again) == sorted(later))
+    await asyncio.sleep(0.3)
+    assert sorted(again) == sorted(later)
+    await restarted.aclose()
+
+
+async def test_group_resumes_from_committed_offsets_after_restarts(cluster: LocalCluster) -> None:
+    first_run: list[bytes] = []
+    consumer = opened(PushConsumer(consumer_config(cluster, "R"), lambda ms: first_run.extend(m.body for m in ms)))
+    consumer.subscribe(TOPIC)
+    await consumer.start()
+    bodies = await send(cluster, 30)
+    await eventually(lambda: sorted(first_run) == sorted(bodies))
+    await consumer.aclose()
+    for index, broker in enumerate(list(cluster.brokers)):  # restart both brokers
+        await broker.aclose()
+        await cluster.start_broker(index)
+    more = await send(cluster, 20, "after-restart")
+    second_run: list[bytes] = []
+    consumer = opened(PushConsumer(consumer_config(cluster, "R"), lambda ms: second_run.extend(m.body for m in ms)))
+    consumer.subscribe(TOPIC)
+    await consumer.start()
+    await eventually(lambda: sorted(second_run) == sorted(more))
+    await asyncio.sleep(0.3)
+    assert sorted(second_run) == sorted(more)  # nothing lost, nothing from before the restart again
+    await consumer.aclose()
+
+
+async def test_tag_filtering_in_push_consumer(cluster: LocalCluster) -> None:
+    seen: list[str | None] = []
+    consumer = opened(PushConsumer(consumer_config(cluster, "T"), lambda ms: seen.extend(m.tags for m in ms)))
+    consumer.subscribe(TOPIC, "TagA || TagC")
+    await consumer.start()
+    async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+        for i in range(30):
+            await producer.send(Message(TOPIC, b"x", tags=f"Tag{'ABC'[i % 3]}"))
+    await eventually(lambda: len(seen) == 20)
+    await asyncio.sleep(0.3)
+    assert Counter(seen) == {"TagA": 10, "TagC": 10}
+    await consumer.aclose()
+
+
+async def test_async_listener(cluster: LocalCluster) -> None:
+    seen: list[bytes] = []
+
+    async def listener(messages: list[MessageExt]) -> bool:
+        await asyncio.sleep(0)
+        seen.extend(m.body for m in messages)
+        return True
+
+    consumer = opened(PushConsumer(consumer_config(cluster, "A", consume_message_batch_max_size=4), listener))
+    consumer.subscribe(TOPIC)
+    await consumer.start()
+    bodies = await send(cluster, 25)
+    await eventually(lambda: sorted(seen) == sorted(bodies))
+    await consumer.aclose()
+
+
+async def test_pull_consumer_subscribe_poll_commit(cluster: LocalCluster) -> None:
+    bodies = await send(cluster, 50)
+    consumer = opened(PullConsumer(consumer_config(cluster, "L")))
+    consumer.subscribe(TOPIC)
+    await consumer.start()
+    got: list[bytes] = []
+    deadline = time.monotonic() + 10
+    while len(got) < 50 and time.monotonic() < deadline:
+        got.extend(m.body for m in await consumer.poll(1.0))
+    assert sorted(got) == sorted(bodies)
+    assert await consumer.poll(0.2) == []
+    await consumer.commit()
+    committed = [await consumer.committed(q) for q in sorted(consumer.assignment) if q.topic == TOPIC]
+    assert sum(committed) == 50
+    await consumer.aclose()
+
+
+async def test_pull_consumer_assign_and_seek(cluster: LocalCluster) -> None:
+    await send(cluster, 40)
+    consumer = opened(PullConsumer(consumer_config(cluster, "S"), auto_commit=False))
+    queues = await consumer.fetch_queues(TOPIC)
+    queue = next(q for q in queues if q.broker_name == "broker-a" and q.queue_id == 0)
+    await consumer.assign([queue])
+    await consumer.start()
+    first = await consumer.poll(5.0)
+    assert first and first[0].queue_offset == 0 and {m.queue_id for m in first} == {0}
+    consumer.seek(queue, 2)
+    again = await consumer.poll(5.0)
+    assert again[0].queue_offset == 2
+    await consumer.seek_to_end(queue)
+    assert await consumer.poll(0.3) == []
+    await consumer.seek_to_begin(queue)
+    from_begin = await consumer.poll(5.0)
+    assert from_begin[0].queue_offset == 0
+    assert await consumer.offset_for_timestamp(queue, 0) == 0
+    assert await consumer.offset_for_timestamp(queue, int(time.time() * 1000) + 60_000) == len(first)
+    # nothing committed yet: like Java's broker, ours answers 0 for a queue that still has message 0
+    assert await consumer.committed(queue) == 0
+    await consumer.commit()
+    assert await consumer.committed(queue) == from_begin[-1].queue_offset + 1
+    await consumer.aclose()
+
+
+async def test_pull_consumer_async_iterator(cluster: LocalCluster) -> None:
+    bodies = await send(cluster, 12)
+    consumer = opened(PullConsumer(consumer_config(cluster, "I")))
+    consumer.subscribe(TOPIC)
+    await consumer.start()
+    got = []
+    async with asyncio.timeout(10):
+        async for message in consumer:
+            got.append(message.body)
+            if len(got) == 12:
+                break
+    assert sorted(got) == sorted(bodies)
+    await consumer.aclose()

@@ -7,68 +7,12 @@ import time
 
 from rocketq.broker.server import Broker
 from rocketq.common.message import encode_properties
-from rocketq.common.record import decode_record
-from rocketq.protocol import (
-    BatchItem,
-    HeartbeatData,
-    RemotingCommand,
-    RequestCode,
-    ResponseCode,
-    encode_batch,
-    make_request,
-)
-from rocketq.protocol.headers import (
-    PullMessageRequestHeader,
-    SendMessageRequestHeader,
-)
+from rocketq.protocol import BatchItem, HeartbeatData, RequestCode, ResponseCode, encode_batch, make_request
 from rocketq.remoting import RemotingClient
 from rocketq.remoting.connection import next_opaque
 from rocketq.testing.cluster import wait_dispatched
 
-
-def send_request(
-    topic: str, body: bytes, *, queue_id: int = 0, batch: bool = False, **properties: str
-) -> RemotingCommand:
-    header = SendMessageRequestHeader(
-        producer_group="PG",
-        topic=topic,
-        default_topic="TBW102",
-        default_topic_queue_nums=4,
-        queue_id=queue_id,
-        sys_flag=0,
-        born_timestamp=int(time.time() * 1000),
-        flag=0,
-        properties=encode_properties(properties),
-        batch=batch,
-    )
-    return make_request(RequestCode.SEND_MESSAGE, opaque=next_opaque(), ext_fields=header.to_ext_fields(), body=body)
-
-
-def pull_request(
-    topic: str, queue_id: int, offset: int, *, suspend_ms: int = 0, expression: str = "*"
-) -> RemotingCommand:
-    header = PullMessageRequestHeader(
-        consumer_group="CG",
-        topic=topic,
-        queue_id=queue_id,
-        queue_offset=offset,
-        max_msg_nums=32,
-        sys_flag=4 | (2 if suspend_ms else 0),
-        commit_offset=0,
-        suspend_timeout_millis=suspend_ms,
-        subscription=expression,
-        sub_version=0,
-    )
-    return make_request(RequestCode.PULL_MESSAGE, opaque=next_opaque(), ext_fields=header.to_ext_fields())
-
-
-def bodies(response: RemotingCommand) -> list[bytes]:
-    data, out, position = bytes(response.body), [], 0
-    while position < len(data):
-        record = decode_record(data, position)
-        out.append(record.body)
-        position += record.total_size
-    return out
+from .raw import bodies, pull_request, send_request
 
 
 async def test_send_then_pull(broker: Broker, client: RemotingClient) -> None:

@@ -43,3 +43,8 @@ def test_bad_values_are_named() -> None:
         BrokerConfig.from_mapping({"listenPort": "ten"})
     with pytest.raises(SettingError, match="flushDiskType"):
         BrokerConfig.from_mapping({"flushDiskType": "SOMETIMES"})
+
+
+def test_delay_levels_accept_milliseconds() -> None:
+    config = BrokerConfig(message_delay_level="100ms 2s 1m 1h 1d")
+    assert config.store_config().delay_levels_ms() == [100, 2000, 60_000, 3_600_000, 86_400_000]

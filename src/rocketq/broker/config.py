@@ -54,6 +54,7 @@ class BrokerConfig:
     max_pull_bytes: int = 256 * 1024  # bytes returned by one pull (maxTransferBytesOnMessageInMemory)
     default_query_max_num: int = 32
     server_channel_max_idle_time_seconds: int = 120
+    rebalance_lock_max_live_time_ms: int = 60_000  # an orderly consumer's queue lock lives this long unrenewed
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> BrokerConfig:

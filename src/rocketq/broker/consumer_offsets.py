@@ -62,6 +62,13 @@ class ConsumerOffsetManager:
                 del self._table[key]
                 self._dirty = True
 
+    def remove_group(self, group: str) -> None:
+        with self._lock:
+            suffix = TOPIC_GROUP_SEPARATOR + group
+            for key in [k for k in self._table if k.endswith(suffix)]:
+                del self._table[key]
+                self._dirty = True
+
     def persist(self, *, force: bool = False) -> None:
         with self._lock:
             if not (self._dirty or force):

@@ -13,6 +13,7 @@ from rocketq.broker.client_manager import ClientManager
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.consumer_offsets import ConsumerOffsetManager
 from rocketq.broker.long_polling import LongPolling
+from rocketq.broker.rebalance_locks import RebalanceLockTable
 from rocketq.broker.subscription_groups import SubscriptionGroupManager
 from rocketq.broker.topic_config import TopicConfigManager
 from rocketq.common.message_id import encode_host
@@ -37,6 +38,7 @@ class BrokerContext:
     groups: SubscriptionGroupManager
     clients: ClientManager
     long_polling: LongPolling
+    locks: RebalanceLockTable
     address: str  # advertised "ip:port", also the storeHost of every record
     request_registration: Callable[[], None] = lambda: None  # re-register with the name servers soon
     register_now: Callable[[], Awaitable[object]] = _nothing  # re-register and wait for it

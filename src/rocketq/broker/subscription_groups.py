@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rocketq.protocol import DataVersion
 from rocketq.store.config_file import read_json, write_json_atomically
 
 
@@ -45,12 +46,20 @@ class SubscriptionGroupManager:
         self.table: dict[str, SubscriptionGroupConfig] = {}
         self._lock = threading.Lock()
         self._counter = 0
+        self._timestamp = int(time.time() * 1000)
 
     def load(self) -> None:
         document = read_json(self.path) or {}
         for name, data in (document.get("subscriptionGroupTable") or {}).items():
             self.table[name] = SubscriptionGroupConfig.from_json(data)
-        self._counter = int((document.get("dataVersion") or {}).get("counter", 0))
+        version = document.get("dataVersion") or {}
+        self._counter = int(version.get("counter", 0))
+        self._timestamp = int(version.get("timestamp", self._timestamp))
+
+    def data_version(self) -> DataVersion:
+        """Stamp of the table's current contents; changes with every put or delete."""
+        with self._lock:
+            return DataVersion(timestamp=self._timestamp, counter=self._counter)
 
     def find(self, group: str) -> SubscriptionGroupConfig | None:
         """The group's config, created with the defaults when unknown and auto-creation is on."""
@@ -64,12 +73,15 @@ class SubscriptionGroupManager:
         with self._lock:
             self.table[config.group_name] = config
             self._counter += 1
+            self._timestamp = int(time.time() * 1000)
         self.persist()
 
     def delete(self, group: str) -> bool:
         with self._lock:
             removed = self.table.pop(group, None) is not None
-            self._counter += 1
+            if removed:
+                self._counter += 1
+                self._timestamp = int(time.time() * 1000)
         if removed:
             self.persist()
         return removed
@@ -77,7 +89,7 @@ class SubscriptionGroupManager:
     def persist(self) -> None:
         with self._lock:
             document = {
-                "dataVersion": {"counter": self._counter, "timestamp": int(time.time() * 1000)},
+                "dataVersion": {"counter": self._counter, "timestamp": self._timestamp},
                 "subscriptionGroupTable": {name: config.to_json() for name, config in self.table.items()},
             }
         write_json_atomically(self.path, document)

@@ -393,3 +393,87 @@ class ConsumerOffsetSerializeWrapper(JsonBody, frozen=True, kw_only=True):
     """GET_ALL_CONSUMER_OFFSET body: ``"topic@group"`` to {queueId: offset}."""
 
     offset_table: dict[str, dict[int, int]] = msgspec.field(default_factory=dict)
+
+
+# --- consumer groups: administration ---------------------------------------------------
+
+
+class ClientConnection(JsonBody, frozen=True, kw_only=True):
+    """One client channel (Java ``Connection``); ``language`` is a LanguageCode name."""
+
+    client_id: str
+    client_addr: str
+    language: str
+    version: int
+
+
+class ConsumerConnection(JsonBody, frozen=True, kw_only=True):
+    """GET_CONSUMER_CONNECTION_LIST (203) response body, as Java writes it."""
+
+    connection_set: list[ClientConnection] = msgspec.field(default_factory=list)
+    subscription_table: dict[str, SubscriptionData] = msgspec.field(default_factory=dict)
+    consume_type: ConsumeType = ConsumeType.CONSUME_PASSIVELY
+    message_model: MessageModel = MessageModel.CLUSTERING
+    consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+
+
+class QueueConsumeStats(JsonBody, frozen=True, kw_only=True):
+    """One queue of a rocketq ConsumeStats body: Java's MessageQueue and OffsetWrapper fields flattened."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
+    broker_offset: int
+    consumer_offset: int
+    last_timestamp: int
+
+
+class ConsumeStats(JsonBody, frozen=True, kw_only=True):
+    """GET_CONSUME_STATS (208) response body, in rocketq's own list form.
+
+    Java keys ``offsetTable`` by MessageQueue objects, which fastjson writes as JSON
+    objects used as keys; standard JSON cannot express that, so rocketq sends a list of
+    :class:`QueueConsumeStats` instead. Java's mqadmin does not parse this body.
+    """
+
+    offset_table: list[QueueConsumeStats] = msgspec.field(default_factory=list)
+    consume_tps: float = 0.0
+
+
+class MessageQueueOffset(JsonBody, frozen=True, kw_only=True):
+    """A queue and an offset in it: one entry of a rocketq ResetOffsetBody."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
+    offset: int
+
+
+class ResetOffsetBody(JsonBody, frozen=True, kw_only=True):
+    """Body of RESET_CONSUMER_CLIENT_OFFSET (220) and of the INVOKE_BROKER_TO_RESET_OFFSET (222)
+    response, in rocketq's own list form (Java's map keyed by MessageQueue is not standard JSON;
+    Java clients do not parse this body)."""
+
+    offset_table: list[MessageQueueOffset] = msgspec.field(default_factory=list)
+
+
+class SubscriptionGroupConfigBody(JsonBody, frozen=True, kw_only=True):
+    """A consumer group's settings (Java ``SubscriptionGroupConfig``): the UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
+    (200) request body and the values of a :class:`SubscriptionGroupWrapper`."""
+
+    group_name: str
+    consume_enable: bool = True
+    consume_from_min_enable: bool = True
+    consume_broadcast_enable: bool = True
+    retry_queue_nums: int = 1
+    retry_max_times: int = 16
+    broker_id: int = 0
+    which_broker_when_consume_slowly: int = 1
+    notify_consumer_ids_changed_enable: bool = True
+
+
+class SubscriptionGroupWrapper(JsonBody, frozen=True, kw_only=True):
+    """GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) response body."""
+
+    subscription_group_table: dict[str, SubscriptionGroupConfigBody] = msgspec.field(default_factory=dict)
+    data_version: DataVersion = msgspec.field(default_factory=DataVersion)

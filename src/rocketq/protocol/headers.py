@@ -444,3 +444,46 @@ class QueryDataVersionRequestHeader(RequestHeader, frozen=True, kw_only=True):
 
 class QueryDataVersionResponseHeader(ResponseHeader, frozen=True, kw_only=True):
     changed: bool
+
+
+# --- consumer groups: administration ---------------------------------------------
+
+
+class GetConsumerConnectionListRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    """GET_CONSUMER_CONNECTION_LIST (203)."""
+
+    CODE = RequestCode.GET_CONSUMER_CONNECTION_LIST
+
+    consumer_group: str
+
+
+class GetConsumeStatsRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    """GET_CONSUME_STATS (208); without ``topic`` every topic the group has offsets for."""
+
+    CODE = RequestCode.GET_CONSUME_STATS
+
+    consumer_group: str
+    topic: str | None = None
+
+
+class ResetOffsetRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    """INVOKE_BROKER_TO_RESET_OFFSET (222), and RESET_CONSUMER_CLIENT_OFFSET (220) broker to client.
+
+    ``timestamp`` in ms; -1 means the end of each queue.
+    """
+
+    CODE = RequestCode.INVOKE_BROKER_TO_RESET_OFFSET
+
+    topic: str
+    group: str
+    timestamp: int
+    is_force: bool
+
+
+class DeleteSubscriptionGroupRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    """DELETE_SUBSCRIPTIONGROUP (207); ``remove_offset`` also drops the group's committed offsets."""
+
+    CODE = RequestCode.DELETE_SUBSCRIPTIONGROUP
+
+    group_name: str
+    remove_offset: bool = False

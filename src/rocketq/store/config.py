@@ -74,5 +74,8 @@ class StoreConfig:
         return self.store_path_root_dir / "lock"
 
     def delay_levels_ms(self) -> list[int]:
-        """Delay per level in ms; index 0 is level 1."""
-        return [int(token[:-1]) * _UNIT_MS[token[-1]] for token in self.message_delay_level.split()]
+        """Delay per level in ms; index 0 is level 1. Units: ms (handy in tests), s, m, h, d."""
+        return [
+            int(token[:-2]) if token.endswith("ms") else int(token[:-1]) * _UNIT_MS[token[-1]]
+            for token in self.message_delay_level.split()
+        ]

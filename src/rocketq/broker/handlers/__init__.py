@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 from rocketq.broker.context import BrokerContext
-from rocketq.broker.handlers import admin, clients, offsets, pull, query, send
+from rocketq.broker.handlers import (
+    admin,
+    clients,
+    consumers,
+    groups,
+    locks,
+    offsets,
+    pull,
+    query,
+    send,
+    send_back,
+)
 from rocketq.remoting import HandlerTable
 
 
 def handler_table(context: BrokerContext) -> HandlerTable:
     table: dict[int, object] = {}
-    for module in (send, pull, offsets, clients, query, admin):
+    for module in (send, send_back, pull, offsets, clients, locks, consumers, groups, query, admin):
         table.update(module.handlers(context))
     return table  # type: ignore[return-value]

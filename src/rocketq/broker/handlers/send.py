@@ -7,20 +7,14 @@ their real topic and queue in properties; the schedule service delivers them whe
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import logging
 import random
 
 from rocketq.broker.context import BrokerContext, reply
-from rocketq.broker.topic_config import (
-    PERM_WRITE,
-    RETRY_GROUP_TOPIC_PREFIX,
-    SCHEDULE_TOPIC,
-    dlq_topic,
-    is_writeable,
-    topic_name_problem,
-)
+from rocketq.broker.message_put import dead_letter_topic, put_and_wait, redirect_delayed, response_code
+from rocketq.broker.retry import DEFAULT_MAX_RECONSUME_TIMES, V3_4_9
+from rocketq.broker.topic_config import RETRY_GROUP_TOPIC_PREFIX, is_writeable, topic_name_problem
 from rocketq.common.message import Property, decode_properties, encode_properties
 from rocketq.common.message_id import encode_host, offset_message_id
 from rocketq.common.record import SysFlag
@@ -38,17 +32,6 @@ from rocketq.store import MessageToStore, PutStatus
 
 log = logging.getLogger(__name__)
 
-V3_4_9 = 121  # from this client version on, maxReconsumeTimes in the header is honoured
-_PUT_STATUS_CODES = {
-    PutStatus.PUT_OK: ResponseCode.SUCCESS,
-    PutStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
-    PutStatus.MESSAGE_ILLEGAL: ResponseCode.MESSAGE_ILLEGAL,
-    PutStatus.PROPERTIES_SIZE_EXCEEDED: ResponseCode.MESSAGE_ILLEGAL,
-    PutStatus.DISK_FULL: ResponseCode.SERVICE_NOT_AVAILABLE,
-    PutStatus.SERVICE_NOT_AVAILABLE: ResponseCode.SERVICE_NOT_AVAILABLE,
-    PutStatus.OS_PAGE_CACHE_BUSY: ResponseCode.SYSTEM_ERROR,
-    PutStatus.UNKNOWN_ERROR: ResponseCode.SYSTEM_ERROR,
-}
 _TRUE = ("true", "1")
 
 
@@ -92,7 +75,9 @@ async def _send(
     topic_config = context.topics.get(topic)
     if topic_config is None:
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            topic_config, _ = context.topics.create_system_topic(topic, 1)
+            group_config = context.groups.find(topic[len(RETRY_GROUP_TOPIC_PREFIX) :])
+            queues = group_config.retry_queue_nums if group_config else 1
+            topic_config, _ = context.topics.create_system_topic(topic, max(1, queues))
         elif config.auto_create_topic_enable:
             topic_config = context.topics.create_in_send(topic, header.default_topic, header.default_topic_queue_nums)
         if topic_config is None:
@@ -128,19 +113,20 @@ async def _send(
             )
 
     reconsume_times = header.reconsume_times or 0
+    dead_letter = False
     if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
         group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
         group_config = context.groups.find(group)
-        max_times = group_config.retry_max_times if group_config else 16
+        max_times = group_config.retry_max_times if group_config else DEFAULT_MAX_RECONSUME_TIMES
         if request.version >= V3_4_9 and header.max_reconsume_times is not None:
             max_times = header.max_reconsume_times
         if reconsume_times >= max_times:
-            topic = dlq_topic(group)
-            context.topics.create_system_topic(topic, 1, PERM_WRITE)
-            queue_id = 0
+            topic = dead_letter_topic(context, group).topic_name
+            queue_id, dead_letter = 0, True
             log.info("message of group %s reached %d retries: stored in %s", group, reconsume_times, topic)
 
     born_host = born_host_of(connection)
+    level_count = len(context.store.config.delay_levels_ms())
     store_host = context.store_host
     messages: list[MessageToStore] = []
     wait_for_flush = False
@@ -156,15 +142,10 @@ async def _send(
         properties.setdefault(Property.MSG_REGION, "DefaultRegion")
         properties.setdefault(Property.TRACE_SWITCH, "true")
         properties[Property.CLUSTER] = config.broker_cluster_name
-        target_topic, target_queue = topic, queue_id
-        delay = properties.get(Property.DELAY_TIME_LEVEL, "")
+        if dead_letter:  # dead letters are stored at once, never delayed
+            properties.pop(Property.DELAY_TIME_LEVEL, None)
         sys_flag = header.sys_flag
-        if delay.isdigit() and int(delay) > 0 and sys_flag & SysFlag.TRANSACTION_MASK == 0:
-            level = min(int(delay), len(context.store.config.delay_levels_ms()))
-            properties[Property.DELAY_TIME_LEVEL] = str(level)
-            properties[Property.REAL_TOPIC] = topic
-            properties[Property.REAL_QUEUE_ID] = str(queue_id)
-            target_topic, target_queue = SCHEDULE_TOPIC, level - 1
+        target_topic, target_queue = redirect_delayed(properties, topic, queue_id, sys_flag, level_count)
         messages.append(
             MessageToStore(
                 topic=target_topic,
@@ -180,16 +161,9 @@ async def _send(
             )
         )
 
-    result = context.store.put_messages(messages)
-    if result.ok and result.flushed is not None and wait_for_flush:
-        try:
-            async with asyncio.timeout(context.store.config.sync_flush_timeout_ms / 1000):
-                await asyncio.wrap_future(result.flushed)
-        except TimeoutError:
-            result.status = PutStatus.FLUSH_DISK_TIMEOUT
-    code = _PUT_STATUS_CODES.get(result.status, ResponseCode.SYSTEM_ERROR)
+    result = await put_and_wait(context, messages, wait_for_flush=wait_for_flush)
+    code = response_code(result.status)
     if result.status not in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT):
-        log.warning("put to %s-%d refused: %s %s", topic, queue_id, result.status.value, result.remark)
         return reply(request, code, result.remark or result.status.value)
     message_ids = ",".join(offset_message_id(store_host, offset) for offset in result.physical_offsets)
     response_header = SendMessageResponseHeader(

@@ -1,0 +1,173 @@
+"""Consumer group administration: GET_CONSUMER_CONNECTION_LIST (203), GET_CONSUME_STATS (208) and
+INVOKE_BROKER_TO_RESET_OFFSET (222), which also sends RESET_CONSUMER_CLIENT_OFFSET (220) to the group's
+members (AdminBrokerProcessor, Broker2Client).
+
+The bodies of 208, 220 and the 222 response are rocketq's own: Java keys their ``offsetTable`` maps by
+MessageQueue objects, which is not standard JSON, so rocketq writes a list of objects that carry the
+queue's ``topic``, ``brokerName`` and ``queueId`` next to the numbers (see
+:class:`rocketq.protocol.bodies.ConsumeStats` and :class:`rocketq.protocol.bodies.ResetOffsetBody`).
+Java's mqadmin and Java clients do not parse them.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from rocketq.broker.client_manager import ConsumerGroup, Subscription
+from rocketq.broker.context import BrokerContext, parsed, reply
+from rocketq.broker.topic_config import retry_topic
+from rocketq.common.message import tags_hash_code
+from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, make_request
+from rocketq.protocol.bodies import (
+    ClientConnection,
+    ConsumeFromWhere,
+    ConsumerConnection,
+    ConsumeStats,
+    ConsumeType,
+    MessageModel,
+    MessageQueueOffset,
+    QueueConsumeStats,
+    ResetOffsetBody,
+    SubscriptionData,
+)
+from rocketq.protocol.headers import (
+    GetConsumerConnectionListRequestHeader,
+    GetConsumeStatsRequestHeader,
+    ResetOffsetRequestHeader,
+)
+from rocketq.remoting import Connection, RequestHandler
+from rocketq.remoting.connection import next_opaque
+
+log = logging.getLogger(__name__)
+
+RESET_TO_END = -1  # a reset timestamp of -1 means each queue's max offset
+
+
+def subscription_data(subscription: Subscription) -> SubscriptionData:
+    tags = sorted(subscription.tags)
+    return SubscriptionData(
+        topic=subscription.topic,
+        sub_string=subscription.expression,
+        sub_version=subscription.sub_version,
+        tags_set=tags,
+        code_set=[tags_hash_code(tag) for tag in tags],
+        expression_type=subscription.expression_type,
+    )
+
+
+def consumer_connection(group: ConsumerGroup) -> ConsumerConnection:
+    """Java's ConsumerConnection for a group's current members and subscriptions."""
+    connections = [
+        ClientConnection(
+            client_id=channel.client_id,
+            client_addr=str(getattr(channel.channel, "remote_address", "")),
+            language=channel.language,
+            version=channel.version,
+        )
+        for channel in group.channels.values()
+    ]
+    return ConsumerConnection(
+        connection_set=sorted(connections, key=lambda c: (c.client_id, c.client_addr)),
+        subscription_table={topic: subscription_data(s) for topic, s in sorted(group.subscriptions.items())},
+        consume_type=ConsumeType(group.consume_type),
+        message_model=MessageModel(group.message_model),
+        consume_from_where=ConsumeFromWhere(group.consume_from_where),
+    )
+
+
+def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
+    store, offsets, broker_name = context.store, context.offsets, context.config.broker_name
+
+    def connection_list(request: RemotingCommand, header: GetConsumerConnectionListRequestHeader) -> RemotingCommand:
+        group = context.clients.consumers.get(header.consumer_group)
+        if group is None or not group.channels:
+            return reply(
+                request, ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{header.consumer_group}] not online"
+            )
+        return reply(request, ResponseCode.SUCCESS, body=consumer_connection(group).encode())
+
+    def queue_stats(group: str, topic: str, queue_id: int) -> QueueConsumeStats:
+        consumer_offset = max(0, offsets.query(group, topic, queue_id) or 0)
+        last = store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1) if consumer_offset else None
+        return QueueConsumeStats(
+            topic=topic,
+            broker_name=broker_name,
+            queue_id=queue_id,
+            broker_offset=max(0, store.get_max_offset_in_queue(topic, queue_id)),
+            consumer_offset=consumer_offset,
+            last_timestamp=last or 0,
+        )
+
+    def consume_stats(request: RemotingCommand, header: GetConsumeStatsRequestHeader) -> RemotingCommand:
+        group = header.consumer_group
+        if header.topic:
+            topics = [header.topic]
+        else:
+            topics = offsets.topics_of_group(group)
+            if retry_topic(group) not in topics:
+                topics.append(retry_topic(group))
+        table: list[QueueConsumeStats] = []
+        for topic in topics:
+            topic_config = context.topics.get(topic)
+            if topic_config is None:
+                continue
+            table.extend(queue_stats(group, topic, queue_id) for queue_id in range(topic_config.read_queue_nums))
+        # The broker keeps no consumption rate, so consumeTps is always 0.
+        return reply(request, ResponseCode.SUCCESS, body=ConsumeStats(offset_table=table).encode())
+
+    def reset_offset(request: RemotingCommand, header: ResetOffsetRequestHeader) -> RemotingCommand:
+        topic_config = context.topics.get(header.topic)
+        if topic_config is None:
+            return reply(request, ResponseCode.TOPIC_NOT_EXIST, f"[reset offset] topic[{header.topic}] not exist")
+        table = []
+        for queue_id in range(topic_config.read_queue_nums):
+            current = offsets.query(header.group, header.topic, queue_id)
+            if header.timestamp == RESET_TO_END:
+                wanted = store.get_max_offset_in_queue(header.topic, queue_id)
+            else:
+                wanted = store.get_offset_by_timestamp(header.topic, queue_id, header.timestamp)
+            # Like Java: unless forced, an offset only moves back; a queue never committed takes the new one.
+            offset = wanted if header.is_force or current is None or wanted < current else current
+            if offset != current:
+                offsets.commit(header.group, header.topic, queue_id, offset)
+            table.append(
+                MessageQueueOffset(topic=header.topic, broker_name=broker_name, queue_id=queue_id, offset=offset)
+            )
+        body = ResetOffsetBody(offset_table=table).encode()
+        notified = _notify_reset(context, header, body)
+        log.info(
+            "offsets of group %s on %s reset to time %d (force=%s): %s; %d members told",
+            header.group,
+            header.topic,
+            header.timestamp,
+            header.is_force,
+            {entry.queue_id: entry.offset for entry in table},
+            notified,
+        )
+        return reply(request, ResponseCode.SUCCESS, body=body)
+
+    return {
+        RequestCode.GET_CONSUMER_CONNECTION_LIST: parsed(GetConsumerConnectionListRequestHeader, connection_list),
+        RequestCode.GET_CONSUME_STATS: parsed(GetConsumeStatsRequestHeader, consume_stats),
+        RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: parsed(ResetOffsetRequestHeader, reset_offset),
+    }
+
+
+def _notify_reset(context: BrokerContext, header: ResetOffsetRequestHeader, body: bytes) -> int:
+    """Send RESET_CONSUMER_CLIENT_OFFSET (oneway, best effort) to every member of the group; returns
+    how many channels it was written to."""
+    fields = header.to_ext_fields()
+    sent = 0
+    for channel in context.clients.channels_of(header.group):
+        if not isinstance(channel, Connection) or not channel.is_open:
+            continue
+        request = make_request(
+            RequestCode.RESET_CONSUMER_CLIENT_OFFSET, opaque=next_opaque(), ext_fields=fields, body=body, oneway=True
+        )
+        try:
+            channel.send(request)
+        except Exception:
+            log.warning("cannot tell %s to reset the offsets of group %s", channel.remote_address, header.group)
+            continue
+        sent += 1
+    return sent

@@ -1,0 +1,84 @@
+"""Storing messages for a request: the delay redirect into SCHEDULE_TOPIC_XXXX, the dead-letter topic,
+and a put that waits for its fsync when asked. Shared by SEND_MESSAGE and CONSUMER_SEND_MSG_BACK."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+from rocketq.broker.context import BrokerContext
+from rocketq.broker.topic_config import PERM_READ, PERM_WRITE, SCHEDULE_TOPIC, dlq_topic
+from rocketq.common.message import Property
+from rocketq.common.record import SysFlag
+from rocketq.protocol import ResponseCode, TopicConfig
+from rocketq.store import MessageToStore, PutMessageResult, PutStatus
+
+log = logging.getLogger(__name__)
+
+DLQ_QUEUE_NUMS = 1  # DLQ_NUMS_PER_GROUP
+_DELAYABLE = (SysFlag.TRANSACTION_NOT_TYPE, SysFlag.TRANSACTION_COMMIT_TYPE)
+
+PUT_STATUS_CODES = {
+    PutStatus.PUT_OK: ResponseCode.SUCCESS,
+    PutStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+    PutStatus.MESSAGE_ILLEGAL: ResponseCode.MESSAGE_ILLEGAL,
+    PutStatus.PROPERTIES_SIZE_EXCEEDED: ResponseCode.MESSAGE_ILLEGAL,
+    PutStatus.DISK_FULL: ResponseCode.SERVICE_NOT_AVAILABLE,
+    PutStatus.SERVICE_NOT_AVAILABLE: ResponseCode.SERVICE_NOT_AVAILABLE,
+    PutStatus.OS_PAGE_CACHE_BUSY: ResponseCode.SYSTEM_ERROR,
+    PutStatus.UNKNOWN_ERROR: ResponseCode.SYSTEM_ERROR,
+}
+
+
+def response_code(status: PutStatus) -> int:
+    return PUT_STATUS_CODES.get(status, ResponseCode.SYSTEM_ERROR)
+
+
+def redirect_delayed(
+    properties: dict[str, str], topic: str, queue_id: int, sys_flag: int, level_count: int
+) -> tuple[str, int]:
+    """Where a message is stored: a plain or committed message with ``DELAY`` > 0 goes to
+    SCHEDULE_TOPIC_XXXX, queue ``level - 1``, with its level clamped to ``level_count`` and its real
+    destination saved in ``REAL_TOPIC``/``REAL_QID`` (``properties`` is updated in place); any other
+    message (no delay, a prepared or rolled back transaction) stays at ``(topic, queue_id)``."""
+    delay = properties.get(Property.DELAY_TIME_LEVEL, "")
+    transaction = sys_flag & SysFlag.TRANSACTION_MASK
+    if transaction not in _DELAYABLE or not (delay.isdigit() and int(delay) > 0) or level_count <= 0:
+        return topic, queue_id
+    level = min(int(delay), level_count)
+    properties[Property.DELAY_TIME_LEVEL] = str(level)
+    properties[Property.REAL_TOPIC] = topic
+    properties[Property.REAL_QUEUE_ID] = str(queue_id)
+    return SCHEDULE_TOPIC, level - 1
+
+
+def dead_letter_topic(context: BrokerContext, group: str) -> TopicConfig:
+    """``%DLQ%<group>``, created with one queue when missing.
+
+    Its perm is read and write, as in RocketMQ 4.9.8 (older releases made it write-only, so that
+    nobody could consume it without ``updateTopic -p 6`` first): an operator, or a consumer that
+    subscribes to it explicitly, can pull dead letters without changing the topic.
+    """
+    config, created = context.topics.create_system_topic(dlq_topic(group), DLQ_QUEUE_NUMS, PERM_READ | PERM_WRITE)
+    if created:
+        context.request_registration()
+    return config
+
+
+async def put_and_wait(
+    context: BrokerContext, messages: Sequence[MessageToStore], *, wait_for_flush: bool
+) -> PutMessageResult:
+    """Append ``messages``; with SYNC_FLUSH and ``wait_for_flush``, also wait for the fsync (the
+    status becomes FLUSH_DISK_TIMEOUT when it takes longer than the store's sync flush timeout)."""
+    result = context.store.put_messages(messages)
+    if result.ok and result.flushed is not None and wait_for_flush:
+        try:
+            async with asyncio.timeout(context.store.config.sync_flush_timeout_ms / 1000):
+                await asyncio.wrap_future(result.flushed)
+        except TimeoutError:
+            result.status = PutStatus.FLUSH_DISK_TIMEOUT
+    if result.status not in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT):
+        topic = messages[0].topic if messages else "?"
+        log.warning("put to %s refused: %s %s", topic, result.status.value, result.remark)
+    return result

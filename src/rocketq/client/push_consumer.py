@@ -224,45 +224,63 @@ class PushConsumer:
     # -- consuming ------------------------------------------------------------------------------------
 
     def _dispatch(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
+        """Consume a pulled batch: one worker takes it (one thread hop for all its listener calls)."""
         if self.orderly:
             self._orderly_wake[process.queue].set()
             return
-        size = max(1, self.config.consume_message_batch_max_size)
-        for start in range(0, len(messages), size):
-            task = asyncio.get_running_loop().create_task(self._consume(process, messages[start : start + size]))
-            self._consume_tasks.add(task)
-            task.add_done_callback(self._consume_tasks.discard)
+        task = asyncio.get_running_loop().create_task(self._consume(process, messages))
+        self._consume_tasks.add(task)
+        task.add_done_callback(self._consume_tasks.discard)
 
-    async def _call_listener(self, messages: list[MessageExt]) -> bool:
+    def _run_listener(self, messages: list[MessageExt]) -> list[tuple[list[MessageExt], bool]]:
+        """Call a plain-function listener on each sub-batch (on a consume thread); never raises."""
         assert self._listener is not None
-        views = [user_view(m) for m in messages]
-        listener: Callable[[list[MessageExt]], Any] = self._listener
-        try:
-            if inspect.iscoroutinefunction(listener):
-                result = await listener(views)
-            else:
-                result = await asyncio.get_running_loop().run_in_executor(self._executor, listener, views)
-                if inspect.isawaitable(result):
-                    result = await result
-        except Exception:
-            log.exception("listener failed on %d message(s) of %s", len(messages), messages[0].topic)
-            return False
-        return _succeeded(result)
+        size = max(1, self.config.consume_message_batch_max_size)
+        outcomes = []
+        for start in range(0, len(messages), size):
+            batch = messages[start : start + size]
+            try:
+                ok = _succeeded(self._listener([user_view(m) for m in batch]))  # type: ignore[arg-type]
+            except Exception:
+                log.exception("listener failed on %d message(s) of %s", len(batch), batch[0].topic)
+                ok = False
+            outcomes.append((batch, ok))
+        return outcomes
+
+    async def _call_listener(self, messages: list[MessageExt]) -> list[tuple[list[MessageExt], bool]]:
+        listener: Callable[[list[MessageExt]], Any] = self._listener  # type: ignore[assignment]
+        if not inspect.iscoroutinefunction(listener):
+            return await asyncio.get_running_loop().run_in_executor(self._executor, self._run_listener, messages)
+        size = max(1, self.config.consume_message_batch_max_size)
+        outcomes = []
+        for start in range(0, len(messages), size):
+            batch = messages[start : start + size]
+            try:
+                ok = _succeeded(await listener([user_view(m) for m in batch]))
+            except Exception:
+                log.exception("listener failed on %d message(s) of %s", len(batch), batch[0].topic)
+                ok = False
+            outcomes.append((batch, ok))
+        return outcomes
 
     async def _consume(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
         async with self._slots:
             if process.dropped:
                 return
-            ok = await self._call_listener(messages)
-        finished = messages
-        if not ok:
-            if self._core.clustering:
-                failed = [m for m in messages if not await self._core.send_back(m)]
-                if failed:  # the broker did not take them back: retry here, keep their offsets pending
-                    asyncio.get_running_loop().call_later(LOCAL_RETRY_DELAY_S, self._retry_locally, process, failed)
-                finished = [m for m in messages if m not in failed]
+            outcomes = await self._call_listener(messages)
+        finished: list[MessageExt] = []
+        retry_here: list[MessageExt] = []
+        for batch, ok in outcomes:
+            if ok:
+                finished.extend(batch)
+            elif self._core.clustering:
+                for message in batch:  # back to the broker, which redelivers it through the retry topic
+                    (finished if await self._core.send_back(message) else retry_here).append(message)
             else:
-                log.warning("broadcasting: %d failed message(s) of %s are dropped", len(messages), process.queue)
+                log.warning("broadcasting: %d failed message(s) of %s are dropped", len(batch), process.queue)
+                finished.extend(batch)
+        if retry_here:  # the broker did not take them back: retry here, keep their offsets pending
+            asyncio.get_running_loop().call_later(LOCAL_RETRY_DELAY_S, self._retry_locally, process, retry_here)
         self.consumed += len(finished)
         offset = process.finish(finished)
         if offset >= 0 and not process.dropped:
@@ -287,7 +305,7 @@ class PushConsumer:
 
     async def _consume_one_in_order(self, process: ProcessQueue, message: MessageExt) -> None:
         async with self._slots:
-            ok = await self._call_listener([message])
+            ((_, ok),) = await self._call_listener([message])
         if not ok:
             attempts = process.local_retries.get(message.queue_offset, 0) + 1
             process.local_retries[message.queue_offset] = attempts

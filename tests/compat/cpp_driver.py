@@ -14,7 +14,6 @@ import time
 
 from rocketmq.client import Message, Producer, PushConsumer, SendStatus  # type: ignore[import-untyped]
 
-
 _OUTPUT = threading.Lock()  # the C++ client calls back on its own threads
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -65,3 +67,49 @@ def test_errors_are_clear(cluster: ThreadedCluster, tmp_path: Path) -> None:
     assert result.exit_code == 1 and "NoSuchTopic" in result.output
     unreachable = CliRunner().invoke(admin, ["topicList", "-n", "127.0.0.1:1"])
     assert unreachable.exit_code == 1 and "NameServer" in unreachable.output
+
+
+def test_consumer_group_commands(cluster: ThreadedCluster) -> None:
+    from rocketq.client import ClientConfig, ConsumeFromWhere, ConsumerConfig, SyncPushConsumer
+
+    invoke(cluster, "updateTopic", "-t", "ProgTopic", "-r", "2", "-w", "2")
+    for i in range(10):
+        invoke(cluster, "sendMessage", "-t", "ProgTopic", "-p", f"p{i}")
+    received: list[bytes] = []
+    config = ConsumerConfig(
+        group="AG",
+        client=ClientConfig(namesrv_addr=cluster.namesrv_addr),
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        persist_consumer_offset_interval_s=0.1,
+    )
+    with SyncPushConsumer(config, lambda messages: received.extend(m.body for m in messages)) as consumer:
+        consumer.subscribe("ProgTopic")
+        consumer.start()
+        wait_until(lambda: len(received) >= 10)
+        wait_until(lambda: sum(r["consumerOffset"] for r in progress(cluster)) == 10)
+        rows = progress(cluster)
+        assert {(r["topic"], r["lag"]) for r in rows if r["topic"] == "ProgTopic"} == {("ProgTopic", 0)}
+        assert "total lag: 0" in invoke(cluster, "consumerProgress", "-g", "AG", "-t", "ProgTopic")
+        connection = json.loads(invoke(cluster, "consumerConnection", "-g", "AG", "--json"))
+        assert len(connection["members"]) == 1 and connection["subscriptions"]["ProgTopic"] == "*"
+        assert connection["messageModel"] == "CLUSTERING"
+        reset = json.loads(invoke(cluster, "resetOffsetByTime", "-g", "AG", "-t", "ProgTopic", "-s", "0", "--json"))
+        assert {r["offset"] for r in reset} == {0}
+        wait_until(lambda: len(received) >= 20)  # the running member went back and consumed everything again
+        assert sorted(received[10:]) == sorted(received[:10])
+    created = json.loads(invoke(cluster, "updateSubGroup", "-g", "NewGroup", "-r", "3", "--json"))
+    assert created["group"] == "NewGroup" and len(created["brokers"]) == 2
+    missing = CliRunner().invoke(admin, ["consumerConnection", "-n", cluster.namesrv_addr, "-g", "Nobody"])
+    assert missing.exit_code == 1 and "Nobody" in missing.output
+
+
+def progress(cluster: ThreadedCluster) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = json.loads(invoke(cluster, "consumerProgress", "-g", "AG", "--json"))
+    return rows
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.05)

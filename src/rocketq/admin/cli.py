@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any, TypeVar
 
 import click
@@ -14,6 +16,7 @@ from rocketq.client import Message, MQClientError, Producer
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.common.errors import RocketqError
+from rocketq.protocol.bodies import SubscriptionGroupConfigBody
 
 T = TypeVar("T")
 DEFAULT_NAMESRV = os.environ.get("NAMESRV_ADDR", "127.0.0.1:9876")
@@ -168,6 +171,8 @@ def _message_rows(messages: list[MessageExt]) -> tuple[list[dict[str, Any]], lis
             "keys": m.keys,
             "properties": m.user_properties,
             "reconsumeTimes": m.reconsume_times,
+            "retryTopic": m.properties.get("RETRY_TOPIC"),
+            "originMessageId": m.properties.get("ORIGIN_MESSAGE_ID"),
             "bornHost": m.born_host,
             "storeHost": m.store_host,
             "storeTime": timestamp(m.store_timestamp),
@@ -178,8 +183,10 @@ def _message_rows(messages: list[MessageExt]) -> tuple[list[dict[str, Any]], lis
     rows = [
         [
             m.msg_id,
+            m.topic,
             m.queue_id,
             m.queue_offset,
+            m.reconsume_times,
             m.tags or "",
             " ".join(m.keys),
             timestamp(m.store_timestamp),
@@ -190,7 +197,7 @@ def _message_rows(messages: list[MessageExt]) -> tuple[list[dict[str, Any]], lis
     return documents, rows
 
 
-_MESSAGE_HEADERS = ["msgId", "queue", "offset", "tags", "keys", "stored", "body"]
+_MESSAGE_HEADERS = ["msgId", "topic", "queue", "offset", "retries", "tags", "keys", "stored", "body"]
 
 
 @admin.command("queryMsgById")
@@ -256,3 +263,119 @@ def send_message(
         "queueOffset": result.queue_offset,
     }
     emit(as_json, document)
+
+
+@admin.command("consumerProgress")
+@namesrv_option
+@click.option("-g", "--group", required=True)
+@click.option("-t", "--topic", help="only this topic")
+@json_option
+def consumer_progress(namesrv: str, group: str, topic: str | None, as_json: bool) -> None:
+    """Per queue: broker offset, consumer offset, lag and the last consumed message's time."""
+    rows = run(namesrv, lambda a: a.consumer_progress(group, topic))
+    documents: list[dict[str, Any]] = [
+        {
+            "topic": r.topic,
+            "broker": r.broker_name,
+            "queueId": r.queue_id,
+            "brokerOffset": r.broker_offset,
+            "consumerOffset": r.consumer_offset,
+            "lag": max(0, r.broker_offset - r.consumer_offset),
+            "lastTimestamp": timestamp(r.last_timestamp),
+        }
+        for r in rows
+    ]
+    table = [list(d.values()) for d in documents]
+    emit(as_json, documents, ["topic", "broker", "queue", "brokerOffset", "consumerOffset", "lag", "lastTime"], table)
+    if not as_json:
+        click.echo(f"total lag: {sum(max(0, r.broker_offset - r.consumer_offset) for r in rows)}")
+
+
+@admin.command("consumerConnection")
+@namesrv_option
+@click.option("-g", "--group", required=True)
+@json_option
+def consumer_connection(namesrv: str, group: str, as_json: bool) -> None:
+    """The group's online members and what they subscribe to."""
+    connection = run(namesrv, lambda a: a.consumer_connection(group))
+    members = [
+        {"clientId": c.client_id, "address": c.client_addr, "language": c.language, "version": c.version}
+        for c in connection.connection_set
+    ]
+    subscriptions = {topic: s.sub_string for topic, s in connection.subscription_table.items()}
+    if as_json:
+        emit(
+            True,
+            {
+                "members": members,
+                "subscriptions": subscriptions,
+                "messageModel": connection.message_model,
+                "consumeType": connection.consume_type,
+                "consumeFromWhere": connection.consume_from_where,
+            },
+        )
+        return
+    emit(False, members, ["clientId", "address", "language", "version"], [list(m.values()) for m in members])
+    click.echo("")
+    emit(False, subscriptions, ["topic", "expression"], sorted(subscriptions.items()))
+
+
+@admin.command("resetOffsetByTime")
+@namesrv_option
+@click.option("-g", "--group", required=True)
+@click.option("-t", "--topic", required=True)
+@click.option(
+    "-s",
+    "--timestamp",
+    "when",
+    required=True,
+    help="ms since the epoch, 'now', or an ISO time such as 2026-11-21T10:00:00",
+)
+@json_option
+def reset_offset_by_time(namesrv: str, group: str, topic: str, when: str, as_json: bool) -> None:
+    """Move a group's offsets of a topic to a point in time; running members continue from there."""
+    offsets = run(namesrv, lambda a: a.reset_offset_by_time(group, topic, _parse_time(when)))
+    documents = [{"broker": o.broker_name, "queueId": o.queue_id, "offset": o.offset} for o in offsets]
+    emit(as_json, documents, ["broker", "queue", "offset"], [list(d.values()) for d in documents])
+
+
+def _parse_time(text: str) -> int:
+    if text == "now":
+        return int(time.time() * 1000)
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        return int(datetime.fromisoformat(text).timestamp() * 1000)
+    except ValueError as exc:
+        raise click.BadParameter(f"{text!r} is neither ms since the epoch nor an ISO time") from exc
+
+
+@admin.command("updateSubGroup")
+@namesrv_option
+@click.option("-g", "--group", required=True)
+@click.option("-c", "--cluster", help="on every master of this cluster (default: all)")
+@click.option("--consume-enable/--consume-disable", default=True, show_default=True)
+@click.option("--broadcast-enable/--broadcast-disable", default=True, show_default=True)
+@click.option("-q", "--retry-queue-nums", default=1, show_default=True)
+@click.option("-r", "--retry-max-times", default=16, show_default=True)
+@json_option
+def update_sub_group(
+    namesrv: str,
+    group: str,
+    cluster: str | None,
+    consume_enable: bool,
+    broadcast_enable: bool,
+    retry_queue_nums: int,
+    retry_max_times: int,
+    as_json: bool,
+) -> None:
+    """Create or change a consumer group's settings."""
+    config = SubscriptionGroupConfigBody(
+        group_name=group,
+        consume_enable=consume_enable,
+        consume_broadcast_enable=broadcast_enable,
+        retry_queue_nums=retry_queue_nums,
+        retry_max_times=retry_max_times,
+    )
+    brokers = run(namesrv, lambda a: a.update_subscription_group(config, cluster=cluster))
+    emit(as_json, {"group": group, "brokers": brokers}, ["group", "broker"], [[group, b] for b in brokers])

@@ -21,12 +21,23 @@ from rocketq.protocol import (
     TopicRouteData,
     make_request,
 )
+from rocketq.protocol.bodies import (
+    ConsumerConnection,
+    ConsumeStats,
+    MessageQueueOffset,
+    QueueConsumeStats,
+    ResetOffsetBody,
+    SubscriptionGroupConfigBody,
+)
 from rocketq.protocol.headers import (
     CreateTopicRequestHeader,
     DeleteTopicRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumeStatsRequestHeader,
     GetMaxOffsetRequestHeader,
     GetMinOffsetRequestHeader,
     QueryMessageRequestHeader,
+    ResetOffsetRequestHeader,
     ViewMessageRequestHeader,
 )
 from rocketq.protocol.namesrv_headers import DeleteTopicFromNamesrvRequestHeader
@@ -244,3 +255,57 @@ class AdminClient:
             return [await self.view_message(msg_id)]
         except MQClientError:
             return []
+
+    # -- consumer groups ------------------------------------------------------------------------------
+
+    async def consumer_progress(self, group: str, topic: str | None = None) -> list[QueueConsumeStats]:
+        """Per queue: broker offset, the group's committed offset, and the last consumed message's time."""
+        fields = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic).to_ext_fields()
+        rows: list[QueueConsumeStats] = []
+        for address in (await self.master_addresses()).values():
+            response = await self._broker(address, RequestCode.GET_CONSUME_STATS, fields)
+            rows.extend(ConsumeStats.decode(response.body).offset_table)
+        return sorted(rows, key=lambda r: (r.topic, r.broker_name, r.queue_id))
+
+    async def consumer_connection(self, group: str) -> ConsumerConnection:
+        """The group's online members and subscriptions (from the first broker that knows them)."""
+        fields = GetConsumerConnectionListRequestHeader(consumer_group=group).to_ext_fields()
+        for address in (await self.master_addresses()).values():
+            response = await self._broker(
+                address, RequestCode.GET_CONSUMER_CONNECTION_LIST, fields, ok=(0, ResponseCode.CONSUMER_NOT_ONLINE)
+            )
+            if response.code == ResponseCode.SUCCESS:
+                return ConsumerConnection.decode(response.body)
+        raise MQClientError(f"consumer group {group!r} has no member online")
+
+    async def reset_offset_by_time(
+        self, group: str, topic: str, timestamp_ms: int, *, force: bool = True
+    ) -> list[MessageQueueOffset]:
+        """Move the group's offsets of ``topic`` to ``timestamp_ms`` on every broker; online members
+        are told and continue from there. Returns the new offsets."""
+        route = await self.topic_route(topic)
+        fields = ResetOffsetRequestHeader(
+            topic=topic, group=group, timestamp=timestamp_ms, is_force=force
+        ).to_ext_fields()
+        offsets: list[MessageQueueOffset] = []
+        for broker in route.broker_datas:
+            address = broker.broker_addrs.get(MASTER_ID)
+            if address is not None:
+                response = await self._broker(address, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, fields)
+                offsets.extend(ResetOffsetBody.decode(response.body).offset_table)
+        return sorted(offsets, key=lambda o: (o.broker_name, o.queue_id))
+
+    async def update_subscription_group(
+        self, config: SubscriptionGroupConfigBody, *, cluster: str | None = None
+    ) -> list[str]:
+        targets = list((await self.master_addresses(cluster)).values())
+        request_body = config.encode()
+        for address in targets:
+            response = await self._instance.invoke_broker(
+                address,
+                make_request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, opaque=next_opaque(), body=request_body),
+                self._timeout,
+            )
+            if response.code != ResponseCode.SUCCESS:
+                raise broker_error(response.code, response.remark, address)
+        return targets

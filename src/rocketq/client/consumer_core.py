@@ -30,7 +30,7 @@ from rocketq.protocol import (
     make_request,
 )
 from rocketq.protocol import bodies as wire
-from rocketq.protocol.bodies import ConsumerData, SubscriptionData
+from rocketq.protocol.bodies import ConsumerData, ResetOffsetBody, SubscriptionData
 from rocketq.protocol.headers import (
     ConsumerSendMsgBackRequestHeader,
     GetConsumerListByGroupRequestHeader,
@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 
 RETRY_PREFIX = "%RETRY%"
 QueuesCallback = Callable[[list[MessageQueue]], Awaitable[None]]
+ResetCallback = Callable[[dict[MessageQueue, int]], Awaitable[None]]
 
 
 def retry_topic(group: str) -> str:
@@ -64,11 +65,16 @@ class ConsumerCore:
         self.assigned: set[MessageQueue] = set()
         self._on_assigned = on_assigned
         self._on_revoked = on_revoked
+        self.on_reset: ResetCallback | None = None  # set by the consumer: move assigned queues
         self._rebalance_wanted = asyncio.Event()
         self._rebalance_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[Any]] = []
         self.instance = ClientInstance(
-            config.client, handlers={RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._on_notify}
+            config.client,
+            handlers={
+                RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._on_notify,
+                RequestCode.RESET_CONSUMER_CLIENT_OFFSET: self._on_reset_offsets,
+            },
         )
         self.instance.consumer_data = self._consumer_data
         self.offsets: OffsetStore = (
@@ -137,6 +143,21 @@ class ConsumerCore:
     async def _on_notify(self, request: RemotingCommand, connection: Connection) -> RemotingCommand | None:
         log.info("group %s: membership changed, rebalancing", self.config.group)
         self._rebalance_wanted.set()
+        return None
+
+    async def _on_reset_offsets(self, request: RemotingCommand, connection: Connection) -> RemotingCommand | None:
+        """An operator reset this group's offsets (``rocketq admin resetOffsetByTime``): adopt them."""
+        if request.ext_fields.get("group") != self.config.group:
+            return None
+        table = {
+            MessageQueue(entry.topic, entry.broker_name, entry.queue_id): entry.offset
+            for entry in ResetOffsetBody.decode(request.body).offset_table
+        }
+        log.info("group %s: offsets reset for %d queue(s)", self.config.group, len(table))
+        for queue, offset in table.items():
+            self.offsets.update(queue, offset, increase_only=False)
+        if self.on_reset is not None:
+            await self.on_reset({q: o for q, o in table.items() if q in self.assigned})
         return None
 
     def trigger_rebalance(self) -> None:

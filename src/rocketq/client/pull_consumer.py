@@ -50,6 +50,7 @@ class PullConsumer:
         self._core = ConsumerCore(
             config, consume_type="CONSUME_ACTIVELY", on_assigned=self._assigned, on_revoked=self._revoked
         )
+        self._core.on_reset = self._reset
         self._states: dict[MessageQueue, _QueueState] = {}
         self._manual: bool | None = None  # True after assign(), False after subscribe()
         self._arrived = asyncio.Event()
@@ -250,6 +251,11 @@ class PullConsumer:
         if response is None:
             raise MQClientError(f"no broker for {queue}")
         return int(response.ext_fields.get("offset", 0))
+
+    async def _reset(self, offsets: dict[MessageQueue, int]) -> None:
+        for queue, offset in offsets.items():
+            if queue in self._states:
+                self.seek(queue, offset)
 
     async def seek_to_begin(self, queue: MessageQueue) -> None:
         fields = GetMinOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id).to_ext_fields()

@@ -71,6 +71,7 @@ class PushConsumer:
         self._core = ConsumerCore(
             config, consume_type="CONSUME_PASSIVELY", on_assigned=self._assigned, on_revoked=self._revoked
         )
+        self._core.on_reset = self._reset
         self._queues: dict[MessageQueue, ProcessQueue] = {}
         self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
         self._consume_tasks: set[asyncio.Task[Any]] = set()
@@ -165,6 +166,13 @@ class PushConsumer:
             for queue in queues:
                 await self._core.offsets.persist(queue)
             await self._unlock(queues)
+
+    async def _reset(self, offsets: dict[MessageQueue, int]) -> None:
+        """Restart each queue at its new offset (what was cached from before is dropped)."""
+        for queue, offset in offsets.items():
+            await self._revoked([queue])
+            self._core.offsets.update(queue, offset, increase_only=False)
+            await self._assigned([queue])
 
     # -- pulling --------------------------------------------------------------------------------------
 

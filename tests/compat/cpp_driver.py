@@ -72,9 +72,11 @@ def produce(namesrv: str, topic: str) -> None:
 
 def consume(namesrv: str, topic: str, group: str, expected: int, seconds: float) -> None:
     received = []
+    failed_once: set[bytes] = set()
 
     def on_message(message: object) -> None:
         received.append(1)
+        body = message.body  # type: ignore[attr-defined]
         emit(
             event="received",
             topic=message.topic,
@@ -85,7 +87,11 @@ def consume(namesrv: str, topic: str, group: str, expected: int, seconds: float)
             queue_id=message.queue_id,
             queue_offset=message.queue_offset,  # type: ignore[attr-defined]
             origin=message.get_property("origin"),
+            reconsume_times=message.reconsume_times,
         )  # type: ignore[attr-defined]
+        if body.startswith(b"fail-once") and body not in failed_once:
+            failed_once.add(body)
+            raise RuntimeError("reconsume later, please")  # the binding answers RECONSUME_LATER
 
     consumer = PushConsumer(group)
     consumer.set_namesrv_addr(namesrv)

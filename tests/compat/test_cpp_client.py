@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from rocketq.client import Message, Producer
+from rocketq.client import ClientConfig, ConsumeFromWhere, ConsumerConfig, Message, Producer, PushConsumer
+from rocketq.client.admin import AdminClient
+from rocketq.client.message import MessageExt
 from rocketq.testing import LocalCluster
 
 DRIVER = Path(__file__).with_name("cpp_driver.py")
@@ -99,3 +101,57 @@ async def test_cpp_producer_and_consumer_with_rocketq(cluster: LocalCluster, tmp
     assert sync["msg_id"] in sent_ids
     broker = cluster.brokers[0]
     assert sum(broker.offsets.offsets_of("CPP_CG", topic).values()) == 7  # the consumer committed its progress
+
+
+async def test_cpp_and_rocketq_consumers_share_a_group(tmp_path: Path) -> None:
+    fast_levels = " ".join(f"{100 * (i + 1)}ms" for i in range(18))
+    async with LocalCluster(tmp_path / "cluster", brokers=1, message_delay_level=fast_levels) as cluster:
+        async with AdminClient(cluster.namesrv_addr) as admin:
+            await admin.update_topic("MixTopic", cluster="DefaultCluster", read_queues=8, write_queues=8)
+        ours: list[MessageExt] = []
+        config = ConsumerConfig(
+            group="MIX",
+            client=ClientConfig(namesrv_addr=cluster.namesrv_addr),
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        )
+        consumer = PushConsumer(config, lambda messages: ours.extend(messages))
+        consumer.subscribe("MixTopic")
+        await consumer.start()
+        try:
+            cpp = asyncio.create_task(
+                run_driver(tmp_path, cluster.namesrv_addr, "consume", "MixTopic", "MIX", "100000", "14")
+            )
+            for _ in range(100):  # wait until the C++ member joined and both rebalanced
+                await asyncio.sleep(0.1)
+                if len([q for q in consumer.assigned_queues if q.topic == "MixTopic"]) == 4:
+                    break
+            assert len([q for q in consumer.assigned_queues if q.topic == "MixTopic"]) == 4
+            await asyncio.sleep(1.0)  # the C++ client starts pulling its half
+            async with Producer(group="PY_PG", namesrv_addr=cluster.namesrv_addr) as producer:
+                for i in range(40):
+                    await producer.send(Message("MixTopic", f"mix-{i}".encode()))
+                for queue_id in range(8):  # one message on every queue that C++ fails the first time
+                    await producer.send_orderly(
+                        Message("MixTopic", f"fail-once-{queue_id}".encode()),
+                        selector=lambda queues, message, arg: queues[arg],
+                        arg=queue_id,
+                    )
+            events = await cpp
+        finally:
+            await consumer.aclose()
+    theirs = [e for e in events if e["event"] == "received"]
+    our_bodies = {m.body.decode() for m in ours}
+    their_bodies = {e["body"] for e in theirs}
+    plain = {f"mix-{i}" for i in range(40)}
+    assert our_bodies & plain and their_bodies & plain  # both members consumed part of the stream
+    assert plain <= our_bodies | their_bodies  # and together all of it
+    failed_by_cpp = {e["body"] for e in theirs if e["body"].startswith("fail-once") and e["reconsume_times"] == 0}
+    assert failed_by_cpp  # the C++ member owned some queues with a failing message
+    came_back = {e["body"] for e in theirs if e["reconsume_times"] >= 1} | {
+        m.body.decode() for m in ours if m.reconsume_times >= 1
+    }
+    assert failed_by_cpp <= came_back, [
+        (e["body"], e["topic"], e["reconsume_times"]) for e in theirs if "fail" in e["body"]
+    ] + [
+        (m.body, m.topic, m.reconsume_times) for m in ours if b"fail" in m.body
+    ]  # RECONSUME_LATER from C++ went through the retry topic and came back

@@ -1,0 +1,66 @@
+"""A group member that dies (SIGKILL) or hangs (SIGSTOP: connection open, heartbeats stop) loses its
+queues to the survivors: at once for a closed connection, after the channel expiry for a silent one."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rocketq.client import PushConsumer
+from rocketq.client.admin import AdminClient
+from rocketq.testing import LocalCluster
+
+from .test_consumers import consumer_config, eventually
+
+CHILD = Path(__file__).with_name("consumer_child.py")
+
+
+async def start_child(cluster: LocalCluster, group: str) -> asyncio.subprocess.Process:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, str(CHILD), cluster.namesrv_addr, group, "Work", stdout=subprocess.PIPE, env=env
+    )
+    assert child.stdout is not None
+    async with asyncio.timeout(20):
+        assert (await child.stdout.readline()).strip() == b"ready"
+    return child
+
+
+@pytest.mark.parametrize("failure", ["killed", "hung"])
+async def test_survivor_takes_over_the_queues(tmp_path: Path, failure: str) -> None:
+    async with LocalCluster(
+        tmp_path, brokers=1, channel_expired_timeout_ms=2000, client_channel_scan_interval_ms=200
+    ) as cluster:
+        async with AdminClient(cluster.namesrv_addr) as admin:
+            await admin.update_topic("Work", cluster="DefaultCluster", read_queues=8, write_queues=8)
+        survivor = PushConsumer(consumer_config(cluster, "F"), lambda messages: None)
+        survivor.subscribe("Work")
+        await survivor.start()
+        child = await start_child(cluster, "F")
+        try:
+
+            def mine() -> int:
+                return len([q for q in survivor.assigned_queues if q.topic == "Work"])
+
+            await eventually(lambda: mine() == 4)
+            began = time.monotonic()
+            child.send_signal(signal.SIGKILL if failure == "killed" else signal.SIGSTOP)
+            await eventually(lambda: mine() == 8, timeout=10)
+            took = time.monotonic() - began
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                child.kill()
+            await child.wait()
+            await survivor.aclose()
+    if failure == "killed":
+        assert took < 1.5, took  # the broker saw the connection close and notified the group
+    else:
+        assert 1.5 < took < 4.0, took  # after the 2 s channel expiry (scanned every 200 ms)

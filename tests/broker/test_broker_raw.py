@@ -110,3 +110,30 @@ async def test_heartbeat_creates_retry_topic_and_lists_consumers(broker: Broker,
         3,
     )
     assert listed.code == ResponseCode.SUCCESS and b"1-127.0.0.1@DEFAULT" in bytes(listed.body)
+
+
+async def test_bad_clients_do_not_disturb_the_broker(broker: Broker, client: RemotingClient) -> None:
+    host, port = broker.address.rsplit(":", 1)
+    garbage = [
+        b"\xff\xff\xff\xff" + b"x" * 8,  # negative length
+        (1 << 30).to_bytes(4, "big") + b"\x00\x00\x00\x02{}",  # frame far over the limit
+        (12).to_bytes(4, "big") + (8).to_bytes(4, "big") + b"not json",  # a header that is not JSON
+        (6).to_bytes(4, "big") + b"\x09\x00\x00\x02{}",  # unknown serialization type
+    ]
+    silent = await asyncio.open_connection(host, int(port))  # connects and says nothing
+    for payload in garbage:
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(payload)
+        await writer.drain()
+        async with asyncio.timeout(3):
+            assert await reader.read() == b""  # the broker closed that connection
+        writer.close()
+    _, half = await asyncio.open_connection(host, int(port))
+    half.write((500).to_bytes(4, "big") + b"\x00\x00\x00")  # disconnects mid-frame
+    await half.drain()
+    half.close()
+    unknown = await client.invoke(broker.address, make_request(9999, opaque=next_opaque()), 3)
+    assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    sent = await client.invoke(broker.address, send_request("StillServing", b"ok"), 3)
+    assert sent.code == ResponseCode.SUCCESS
+    silent[1].close()

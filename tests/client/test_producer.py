@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rocketq.client import Message, MQClientError, Producer, SendStatus, SyncProducer, decode_messages
+from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.common.message import Property
 from rocketq.protocol import RequestCode, ResponseCode, make_request
@@ -136,3 +137,18 @@ def test_sync_producer(tmp_path: Path) -> None:
         while sum(store.get_max_offset_in_queue("TopicS", q) for q in range(4)) < 6 and time.monotonic() < deadline:
             time.sleep(0.01)  # the dispatcher indexes the last records within milliseconds
         assert sum(store.get_max_offset_in_queue("TopicS", q) for q in range(4)) == 6
+
+
+async def test_route_drops_a_broker_whose_connection_dies(cluster: LocalCluster) -> None:
+    async with AdminClient(cluster.namesrv_addr) as admin:
+        await admin.update_topic("TopicE", cluster="DefaultCluster")
+        route = await admin.topic_route("TopicE")
+        assert {b.broker_name for b in route.broker_datas} == {"broker-a", "broker-b"}
+        dying = cluster.brokers[0]
+        for task in dying._tasks:  # the process "dies": no more registrations...
+            task.cancel()
+        for connection in list(dying._client._connections.values()):  # type: ignore[union-attr]
+            connection.abort()  # ...and its connection to the name server drops without an unregister
+        await asyncio.sleep(0.2)
+        route = await admin.topic_route("TopicE")
+        assert {b.broker_name for b in route.broker_datas} == {"broker-b"}

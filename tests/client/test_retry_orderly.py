@@ -106,3 +106,24 @@ async def test_orderly_consumption_keeps_send_order_through_failures_and_rebalan
         deduplicated = [n for i, n in enumerate(numbers) if n not in numbers[:i]]
         assert deduplicated == list(range(20)), (key, numbers)
     assert failed_once  # the failing messages really failed once
+
+
+async def test_after_sixteen_retries_the_message_is_a_dead_letter(tmp_path: Path) -> None:
+    levels = " ".join(f"{10 * (i + 1)}ms" for i in range(18))  # 10 ms steps: 16 retries in a few seconds
+    async with LocalCluster(tmp_path, brokers=1, message_delay_level=levels) as cluster:
+        attempts: list[int] = []
+        consumer = PushConsumer(
+            consumer_config(cluster, "SIXTEEN"), lambda ms: attempts.extend(m.reconsume_times for m in ms) or False
+        )
+        consumer.subscribe("Doomed")
+        await consumer.start()
+        try:
+            async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+                await producer.send(Message("Doomed", b"never works"))
+            await eventually(lambda: len(attempts) >= 17, timeout=30)
+            await asyncio.sleep(0.5)
+        finally:
+            await consumer.aclose()
+        assert attempts == list(range(17))  # the first delivery and 16 retries, then no more
+        broker = cluster.brokers[0]
+        assert broker.store.get_max_offset_in_queue("%DLQ%SIXTEEN", 0) == 1

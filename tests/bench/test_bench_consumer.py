@@ -1,0 +1,101 @@
+"""``rocketq bench consumer`` end to end on tiny numbers: JSON lines, expected measurements, sane numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from rocketq.cli import main
+
+NUMBERS = ("msgs_per_s", "mb_per_s", "seconds")
+NAMES = {"backlog_produce", "push_drain", "e2e_latency", "rebalance_join"}
+
+
+def run_bench(*args: str) -> list[dict[str, object]]:
+    result = CliRunner().invoke(main, ["bench", "consumer", *args])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    return [json.loads(line) for line in lines]
+
+
+def positive(value: object) -> bool:
+    return isinstance(value, int | float) and value > 0
+
+
+def test_bench_consumer_json(tmp_path: Path) -> None:
+    rows = run_bench(
+        "--backlog",
+        "2000",
+        "--size",
+        "100",
+        "--members",
+        "1",
+        "--latency-seconds",
+        "1",
+        "--rate",
+        "200",
+        "--dir",
+        str(tmp_path),
+        "--json",
+    )
+    assert {str(row["name"]) for row in rows} == NAMES
+    by_name = {str(row["name"]): row for row in rows}
+    assert len(rows) == len(NAMES)
+    for row in rows:
+        assert row["size"] == 100
+        assert positive(row["messages"]), row
+        for key in NUMBERS:
+            assert positive(row[key]), (key, row)
+
+    assert by_name["backlog_produce"]["messages"] == 2000
+    assert by_name["backlog_produce"]["via"] == "Producer.send_batch"
+
+    drain = by_name["push_drain"]
+    assert drain["messages"] == 2000
+    assert drain["members"] == 1
+    assert drain["per_member"] == "2000"
+
+    latency = by_name["e2e_latency"]
+    for key in ("p50_us", "p99_us", "p999_us", "max_us"):
+        assert positive(latency[key]), (key, latency)
+    assert latency["p50_us"] <= latency["p99_us"] <= latency["p999_us"]  # type: ignore[operator]
+    assert latency["sent"] == 200
+    assert latency["lost"] == 0 and latency["messages"] == 200
+
+    rebalance = by_name["rebalance_join"]
+    assert positive(rebalance["assigned_ms"]) and positive(rebalance["first_message_ms"])
+    shares = [int(part) for part in str(rebalance["queues"]).split("/")]
+    assert len(shares) == 2 and all(shares) and sum(shares) == 8
+    assert list(tmp_path.iterdir()) == []  # the scratch directory is removed
+
+
+def test_bench_consumer_table_two_members(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main,
+        [
+            "bench",
+            "consumer",
+            "--backlog",
+            "1000",
+            "--size",
+            "64",
+            "--members",
+            "2",
+            "--latency-seconds",
+            "0.5",
+            "--rate",
+            "200",
+            "--listener",
+            "async",
+            "--dir",
+            str(tmp_path),
+        ],
+    )
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    assert "one asyncio event loop" in result.stdout
+    table = result.stdout.splitlines()
+    drain = next(line for line in table if line.startswith("push_drain"))
+    assert "members=2" in drain and "listener=async" in drain
+    assert any(line.startswith("rebalance_join") for line in table)

@@ -12,7 +12,16 @@ import sys
 import threading
 import time
 
-from rocketmq.client import Message, Producer, PushConsumer, SendStatus  # type: ignore[import-untyped]
+from rocketmq.client import (  # type: ignore[import-untyped]
+    Message,
+    Producer,
+    PushConsumer,
+    RecvMessage,
+    SendStatus,
+    _CConsumeStatus,
+    dll,
+    ffi_check,
+)
 
 _OUTPUT = threading.Lock()  # the C++ client calls back on its own threads
 
@@ -74,28 +83,33 @@ def consume(namesrv: str, topic: str, group: str, expected: int, seconds: float)
     received = []
     failed_once: set[bytes] = set()
 
-    def on_message(message: object) -> None:
+    def on_message(handle: object, raw_message: object) -> int:
+        message = RecvMessage(raw_message)
         received.append(1)
-        body = message.body  # type: ignore[attr-defined]
+        body = message.body
         emit(
             event="received",
             topic=message.topic,
             tags=message.tags,
-            keys=message.keys,  # type: ignore[attr-defined]
-            body=message.body,
-            msg_id=message.id,  # type: ignore[attr-defined]
+            keys=message.keys,
+            body=body,
+            msg_id=message.id,
             queue_id=message.queue_id,
-            queue_offset=message.queue_offset,  # type: ignore[attr-defined]
+            queue_offset=message.queue_offset,
             origin=message.get_property("origin"),
             reconsume_times=message.reconsume_times,
-        )  # type: ignore[attr-defined]
+        )
         if body.startswith(b"fail-once") and body not in failed_once:
             failed_once.add(body)
-            raise RuntimeError("reconsume later, please")  # the binding answers RECONSUME_LATER
+            return int(_CConsumeStatus.RECONSUME_LATER.value)
+        return int(_CConsumeStatus.CONSUME_SUCCESS.value)
 
     consumer = PushConsumer(group)
     consumer.set_namesrv_addr(namesrv)
-    consumer.subscribe(topic, on_message, "*")
+    # The 0.4.4 binding signals RECONSUME_LATER only by an exception that it re-raises through ctypes,
+    # which then returns an undefined status; so this registers a callback returning the status itself.
+    ffi_check(dll.Subscribe(consumer._handle, topic.encode(), b"*"))
+    consumer._register_callback(on_message)
     consumer.start()
     emit(event="ready")
     deadline = time.monotonic() + seconds

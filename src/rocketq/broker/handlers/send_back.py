@@ -27,6 +27,12 @@ log = logging.getLogger(__name__)
 def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
     async def send_back(request: RemotingCommand, header: ConsumerSendMsgBackRequestHeader) -> RemotingCommand:
         config = context.config
+        log.debug(
+            "send-back of the message at %d for group %s, delay level %d",
+            header.offset,
+            header.group,
+            header.delay_level,
+        )
         if not context.is_master:
             return reply(request, ResponseCode.SERVICE_NOT_AVAILABLE, f"broker {config.broker_name} is a slave")
         group_config = context.groups.find(header.group)

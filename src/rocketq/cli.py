@@ -130,6 +130,90 @@ def bench_store(
     run_store_bench(options, emit)
 
 
+@bench.command("consumer")
+@click.option(
+    "--size",
+    "sizes",
+    type=click.IntRange(min=1, max=1_000_000),
+    multiple=True,
+    help="Message body size in bytes (repeatable).  [default: 100 and 1024]",
+)
+@click.option(
+    "--backlog",
+    type=click.IntRange(min=1),
+    default=1_000_000,
+    show_default=True,
+    help="Messages in the backlog each drain run consumes.",
+)
+@click.option(
+    "--members",
+    type=click.IntRange(min=1),
+    multiple=True,
+    help="Consumer members of a drain run (repeatable; a new group each).  [default: 1 and 2]",
+)
+@click.option(
+    "--rate",
+    type=click.IntRange(min=1, max=1_000_000),
+    default=1000,
+    show_default=True,
+    help="Messages per second of the latency and rebalance streams.",
+)
+@click.option(
+    "--latency-seconds",
+    type=click.FloatRange(min=0.01),
+    default=10.0,
+    show_default=True,
+    help="How long the latency stream runs.",
+)
+@click.option(
+    "--listener",
+    type=click.Choice(["sync", "async"]),
+    default="sync",
+    show_default=True,
+    help="A plain listener (run in the consumer's thread pool) or a coroutine one (run on the event loop).",
+)
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to create the scratch directory (removed afterwards).  [default: the system temp dir]",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per measurement per line.")
+def bench_consumer(
+    sizes: tuple[int, ...],
+    backlog: int,
+    members: tuple[int, ...],
+    rate: int,
+    latency_seconds: float,
+    listener: str,
+    directory: Path | None,
+    as_json: bool,
+) -> None:
+    """Measure push consumers on an in-process cluster: drain rate, end-to-end latency, rebalance time."""
+    from rocketq.bench.consumer import NOTES, ConsumerBenchOptions, run_consumer_bench
+
+    options = ConsumerBenchOptions(
+        sizes=sizes or (100, 1024),
+        backlog=backlog,
+        members=members or (1, 2),
+        rate=rate,
+        latency_seconds=latency_seconds,
+        listener=listener,
+        directory=directory,
+    )
+
+    def emit(measurement: Measurement) -> None:
+        click.echo(measurement.to_json() if as_json else table_row(measurement))
+
+    if not as_json:
+        for note in NOTES:
+            click.echo(note)
+        click.echo()
+        click.echo(table_header())
+    run_consumer_bench(options, emit)
+
+
 main.add_command(admin)
 main.add_command(namesrv_command)
 main.add_command(broker_command)

@@ -1,0 +1,489 @@
+"""``rocketq bench consumer``: push-consumer drain rate, end-to-end latency and rebalance time.
+
+Everything runs in one process and one asyncio event loop: a ``LocalCluster`` (one NameServer, one
+broker with 256 MiB CommitLog files, ASYNC_FLUSH) in a scratch directory, the producers and every
+consumer member. Broker and clients therefore share one GIL and one CPU core. For each body size:
+
+- ``backlog_produce``: ``backlog`` messages written through the network with ``Producer.send_batch``
+  (``PRODUCE_BATCH`` messages per request, ``PRODUCE_IN_FLIGHT`` requests in flight) into a topic of
+  8 queues, until the broker has dispatched all of them.
+- ``push_drain``: for each member count, a new group of that many ``PushConsumer`` members with
+  CONSUME_FROM_FIRST_OFFSET and a trivial listener recording (queue, offset); the clock runs from the
+  first ``start()`` until every backlog message was consumed at least once. ``duplicates`` counts
+  deliveries beyond the first (queues handed over between members while the group forms).
+- ``e2e_latency``: one producer sends ``rate`` messages per second for ``latency_seconds``, one at a
+  time with ``Producer.send`` (each awaited; ``send_rate`` is what it achieved) and
+  ``time.perf_counter_ns()`` in a property taken just before the send; one member's listener records
+  ``now - sent``. ``cpu_util`` is process CPU time over wall time (1.0 = one core busy).
+- ``rebalance_join``: one member consumes a steady stream at ``rate``; a second member of the same
+  group starts. ``assigned_ms`` is the time from its ``start()`` until both hold non-empty, disjoint
+  assignments covering the 8 queues, ``first_message_ms`` until the new member's first message;
+  ``seconds`` is the later of the two, ``messages`` what the group consumed meanwhile and
+  ``duplicates`` the messages both members got (a queue consumed from a stale committed offset).
+
+MB = 10**6 bytes of stored records (CommitLog record bytes, as in ``rocketq bench store``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from rocketq.bench import MB, Extra, Measurement, Sink, latency_us, percentile
+from rocketq.client import (
+    ClientConfig,
+    ConsumeFromWhere,
+    ConsumerConfig,
+    Message,
+    MessageExt,
+    Producer,
+    PushConsumer,
+)
+from rocketq.client.admin import AdminClient
+from rocketq.client.push_consumer import Listener
+from rocketq.testing.cluster import LocalCluster
+
+log = logging.getLogger(__name__)
+
+QUEUES = 8
+COMMIT_LOG_FILE_SIZE = 256 * 1024 * 1024
+CONSUME_QUEUE_FILE_SIZE = 300_000 * 20
+PRODUCE_BATCH = 256
+PRODUCE_BATCH_BYTES = 2 * 1024 * 1024
+PRODUCE_IN_FLIGHT = 4
+SENT_PROPERTY = "benchSentNs"
+WARMUP_MESSAGES = 100
+STALL_TIMEOUT_S = 60.0
+REBALANCE_TIMEOUT_S = 60.0
+POLL_S = 0.0005
+
+NOTES = (
+    "One process, one asyncio event loop: NameServer, broker (256 MiB CommitLog files, ASYNC_FLUSH),",
+    "producers and every consumer member share it (and the GIL). Backlogs are written through the",
+    "network with Producer.send_batch. Sync listeners run in the PushConsumer's thread pool, as usual.",
+    "MB = 10^6 bytes of stored records (CommitLog record bytes). Latency columns: see each row.",
+)
+
+
+class BenchError(RuntimeError):
+    """A consumer benchmark step did not complete (stalled, lost messages, no rebalance)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerBenchOptions:
+    """What ``rocketq bench consumer`` measures.
+
+    Attributes:
+        sizes: Message body sizes in bytes; every measurement is taken for each.
+        backlog: Messages in the backlog each drain run consumes.
+        members: Consumer member counts of the drain runs (a new group for each).
+        rate: Messages per second of the latency and rebalance streams.
+        latency_seconds: How long the latency stream runs.
+        listener: ``"sync"`` (a plain function, run in the consumer's thread pool) or ``"async"``
+            (a coroutine function, run on the event loop).
+        directory: Parent of the scratch directory; None for the system temp dir.
+    """
+
+    sizes: tuple[int, ...] = (100, 1024)
+    backlog: int = 1_000_000
+    members: tuple[int, ...] = (1, 2)
+    rate: int = 1000
+    latency_seconds: float = 10.0
+    listener: str = "sync"
+    directory: Path | None = None
+
+
+class _Recorder:
+    """A listener's state: distinct (queue, offset) keys, latencies, first and completion times.
+
+    The sync listener runs on consumer threads: ``set.add`` and ``list.append`` are atomic under
+    the GIL, and the timestamps are only ever set once from 0.
+    """
+
+    def __init__(self, target: int = 0) -> None:
+        self.target = target
+        self.seen: set[int] = set()
+        self.latencies: list[int] = []
+        self.first_ns = 0
+        self.done_ns = 0
+        self.record_size = 0
+        self.calls = 0
+
+    def count(self, messages: list[MessageExt]) -> None:
+        """Record the keys of a delivered batch."""
+        seen = self.seen
+        for message in messages:
+            seen.add((message.queue_id << 48) | message.queue_offset)
+        self.calls += 1
+        if messages:
+            self.record_size = messages[-1].store_size
+        if not self.first_ns:
+            self.first_ns = time.perf_counter_ns()
+        if self.target and not self.done_ns and len(seen) >= self.target:
+            self.done_ns = time.perf_counter_ns()
+
+    def stamp(self, messages: list[MessageExt]) -> None:
+        """Record ``now - sent`` of every message carrying a send time, and its key."""
+        now = time.perf_counter_ns()
+        for message in messages:
+            sent = message.properties.get(SENT_PROPERTY)
+            if sent is not None:
+                self.latencies.append(now - int(sent))
+        self.count(messages)
+
+    def listener(self, kind: str, action: Callable[[list[MessageExt]], None]) -> Listener:
+        """``action`` wrapped as a sync (thread pool) or async (event loop) listener."""
+        if kind == "async":
+
+            async def on_messages(messages: list[MessageExt]) -> None:
+                action(messages)
+
+            return on_messages
+
+        def on_messages_sync(messages: list[MessageExt]) -> None:
+            action(messages)
+
+        return on_messages_sync
+
+
+@contextlib.contextmanager
+def _scratch(parent: Path | None) -> Iterator[Path]:
+    if parent is not None:
+        parent.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="rocketq-bench-consumer-", dir=parent))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+class ConsumerBench:
+    """Runs every measurement of ``rocketq bench consumer`` and hands each to ``emit``."""
+
+    def __init__(self, options: ConsumerBenchOptions, emit: Sink) -> None:
+        self.options = options
+        self.emit = emit
+        self._cluster: LocalCluster | None = None
+        self._drain_rates: dict[int, float] = {}
+
+    @property
+    def cluster(self) -> LocalCluster:
+        """The running cluster (only inside ``run``)."""
+        if self._cluster is None:
+            raise BenchError("the cluster is not running")
+        return self._cluster
+
+    async def run(self) -> None:
+        """All measurements, in a scratch directory that is removed afterwards."""
+        with _scratch(self.options.directory) as root:
+            cluster = LocalCluster(
+                root,
+                mapped_file_size_commit_log=COMMIT_LOG_FILE_SIZE,
+                mapped_file_size_consume_queue=CONSUME_QUEUE_FILE_SIZE,
+                max_hash_slot_num=500_000,
+                max_index_num=2_000_000,
+            )
+            async with cluster:
+                self._cluster = cluster
+                try:
+                    for size in self.options.sizes:
+                        await self._run_size(size)
+                finally:
+                    self._cluster = None
+
+    async def _run_size(self, size: int) -> None:
+        log.info("consumer bench: %d-byte bodies", size)
+        self._drain_rates = {}
+        topic = f"BenchDrain{size}"
+        await self._create_topic(topic)
+        record_bytes = await self.produce_backlog(topic, size)
+        for members in self.options.members:
+            await self.drain(topic, size, members, record_bytes)
+        await self.latency(size)
+        await self.rebalance(size)
+
+    # -- helpers --------------------------------------------------------------------------------------
+
+    async def _create_topic(self, topic: str) -> None:
+        """Create ``topic`` with 8 read and write queues; wait until the NameServer routes all 8."""
+        async with AdminClient(self.cluster.namesrv_addr) as admin:
+            await admin.update_topic(topic, cluster=self.cluster.cluster_name, read_queues=QUEUES, write_queues=QUEUES)
+            deadline = time.monotonic() + 10
+            while True:
+                route = await admin.topic_route(topic)
+                if route.queue_datas and all(q.write_queue_nums == QUEUES for q in route.queue_datas):
+                    return
+                if time.monotonic() > deadline:
+                    raise BenchError(f"the route of {topic} never showed {QUEUES} queues")
+                await asyncio.sleep(0.05)
+
+    def _consumer(
+        self, group: str, instance: str, listener: Listener, where: ConsumeFromWhere, topic: str
+    ) -> PushConsumer:
+        config = ConsumerConfig(
+            group=group,
+            client=ClientConfig(namesrv_addr=self.cluster.namesrv_addr, instance_name=instance),
+            consume_from_where=where,
+        )
+        consumer = PushConsumer(config, listener)
+        consumer.subscribe(topic)
+        return consumer
+
+    def _producer(self, group: str) -> Producer:
+        return Producer(group=group, namesrv_addr=self.cluster.namesrv_addr)
+
+    def _put_bytes(self) -> int:
+        return sum(broker.store.stats().put_bytes for broker in self.cluster.brokers)
+
+    def _report(
+        self,
+        name: str,
+        size: int,
+        messages: int,
+        seconds: float,
+        nbytes: float,
+        *,
+        batch: int = 1,
+        latencies: list[int] | None = None,
+        extra: Extra | None = None,
+    ) -> None:
+        """Build a measurement from raw counts (and per-message latencies in ns) and emit it."""
+        p50, p99 = latency_us(latencies) if latencies is not None else (None, None)
+        seconds = max(seconds, 1e-9)
+        self.emit(
+            Measurement(
+                name=name,
+                size=size,
+                messages=messages,
+                batch=batch,
+                seconds=seconds,
+                msgs_per_s=messages / seconds,
+                mb_per_s=nbytes / MB / seconds,
+                p50_us=p50,
+                p99_us=p99,
+                extra=extra or {},
+            )
+        )
+
+    @staticmethod
+    async def _wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> int:
+        """Poll ``condition`` until true; returns the ``perf_counter_ns`` then."""
+        deadline = time.monotonic() + timeout_s
+        while not condition():
+            if time.monotonic() > deadline:
+                raise BenchError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+            await asyncio.sleep(POLL_S)
+        return time.perf_counter_ns()
+
+    async def _paced_send(self, producer: Producer, topic: str, size: int, count: int, *, stamp: bool) -> float:
+        """Send ``count`` messages one at a time at ``rate`` per second; returns the seconds taken."""
+        body = b"x" * size
+        interval_ns = 1_000_000_000 // self.options.rate
+        clock = time.perf_counter_ns
+        began = clock()
+        for i in range(count):
+            delay = began + i * interval_ns - clock()
+            if delay > 0:
+                await asyncio.sleep(delay / 1e9)
+            properties = {SENT_PROPERTY: str(clock())} if stamp else {}
+            await producer.send(Message(topic, body, properties=properties))
+        return (clock() - began) / 1e9
+
+    # -- measurements ---------------------------------------------------------------------------------
+
+    async def produce_backlog(self, topic: str, size: int) -> float:
+        """Write the backlog with ``send_batch``; returns the stored record bytes per message."""
+        total = self.options.backlog
+        batch = max(1, min(PRODUCE_BATCH, PRODUCE_BATCH_BYTES // (size + 256)))
+        body = b"x" * size
+        bytes_before = self._put_bytes()
+        slots = asyncio.Semaphore(PRODUCE_IN_FLIGHT)
+        async with self._producer(f"bench-backlog-{size}") as producer:
+
+            async def send(count: int) -> None:
+                async with slots:
+                    await producer.send_batch([Message(topic, body) for _ in range(count)])
+
+            began = time.perf_counter_ns()
+            sends = [asyncio.create_task(send(min(batch, total - i))) for i in range(0, total, batch)]
+            await asyncio.gather(*sends)
+            sent = time.perf_counter_ns()
+        await self.cluster.wait_dispatched(timeout_s=600)
+        dispatched = time.perf_counter_ns()
+        nbytes = self._put_bytes() - bytes_before
+        self._report(
+            "backlog_produce",
+            size,
+            total,
+            (sent - began) / 1e9,
+            nbytes,
+            batch=batch,
+            extra={
+                "via": "Producer.send_batch",
+                "in_flight": PRODUCE_IN_FLIGHT,
+                "dispatch_lag_s": (dispatched - sent) / 1e9,
+            },
+        )
+        return nbytes / total
+
+    async def drain(self, topic: str, size: int, members: int, record_bytes: float) -> None:
+        """A new group of ``members`` consumers reads the whole backlog from the first offset."""
+        total = self.options.backlog
+        recorder = _Recorder(total)
+        group = f"bench-drain-{size}-{members}"
+        listener = recorder.listener(self.options.listener, recorder.count)
+        consumers = [
+            self._consumer(group, f"{group}-{i}", listener, ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, topic)
+            for i in range(members)
+        ]
+        cpu_before = time.process_time()
+        began = time.perf_counter_ns()
+        try:
+            await asyncio.gather(*(consumer.start() for consumer in consumers))
+            seen = recorder.seen
+            last, last_progress = 0, time.monotonic()
+            while not recorder.done_ns:
+                await asyncio.sleep(0.002)
+                if len(seen) != last:
+                    last, last_progress = len(seen), time.monotonic()
+                elif time.monotonic() - last_progress > STALL_TIMEOUT_S:
+                    raise BenchError(f"drain stalled at {last:,} of {total:,} messages")
+            cpu = time.process_time() - cpu_before
+            with contextlib.suppress(BenchError):  # ``consumed`` counts a batch after its listener returned
+                await self._wait_for(lambda: sum(c.consumed for c in consumers) >= total, 5.0, "the counters")
+            delivered = sum(consumer.consumed for consumer in consumers)
+            per_member = "/".join(str(consumer.consumed) for consumer in consumers)
+        finally:
+            await asyncio.gather(*(consumer.aclose() for consumer in consumers), return_exceptions=True)
+        seconds = (recorder.done_ns - began) / 1e9
+        rate = total / seconds
+        self._drain_rates[members] = rate
+        extra: Extra = {
+            "members": members,
+            "listener": self.options.listener,
+            "duplicates": max(0, delivered - total),
+            "per_member": per_member,
+            "cpu_util": cpu / seconds,
+        }
+        if members != 1 and 1 in self._drain_rates:
+            extra["vs_1_member"] = rate / self._drain_rates[1]
+        batch = consumers[0].config.pull_batch_size
+        self._report("push_drain", size, total, seconds, record_bytes * total, batch=batch, extra=extra)
+
+    async def latency(self, size: int) -> None:
+        """End-to-end latency (send call to listener) of a paced stream through one member."""
+        topic = f"BenchLatency{size}"
+        await self._create_topic(topic)
+        recorder = _Recorder()
+        group = f"bench-latency-{size}"
+        listener = recorder.listener(self.options.listener, recorder.stamp)
+        consumer = self._consumer(group, group, listener, ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, topic)
+        count = max(1, round(self.options.rate * self.options.latency_seconds))
+        async with consumer, self._producer(f"bench-latency-producer-{size}") as producer:
+            await self._wait_for(lambda: _owned(consumer, topic) == QUEUES, REBALANCE_TIMEOUT_S, "the assignment")
+            await self._paced_send(producer, topic, size, WARMUP_MESSAGES, stamp=False)
+            await self._wait_for(lambda: len(recorder.seen) >= WARMUP_MESSAGES, STALL_TIMEOUT_S, "the warm-up")
+            cpu_before = time.process_time()
+            seconds = await self._paced_send(producer, topic, size, count, stamp=True)
+            cpu = time.process_time() - cpu_before
+            with contextlib.suppress(BenchError):
+                await self._wait_for(lambda: len(recorder.latencies) >= count, 10.0, "the last messages")
+        latencies = recorder.latencies
+        received = len(latencies)
+        if not received:
+            raise BenchError("no message of the latency stream arrived")
+        latencies.sort()
+        extra: Extra = {
+            "p999_us": percentile(latencies, 0.999) / 1000,
+            "max_us": latencies[-1] / 1000,
+            "rate": self.options.rate,
+            "send_rate": count / seconds,
+            "sent": count,
+            "lost": count - received,
+            "cpu_util": cpu / seconds,
+            "listener": self.options.listener,
+        }
+        nbytes = received * recorder.record_size
+        self._report("e2e_latency", size, received, seconds, nbytes, latencies=latencies, extra=extra)
+
+    async def rebalance(self, size: int) -> None:
+        """A second member joins a group consuming a steady stream: time to a clean split and first message."""
+        topic = f"BenchRebalance{size}"
+        await self._create_topic(topic)
+        group = f"bench-rebalance-{size}"
+        old, new = _Recorder(), _Recorder()
+        first = self._consumer(
+            group,
+            f"{group}-0",
+            old.listener(self.options.listener, old.count),
+            ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+            topic,
+        )
+        second = self._consumer(
+            group,
+            f"{group}-1",
+            new.listener(self.options.listener, new.count),
+            ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+            topic,
+        )
+        stream_count = self.options.rate * 3600  # stopped long before it ends
+        async with first, self._producer(f"bench-rebalance-producer-{size}") as producer:
+            await self._wait_for(lambda: _owned(first, topic) == QUEUES, REBALANCE_TIMEOUT_S, "the first assignment")
+            stream = asyncio.create_task(self._paced_send(producer, topic, size, stream_count, stamp=False))
+            try:
+                steady = max(10, self.options.rate // 5)
+                await self._wait_for(lambda: len(old.seen) >= steady, STALL_TIMEOUT_S, "the steady stream")
+                consumed_before = len(old.seen)
+                began = time.perf_counter_ns()
+                starting = asyncio.create_task(second.start())
+                try:
+                    split = await self._wait_for(
+                        lambda: _split(first, second, topic), REBALANCE_TIMEOUT_S, "disjoint assignments"
+                    )
+                    await starting
+                    started = time.perf_counter_ns()
+                    await self._wait_for(lambda: new.first_ns != 0, STALL_TIMEOUT_S, "the new member's first message")
+                    ended = max(split, new.first_ns)
+                    consumed = len(old.seen) - consumed_before + len(new.seen)
+                    duplicates = len(old.seen & new.seen)
+                    shares = f"{_owned(first, topic)}/{_owned(second, topic)}"
+                finally:
+                    await second.aclose()
+            finally:
+                stream.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await stream
+        extra: Extra = {
+            "assigned_ms": (split - began) / 1e6,
+            "first_message_ms": (new.first_ns - began) / 1e6,
+            "start_call_ms": (started - began) / 1e6,
+            "queues": shares,
+            "duplicates": duplicates,
+            "rate": self.options.rate,
+            "listener": self.options.listener,
+        }
+        nbytes = consumed * (new.record_size or old.record_size)
+        self._report("rebalance_join", size, consumed, (ended - began) / 1e9, nbytes, extra=extra)
+
+
+def _owned(consumer: PushConsumer, topic: str) -> int:
+    return sum(1 for queue in consumer.assigned_queues if queue.topic == topic)
+
+
+def _split(first: PushConsumer, second: PushConsumer, topic: str) -> bool:
+    """Both members hold queues of ``topic``, none twice, all of them together."""
+    mine = {queue for queue in first.assigned_queues if queue.topic == topic}
+    theirs = {queue for queue in second.assigned_queues if queue.topic == topic}
+    return bool(mine) and bool(theirs) and not (mine & theirs) and len(mine | theirs) == QUEUES
+
+
+def run_consumer_bench(options: ConsumerBenchOptions, emit: Sink) -> None:
+    """Run ``rocketq bench consumer`` with ``options``, handing every measurement to ``emit``."""
+    asyncio.run(ConsumerBench(options, emit).run())

@@ -7,8 +7,8 @@ import zlib
 from dataclasses import dataclass, field
 
 from rocketq.common.message import KEY_SEPARATOR, Property, decode_properties
-from rocketq.common.message_id import decode_host, offset_message_id
-from rocketq.common.record import SysFlag, decode_record
+from rocketq.common.message_id import decode_host
+from rocketq.common.record import HEAD, HEAD_SIZE, SysFlag
 
 
 @dataclass(slots=True)
@@ -47,9 +47,10 @@ class MessageQueue:
         return f"{self.topic}@{self.broker_name}:{self.queue_id}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class MessageExt:
-    """A stored message as a consumer or a query sees it (body inflated)."""
+    """A stored message as a consumer or a query sees it (body inflated). Not frozen: a frozen
+    dataclass pays for every field on construction, and consumers build one per message."""
 
     topic: str
     body: bytes
@@ -94,38 +95,47 @@ class MessageExt:
         return {k: v for k, v in self.properties.items() if k not in hidden}
 
 
+_HOST_TEXT: dict[bytes, str] = {}
+
+
+def _host_text(packed: bytes) -> str:
+    """``ip:port`` for 8 packed host bytes; cached, since a pull repeats the same few hosts."""
+    text = _HOST_TEXT.get(packed)
+    if text is None:
+        if len(_HOST_TEXT) >= 4096:
+            _HOST_TEXT.clear()
+        host, port = decode_host(packed)
+        text = _HOST_TEXT[packed] = f"{host}:{port}"
+    return text
+
+
 def decode_messages(data: bytes | memoryview) -> list[MessageExt]:
-    """Decode concatenated stored records (a pull, view or query body)."""
+    """Decode concatenated stored records (a pull, view or query body). The consumer's hot path:
+    one header unpack and one copy of topic+properties per record, hosts from a cache."""
     messages: list[MessageExt] = []
+    append = messages.append
     view = memoryview(data)
+    end = len(view)
+    unpack = HEAD.unpack_from
     position = 0
-    while position < len(view):
-        record = decode_record(view, position)
-        body = record.body
-        if record.sys_flag & SysFlag.COMPRESSED:
+    while position < end:
+        (total, _, _, queue_id, flag, queue_offset, physical, sys_flag, born_timestamp, born_host,
+         store_timestamp, store_host, reconsume_times, _, body_length) = unpack(view, position)  # fmt: skip
+        body_at = position + HEAD_SIZE
+        topic_at = body_at + body_length
+        tail = bytes(view[topic_at : position + total])
+        topic_end = 1 + tail[0]
+        body = bytes(view[body_at:topic_at])
+        if sys_flag & SysFlag.COMPRESSED:
             body = zlib.decompress(body)
-        born_host, born_port = decode_host(record.born_host)
-        store_host, store_port = decode_host(record.store_host)
-        messages.append(
-            MessageExt(
-                topic=record.topic,
-                body=body,
-                properties=decode_properties(record.properties),
-                queue_id=record.queue_id,
-                queue_offset=record.queue_offset,
-                commit_log_offset=record.physical_offset,
-                store_size=record.total_size,
-                sys_flag=record.sys_flag,
-                flag=record.flag,
-                born_timestamp=record.born_timestamp,
-                born_host=f"{born_host}:{born_port}",
-                store_timestamp=record.store_timestamp,
-                store_host=f"{store_host}:{store_port}",
-                reconsume_times=record.reconsume_times,
-                offset_msg_id=offset_message_id(record.store_host, record.physical_offset),
-            )
-        )
-        position += record.total_size
+        append(MessageExt(
+            topic=tail[1:topic_end].decode(), body=body, properties=decode_properties(tail[topic_end + 2 :].decode()),
+            queue_id=queue_id, queue_offset=queue_offset, commit_log_offset=physical, store_size=total,
+            sys_flag=sys_flag, flag=flag, born_timestamp=born_timestamp, born_host=_host_text(born_host),
+            store_timestamp=store_timestamp, store_host=_host_text(store_host), reconsume_times=reconsume_times,
+            offset_msg_id=(store_host + physical.to_bytes(8, "big")).hex().upper(),
+        ))  # fmt: skip
+        position += total
     return messages
 
 

@@ -42,7 +42,8 @@ class StoreConfig:
     delete_when: str = "04"  # hour(s) of day when expired files are deleted ("04" or "02;04")
     message_index_enable: bool = True
     message_delay_level: str = DEFAULT_DELAY_LEVELS
-    dispatch_interval_ms: int = 1  # how long the dispatcher sleeps when it finds nothing new
+    dispatch_interval_ms: int = 10  # how long the idle dispatcher sleeps (every put also wakes it)
+    dispatch_inline_max_records: int = 32  # puts this small are dispatched by the putting thread (0: never)
     check_crc_on_recover: bool = True
 
     @property

@@ -85,6 +85,17 @@ class Dispatcher:
         with self._dispatch_lock:
             return self._dispatch_until(end_offset)
 
+    def try_dispatch_until(self, end_offset: int) -> bool:
+        """Dispatch on the calling thread if the dispatcher is idle; False (nothing done) if it is busy.
+        Saves a thread hop between a small put and the pulls waiting for it."""
+        if not self._dispatch_lock.acquire(blocking=False):
+            return False
+        try:
+            self._dispatch_until(end_offset)
+        finally:
+            self._dispatch_lock.release()
+        return True
+
     def _dispatch_until(self, end_offset: int) -> int:
         count = 0
         while self.dispatched_offset < end_offset:

@@ -74,7 +74,7 @@ class CommitLogFlusher:
         while True:
             with self._wakeup:
                 while not self._requests and not self._stopping:
-                    self._wakeup.wait(0.01)
+                    self._wakeup.wait(1.0)  # request() and stop() notify; this is only a safety net
                 requests, self._requests = self._requests, []
                 stopping = self._stopping
             if requests:

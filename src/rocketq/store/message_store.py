@@ -2,7 +2,10 @@
 
 Threading contract:
 - ``put_message``/``put_messages`` are thread safe (one internal put lock) and never block on the
-  disk: an append is a copy into a mapped file. They may be called from an event loop thread. With
+  disk: an append is a copy into a mapped file. They may be called from an event loop thread.
+  A small put (``dispatch_inline_max_records``) is also dispatched by the calling thread when the
+  dispatcher is idle, so arrival listeners run at once; rarely that creates a ConsumeQueue or
+  index file (an fallocate). With
   SYNC_FLUSH the result carries ``flushed``, a ``concurrent.futures.Future`` that resolves once a
   group-commit fsync covers the put (``asyncio.wrap_future`` it on a loop; threads may call
   ``wait_flushed``). ``put_message_and_wait`` blocks and is for plain threads only.
@@ -255,7 +258,9 @@ class MessageStore:
         self._put_messages += len(messages)
         self._put_bytes += result.wrote_bytes
         self._put_latency_max = max(self._put_latency_max, time.perf_counter() - began)
-        self.dispatcher.wake()
+        inline = len(messages) <= self.config.dispatch_inline_max_records
+        if not (inline and self.dispatcher.try_dispatch_until(result.end_offset)):
+            self.dispatcher.wake()
         if self.config.flush_disk_type is FlushDiskType.SYNC_FLUSH:
             result.flushed = self.flusher.request(result.end_offset)
         return result

@@ -2,41 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+import msgspec
 
 from rocketq.protocol import DataVersion
+from rocketq.protocol.bodies import SubscriptionGroupConfigBody
 from rocketq.store.config_file import read_json, write_json_atomically
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SubscriptionGroupConfig:
-    group_name: str
-    consume_enable: bool = True
-    consume_from_min_enable: bool = True
-    consume_broadcast_enable: bool = True
-    retry_queue_nums: int = 1
-    retry_max_times: int = 16
-    broker_id: int = 0
-    which_broker_when_consume_slowly: int = 1
-    notify_consumer_ids_changed_enable: bool = True
-
-    def to_json(self) -> dict[str, Any]:
-        return {_camel(f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SubscriptionGroupConfig:
-        names = {_camel(f.name): f.name for f in dataclasses.fields(cls)}
-        return cls(**{names[k]: v for k, v in data.items() if k in names})
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
+SubscriptionGroupConfig = SubscriptionGroupConfigBody
+"""A group's settings; the wire body (camelCase JSON) is also what ``subscriptionGroup.json`` holds."""
 
 
 class SubscriptionGroupManager:
@@ -51,7 +28,7 @@ class SubscriptionGroupManager:
     def load(self) -> None:
         document = read_json(self.path) or {}
         for name, data in (document.get("subscriptionGroupTable") or {}).items():
-            self.table[name] = SubscriptionGroupConfig.from_json(data)
+            self.table[name] = msgspec.convert(data, SubscriptionGroupConfig, strict=False)
         version = document.get("dataVersion") or {}
         self._counter = int(version.get("counter", 0))
         self._timestamp = int(version.get("timestamp", self._timestamp))
@@ -90,6 +67,6 @@ class SubscriptionGroupManager:
         with self._lock:
             document = {
                 "dataVersion": {"counter": self._counter, "timestamp": self._timestamp},
-                "subscriptionGroupTable": {name: config.to_json() for name, config in self.table.items()},
+                "subscriptionGroupTable": {name: msgspec.to_builtins(config) for name, config in self.table.items()},
             }
         write_json_atomically(self.path, document)

@@ -20,6 +20,7 @@ from rocketq.client.errors import MQClientError
 from rocketq.client.instance import ClientInstance
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteOffsetStore
+from rocketq.client.pull import PullResult, pull_request, pull_result
 from rocketq.client.rebalance import STRATEGIES
 from rocketq.client.route import MASTER_ID, subscribe_queues
 from rocketq.protocol import (
@@ -283,6 +284,31 @@ class ConsumerCore:
             offset = int(response.ext_fields.get("offset", 0)) if response is not None else 0
         self.offsets.update(queue, offset, increase_only=False)
         return offset
+
+    async def pull_once(
+        self, queue: MessageQueue, offset: int, expression: str, tags: frozenset[str], *, commit_offset: int = 0
+    ) -> PullResult | None:
+        """One long-polling pull of ``queue``; None after a failure (already waited the retry delay)."""
+        config = self.config
+        address = self.instance.master_address(queue.broker_name)
+        request = pull_request(
+            config.group,
+            queue,
+            offset,
+            config.pull_batch_size,
+            expression,
+            commit_offset=commit_offset,
+            suspend_ms=config.broker_suspend_max_time_ms,
+        )
+        try:
+            if address is None:
+                raise MQClientError(f"no master for {queue.broker_name}")
+            response = await self.instance.invoke_broker(address, request, config.consumer_timeout_when_suspend_s)
+            return pull_result(response, tags, address)
+        except (RemotingError, MQClientError) as exc:
+            log.info("pull of %s failed: %s; retrying in %.0fs", queue, exc, config.pull_time_delay_when_exception_s)
+            await asyncio.sleep(config.pull_time_delay_when_exception_s)
+            return None
 
     async def send_back(self, message: MessageExt, delay_level: int = 0) -> bool:
         """Return a failed message to the broker for a later retry (CONSUMER_SEND_MSG_BACK)."""

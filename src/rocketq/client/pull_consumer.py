@@ -19,12 +19,11 @@ from rocketq.client.config import ConsumerConfig
 from rocketq.client.consumer_core import ConsumerCore
 from rocketq.client.errors import MQClientError
 from rocketq.client.message import MessageExt, MessageQueue
-from rocketq.client.pull import PullStatus, parse_tags, pull_request, pull_result
+from rocketq.client.pull import PullStatus, parse_tags
 from rocketq.client.push_consumer import user_view
 from rocketq.client.route import subscribe_queues
 from rocketq.protocol import RequestCode, make_request
 from rocketq.protocol.headers import GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader, SearchOffsetRequestHeader
-from rocketq.remoting import RemotingError
 from rocketq.remoting.connection import next_opaque
 
 log = logging.getLogger(__name__)
@@ -163,23 +162,8 @@ class PullConsumer:
                 await asyncio.sleep(0.02)
                 continue
             generation, offset = state.generation, state.next_offset
-            address = core.instance.master_address(queue.broker_name)
-            request = pull_request(
-                config.group,
-                queue,
-                offset,
-                config.pull_batch_size,
-                state.expression,
-                suspend_ms=config.broker_suspend_max_time_ms,
-            )
-            try:
-                if address is None:
-                    raise MQClientError(f"no master for {queue.broker_name}")
-                response = await core.instance.invoke_broker(address, request, config.consumer_timeout_when_suspend_s)
-                result = pull_result(response, tags, address)
-            except (RemotingError, MQClientError) as exc:
-                log.info("pull of %s failed: %s", queue, exc)
-                await asyncio.sleep(config.pull_time_delay_when_exception_s)
+            result = await core.pull_once(queue, offset, state.expression, tags)
+            if result is None:
                 continue
             if generation != state.generation:
                 continue  # a seek happened while this pull was in flight

@@ -26,7 +26,7 @@ from rocketq.client.consumer_core import RETRY_PREFIX, ConsumerCore
 from rocketq.client.errors import MQClientError
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.process_queue import ProcessQueue
-from rocketq.client.pull import PullStatus, parse_tags, pull_request, pull_result
+from rocketq.client.pull import PullStatus, parse_tags
 from rocketq.common.message import Property
 from rocketq.protocol import LockBatchRequestBody, LockBatchResponseBody, RequestCode, ResponseCode, make_request
 from rocketq.protocol import MessageQueue as WireQueue
@@ -188,27 +188,9 @@ class PushConsumer:
             if self.orderly and not process.locked:
                 await asyncio.sleep(0.5)
                 continue
-            address = core.instance.master_address(queue.broker_name)
             commit = core.offsets.table.get(queue, 0) if core.clustering else 0
-            request = pull_request(
-                config.group,
-                queue,
-                process.next_pull_offset,
-                config.pull_batch_size,
-                expression,
-                commit_offset=commit,
-                suspend_ms=config.broker_suspend_max_time_ms,
-            )
-            try:
-                if address is None:
-                    raise MQClientError(f"no master for {queue.broker_name}")
-                response = await core.instance.invoke_broker(address, request, config.consumer_timeout_when_suspend_s)
-                result = pull_result(response, tags, address)
-            except (RemotingError, MQClientError) as exc:
-                log.info(
-                    "pull of %s failed: %s; retrying in %.0fs", queue, exc, config.pull_time_delay_when_exception_s
-                )
-                await asyncio.sleep(config.pull_time_delay_when_exception_s)
+            result = await core.pull_once(queue, process.next_pull_offset, expression, tags, commit_offset=commit)
+            if result is None:
                 continue
             if process.is_dropped():
                 return

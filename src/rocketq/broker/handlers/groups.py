@@ -5,24 +5,13 @@ from __future__ import annotations
 
 import logging
 
-import msgspec
-
 from rocketq.broker.context import BrokerContext, parsed, reply
-from rocketq.broker.subscription_groups import SubscriptionGroupConfig
 from rocketq.protocol import ProtocolError, RemotingCommand, RequestCode, ResponseCode
 from rocketq.protocol.bodies import SubscriptionGroupConfigBody, SubscriptionGroupWrapper
 from rocketq.protocol.headers import DeleteSubscriptionGroupRequestHeader
 from rocketq.remoting import Connection, RequestHandler
 
 log = logging.getLogger(__name__)
-
-
-def group_config_from_body(body: SubscriptionGroupConfigBody) -> SubscriptionGroupConfig:
-    return SubscriptionGroupConfig(**msgspec.structs.asdict(body))
-
-
-def group_config_to_body(config: SubscriptionGroupConfig) -> SubscriptionGroupConfigBody:
-    return msgspec.convert(config.to_json(), SubscriptionGroupConfigBody)
 
 
 def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
@@ -37,14 +26,13 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
             return reply(request, ResponseCode.SYSTEM_ERROR, "the subscription group name is empty")
         if body.retry_queue_nums < 0 or body.retry_max_times < 0:
             return reply(request, ResponseCode.SYSTEM_ERROR, "retryQueueNums and retryMaxTimes must not be negative")
-        config = group_config_from_body(body)
-        groups.put(config)
-        log.info("subscription group %s updated: %s", config.group_name, config)
+        groups.put(body)
+        log.info("subscription group %s updated: %s", body.group_name, body)
         return reply(request, ResponseCode.SUCCESS)
 
     async def get_all(request: RemotingCommand, connection: Connection) -> RemotingCommand:
         wrapper = SubscriptionGroupWrapper(
-            subscription_group_table={name: group_config_to_body(config) for name, config in groups.table.items()},
+            subscription_group_table=dict(groups.table),
             data_version=groups.data_version(),
         )
         return reply(request, ResponseCode.SUCCESS, body=wrapper.encode())

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 from rocketq.broker.server import Broker
 from rocketq.common.message import encode_properties
 from rocketq.protocol import BatchItem, HeartbeatData, RequestCode, ResponseCode, encode_batch, make_request
 from rocketq.remoting import RemotingClient
 from rocketq.remoting.connection import next_opaque
+from rocketq.store import FlushDiskType
 from rocketq.testing.cluster import wait_dispatched
 
+from .conftest import broker_config
 from .raw import bodies, pull_request, send_request
 
 
@@ -137,3 +140,34 @@ async def test_bad_clients_do_not_disturb_the_broker(broker: Broker, client: Rem
     sent = await client.invoke(broker.address, send_request("StillServing", b"ok"), 3)
     assert sent.code == ResponseCode.SUCCESS
     silent[1].close()
+
+
+async def test_pull_without_subscription_uses_the_heartbeat_one(broker: Broker, client: RemotingClient) -> None:
+    """Java push consumers pull with no subscription (sysFlag 2/3): the broker filters with the one
+    the group's heartbeat registered."""
+    for tag in ("TagA", "TagB", "TagA"):
+        await client.invoke(broker.address, send_request("TopicJ", tag.encode(), TAGS=tag), 3)
+    await wait_dispatched(broker)
+    no_subscription = dict(pull_request("TopicJ", 0, 0, group="JG").ext_fields, sysFlag="0", subscription="")
+    unknown = await client.invoke(
+        broker.address, make_request(RequestCode.PULL_MESSAGE, opaque=next_opaque(), ext_fields=no_subscription), 3
+    )
+    assert unknown.code == ResponseCode.SUBSCRIPTION_NOT_EXIST
+    heartbeat = (
+        b'{"clientID":"java@1","consumerDataSet":[{"consumeFromWhere":"CONSUME_FROM_LAST_OFFSET",'
+        b'"consumeType":"CONSUME_PASSIVELY","groupName":"JG","messageModel":"CLUSTERING",'
+        b'"subscriptionDataSet":[{"subString":"TagA","subVersion":1,"topic":"TopicJ"}]}]}'
+    )
+    await client.invoke(broker.address, make_request(RequestCode.HEART_BEAT, opaque=next_opaque(), body=heartbeat), 3)
+    pulled = await client.invoke(
+        broker.address, make_request(RequestCode.PULL_MESSAGE, opaque=next_opaque(), ext_fields=no_subscription), 3
+    )
+    assert pulled.code == ResponseCode.SUCCESS and bodies(pulled) == [b"TagA", b"TagA"]
+
+
+async def test_sync_flush_answers_after_the_fsync(tmp_path: Path, client: RemotingClient) -> None:
+    async with Broker(broker_config(tmp_path / "sync", flush_disk_type=FlushDiskType.SYNC_FLUSH)) as sync_broker:
+        response = await client.invoke(sync_broker.address, send_request("Durable", b"on disk", WAIT="true"), 5)
+        assert response.code == ResponseCode.SUCCESS
+        store = sync_broker.store
+        assert store.commit_log.files.flushed_where >= store.commit_log.max_offset  # fsynced before the answer

@@ -5,7 +5,7 @@ asyncio. ``MessageStore`` is the one facade the broker uses.
 """
 
 from rocketq.store.config import FlushDiskType, StoreConfig
-from rocketq.store.errors import CorruptRecordError, MessageTooLargeError, StoreError
+from rocketq.store.errors import StoreError
 from rocketq.store.message_store import MessageStore
 from rocketq.store.results import (
     GetMessageResult,
@@ -17,13 +17,11 @@ from rocketq.store.results import (
 )
 
 __all__ = [
-    "CorruptRecordError",
     "FlushDiskType",
     "GetMessageResult",
     "GetStatus",
     "MessageStore",
     "MessageToStore",
-    "MessageTooLargeError",
     "PutMessageResult",
     "PutStatus",
     "StoreConfig",

@@ -9,7 +9,6 @@ from __future__ import annotations
 import bisect
 import logging
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -161,10 +160,6 @@ class MappedFileQueue:
                 self._starts.pop(0)
             first.destroy()
             deleted += 1
-
-    def expired(self, max_age_seconds: float) -> Callable[[MappedFile], bool]:
-        now = time.time()
-        return lambda mapped: now - mapped.modified_time() > max_age_seconds
 
     def destroy_all(self) -> None:
         with self._lock:

@@ -36,7 +36,7 @@ from rocketq.store.config import FlushDiskType, StoreConfig
 from rocketq.store.config_file import read_json, write_json_atomically
 from rocketq.store.consume_queue import ENTRY, ConsumeQueue
 from rocketq.store.dispatch import ArrivalListener, Dispatcher
-from rocketq.store.errors import StoreClosedError, StoreError
+from rocketq.store.errors import StoreError
 from rocketq.store.flush import CommitLogFlusher, PeriodicTask
 from rocketq.store.index_service import IndexService
 from rocketq.store.mapped_file import DiskFullError, MappedFile
@@ -538,10 +538,6 @@ class MessageStore:
     @property
     def is_open(self) -> bool:
         return self._open
-
-    def check_open(self) -> None:
-        if not self._open:
-            raise StoreClosedError("store is closed")
 
     def queues(self) -> list[ConsumeQueue]:
         with self._queues_lock:

@@ -6,6 +6,7 @@ where mounting is not allowed.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,3 +66,30 @@ def test_full_disk_refuses_puts_serves_reads_and_recovers(tiny_disk: Path) -> No
         assert store.put_message(message(body=b"space again")).ok
         store.dispatch_now()
         assert store.get_max_offset_in_queue("TopicA", 0) == acknowledged + 1
+
+
+def test_a_batch_that_cannot_get_its_files_leaves_no_empty_file_behind(tiny_disk: Path) -> None:
+    """A batch needing two new files when only one fits is refused whole, and the one file that was
+    made for it is removed again: otherwise the next put would land there, after a file that has no
+    end-of-file filler, and recovery would cut the log at that gap."""
+    config = small_config(
+        tiny_disk / "store",
+        mapped_file_size_commit_log=256 * 1024,
+        disk_full_ratio=1.0,
+        disk_max_used_space_ratio=1.0,
+        message_index_enable=False,
+    )
+    with MessageStore(config) as store:
+        assert store.put_message(message(body=bytes(1000))).ok
+        free = shutil.disk_usage(tiny_disk).free
+        (tiny_disk / "ballast").write_bytes(bytes(max(0, free - 256 * 1024 - 64 * 1024)))  # room for one file
+        big_batch = [message(body=bytes(100_000)) for _ in range(6)]  # ~600 KB: needs two more files
+        assert store.put_messages(big_batch).status is PutStatus.DISK_FULL
+        assert len(store.commit_log.files.files) == 1
+        (tiny_disk / "ballast").unlink()
+        store.retention.run()
+        after = store.put_message(message(body=b"after"))
+        assert after.ok and after.physical_offsets[0] < 256 * 1024  # still in the first file
+    with MessageStore(config) as store:
+        record = store.lookup_message(after.physical_offsets[0])
+        assert record is not None and record.body == b"after"

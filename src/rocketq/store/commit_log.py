@@ -18,7 +18,7 @@ from rocketq.common import record as rec
 from rocketq.common.message import KEY_SEPARATOR, SCHEDULE_TOPIC, Property, decode_properties, tags_hash_code
 from rocketq.common.offsets import PhysicalOffset, QueueOffset
 from rocketq.store.config import StoreConfig
-from rocketq.store.mapped_file import MappedFile
+from rocketq.store.mapped_file import DiskFullError, MappedFile
 from rocketq.store.mapped_file_queue import MappedFileQueue
 from rocketq.store.results import DispatchRequest, MessageToStore, PutMessageResult, PutStatus
 
@@ -93,9 +93,16 @@ class CommitLog:
         last = self.files.last_file()
         assert last is not None
         start = last.end_offset
-        for _ in range(files_needed):
-            self.files.create_file(start)
-            start += file_size
+        created: list[MappedFile] = []
+        try:
+            for _ in range(files_needed):
+                created.append(self.files.create_file(start))
+                start += file_size
+        except DiskFullError:
+            # Take back the files made for this batch: an empty file after a file without its filler
+            # would become the write target, and recovery would cut the log at the missing filler.
+            self.files.drop_last(len(created))
+            raise
         return mapped
 
     def append(self, messages: Sequence[MessageToStore], store_timestamp: int) -> PutMessageResult:

@@ -145,6 +145,16 @@ class MappedFileQueue:
             last.truncate_to(max(0, offset - last.start_offset))
         self.flushed_where = offset
 
+    def drop_last(self, count: int) -> None:
+        """Delete the newest ``count`` files (unused ones just created for a batch that cannot fit)."""
+        if count <= 0:
+            return
+        with self._lock:
+            dropped, self._files = self._files[-count:], self._files[:-count]
+            self._starts = self._starts[:-count]
+        for mapped in dropped:
+            mapped.destroy()
+
     def delete_files(self, should_delete: Callable[[MappedFile], bool], *, keep_last: bool = True) -> int:
         """Delete leading files while ``should_delete(file)`` holds; never the file being written."""
         deleted = 0

@@ -17,12 +17,12 @@ from rocketq.broker.topic_config import SCHEDULE_TOPIC
 from rocketq.common.message import Property, decode_properties, encode_properties
 from rocketq.store import MessageToStore
 from rocketq.store.config_file import read_json, write_json_atomically
+from rocketq.store.consume_queue import PADDING_SIZE
 
 log = logging.getLogger(__name__)
 
 POLL_INTERVAL_S = 0.1
 PERSIST_INTERVAL_S = 10.0
-_PADDING_SIZE = 0x7FFFFFFF
 
 
 class ScheduleService:
@@ -66,7 +66,7 @@ class ScheduleService:
             if entry is None:
                 break
             commit_offset, size, deliver_at = entry
-            if size != _PADDING_SIZE:
+            if size != PADDING_SIZE:
                 if deliver_at > now_ms:
                     break
                 if not self._deliver(commit_offset, level):

@@ -25,7 +25,8 @@ ENTRY: Final = struct.Struct(
 )
 ENTRY_SIZE: Final = 20
 assert ENTRY.size == ENTRY_SIZE
-PADDING: Final = ENTRY.pack(0, 0x7FFFFFFF, 0)
+PADDING_SIZE: Final = 0x7FFFFFFF  # the size field of a padding entry
+PADDING: Final = ENTRY.pack(0, PADDING_SIZE, 0)
 
 Entry = tuple[int, int, int]  # commit_log_offset, size, tags_code
 
@@ -80,7 +81,7 @@ class ConsumeQueue:
         self.min_logical_offset = first.start_offset if first else 0
         if first is not None:
             for index, (_, size, _) in enumerate(ENTRY.iter_unpack(first.buffer[: first.wrote_position])):
-                if size != 0x7FFFFFFF:
+                if size != PADDING_SIZE:
                     self.min_logical_offset = first.start_offset + index * ENTRY_SIZE
                     break
 
@@ -203,7 +204,7 @@ class ConsumeQueue:
         while low <= high:
             middle = (low + high) // 2
             found = self.entry(middle)
-            stored = store_time_of(found[0]) if found and found[1] != 0x7FFFFFFF else None
+            stored = store_time_of(found[0]) if found and found[1] != PADDING_SIZE else None
             if stored is None:  # record already deleted: search later entries
                 low = middle + 1
                 continue
@@ -232,7 +233,7 @@ class ConsumeQueue:
         first = self.files.first_file()
         if first is not None:
             for index, (offset, size, _) in enumerate(ENTRY.iter_unpack(first.buffer[: first.wrote_position])):
-                if offset >= commit_log_min_offset and size != 0x7FFFFFFF:
+                if offset >= commit_log_min_offset and size != PADDING_SIZE:
                     self.min_logical_offset = max(self.min_logical_offset, first.start_offset + index * ENTRY_SIZE)
                     break
         return deleted

@@ -29,17 +29,18 @@ from collections.abc import Collection, Sequence
 from concurrent.futures import TimeoutError as FutureTimeoutError
 
 from rocketq.common import record as rec
-from rocketq.common.offsets import PhysicalOffset, QueueOffset
+from rocketq.common.offsets import QueueOffset
 from rocketq.store.checkpoint import StoreCheckpoint
 from rocketq.store.commit_log import CommitLog
 from rocketq.store.config import FlushDiskType, StoreConfig
 from rocketq.store.config_file import read_json, write_json_atomically
-from rocketq.store.consume_queue import ENTRY, ConsumeQueue
+from rocketq.store.consume_queue import ConsumeQueue
 from rocketq.store.dispatch import ArrivalListener, Dispatcher
 from rocketq.store.errors import StoreError
 from rocketq.store.flush import CommitLogFlusher, PeriodicTask
 from rocketq.store.index_service import IndexService
-from rocketq.store.mapped_file import DiskFullError, MappedFile
+from rocketq.store.mapped_file import DiskFullError
+from rocketq.store.queue_reader import read_queue
 from rocketq.store.recovery import RecoveryReport, recover_commit_log
 from rocketq.store.results import (
     GetMessageResult,
@@ -54,7 +55,6 @@ from rocketq.store.retention import Retention
 log = logging.getLogger(__name__)
 
 REGISTRY_FILE = "consumeQueueRegistry.json"
-PADDING_SIZE = 0x7FFFFFFF
 
 
 class MessageStore:
@@ -336,79 +336,9 @@ class MessageStore:
             max_offset=QueueOffset(high),
         )
         if status is None:
-            self._read_into(result, queue, offset, min(max_count, high - offset), tags_codes, max_bytes)
+            read_queue(self.commit_log, queue, offset, min(max_count, high - offset), tags_codes, max_bytes, result)
+            self._get_messages += result.message_count
         return result
-
-    def _read_into(
-        self,
-        result: GetMessageResult,
-        queue: ConsumeQueue,
-        offset: int,
-        max_count: int,
-        tags_codes: Collection[int] | None,
-        max_bytes: int,
-    ) -> None:
-        found_any_entry = False
-        removed = False
-        current: MappedFile | None = None
-        run_start = run_end = -1  # the pending run of adjacent records, as file positions
-        buffers = result.buffers
-        queue_offsets = result.queue_offsets
-        physical_offsets = result.physical_offsets
-        total = 0
-        cursor = offset
-        while len(queue_offsets) < max_count and total < max_bytes:
-            found = queue.entries(cursor, max_count - len(queue_offsets))
-            if found is None:
-                break
-            cq_file, view = found
-            try:
-                for commit_offset, size, tags_code in ENTRY.iter_unpack(view):
-                    found_any_entry = True
-                    if size == PADDING_SIZE or (tags_codes is not None and tags_code not in tags_codes):
-                        cursor += 1
-                        continue
-                    if total + size > max_bytes and queue_offsets:
-                        break
-                    if current is None or not current.start_offset <= commit_offset < current.end_offset:
-                        if current is not None and run_start >= 0:
-                            buffers.append(current.buffer[run_start:run_end])
-                        run_start = -1
-                        current = self.commit_log.pin(commit_offset)
-                        if current is None:
-                            removed = True
-                            cursor += 1
-                            continue
-                        result._releases.append(current)
-                    position = commit_offset - current.start_offset
-                    if position == run_end:
-                        run_end += size
-                    else:
-                        if run_start >= 0:
-                            buffers.append(current.buffer[run_start:run_end])
-                        run_start, run_end = position, position + size
-                    queue_offsets.append(QueueOffset(cursor))
-                    physical_offsets.append(PhysicalOffset(commit_offset))
-                    total += size
-                    cursor += 1
-                else:
-                    continue
-                break
-            finally:
-                view.release()
-                cq_file.release()
-        if current is not None and run_start >= 0:
-            buffers.append(current.buffer[run_start:run_end])
-        result.message_count = len(queue_offsets)
-        result.total_bytes = total
-        result.next_begin_offset = QueueOffset(cursor)
-        if queue_offsets:
-            result.status = GetStatus.FOUND
-        elif removed:
-            result.status = GetStatus.MESSAGE_WAS_REMOVING
-        elif not found_any_entry:
-            result.status = GetStatus.OFFSET_FOUND_NULL
-        self._get_messages += len(queue_offsets)
 
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
         queue = self._queues.get((topic, queue_id))

@@ -7,6 +7,7 @@ because the C++ client sends all-zero code sets (protocol-4x.md §2.4).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -29,6 +30,7 @@ class Subscription:
         return not self.tags
 
 
+@functools.lru_cache(maxsize=4096)  # every pull carries its expression: parse each one once
 def build_subscription(
     topic: str, expression: str | None, sub_version: int = 0, expression_type: str = "TAG"
 ) -> Subscription:

@@ -49,12 +49,15 @@ class MessageQueue:
 
 @dataclass(slots=True)
 class MessageExt:
-    """A stored message as a consumer or a query sees it (body inflated). Not frozen: a frozen
-    dataclass pays for every field on construction, and consumers build one per message."""
+    """A stored message as a consumer or a query sees it (body inflated).
+
+    Built once per consumed message, so it stays cheap: not frozen (a frozen dataclass pays for every
+    field on construction), and the properties and the offset id are decoded only when first read.
+    """
 
     topic: str
     body: bytes
-    properties: dict[str, str]
+    properties_text: str  # the encoded properties string; ``properties`` is its parsed form
     queue_id: int
     queue_offset: int
     commit_log_offset: int
@@ -66,7 +69,19 @@ class MessageExt:
     store_timestamp: int
     store_host: str
     reconsume_times: int
-    offset_msg_id: str
+    store_host_packed: bytes = field(default=bytes(8), repr=False)
+    _properties: dict[str, str] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def properties(self) -> dict[str, str]:
+        if self._properties is None:
+            self._properties = decode_properties(self.properties_text)
+        return self._properties
+
+    @property
+    def offset_msg_id(self) -> str:
+        """The broker's id of this message: store host and CommitLog offset (32 hex characters)."""
+        return (self.store_host_packed + self.commit_log_offset.to_bytes(8, "big")).hex().upper()
 
     @property
     def tags(self) -> str | None:
@@ -129,11 +144,11 @@ def decode_messages(data: bytes | memoryview) -> list[MessageExt]:
         if sys_flag & SysFlag.COMPRESSED:
             body = zlib.decompress(body)
         append(MessageExt(
-            topic=tail[1:topic_end].decode(), body=body, properties=decode_properties(tail[topic_end + 2 :].decode()),
+            topic=tail[1:topic_end].decode(), body=body, properties_text=tail[topic_end + 2 :].decode(),
             queue_id=queue_id, queue_offset=queue_offset, commit_log_offset=physical, store_size=total,
             sys_flag=sys_flag, flag=flag, born_timestamp=born_timestamp, born_host=_host_text(born_host),
             store_timestamp=store_timestamp, store_host=_host_text(store_host), reconsume_times=reconsume_times,
-            offset_msg_id=(store_host + physical.to_bytes(8, "big")).hex().upper(),
+            store_host_packed=store_host,
         ))  # fmt: skip
         position += total
     return messages

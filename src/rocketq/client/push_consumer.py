@@ -57,9 +57,10 @@ def _succeeded(result: ListenerResult) -> bool:
 
 def user_view(message: MessageExt) -> MessageExt:
     """A retried message as its consumer expects it: under its original topic."""
-    original = message.properties.get(Property.RETRY_TOPIC)
-    if original and message.topic.startswith(RETRY_PREFIX):
-        return dataclasses.replace(message, topic=original)
+    if message.topic.startswith(RETRY_PREFIX):  # only then are the properties worth decoding here
+        original = message.properties.get(Property.RETRY_TOPIC)
+        if original:
+            return dataclasses.replace(message, topic=original)
     return message
 
 

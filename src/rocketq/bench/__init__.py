@@ -35,6 +35,37 @@ class Measurement:
     batch: int = 1
     extra: Extra = field(default_factory=dict)
 
+    @classmethod
+    def from_counts(
+        cls,
+        name: str,
+        size: int | None,
+        messages: int,
+        seconds: float,
+        nbytes: float,
+        latencies: list[int] | None = None,
+        *,
+        writers: int = 1,
+        batch: int = 1,
+        extra: Extra | None = None,
+    ) -> Measurement:
+        """A measurement from raw counts (bytes, and per-operation latencies in ns when measured)."""
+        p50, p99 = latency_us(latencies) if latencies is not None else (None, None)
+        seconds = max(seconds, 1e-9)
+        return cls(
+            name=name,
+            size=size,
+            messages=messages,
+            writers=writers,
+            batch=batch,
+            seconds=seconds,
+            msgs_per_s=messages / seconds,
+            mb_per_s=nbytes / MB / seconds,
+            p50_us=p50,
+            p99_us=p99,
+            extra=extra or {},
+        )
+
     def as_dict(self) -> dict[str, object]:
         """The measurement as a flat dict (``extra`` keys merged in)."""
         data: dict[str, object] = {

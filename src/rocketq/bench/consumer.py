@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocketq.bench import MB, Extra, Measurement, Sink, latency_us, percentile
+from rocketq.bench import Extra, Measurement, Sink, percentile
 from rocketq.client import (
     ClientConfig,
     ConsumeFromWhere,
@@ -255,22 +255,7 @@ class ConsumerBench:
         extra: Extra | None = None,
     ) -> None:
         """Build a measurement from raw counts (and per-message latencies in ns) and emit it."""
-        p50, p99 = latency_us(latencies) if latencies is not None else (None, None)
-        seconds = max(seconds, 1e-9)
-        self.emit(
-            Measurement(
-                name=name,
-                size=size,
-                messages=messages,
-                batch=batch,
-                seconds=seconds,
-                msgs_per_s=messages / seconds,
-                mb_per_s=nbytes / MB / seconds,
-                p50_us=p50,
-                p99_us=p99,
-                extra=extra or {},
-            )
-        )
+        self.emit(Measurement.from_counts(name, size, messages, seconds, nbytes, latencies, batch=batch, extra=extra))
 
     @staticmethod
     async def _wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> int:

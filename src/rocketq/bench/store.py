@@ -201,19 +201,8 @@ class StoreBench:
         extra: Extra | None = None,
     ) -> Measurement:
         """Build a measurement from raw counts, emit it and return it."""
-        p50, p99 = latency_us(latencies) if latencies is not None else (None, None)
-        measurement = Measurement(
-            name=name,
-            size=size,
-            messages=messages,
-            writers=writers,
-            batch=batch,
-            seconds=seconds,
-            msgs_per_s=messages / seconds,
-            mb_per_s=nbytes / MB / seconds,
-            p50_us=p50,
-            p99_us=p99,
-            extra=extra or {},
+        measurement = Measurement.from_counts(
+            name, size, messages, seconds, nbytes, latencies, writers=writers, batch=batch, extra=extra
         )
         self.emit(measurement)
         return measurement

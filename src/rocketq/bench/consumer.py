@@ -48,6 +48,7 @@ from rocketq.client import (
 )
 from rocketq.client.admin import AdminClient
 from rocketq.client.push_consumer import Listener
+from rocketq.remoting.tasks import cancel_and_wait
 from rocketq.testing.cluster import LocalCluster
 
 log = logging.getLogger(__name__)
@@ -442,9 +443,7 @@ class ConsumerBench:
                 finally:
                     await second.aclose()
             finally:
-                stream.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await stream
+                await cancel_and_wait([stream])
         extra: Extra = {
             "assigned_ms": (split - began) / 1e6,
             "first_message_ms": (new.first_ns - began) / 1e6,

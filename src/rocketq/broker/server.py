@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Coroutine
@@ -22,6 +21,7 @@ from rocketq.broker.schedule import ScheduleService
 from rocketq.broker.subscription_groups import SubscriptionGroupManager
 from rocketq.broker.topic_config import TopicConfigManager
 from rocketq.remoting import Connection, RemotingClient, RemotingServer
+from rocketq.remoting.tasks import cancel_and_wait
 from rocketq.store import MessageStore
 
 log = logging.getLogger(__name__)
@@ -154,11 +154,7 @@ class Broker:
             notify_group_changed(self.context, group)
 
     async def aclose(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(self._tasks, ignore_errors=True)  # failures were logged when they happened
         self._tasks.clear()
         if self.context is not None:
             self.context.long_polling.wake_all()

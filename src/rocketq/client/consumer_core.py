@@ -40,6 +40,7 @@ from rocketq.protocol.headers import (
 )
 from rocketq.remoting import Connection, RemotingError
 from rocketq.remoting.connection import next_opaque
+from rocketq.remoting.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -107,11 +108,7 @@ class ConsumerCore:
 
     async def stop_background(self) -> None:
         """Stop rebalancing and periodic commits (first step of closing: no queue is assigned after it)."""
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks.clear()
         async with self._rebalance_lock:  # an assignment in progress finishes before we go on
             pass

@@ -28,6 +28,7 @@ from rocketq.protocol.headers import GetRouteInfoRequestHeader, UnregisterClient
 from rocketq.remoting import RemotingClient, RemotingError, RequestHandler
 from rocketq.remoting.address import local_ipv4
 from rocketq.remoting.connection import next_opaque
+from rocketq.remoting.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -145,10 +146,6 @@ class ClientInstance:
                 await self.remoting.invoke(address, request, self.config.request_timeout_s)
 
     async def aclose(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks.clear()
         await self.remoting.aclose()

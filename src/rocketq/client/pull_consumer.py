@@ -25,6 +25,7 @@ from rocketq.client.route import subscribe_queues
 from rocketq.protocol import RequestCode, make_request
 from rocketq.protocol.headers import GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader, SearchOffsetRequestHeader
 from rocketq.remoting.connection import next_opaque
+from rocketq.remoting.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -101,10 +102,7 @@ class PullConsumer:
             state = self._states.pop(queue, None)
             if state is None:
                 continue
-            if state.task is not None:
-                state.task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await state.task
+            await cancel_and_wait([state.task])
             self._buffered -= sum(len(batch) for _, batch in state.buffered)
             if self.auto_commit and state.consumed_offset >= 0:
                 self._core.offsets.update(queue, state.consumed_offset)
@@ -132,10 +130,7 @@ class PullConsumer:
             return
         self._started = False
         await self._core.stop_background()
-        if self._commit_task is not None:
-            self._commit_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._commit_task
+        await cancel_and_wait([self._commit_task])
         await self._revoked(sorted(self._states))
         if self._manual:
             await self._core.offsets.persist_all()

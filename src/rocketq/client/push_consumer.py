@@ -33,6 +33,7 @@ from rocketq.protocol import MessageQueue as WireQueue
 from rocketq.protocol.bodies import UnlockBatchRequestBody
 from rocketq.remoting import RemotingError
 from rocketq.remoting.connection import next_opaque
+from rocketq.remoting.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -117,10 +118,7 @@ class PushConsumer:
             return
         self._started = False
         await self._core.stop_background()
-        if self._lock_task is not None:
-            self._lock_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._lock_task
+        await cancel_and_wait([self._lock_task])
         await self._revoked(sorted(self._queues))
         if self._consume_tasks:
             await asyncio.wait(set(self._consume_tasks), timeout=10)
@@ -152,17 +150,9 @@ class PushConsumer:
             process = self._queues.pop(queue, None)
             if process is not None:
                 process.dropped = True
-            task = self._pull_tasks.pop(queue, None)
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-            orderly_task = self._orderly_tasks.pop(queue, None)
             self._orderly_wake.pop(queue, None)
-            if orderly_task is not None:
-                orderly_task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await orderly_task  # the message being consumed finishes first (it is shielded)
+            # the orderly worker's message in hand finishes first: its consumption is shielded
+            await cancel_and_wait([self._pull_tasks.pop(queue, None), self._orderly_tasks.pop(queue, None)])
         if self.orderly and queues:
             for queue in queues:
                 await self._core.offsets.persist(queue)

@@ -7,7 +7,6 @@ process (tests do) without seeing each other, as real NameServers never talk to 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 import time
@@ -20,6 +19,7 @@ from rocketq.namesrv.handlers import NamesrvProcessor
 from rocketq.namesrv.kv_config import KVConfigTable
 from rocketq.namesrv.route_table import RemovedBroker, RouteTable
 from rocketq.remoting import Connection, RemotingServer
+from rocketq.remoting.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +73,8 @@ class NameServer:
 
     async def aclose(self) -> None:
         """Stop the scan, stop listening and close every connection."""
-        if self._scan_task is not None:
-            self._scan_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._scan_task
-            self._scan_task = None
+        await cancel_and_wait([self._scan_task])
+        self._scan_task = None
         if self._started and not self._closed:
             self._closed = True
             port = self.port

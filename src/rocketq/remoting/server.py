@@ -19,6 +19,7 @@ from typing import Any
 
 from rocketq.protocol import DEFAULT_MAX_FRAME_SIZE, RemotingCommand, ResponseCode, make_response
 from rocketq.remoting.connection import Connection, RequestHandler
+from rocketq.remoting.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -132,10 +133,7 @@ class RemotingServer:
         """Stop accepting, let in-flight requests finish (up to ``grace_s``), close connections."""
         if self._server is not None:
             self._server.close()
-        if self._idle_task is not None:
-            self._idle_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._idle_task
+        await cancel_and_wait([self._idle_task])
         if self._in_flight:
             _, pending = await asyncio.wait(set(self._in_flight), timeout=grace_s)
             for task in pending:

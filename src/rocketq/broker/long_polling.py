@@ -14,10 +14,6 @@ class LongPolling:
         self._max_offset = max_offset
         self._held: dict[tuple[str, int], list[tuple[int, asyncio.Future[None]]]] = {}
 
-    @property
-    def held_count(self) -> int:
-        return sum(len(waiters) for waiters in self._held.values())
-
     async def wait_for_message(self, topic: str, queue_id: int, offset: int, timeout_s: float) -> bool:
         """Wait until the queue's max offset passes ``offset``; False when the timeout ended first."""
         future: asyncio.Future[None] = self._loop.create_future()

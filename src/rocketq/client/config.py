@@ -57,8 +57,7 @@ class ConsumerConfig:
     consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
     consume_timestamp_ms: int = 0  # for CONSUME_FROM_TIMESTAMP; 0 = half an hour ago
     allocate_strategy: str = "AVG"  # AVG, AVG_BY_CIRCLE or CONSISTENT_HASH
-    consume_thread_min: int = 20
-    consume_thread_max: int = 20
+    consume_thread_max: int = 20  # listener threads (a pool grows to this on demand)
     consume_message_batch_max_size: int = 1
     pull_batch_size: int = 32
     pull_threshold_for_queue: int = 1000  # cached messages per queue before pulling pauses

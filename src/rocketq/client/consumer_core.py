@@ -158,9 +158,6 @@ class ConsumerCore:
             await self.on_reset({q: o for q, o in table.items() if q in self.assigned})
         return None
 
-    def trigger_rebalance(self) -> None:
-        self._rebalance_wanted.set()
-
     # -- heartbeats -----------------------------------------------------------------------------------
 
     def _consumer_data(self) -> list[ConsumerData]:

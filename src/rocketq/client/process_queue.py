@@ -8,7 +8,6 @@ redelivers instead of losing.
 from __future__ import annotations
 
 import collections
-import time
 from dataclasses import dataclass, field
 
 from rocketq.client.message import MessageExt, MessageQueue
@@ -20,7 +19,6 @@ class ProcessQueue:
     next_pull_offset: int
     dropped: bool = False
     locked: bool = False  # orderly: this client holds the broker lock of the queue
-    last_lock_time: float = 0.0
     cached_bytes: int = 0
     max_offset: int = -1  # highest offset ever added
     _order: collections.deque[int] = field(default_factory=collections.deque)
@@ -71,6 +69,3 @@ class ProcessQueue:
         if order:
             return order[0]
         return self.max_offset + 1 if self.max_offset >= 0 else -1
-
-    def is_lock_expired(self, max_age_s: float = 30.0) -> bool:
-        return time.monotonic() - self.last_lock_time > max_age_s

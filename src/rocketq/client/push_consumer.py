@@ -16,7 +16,6 @@ import dataclasses
 import enum
 import inspect
 import logging
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -334,14 +333,12 @@ class PushConsumer:
             if response.code == ResponseCode.SUCCESS:
                 for wire in LockBatchResponseBody.decode(response.body).lock_ok_mq_set:
                     held.add(MessageQueue(wire.topic, wire.broker_name, wire.queue_id))
-        now = time.monotonic()
         self._locked = (self._locked - set(queues)) | held
         for queue in queues:
             process = self._queues.get(queue)
             if process is not None:
                 process.locked = queue in held
                 if process.locked:
-                    process.last_lock_time = now
                     wake = self._orderly_wake.get(queue)
                     if wake is not None:
                         wake.set()

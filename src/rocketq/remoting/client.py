@@ -142,11 +142,6 @@ class RemotingClient:
         connection = await self.connection(address)
         connection.oneway(request)
 
-    def close_connection(self, address: str) -> None:
-        connection = self._connections.pop(address, None)
-        if connection is not None:
-            connection.close()
-
     async def aclose(self) -> None:
         self._closed = True
         for task in list(self._tasks):

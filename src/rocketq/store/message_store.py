@@ -397,12 +397,6 @@ class MessageStore:
     def add_arrival_listener(self, listener: ArrivalListener) -> None:
         self.dispatcher.listeners.append(listener)
 
-    def topic_queues(self) -> dict[str, list[int]]:
-        table: dict[str, list[int]] = {}
-        for topic, queue_id in sorted(self._queues):
-            table.setdefault(topic, []).append(queue_id)
-        return table
-
     def delete_topic(self, topic: str) -> None:
         """Remove a topic's ConsumeQueues (its records age out of the CommitLog with the rest)."""
         with self._queues_lock:

@@ -27,7 +27,14 @@ from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.process_queue import ProcessQueue
 from rocketq.client.pull import PullStatus, parse_tags
 from rocketq.common.message import Property
-from rocketq.protocol import LockBatchRequestBody, LockBatchResponseBody, RequestCode, ResponseCode, make_request
+from rocketq.protocol import (
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    RemotingCommand,
+    RequestCode,
+    ResponseCode,
+    make_request,
+)
 from rocketq.protocol import MessageQueue as WireQueue
 from rocketq.protocol.bodies import UnlockBatchRequestBody
 from rocketq.remoting import RemotingError
@@ -302,34 +309,40 @@ class PushConsumer:
 
     # -- broker locks (orderly) -----------------------------------------------------------------------
 
-    def _by_broker(self, queues: Sequence[MessageQueue]) -> dict[str, list[MessageQueue]]:
-        grouped: dict[str, list[MessageQueue]] = {}
-        for queue in queues:
-            grouped.setdefault(queue.broker_name, []).append(queue)
-        return grouped
-
-    async def _lock(self, queues: Sequence[MessageQueue]) -> set[MessageQueue]:
-        """LOCK_BATCH_MQ per broker; returns (and records) the queues this client now holds."""
+    async def _per_broker(
+        self,
+        code: int,
+        body_type: type[LockBatchRequestBody] | type[UnlockBatchRequestBody],
+        queues: Sequence[MessageQueue],
+    ) -> list[RemotingCommand]:
+        """Send one LOCK/UNLOCK_BATCH_MQ per master broker for its queues; the responses that came."""
         core = self._core
-        held: set[MessageQueue] = set()
-        for broker_name, group in self._by_broker(queues).items():
+        by_broker: dict[str, list[MessageQueue]] = {}
+        for queue in queues:
+            by_broker.setdefault(queue.broker_name, []).append(queue)
+        responses = []
+        for broker_name, group in by_broker.items():
             address = core.instance.master_address(broker_name)
             if address is None:
                 continue
-            body = LockBatchRequestBody(
+            body = body_type(
                 consumer_group=self.config.group,
                 client_id=core.instance.client_id,
                 mq_set=[WireQueue(topic=q.topic, broker_name=q.broker_name, queue_id=q.queue_id) for q in group],
             ).encode()
+            request = make_request(code, opaque=next_opaque(), body=body)
             try:
-                response = await core.instance.invoke_broker(
-                    address,
-                    make_request(RequestCode.LOCK_BATCH_MQ, opaque=next_opaque(), body=body),
-                    self.config.client.request_timeout_s,
+                responses.append(
+                    await core.instance.invoke_broker(address, request, self.config.client.request_timeout_s)
                 )
             except RemotingError as exc:
-                log.info("locking queues on %s failed: %s", broker_name, exc)
-                continue
+                log.info("request %d about queues on %s failed: %s", code, broker_name, exc)
+        return responses
+
+    async def _lock(self, queues: Sequence[MessageQueue]) -> set[MessageQueue]:
+        """LOCK_BATCH_MQ per broker; returns (and records) the queues this client now holds."""
+        held: set[MessageQueue] = set()
+        for response in await self._per_broker(RequestCode.LOCK_BATCH_MQ, LockBatchRequestBody, queues):
             if response.code == ResponseCode.SUCCESS:
                 for wire in LockBatchResponseBody.decode(response.body).lock_ok_mq_set:
                     held.add(MessageQueue(wire.topic, wire.broker_name, wire.queue_id))
@@ -345,22 +358,7 @@ class PushConsumer:
         return held
 
     async def _unlock(self, queues: Sequence[MessageQueue]) -> None:
-        core = self._core
-        for broker_name, group in self._by_broker(queues).items():
-            address = core.instance.master_address(broker_name)
-            if address is None:
-                continue
-            body = UnlockBatchRequestBody(
-                consumer_group=self.config.group,
-                client_id=core.instance.client_id,
-                mq_set=[WireQueue(topic=q.topic, broker_name=q.broker_name, queue_id=q.queue_id) for q in group],
-            ).encode()
-            with contextlib.suppress(RemotingError):
-                await core.instance.invoke_broker(
-                    address,
-                    make_request(RequestCode.UNLOCK_BATCH_MQ, opaque=next_opaque(), body=body),
-                    self.config.client.request_timeout_s,
-                )
+        await self._per_broker(RequestCode.UNLOCK_BATCH_MQ, UnlockBatchRequestBody, queues)
         self._locked -= set(queues)
 
     async def _renew_locks(self) -> None:

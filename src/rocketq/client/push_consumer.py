@@ -85,6 +85,7 @@ class PushConsumer:
         self._consume_tasks: set[asyncio.Task[Any]] = set()
         self._orderly_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
         self._orderly_wake: dict[MessageQueue, asyncio.Event] = {}
+        self._orderly_in_hand: dict[MessageQueue, asyncio.Task[None]] = {}  # the message being consumed
         self._slots = asyncio.Semaphore(max(1, config.consume_thread_max))
         self._executor = ThreadPoolExecutor(max(1, config.consume_thread_max), thread_name_prefix="rocketq-consume")
         self._lock_task: asyncio.Task[None] | None = None
@@ -157,8 +158,10 @@ class PushConsumer:
             if process is not None:
                 process.dropped = True
             self._orderly_wake.pop(queue, None)
-            # the orderly worker's message in hand finishes first: its consumption is shielded
             await cancel_and_wait([self._pull_tasks.pop(queue, None), self._orderly_tasks.pop(queue, None)])
+            in_hand = self._orderly_in_hand.pop(queue, None)
+            if in_hand is not None:  # finish the message in hand before its offset is committed and unlocked
+                await in_hand
         if self.orderly and queues:
             for queue in queues:
                 await self._core.offsets.persist(queue)
@@ -287,8 +290,11 @@ class PushConsumer:
                     async with asyncio.timeout(1.0):
                         await wake.wait()
                 continue
-            # shielded: a revocation waits for the message in hand instead of abandoning it midway
-            await asyncio.shield(self._consume_one_in_order(process, message))
+            # shielded: cancelling this worker does not abandon the message midway; a revocation
+            # waits for it (``_orderly_in_hand``) before committing the queue's offset and unlocking
+            in_hand = asyncio.ensure_future(self._consume_one_in_order(process, message))
+            self._orderly_in_hand[process.queue] = in_hand
+            await asyncio.shield(in_hand)
 
     async def _consume_one_in_order(self, process: ProcessQueue, message: MessageExt) -> None:
         async with self._slots:

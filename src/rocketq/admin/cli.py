@@ -90,7 +90,7 @@ def topic_route(namesrv: str, topic: str, as_json: bool) -> None:
         [q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm, addresses.get(q.broker_name, {}).get(0, "")]
         for q in sorted(route.queue_datas, key=lambda q: q.broker_name)
     ]
-    document = {"queueDatas": [list(r) for r in rows], "brokerDatas": {k: v for k, v in addresses.items()}}
+    document = {"queueDatas": [list(r) for r in rows], "brokerDatas": dict(addresses)}
     emit(as_json, document, ["broker", "readQueues", "writeQueues", "perm", "master"], rows)
 
 
@@ -288,7 +288,7 @@ def consumer_progress(namesrv: str, group: str, topic: str | None, as_json: bool
     table = [list(d.values()) for d in documents]
     emit(as_json, documents, ["topic", "broker", "queue", "brokerOffset", "consumerOffset", "lag", "lastTime"], table)
     if not as_json:
-        click.echo(f"total lag: {sum(max(0, r.broker_offset - r.consumer_offset) for r in rows)}")
+        click.echo(f"total lag: {sum(d['lag'] for d in documents)}")
 
 
 @admin.command("consumerConnection")

@@ -173,6 +173,13 @@ def bench_store(
     help="A plain listener (run in the consumer's thread pool) or a coroutine one (run on the event loop).",
 )
 @click.option(
+    "--broker",
+    type=click.Choice(["process", "inline"]),
+    default="process",
+    show_default=True,
+    help="NameServer and broker in a child process (their own core), or in the bench's own event loop.",
+)
+@click.option(
     "--dir",
     "directory",
     type=click.Path(file_okay=False, path_type=Path),
@@ -187,10 +194,11 @@ def bench_consumer(
     rate: int,
     latency_seconds: float,
     listener: str,
+    broker: str,
     directory: Path | None,
     as_json: bool,
 ) -> None:
-    """Measure push consumers on an in-process cluster: drain rate, end-to-end latency, rebalance time."""
+    """Measure push consumers on a local cluster: drain rate, end-to-end latency, rebalance time."""
     from rocketq.bench.consumer import NOTES, ConsumerBenchOptions, run_consumer_bench
 
     options = ConsumerBenchOptions(
@@ -200,6 +208,7 @@ def bench_consumer(
         rate=rate,
         latency_seconds=latency_seconds,
         listener=listener,
+        broker=broker,
         directory=directory,
     )
 

@@ -47,4 +47,4 @@ def test_bad_values_are_named() -> None:
 
 def test_delay_levels_accept_milliseconds() -> None:
     config = BrokerConfig(message_delay_level="100ms 2s 1m 1h 1d")
-    assert config.store_config().delay_levels_ms() == [100, 2000, 60_000, 3_600_000, 86_400_000]
+    assert config.store_config().delay_levels_ms() == (100, 2000, 60_000, 3_600_000, 86_400_000)

@@ -35,3 +35,33 @@ def test_batched_puts_chain_every_key(batches: list[list[str]]) -> None:
             index.lookup(key, 0, 2**62, 1000, found)
             assert found == phys[::-1]
         index.close()
+
+
+long_keys = st.text(alphabet=st.sampled_from("ab#é😀xyz0123456789ABCDEF"), min_size=0, max_size=80) | st.just(
+    "k" * 1500
+)
+
+
+@given(st.lists(long_keys, min_size=9, max_size=30))
+def test_scalar_and_vectorised_hashes_agree(sample: list[str]) -> None:
+    """Lists of up to 8 keys take the scalar path, longer ones the numpy path."""
+    assert index_key_hashes(sample) == [h for key in sample for h in index_key_hashes([key])]
+    assert index_key_hashes(sample[:8]) == [key_hash(k) for k in sample[:8]]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(["T#a", "T#b", "T#c", "T#d", "U#a", "U#b"]), min_size=9, max_size=39))
+def test_file_bytes_do_not_depend_on_batching(batch: list[str]) -> None:
+    """One call of many entries (numpy path) writes the same bytes as one call per entry (scalar path)."""
+    hashes = [key_hash(k) for k in batch]
+    offsets = list(range(100, 100 + len(batch)))
+    stamps = [1_000_000 + 700 * o for o in offsets]
+    with tempfile.TemporaryDirectory() as directory:
+        together = IndexFile(Path(directory) / "20240101000000000", slot_count=5, max_entries=40, create=True)
+        apart = IndexFile(Path(directory) / "20240101000000001", slot_count=5, max_entries=40, create=True)
+        assert together.put_hashed(hashes, offsets, stamps) == len(batch)
+        for i in range(len(batch)):
+            assert apart.put_hashed(hashes[i : i + 1], offsets[i : i + 1], stamps[i : i + 1]) == 1
+        assert bytes(together.mapped.buffer) == bytes(apart.mapped.buffer)
+        together.close()
+        apart.close()

@@ -1,8 +1,9 @@
 """``rocketq bench consumer``: push-consumer drain rate, end-to-end latency and rebalance time.
 
-Everything runs in one process and one asyncio event loop: a ``LocalCluster`` (one NameServer, one
-broker with 256 MiB CommitLog files, ASYNC_FLUSH) in a scratch directory, the producers and every
-consumer member. Broker and clients therefore share one GIL and one CPU core. For each body size:
+A ``LocalCluster`` (one NameServer, one broker with 256 MiB CommitLog files, ASYNC_FLUSH) runs in a
+scratch directory, by default in a child process (``ClusterProcess``: its own GIL and core, as in a
+deployment) or, with ``broker="inline"``, in the bench's own event loop. The producers and every
+consumer member share the bench process's event loop (uvloop when installed). For each body size:
 
 - ``backlog_produce``: ``backlog`` messages written through the network with ``Producer.send_batch``
   (``PRODUCE_BATCH`` messages per request, ``PRODUCE_IN_FLIGHT`` requests in flight) into a topic of
@@ -35,6 +36,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rocketq.bench import Extra, Measurement, Sink, percentile
 from rocketq.client import (
@@ -50,10 +52,12 @@ from rocketq.client.admin import AdminClient
 from rocketq.client.push_consumer import Listener
 from rocketq.remoting.tasks import cancel_and_wait
 from rocketq.testing.cluster import LocalCluster
+from rocketq.testing.cluster_process import ClusterProcess
 
 log = logging.getLogger(__name__)
 
 QUEUES = 8
+CLUSTER_NAME = "DefaultCluster"
 COMMIT_LOG_FILE_SIZE = 256 * 1024 * 1024
 CONSUME_QUEUE_FILE_SIZE = 300_000 * 20
 PRODUCE_BATCH = 256
@@ -66,9 +70,10 @@ REBALANCE_TIMEOUT_S = 60.0
 POLL_S = 0.0005
 
 NOTES = (
-    "One process, one asyncio event loop: NameServer, broker (256 MiB CommitLog files, ASYNC_FLUSH),",
-    "producers and every consumer member share it (and the GIL). Backlogs are written through the",
-    "network with Producer.send_batch. Sync listeners run in the PushConsumer's thread pool, as usual.",
+    "NameServer and broker (256 MiB CommitLog files, ASYNC_FLUSH) run in a child process (--broker process)",
+    "or in this event loop (--broker inline); producers and every consumer member share this process's",
+    "event loop (uvloop) and GIL. Backlogs are written through the network with Producer.send_batch.",
+    "Sync listeners run in the PushConsumer's thread pool, as usual.",
     "MB = 10^6 bytes of stored records (CommitLog record bytes). Latency columns: see each row.",
 )
 
@@ -89,6 +94,8 @@ class ConsumerBenchOptions:
         latency_seconds: How long the latency stream runs.
         listener: ``"sync"`` (a plain function, run in the consumer's thread pool) or ``"async"``
             (a coroutine function, run on the event loop).
+        broker: ``"process"`` (NameServer and broker in a child process, the bench's clients in this
+            one) or ``"inline"`` (everything in this process and event loop).
         directory: Parent of the scratch directory; None for the system temp dir.
     """
 
@@ -98,6 +105,7 @@ class ConsumerBenchOptions:
     rate: int = 1000
     latency_seconds: float = 10.0
     listener: str = "sync"
+    broker: str = "process"
     directory: Path | None = None
 
 
@@ -171,33 +179,36 @@ class ConsumerBench:
     def __init__(self, options: ConsumerBenchOptions, emit: Sink) -> None:
         self.options = options
         self.emit = emit
-        self._cluster: LocalCluster | None = None
+        self.namesrv_addr = ""
+        self._admin: AdminClient | None = None
         self._drain_rates: dict[int, float] = {}
-
-    @property
-    def cluster(self) -> LocalCluster:
-        """The running cluster (only inside ``run``)."""
-        if self._cluster is None:
-            raise BenchError("the cluster is not running")
-        return self._cluster
 
     async def run(self) -> None:
         """All measurements, in a scratch directory that is removed afterwards."""
+        overrides: dict[str, Any] = {
+            "mapped_file_size_commit_log": COMMIT_LOG_FILE_SIZE,
+            "mapped_file_size_consume_queue": CONSUME_QUEUE_FILE_SIZE,
+            "max_hash_slot_num": 500_000,
+            "max_index_num": 2_000_000,
+        }
         with _scratch(self.options.directory) as root:
-            cluster = LocalCluster(
-                root,
-                mapped_file_size_commit_log=COMMIT_LOG_FILE_SIZE,
-                mapped_file_size_consume_queue=CONSUME_QUEUE_FILE_SIZE,
-                max_hash_slot_num=500_000,
-                max_index_num=2_000_000,
-            )
-            async with cluster:
-                self._cluster = cluster
-                try:
-                    for size in self.options.sizes:
-                        await self._run_size(size)
-                finally:
-                    self._cluster = None
+            if self.options.broker == "process":
+                with ClusterProcess(root, **overrides) as child:
+                    self.namesrv_addr = child.namesrv_addr
+                    await self._run_sizes()
+            else:
+                async with LocalCluster(root, **overrides) as cluster:
+                    self.namesrv_addr = cluster.namesrv_addr
+                    await self._run_sizes()
+
+    async def _run_sizes(self) -> None:
+        async with AdminClient(self.namesrv_addr) as admin:
+            self._admin = admin
+            try:
+                for size in self.options.sizes:
+                    await self._run_size(size)
+            finally:
+                self._admin = None
 
     async def _run_size(self, size: int) -> None:
         log.info("consumer bench: %d-byte bodies", size)
@@ -212,25 +223,47 @@ class ConsumerBench:
 
     # -- helpers --------------------------------------------------------------------------------------
 
+    @property
+    def admin(self) -> AdminClient:
+        """The admin client of the running cluster (only inside ``run``)."""
+        if self._admin is None:
+            raise BenchError("the cluster is not running")
+        return self._admin
+
     async def _create_topic(self, topic: str) -> None:
         """Create ``topic`` with 8 read and write queues; wait until the NameServer routes all 8."""
-        async with AdminClient(self.cluster.namesrv_addr) as admin:
-            await admin.update_topic(topic, cluster=self.cluster.cluster_name, read_queues=QUEUES, write_queues=QUEUES)
-            deadline = time.monotonic() + 10
-            while True:
-                route = await admin.topic_route(topic)
-                if route.queue_datas and all(q.write_queue_nums == QUEUES for q in route.queue_datas):
-                    return
-                if time.monotonic() > deadline:
-                    raise BenchError(f"the route of {topic} never showed {QUEUES} queues")
-                await asyncio.sleep(0.05)
+        await self.admin.update_topic(topic, cluster=CLUSTER_NAME, read_queues=QUEUES, write_queues=QUEUES)
+        deadline = time.monotonic() + 10
+        while True:
+            route = await self.admin.topic_route(topic)
+            if route.queue_datas and all(q.write_queue_nums == QUEUES for q in route.queue_datas):
+                return
+            if time.monotonic() > deadline:
+                raise BenchError(f"the route of {topic} never showed {QUEUES} queues")
+            await asyncio.sleep(0.05)
+
+    async def _store_stats(self) -> list[dict[str, str]]:
+        """Every broker's store statistics (GET_BROKER_RUNTIME_INFO)."""
+        addresses = (await self.admin.master_addresses(CLUSTER_NAME)).values()
+        return [await self.admin.broker_runtime_info(address) for address in addresses]
+
+    async def _put_bytes(self) -> int:
+        return sum(int(stats["put_bytes"]) for stats in await self._store_stats())
+
+    async def _wait_dispatched(self, timeout_s: float) -> None:
+        """Wait until every broker indexed all it stored (pulls then see all of it)."""
+        deadline = time.monotonic() + timeout_s
+        while any(int(s["dispatched_offset"]) < int(s["commit_log_max_offset"]) for s in await self._store_stats()):
+            if time.monotonic() > deadline:
+                raise BenchError(f"the brokers did not dispatch the backlog within {timeout_s:.0f} s")
+            await asyncio.sleep(0.05)
 
     def _consumer(
         self, group: str, instance: str, listener: Listener, where: ConsumeFromWhere, topic: str
     ) -> PushConsumer:
         config = ConsumerConfig(
             group=group,
-            client=ClientConfig(namesrv_addr=self.cluster.namesrv_addr, instance_name=instance),
+            client=ClientConfig(namesrv_addr=self.namesrv_addr, instance_name=instance),
             consume_from_where=where,
         )
         consumer = PushConsumer(config, listener)
@@ -238,10 +271,7 @@ class ConsumerBench:
         return consumer
 
     def _producer(self, group: str) -> Producer:
-        return Producer(group=group, namesrv_addr=self.cluster.namesrv_addr)
-
-    def _put_bytes(self) -> int:
-        return sum(broker.store.stats().put_bytes for broker in self.cluster.brokers)
+        return Producer(group=group, namesrv_addr=self.namesrv_addr)
 
     def _report(
         self,
@@ -289,7 +319,7 @@ class ConsumerBench:
         total = self.options.backlog
         batch = max(1, min(PRODUCE_BATCH, PRODUCE_BATCH_BYTES // (size + 256)))
         body = b"x" * size
-        bytes_before = self._put_bytes()
+        bytes_before = await self._put_bytes()
         slots = asyncio.Semaphore(PRODUCE_IN_FLIGHT)
         async with self._producer(f"bench-backlog-{size}") as producer:
 
@@ -301,9 +331,9 @@ class ConsumerBench:
             sends = [asyncio.create_task(send(min(batch, total - i))) for i in range(0, total, batch)]
             await asyncio.gather(*sends)
             sent = time.perf_counter_ns()
-        await self.cluster.wait_dispatched(timeout_s=600)
+        await self._wait_dispatched(timeout_s=600)
         dispatched = time.perf_counter_ns()
-        nbytes = self._put_bytes() - bytes_before
+        nbytes = await self._put_bytes() - bytes_before
         self._report(
             "backlog_produce",
             size,
@@ -470,4 +500,9 @@ def _split(first: PushConsumer, second: PushConsumer, topic: str) -> bool:
 
 def run_consumer_bench(options: ConsumerBenchOptions, emit: Sink) -> None:
     """Run ``rocketq bench consumer`` with ``options``, handing every measurement to ``emit``."""
-    asyncio.run(ConsumerBench(options, emit).run())
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(ConsumerBench(options, emit).run())
+    else:
+        uvloop.run(ConsumerBench(options, emit).run())

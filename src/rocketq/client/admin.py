@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -154,6 +155,12 @@ class AdminClient:
             DeleteTopicFromNamesrvRequestHeader(topic=topic, cluster_name=cluster).to_ext_fields(),
         )
         return targets
+
+    async def broker_runtime_info(self, address: str) -> dict[str, str]:
+        """GET_BROKER_RUNTIME_INFO of the broker at ``address``: its ``table`` of named statistics."""
+        response = await self._broker(address, RequestCode.GET_BROKER_RUNTIME_INFO, {})
+        table = json.loads(bytes(response.body))["table"]
+        return {str(key): str(value) for key, value in table.items()}
 
     async def topic_status(self, topic: str) -> list[QueueStatus]:
         route = await self.topic_route(topic)

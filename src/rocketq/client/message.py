@@ -52,7 +52,8 @@ class MessageExt:
     """A stored message as a consumer or a query sees it (body inflated).
 
     Built once per consumed message, so it stays cheap: not frozen (a frozen dataclass pays for every
-    field on construction), and the properties and the offset id are decoded only when first read.
+    field on construction), built from positional arguments, and the properties, the hosts' text and
+    the offset id are decoded only when first read.
     """
 
     topic: str
@@ -65,11 +66,10 @@ class MessageExt:
     sys_flag: int
     flag: int
     born_timestamp: int
-    born_host: str
+    born_host_packed: bytes  # IPv4 address and port, 8 bytes as stored
     store_timestamp: int
-    store_host: str
+    store_host_packed: bytes
     reconsume_times: int
-    store_host_packed: bytes = field(default=bytes(8), repr=False)
     _properties: dict[str, str] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -77,6 +77,16 @@ class MessageExt:
         if self._properties is None:
             self._properties = decode_properties(self.properties_text)
         return self._properties
+
+    @property
+    def born_host(self) -> str:
+        """The producer's ``ip:port``."""
+        return _host_text(self.born_host_packed)
+
+    @property
+    def store_host(self) -> str:
+        """The storing broker's ``ip:port``."""
+        return _host_text(self.store_host_packed)
 
     @property
     def offset_msg_id(self) -> str:
@@ -114,7 +124,7 @@ _HOST_TEXT: dict[bytes, str] = {}
 
 
 def _host_text(packed: bytes) -> str:
-    """``ip:port`` for 8 packed host bytes; cached, since a pull repeats the same few hosts."""
+    """``ip:port`` for 8 packed host bytes; cached, since messages repeat the same few hosts."""
     text = _HOST_TEXT.get(packed)
     if text is None:
         if len(_HOST_TEXT) >= 4096:
@@ -124,31 +134,39 @@ def _host_text(packed: bytes) -> str:
     return text
 
 
+_TOPIC_TEXT: dict[bytes, str] = {}
+
+
 def decode_messages(data: bytes | memoryview) -> list[MessageExt]:
     """Decode concatenated stored records (a pull, view or query body). The consumer's hot path:
-    one header unpack and one copy of topic+properties per record, hosts from a cache."""
+    one header unpack, a slice each for the body and the properties, topics from a cache."""
+    if not isinstance(data, bytes):
+        data = bytes(data)
     messages: list[MessageExt] = []
     append = messages.append
-    view = memoryview(data)
-    end = len(view)
+    end = len(data)
     unpack = HEAD.unpack_from
+    topics = _TOPIC_TEXT
+    compressed = int(SysFlag.COMPRESSED)
     position = 0
     while position < end:
         (total, _, _, queue_id, flag, queue_offset, physical, sys_flag, born_timestamp, born_host,
-         store_timestamp, store_host, reconsume_times, _, body_length) = unpack(view, position)  # fmt: skip
+         store_timestamp, store_host, reconsume_times, _, body_length) = unpack(data, position)  # fmt: skip
         body_at = position + HEAD_SIZE
         topic_at = body_at + body_length
-        tail = bytes(view[topic_at : position + total])
-        topic_end = 1 + tail[0]
-        body = bytes(view[body_at:topic_at])
-        if sys_flag & SysFlag.COMPRESSED:
+        properties_at = topic_at + 3 + data[topic_at]
+        raw_topic = data[topic_at + 1 : properties_at - 2]
+        topic = topics.get(raw_topic)
+        if topic is None:
+            if len(topics) >= 4096:
+                topics.clear()
+            topic = topics[raw_topic] = raw_topic.decode()
+        body = data[body_at:topic_at]
+        if sys_flag & compressed:
             body = zlib.decompress(body)
         append(MessageExt(
-            topic=tail[1:topic_end].decode(), body=body, properties_text=tail[topic_end + 2 :].decode(),
-            queue_id=queue_id, queue_offset=queue_offset, commit_log_offset=physical, store_size=total,
-            sys_flag=sys_flag, flag=flag, born_timestamp=born_timestamp, born_host=_host_text(born_host),
-            store_timestamp=store_timestamp, store_host=_host_text(store_host), reconsume_times=reconsume_times,
-            store_host_packed=store_host,
+            topic, body, data[properties_at : position + total].decode(), queue_id, queue_offset, physical,
+            total, sys_flag, flag, born_timestamp, born_host, store_timestamp, store_host, reconsume_times,
         ))  # fmt: skip
         position += total
     return messages

@@ -35,14 +35,19 @@ class ProcessQueue:
         return len(self._messages)
 
     def add(self, messages: list[MessageExt]) -> None:
+        """Cache newly pulled messages (offsets at or below ``max_offset`` are already here or done)."""
+        cached, order_append = self._messages, self._order.append
+        max_offset, added_bytes = self.max_offset, 0
         for message in messages:
             offset = message.queue_offset
-            if offset in self._messages or offset <= self.max_offset:
+            if offset <= max_offset:
                 continue
-            self._messages[offset] = message
-            self._order.append(offset)
-            self.cached_bytes += len(message.body)
-            self.max_offset = offset
+            cached[offset] = message
+            order_append(offset)
+            added_bytes += len(message.body)
+            max_offset = offset
+        self.max_offset = max_offset
+        self.cached_bytes += added_bytes
 
     def first_pending(self) -> MessageExt | None:
         """The unfinished message with the smallest offset (orderly consumption takes this one)."""
@@ -53,15 +58,18 @@ class ProcessQueue:
 
     def finish(self, messages: list[MessageExt]) -> int:
         """Mark messages consumed; returns the offset now safe to commit, or -1 when nothing is cached."""
+        order, finished, cached, retries = self._order, self._finished, self._messages, self.local_retries
+        freed = 0
         for message in messages:
             offset = message.queue_offset
-            stored = self._messages.get(offset)
-            if stored is None or offset in self._finished:
+            stored = cached.get(offset)
+            if stored is None or offset in finished:
                 continue
-            self._finished.add(offset)
-            self.cached_bytes -= len(stored.body)
-            self.local_retries.pop(offset, None)
-        order, finished, cached = self._order, self._finished, self._messages
+            finished.add(offset)
+            freed += len(stored.body)
+            if retries:
+                retries.pop(offset, None)
+        self.cached_bytes -= freed
         while order and order[0] in finished:
             offset = order.popleft()
             finished.discard(offset)

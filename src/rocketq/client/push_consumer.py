@@ -76,6 +76,7 @@ class PushConsumer:
         self.config = config
         self.orderly = orderly
         self._listener = listener
+        self._listener_is_async = inspect.iscoroutinefunction(listener)
         self._core = ConsumerCore(
             config, consume_type="CONSUME_PASSIVELY", on_assigned=self._assigned, on_revoked=self._revoked
         )
@@ -100,6 +101,7 @@ class PushConsumer:
 
     def register_listener(self, listener: Listener) -> None:
         self._listener = listener
+        self._listener_is_async = inspect.iscoroutinefunction(listener)
 
     @property
     def client_id(self) -> str:
@@ -222,53 +224,64 @@ class PushConsumer:
         self._consume_tasks.add(task)
         task.add_done_callback(self._consume_tasks.discard)
 
-    def _run_listener(self, messages: list[MessageExt]) -> list[tuple[list[MessageExt], bool]]:
-        """Call a plain-function listener on each sub-batch (on a consume thread); never raises."""
-        assert self._listener is not None
+    def _batches(self, messages: list[MessageExt]) -> list[list[MessageExt]]:
+        """``messages`` cut into listener calls of ``consume_message_batch_max_size``, as their users see
+        them (a pulled batch comes from one queue, so only a retry topic's batch needs ``user_view``)."""
         size = max(1, self.config.consume_message_batch_max_size)
-        outcomes = []
-        for start in range(0, len(messages), size):
-            batch = messages[start : start + size]
-            try:
-                ok = _succeeded(self._listener([user_view(m) for m in batch]))  # type: ignore[arg-type]
-            except Exception:
-                log.exception("listener failed on %d message(s) of %s", len(batch), batch[0].topic)
-                ok = False
-            outcomes.append((batch, ok))
-        return outcomes
+        if messages and messages[0].topic.startswith(RETRY_PREFIX):
+            messages = [user_view(m) for m in messages]
+        if size == 1:
+            return [[message] for message in messages]
+        return [messages[start : start + size] for start in range(0, len(messages), size)]
 
-    async def _call_listener(self, messages: list[MessageExt]) -> list[tuple[list[MessageExt], bool]]:
+    def _run_listener(self, messages: list[MessageExt]) -> list[list[MessageExt]]:
+        """Call a plain-function listener on each sub-batch (on a consume thread); returns the failed
+        sub-batches. Never raises."""
         listener: Callable[[list[MessageExt]], Any] = self._listener  # type: ignore[assignment]
-        if not inspect.iscoroutinefunction(listener):
-            return await asyncio.get_running_loop().run_in_executor(self._executor, self._run_listener, messages)
-        size = max(1, self.config.consume_message_batch_max_size)
-        outcomes = []
-        for start in range(0, len(messages), size):
-            batch = messages[start : start + size]
+        failed = []
+        for batch in self._batches(messages):
             try:
-                ok = _succeeded(await listener([user_view(m) for m in batch]))
+                result = listener(batch)
             except Exception:
                 log.exception("listener failed on %d message(s) of %s", len(batch), batch[0].topic)
-                ok = False
-            outcomes.append((batch, ok))
-        return outcomes
+                result = False
+            if not _succeeded(result):
+                failed.append(batch)
+        return failed
+
+    async def _call_listener(self, messages: list[MessageExt]) -> list[list[MessageExt]]:
+        """The listener on every sub-batch of ``messages``; returns the sub-batches that failed."""
+        listener: Callable[[list[MessageExt]], Any] = self._listener  # type: ignore[assignment]
+        if not self._listener_is_async:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, self._run_listener, messages)
+        failed = []
+        for batch in self._batches(messages):
+            try:
+                result = await listener(batch)
+            except Exception:
+                log.exception("listener failed on %d message(s) of %s", len(batch), batch[0].topic)
+                result = False
+            if not _succeeded(result):
+                failed.append(batch)
+        return failed
 
     async def _consume(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
         async with self._slots:
             if process.dropped:
                 return
-            outcomes = await self._call_listener(messages)
-        finished: list[MessageExt] = []
+            failed = await self._call_listener(messages)
+        finished = messages
         retry_here: list[MessageExt] = []
-        for batch, ok in outcomes:
-            if ok:
-                finished.extend(batch)
-            elif self._core.clustering:
-                for message in batch:  # back to the broker, which redelivers it through the retry topic
-                    (finished if await self._core.send_back(message) else retry_here).append(message)
-            else:
-                log.warning("broadcasting: %d failed message(s) of %s are dropped", len(batch), process.queue)
-                finished.extend(batch)
+        if failed:
+            failed_offsets = {message.queue_offset for batch in failed for message in batch}
+            finished = [message for message in messages if message.queue_offset not in failed_offsets]
+            for batch in failed:
+                if self._core.clustering:
+                    for message in batch:  # back to the broker, which redelivers it through the retry topic
+                        (finished if await self._core.send_back(message) else retry_here).append(message)
+                else:
+                    log.warning("broadcasting: %d failed message(s) of %s are dropped", len(batch), process.queue)
+                    finished.extend(batch)
         if retry_here:  # the broker did not take them back: retry here, keep their offsets pending
             asyncio.get_running_loop().call_later(LOCAL_RETRY_DELAY_S, self._retry_locally, process, retry_here)
         self.consumed += len(finished)
@@ -298,8 +311,8 @@ class PushConsumer:
 
     async def _consume_one_in_order(self, process: ProcessQueue, message: MessageExt) -> None:
         async with self._slots:
-            ((_, ok),) = await self._call_listener([message])
-        if not ok:
+            failed = await self._call_listener([message])
+        if failed:
             attempts = process.local_retries.get(message.queue_offset, 0) + 1
             process.local_retries[message.queue_offset] = attempts
             if attempts <= self.config.max_reconsume_times:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import struct
 from typing import Final
@@ -16,8 +17,11 @@ class MessageIdError(RocketqError):
     """A message id that is not a 32-hex-character offset id."""
 
 
+@functools.lru_cache(maxsize=1024)
 def encode_host(host: str, port: int) -> bytes:
-    """Pack an IPv4 host and port as the 8 bytes stored in a record (address, then int32 port)."""
+    """Pack an IPv4 host and port as the 8 bytes stored in a record (address, then int32 port).
+
+    Cached: a broker packs its own address and its few producers' addresses on every put."""
     return ipaddress.IPv4Address(host).packed + port.to_bytes(4, "big", signed=True)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,9 +75,13 @@ class StoreConfig:
     def lock_path(self) -> Path:
         return self.store_path_root_dir / "lock"
 
-    def delay_levels_ms(self) -> list[int]:
+    def delay_levels_ms(self) -> tuple[int, ...]:
         """Delay per level in ms; index 0 is level 1. Units: ms (handy in tests), s, m, h, d."""
-        return [
-            int(token[:-2]) if token.endswith("ms") else int(token[:-1]) * _UNIT_MS[token[-1]]
-            for token in self.message_delay_level.split()
-        ]
+        return _parse_delay_levels(self.message_delay_level)
+
+
+@functools.lru_cache(maxsize=16)
+def _parse_delay_levels(text: str) -> tuple[int, ...]:
+    return tuple(
+        int(token[:-2]) if token.endswith("ms") else int(token[:-1]) * _UNIT_MS[token[-1]] for token in text.split()
+    )

@@ -48,6 +48,7 @@ _INT64: Final = struct.Struct(">q")
 _INT32: Final = struct.Struct(">i")
 BEGIN_TIMESTAMP_AT, END_TIMESTAMP_AT, BEGIN_PHY_OFFSET_AT, END_PHY_OFFSET_AT = 0, 8, 16, 24
 HASH_SLOT_COUNT_AT, INDEX_COUNT_AT = 32, 36
+SCALAR_MAX_ENTRIES = 8
 
 
 def key_hash(key: str) -> int:
@@ -112,8 +113,7 @@ class IndexFile:
     def put_hashed(self, hashes: list[int], phy_offsets: list[int], store_timestamps: list[int]) -> int:
         """Add keys given their hashes (``key_hash``); returns how many fit before the file filled.
 
-        Vectorised: entries are written as one block and the slots with one scatter. The header is
-        written last, once per call; entries past a torn header's count are never reached because
+        The header is written last, once per call; entries past a torn header's count are never reached because
         lookups stop at ``index_count``.
         """
         room = self.max_entries - self.index_count
@@ -121,12 +121,54 @@ class IndexFile:
         if count <= 0:
             return 0
         buffer = self.mapped.buffer
-        slot_count = self.slot_count
         if self.is_empty:
             self.begin_timestamp = store_timestamps[0]
             self.begin_phy_offset = phy_offsets[0]
             _INT64.pack_into(buffer, BEGIN_TIMESTAMP_AT, self.begin_timestamp)
             _INT64.pack_into(buffer, BEGIN_PHY_OFFSET_AT, self.begin_phy_offset)
+        if count <= SCALAR_MAX_ENTRIES:
+            self._put_scalar(hashes, phy_offsets, store_timestamps, count)
+        else:
+            self._put_vectorised(hashes, phy_offsets, store_timestamps, count)
+        self.end_timestamp = store_timestamps[count - 1]
+        self.end_phy_offset = phy_offsets[count - 1]
+        _INT64.pack_into(buffer, END_TIMESTAMP_AT, self.end_timestamp)
+        _INT64.pack_into(buffer, END_PHY_OFFSET_AT, self.end_phy_offset)
+        _INT32.pack_into(buffer, HASH_SLOT_COUNT_AT, self.hash_slot_count)
+        _INT32.pack_into(buffer, INDEX_COUNT_AT, self.index_count)
+        return count
+
+    def _put_scalar(self, hashes: list[int], phy_offsets: list[int], store_timestamps: list[int], count: int) -> None:
+        """A few entries, one at a time (numpy's per-call overhead would dominate)."""
+        buffer = self.mapped.buffer
+        slot_count, begin = self.slot_count, self.begin_timestamp
+        slots_at = HEADER_SIZE
+        entries_at = HEADER_SIZE + slot_count * SLOT_SIZE
+        first = number = self.index_count
+        new_slots = 0
+        written: dict[int, int] = {}  # slot -> entry number written by this call
+        for hashed, phy_offset, stamp in zip(hashes[:count], phy_offsets, store_timestamps, strict=False):
+            slot = hashed % slot_count
+            held = written.get(slot)
+            if held is None:
+                (held,) = SLOT.unpack_from(buffer, slots_at + slot * SLOT_SIZE)
+                if held <= 0 or held >= first:  # empty, or left by a torn write past the header's count
+                    held = 0
+                    new_slots += 1
+            diff = min(max((stamp - begin) // 1000, 0), 0x7FFFFFFF)
+            INDEX_ENTRY.pack_into(buffer, entries_at + number * INDEX_ENTRY_SIZE, hashed, phy_offset, diff, held)
+            SLOT.pack_into(buffer, slots_at + slot * SLOT_SIZE, number)
+            written[slot] = number
+            number += 1
+        self.index_count = number
+        self.hash_slot_count += new_slots
+
+    def _put_vectorised(
+        self, hashes: list[int], phy_offsets: list[int], store_timestamps: list[int], count: int
+    ) -> None:
+        """Entries written as one block and the slots with one scatter."""
+        buffer = self.mapped.buffer
+        slot_count = self.slot_count
         first = self.index_count
         number = first + count
         hashed = np.asarray(hashes[:count], dtype=np.int64)
@@ -161,13 +203,6 @@ class IndexFile:
         del slots, writable  # views of the map must not outlive this call
         self.index_count = number
         self.hash_slot_count += new_slots
-        self.end_timestamp = store_timestamps[count - 1]
-        self.end_phy_offset = phy_offsets[count - 1]
-        _INT64.pack_into(buffer, END_TIMESTAMP_AT, self.end_timestamp)
-        _INT64.pack_into(buffer, END_PHY_OFFSET_AT, self.end_phy_offset)
-        _INT32.pack_into(buffer, HASH_SLOT_COUNT_AT, self.hash_slot_count)
-        _INT32.pack_into(buffer, INDEX_COUNT_AT, number)
-        return count
 
     def lookup(self, key: str, begin_ms: int, end_ms: int, limit: int, out: list[int]) -> None:
         """Append to ``out`` the offsets stored for ``key`` within [begin_ms, end_ms], newest first."""

@@ -2,12 +2,14 @@
 
 For an ASCII key of n bytes, hashCode = sum(c_i * 31^(n-1-i)) mod 2^32, so a whole batch of keys is
 one multiply and one segmented sum in uint32 arithmetic (which wraps exactly like Java's int).
-Keys with non-ASCII characters go through the scalar UTF-16 path.
+Keys with non-ASCII characters go through the scalar UTF-16 path. A handful of keys (a single put's
+UNIQ_KEY and KEYS) take a scalar path too: numpy's per-call overhead would cost more than the work.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import mul
 
 import numpy as np
 
@@ -30,10 +32,27 @@ def _powers(length: int) -> np.ndarray:
     return _POWERS
 
 
+SCALAR_MAX_KEYS = 8
+_SCALAR_MAX_LENGTH = 1024
+_DESCENDING_POWERS: list[int] = [pow(31, k, 2**32) for k in range(_SCALAR_MAX_LENGTH - 1, -1, -1)]
+"""31^(L-1) ... 31^0 mod 2^32: the last n of them weigh the n bytes of an n-byte key."""
+
+
+def _index_hash(key: str) -> int:
+    """``abs(hashCode)`` of one key (Integer.MIN_VALUE maps to 0)."""
+    raw = key.encode()
+    if len(raw) == len(key) and len(raw) <= _SCALAR_MAX_LENGTH:  # ASCII: bytes are the UTF-16 units
+        h = sum(map(mul, raw, _DESCENDING_POWERS[_SCALAR_MAX_LENGTH - len(raw) :])) & 0xFFFFFFFF
+        h = h - 0x1_0000_0000 if h & 0x8000_0000 else h
+    else:
+        h = java_string_hash(key)
+    return 0 if h == -(2**31) else abs(h)
+
+
 def index_key_hashes(keys: Sequence[str]) -> list[int]:
     """``abs(hashCode)`` of each key (Integer.MIN_VALUE maps to 0), as the IndexFile stores them."""
-    if not keys:
-        return []
+    if len(keys) <= SCALAR_MAX_KEYS:
+        return [_index_hash(key) for key in keys]
     encoded = [key.encode() for key in keys]
     lengths = np.fromiter((len(raw) for raw in encoded), dtype=np.int64, count=len(encoded))
     data = np.frombuffer(b"".join(encoded), dtype=np.uint8).astype(np.uint32)

@@ -33,11 +33,22 @@ from rocketq.store import MessageToStore, PutStatus
 log = logging.getLogger(__name__)
 
 _TRUE = ("true", "1")
+_BORN_HOST = "born_host"
 
 
 def born_host_of(connection: Connection) -> bytes:
-    """The producer's IPv4 address and port (IPv6 peers are stored as 0.0.0.0: clients read IPv4 only)."""
-    host, _, port = connection.remote_address.rpartition(":")
+    """The producer's IPv4 address and port (IPv6 peers are stored as 0.0.0.0: clients read IPv4 only).
+
+    Parsed once per connection and kept in its attributes."""
+    cached = connection.attributes.get(_BORN_HOST)
+    if isinstance(cached, bytes):
+        return cached
+    connection.attributes[_BORN_HOST] = born_host = _parse_born_host(connection.remote_address)
+    return born_host
+
+
+def _parse_born_host(remote_address: str) -> bytes:
+    host, _, port = remote_address.rpartition(":")
     try:
         address = ipaddress.ip_address(host.strip("[]"))
     except ValueError:

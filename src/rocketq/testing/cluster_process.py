@@ -1,0 +1,109 @@
+"""ClusterProcess: a LocalCluster (NameServer + Broker) in a child process, for benchmarks and tests.
+
+The child runs ``python -m rocketq.testing.cluster_process ROOT SETTINGS_JSON`` on uvloop, prints one
+JSON line with its NameServer address once it serves, and shuts down cleanly on SIGTERM (or when its
+parent's stdin pipe closes). Separate processes give the broker its own GIL and CPU core, as a real
+deployment does.
+
+with ClusterProcess(tmp_path, mapped_file_size_commit_log=...) as cluster:
+    ... Producer(group="g", namesrv_addr=cluster.namesrv_addr) ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+from rocketq.runner import run_forever
+from rocketq.testing.cluster import LocalCluster
+
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 30.0
+
+
+class ClusterProcessError(RuntimeError):
+    """The child cluster did not start or stop as expected."""
+
+
+class ClusterProcess:
+    """A child process running ``LocalCluster(root, **broker_overrides)`` (JSON-serialisable values)."""
+
+    def __init__(self, root: Path, **broker_overrides: Any) -> None:
+        self.root = root
+        self.broker_overrides = broker_overrides
+        self.namesrv_addr = ""
+        self._process: subprocess.Popen[str] | None = None
+
+    @property
+    def pid(self) -> int:
+        if self._process is None:
+            raise ClusterProcessError("the cluster process is not running")
+        return self._process.pid
+
+    def start(self) -> ClusterProcess:
+        command = [sys.executable, "-m", "rocketq.testing.cluster_process", str(self.root)]
+        command.append(json.dumps(self.broker_overrides))
+        self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self._process.stdout is not None
+        line = _read_line(self._process.stdout, START_TIMEOUT_S)
+        if not line:
+            self.stop()
+            raise ClusterProcessError(f"the cluster process exited before serving (code {self._process.returncode})")
+        self.namesrv_addr = json.loads(line)["namesrv_addr"]
+        return self
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                pipe.close()
+
+    def __enter__(self) -> ClusterProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _read_line(stream: IO[str], timeout_s: float) -> str:
+    """One line from ``stream``, or "" when the child closed it; ClusterProcessError after ``timeout_s``."""
+    import selectors
+
+    with selectors.DefaultSelector() as selector:
+        selector.register(stream, selectors.EVENT_READ)
+        if not selector.select(timeout_s):
+            raise ClusterProcessError(f"the cluster process did not serve within {timeout_s:.0f} s")
+    return stream.readline()
+
+
+async def _serve(stop: asyncio.Event, root: Path, overrides: dict[str, Any]) -> None:
+    loop = asyncio.get_running_loop()
+    # The parent holds our stdin open: its closing (the parent died) stops us as SIGTERM does.
+    loop.add_reader(sys.stdin.fileno(), lambda: stop.set() if not os.read(sys.stdin.fileno(), 4096) else None)
+    async with LocalCluster(root, **overrides) as cluster:
+        print(json.dumps({"namesrv_addr": cluster.namesrv_addr}), flush=True)
+        await stop.wait()
+
+
+def main(argv: list[str]) -> None:
+    root, settings = Path(argv[0]), json.loads(argv[1])
+    run_forever(lambda stop: _serve(stop, root, settings))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -173,6 +173,13 @@ def bench_store(
     help="A plain listener (run in the consumer's thread pool) or a coroutine one (run on the event loop).",
 )
 @click.option(
+    "--pull-batch",
+    type=click.IntRange(1, 65536),
+    default=32,
+    show_default=True,
+    help="The consumers' pull_batch_size: messages per pull request.",
+)
+@click.option(
     "--broker",
     type=click.Choice(["process", "inline"]),
     default="process",
@@ -194,6 +201,7 @@ def bench_consumer(
     rate: int,
     latency_seconds: float,
     listener: str,
+    pull_batch: int,
     broker: str,
     directory: Path | None,
     as_json: bool,
@@ -208,6 +216,7 @@ def bench_consumer(
         rate=rate,
         latency_seconds=latency_seconds,
         listener=listener,
+        pull_batch=pull_batch,
         broker=broker,
         directory=directory,
     )

@@ -89,13 +89,18 @@ def test_bench_consumer_table_two_members(tmp_path: Path) -> None:
             "200",
             "--listener",
             "async",
+            "--broker",
+            "inline",
+            "--pull-batch",
+            "64",
             "--dir",
             str(tmp_path),
         ],
     )
     assert result.exit_code == 0, result.output + repr(result.exception)
-    assert "one asyncio event loop" in result.stdout
+    assert "run in a child process (--broker process)" in result.stdout
     table = result.stdout.splitlines()
     drain = next(line for line in table if line.startswith("push_drain"))
     assert "members=2" in drain and "listener=async" in drain
+    assert drain.split()[2] == "64"  # the batch column: messages per pull
     assert any(line.startswith("rebalance_join") for line in table)

@@ -94,6 +94,7 @@ class ConsumerBenchOptions:
         latency_seconds: How long the latency stream runs.
         listener: ``"sync"`` (a plain function, run in the consumer's thread pool) or ``"async"``
             (a coroutine function, run on the event loop).
+        pull_batch: The consumers' ``pull_batch_size`` (messages per pull request; RocketMQ's default 32).
         broker: ``"process"`` (NameServer and broker in a child process, the bench's clients in this
             one) or ``"inline"`` (everything in this process and event loop).
         directory: Parent of the scratch directory; None for the system temp dir.
@@ -105,6 +106,7 @@ class ConsumerBenchOptions:
     rate: int = 1000
     latency_seconds: float = 10.0
     listener: str = "sync"
+    pull_batch: int = 32
     broker: str = "process"
     directory: Path | None = None
 
@@ -265,6 +267,7 @@ class ConsumerBench:
             group=group,
             client=ClientConfig(namesrv_addr=self.namesrv_addr, instance_name=instance),
             consume_from_where=where,
+            pull_batch_size=self.options.pull_batch,
         )
         consumer = PushConsumer(config, listener)
         consumer.subscribe(topic)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import enum
+import struct
 import zlib
 from dataclasses import dataclass, field
+from typing import Final
 
 from rocketq.common.message import KEY_SEPARATOR, Property, decode_properties
 from rocketq.common.message_id import decode_host
-from rocketq.common.record import HEAD, HEAD_SIZE, SysFlag
+from rocketq.common.record import HEAD_SIZE, SysFlag
 
 
 @dataclass(slots=True)
@@ -47,36 +49,129 @@ class MessageQueue:
         return f"{self.topic}@{self.broker_name}:{self.queue_id}"
 
 
-@dataclass(slots=True)
+_EAGER: Final = struct.Struct(
+    ">i"  # total size
+    "8x"  # magic, body CRC
+    "i"  # queue id
+    "i"  # flag
+    "q"  # queue offset
+    "q"  # physical offset
+    "i"  # sys flag
+    "44x"  # born timestamp and host, store timestamp and host, reconsume times, prepared offset
+    "i"  # body length
+)
+_LAZY: Final = struct.Struct(
+    ">40x"  # up to the sys flag, read eagerly
+    "q"  # born timestamp
+    "8s"  # born host
+    "q"  # store timestamp
+    "8s"  # store host
+    "i"  # reconsume times
+)
+assert _EAGER.size == HEAD_SIZE and _LAZY.size == 76
+
+
 class MessageExt:
     """A stored message as a consumer or a query sees it (body inflated).
 
-    Built once per consumed message, so it stays cheap: not frozen (a frozen dataclass pays for every
-    field on construction), built from positional arguments, and the properties, the hosts' text and
-    the offset id are decoded only when first read.
+    Built once per consumed message, so it stays cheap: the fields every consumer needs are read
+    when the record is decoded; the timestamps, hosts, reconsume times and properties are read from
+    the record (kept by reference) when first asked for.
     """
 
-    topic: str
-    body: bytes
-    properties_text: str  # the encoded properties string; ``properties`` is its parsed form
-    queue_id: int
-    queue_offset: int
-    commit_log_offset: int
-    store_size: int
-    sys_flag: int
-    flag: int
-    born_timestamp: int
-    born_host_packed: bytes  # IPv4 address and port, 8 bytes as stored
-    store_timestamp: int
-    store_host_packed: bytes
-    reconsume_times: int
-    _properties: dict[str, str] | None = field(default=None, repr=False, compare=False)
+    __slots__ = (
+        "_at",
+        "_lazy",
+        "_properties",
+        "_properties_text",
+        "_record",
+        "body",
+        "commit_log_offset",
+        "flag",
+        "queue_id",
+        "queue_offset",
+        "store_size",
+        "sys_flag",
+        "topic",
+    )
+
+    def __init__(
+        self,
+        topic: str,
+        body: bytes,
+        queue_id: int,
+        queue_offset: int,
+        commit_log_offset: int,
+        store_size: int,
+        sys_flag: int,
+        flag: int,
+        record: bytes,
+        at: int,
+    ) -> None:
+        """``record[at : at + store_size]`` is the stored record the message was read from."""
+        self.topic = topic
+        self.body = body
+        self.queue_id = queue_id
+        self.queue_offset = queue_offset
+        self.commit_log_offset = commit_log_offset
+        self.store_size = store_size
+        self.sys_flag = sys_flag
+        self.flag = flag
+        self._record = record
+        self._at = at
+        self._lazy: tuple[int, bytes, int, bytes, int] | None = None
+        self._properties_text: str | None = None
+        self._properties: dict[str, str] | None = None
+
+    def with_topic(self, topic: str) -> MessageExt:
+        """A copy of this message under another topic (a retried message under its original one)."""
+        copy = MessageExt(
+            topic,
+            self.body,
+            self.queue_id,
+            self.queue_offset,
+            self.commit_log_offset,
+            self.store_size,
+            self.sys_flag,
+            self.flag,
+            self._record,
+            self._at,
+        )
+        copy._properties = self._properties
+        return copy
+
+    def __repr__(self) -> str:
+        return (
+            f"MessageExt(topic={self.topic!r}, queue_id={self.queue_id}, queue_offset={self.queue_offset}, "
+            f"commit_log_offset={self.commit_log_offset}, body={self.body[:32]!r}"
+            f"{'...' if len(self.body) > 32 else ''}, properties_text={self.properties_text!r})"
+        )
+
+    def _late_fields(self) -> tuple[int, bytes, int, bytes, int]:
+        if self._lazy is None:
+            self._lazy = _LAZY.unpack_from(self._record, self._at)
+        return self._lazy
 
     @property
-    def properties(self) -> dict[str, str]:
-        if self._properties is None:
-            self._properties = decode_properties(self.properties_text)
-        return self._properties
+    def born_timestamp(self) -> int:
+        return self._late_fields()[0]
+
+    @property
+    def born_host_packed(self) -> bytes:
+        """The producer's IPv4 address and port, 8 bytes as stored."""
+        return self._late_fields()[1]
+
+    @property
+    def store_timestamp(self) -> int:
+        return self._late_fields()[2]
+
+    @property
+    def store_host_packed(self) -> bytes:
+        return self._late_fields()[3]
+
+    @property
+    def reconsume_times(self) -> int:
+        return self._late_fields()[4]
 
     @property
     def born_host(self) -> str:
@@ -87,6 +182,21 @@ class MessageExt:
     def store_host(self) -> str:
         """The storing broker's ``ip:port``."""
         return _host_text(self.store_host_packed)
+
+    @property
+    def properties_text(self) -> str:
+        """The encoded properties string; ``properties`` is its parsed form."""
+        if self._properties_text is None:
+            record, at = self._record, self._at
+            topic_at = at + HEAD_SIZE + _INT32.unpack_from(record, at + HEAD_SIZE - 4)[0]
+            self._properties_text = record[topic_at + 3 + record[topic_at] : at + self.store_size].decode()
+        return self._properties_text
+
+    @property
+    def properties(self) -> dict[str, str]:
+        if self._properties is None:
+            self._properties = decode_properties(self.properties_text)
+        return self._properties
 
     @property
     def offset_msg_id(self) -> str:
@@ -135,27 +245,26 @@ def _host_text(packed: bytes) -> str:
 
 
 _TOPIC_TEXT: dict[bytes, str] = {}
+_INT32: Final = struct.Struct(">i")
 
 
 def decode_messages(data: bytes | memoryview) -> list[MessageExt]:
     """Decode concatenated stored records (a pull, view or query body). The consumer's hot path:
-    one header unpack, a slice each for the body and the properties, topics from a cache."""
+    one small header unpack and a body slice per record, topics from a cache, the rest lazily."""
     if not isinstance(data, bytes):
         data = bytes(data)
     messages: list[MessageExt] = []
     append = messages.append
     end = len(data)
-    unpack = HEAD.unpack_from
+    unpack = _EAGER.unpack_from
     topics = _TOPIC_TEXT
     compressed = int(SysFlag.COMPRESSED)
     position = 0
     while position < end:
-        (total, _, _, queue_id, flag, queue_offset, physical, sys_flag, born_timestamp, born_host,
-         store_timestamp, store_host, reconsume_times, _, body_length) = unpack(data, position)  # fmt: skip
+        total, queue_id, flag, queue_offset, physical, sys_flag, body_length = unpack(data, position)
         body_at = position + HEAD_SIZE
         topic_at = body_at + body_length
-        properties_at = topic_at + 3 + data[topic_at]
-        raw_topic = data[topic_at + 1 : properties_at - 2]
+        raw_topic = data[topic_at + 1 : topic_at + 1 + data[topic_at]]
         topic = topics.get(raw_topic)
         if topic is None:
             if len(topics) >= 4096:
@@ -164,10 +273,7 @@ def decode_messages(data: bytes | memoryview) -> list[MessageExt]:
         body = data[body_at:topic_at]
         if sys_flag & compressed:
             body = zlib.decompress(body)
-        append(MessageExt(
-            topic, body, data[properties_at : position + total].decode(), queue_id, queue_offset, physical,
-            total, sys_flag, flag, born_timestamp, born_host, store_timestamp, store_host, reconsume_times,
-        ))  # fmt: skip
+        append(MessageExt(topic, body, queue_id, queue_offset, physical, total, sys_flag, flag, data, position))
         position += total
     return messages
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import enum
 import inspect
 import logging
@@ -67,7 +66,7 @@ def user_view(message: MessageExt) -> MessageExt:
     if message.topic.startswith(RETRY_PREFIX):  # only then are the properties worth decoding here
         original = message.properties.get(Property.RETRY_TOPIC)
         if original:
-            return dataclasses.replace(message, topic=original)
+            return message.with_topic(original)
     return message
 
 

@@ -48,7 +48,10 @@ class ExtFieldsHeader(msgspec.Struct, frozen=True, kw_only=True, rename="camel")
                 type; the message names the wire field.
         """
         try:
-            return msgspec.convert(normalize_ext_fields(fields), cls, strict=False)
+            try:  # received commands carry text values already (decode_command normalised them)
+                return msgspec.convert(fields, cls, strict=False)
+            except msgspec.ValidationError:
+                return msgspec.convert(normalize_ext_fields(fields), cls, strict=False)
         except msgspec.ValidationError as exc:
             # We are parsing what the peer sent, so this is the peer's fault.
             raise RemoteProtocolError(f"invalid {cls.__name__}: {exc}") from exc

@@ -112,8 +112,10 @@ class RemotingClient:
 
     async def invoke(self, address: str, request: RemotingCommand, timeout_s: float) -> RemotingCommand:
         """Send ``request`` to ``address`` and wait for the response (connect time counts)."""
-        async with asyncio.timeout(timeout_s):
-            connection = await self.connection(address)
+        connection = self._connections.get(address)
+        if connection is None or not connection.is_open:
+            async with asyncio.timeout(timeout_s):
+                connection = await self.connection(address)
         return await connection.invoke(request, timeout_s)
 
     def invoke_callback(

@@ -115,17 +115,22 @@ class Connection(asyncio.Protocol):
             transport.writelines(parts)
 
     async def invoke(self, command: RemotingCommand, timeout_s: float) -> RemotingCommand:
-        """Send a request and wait for its response."""
-        future: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
+        """Send a request and wait for its response (RemotingTimeoutError after ``timeout_s``)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[RemotingCommand] = loop.create_future()
         self._pending[command.opaque] = future
+        # One timer handle per call: cheaper than ``asyncio.timeout`` on a path every request takes.
+        timer = loop.call_later(timeout_s, self._expire, future, command.code, timeout_s)
         try:
             self.send(command)
-            async with asyncio.timeout(timeout_s):
-                return await future
-        except TimeoutError:
-            raise RemotingTimeoutError(self.remote_address, command.code, timeout_s) from None
+            return await future
         finally:
+            timer.cancel()
             self._pending.pop(command.opaque, None)
+
+    def _expire(self, future: asyncio.Future[RemotingCommand], code: int, timeout_s: float) -> None:
+        if not future.done():
+            future.set_exception(RemotingTimeoutError(self.remote_address, code, timeout_s))
 
     def oneway(self, command: RemotingCommand) -> None:
         """Send a request with the oneway bit set; no response is expected."""

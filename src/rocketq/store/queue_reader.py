@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import cast
 
 from rocketq.common.offsets import PhysicalOffset, QueueOffset
 from rocketq.store.commit_log import CommitLog
@@ -26,10 +27,11 @@ def read_queue(
     found_any_entry = False
     removed = False
     current: MappedFile | None = None
+    current_start = current_end = -1  # the CommitLog range of ``current``
     run_start = run_end = -1  # the pending run of adjacent records, as file positions
     buffers = result.buffers
-    queue_offsets = result.queue_offsets
-    physical_offsets = result.physical_offsets
+    queue_offsets: list[int] = []  # plain ints in the loop: NewType calls cost a function call each
+    physical_offsets: list[int] = []
     total = 0
     cursor = offset
     while len(queue_offsets) < max_count and total < max_bytes:
@@ -45,25 +47,28 @@ def read_queue(
                     continue
                 if total + size > max_bytes and queue_offsets:
                     break
-                if current is None or not current.start_offset <= commit_offset < current.end_offset:
+                if not current_start <= commit_offset < current_end:
                     if current is not None and run_start >= 0:
                         buffers.append(current.buffer[run_start:run_end])
                     run_start = -1
                     current = commit_log.pin(commit_offset)
                     if current is None:
                         removed = True
+                        current_start = current_end = -1
                         cursor += 1
                         continue
                     result._releases.append(current)
-                position = commit_offset - current.start_offset
+                    current_start, current_end = current.start_offset, current.end_offset
+                position = commit_offset - current_start
                 if position == run_end:
                     run_end += size
                 else:
                     if run_start >= 0:
+                        assert current is not None  # a run is only open inside a pinned file
                         buffers.append(current.buffer[run_start:run_end])
                     run_start, run_end = position, position + size
-                queue_offsets.append(QueueOffset(cursor))
-                physical_offsets.append(PhysicalOffset(commit_offset))
+                queue_offsets.append(cursor)
+                physical_offsets.append(commit_offset)
                 total += size
                 cursor += 1
             else:
@@ -74,6 +79,8 @@ def read_queue(
             cq_file.release()
     if current is not None and run_start >= 0:
         buffers.append(current.buffer[run_start:run_end])
+    result.queue_offsets.extend(cast(list[QueueOffset], queue_offsets))
+    result.physical_offsets.extend(cast(list[PhysicalOffset], physical_offsets))
     result.message_count = len(queue_offsets)
     result.total_bytes = total
     result.next_begin_offset = QueueOffset(cursor)

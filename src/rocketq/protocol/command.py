@@ -205,7 +205,21 @@ class _JsonHeader(msgspec.Struct):
     ext_fields: dict[str, Any] | None = msgspec.field(default=None, name="extFields")
 
 
+class _TextJsonHeader(msgspec.Struct):
+    """``_JsonHeader`` when every extFields value is a JSON string, as Java and C++ clients send them:
+    decoded without normalising each value."""
+
+    code: int
+    language: str | int = "JAVA"
+    version: int = 0
+    opaque: int = 0
+    flag: int = 0
+    remark: str | None = None
+    ext_fields: dict[str, str] | None = msgspec.field(default=None, name="extFields")
+
+
 _JSON_HEADER_DECODER: Final = msgspec.json.Decoder(_JsonHeader, strict=False)
+_TEXT_JSON_HEADER_DECODER: Final = msgspec.json.Decoder(_TextJsonHeader)
 _JSON_ENCODER: Final = msgspec.json.Encoder()
 
 
@@ -359,15 +373,23 @@ def decode_command(serialize_type: int, header: bytes, body: bytes = b"") -> Rem
         RemoteProtocolError: The header is malformed or the serialize type unknown.
     """
     if serialize_type == SerializeType.JSON:
-        wire = _decode_json_header(header)
+        try:
+            text = _TEXT_JSON_HEADER_DECODER.decode(header)
+        except msgspec.DecodeError:  # other value types, or not valid at all: the lenient path says which
+            wire = _decode_json_header(header)
+            language, ext_fields = wire.language, normalize_ext_fields(wire.ext_fields)
+            code, version, opaque, flag, remark = wire.code, wire.version, wire.opaque, wire.flag, wire.remark
+        else:
+            language, ext_fields = text.language, text.ext_fields or {}
+            code, version, opaque, flag, remark = text.code, text.version, text.opaque, text.flag, text.remark
         return RemotingCommand(
-            code=wire.code,
-            language=_language_from_wire(wire.language),
-            version=wire.version,
-            opaque=wire.opaque,
-            flag=wire.flag,
-            remark=wire.remark,
-            ext_fields=normalize_ext_fields(wire.ext_fields),
+            code=code,
+            language=_language_from_wire(language),
+            version=version,
+            opaque=opaque,
+            flag=flag,
+            remark=remark,
+            ext_fields=ext_fields,
             body=body,
             serialize_type=SerializeType.JSON,
         )

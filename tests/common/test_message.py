@@ -1,7 +1,13 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketq.common.message import decode_properties, encode_properties, java_string_hash, tags_hash_code
+from rocketq.common.message import (
+    decode_properties,
+    encode_properties,
+    find_property,
+    java_string_hash,
+    tags_hash_code,
+)
 from rocketq.common.message_id import decode_host, encode_host, offset_message_id, parse_offset_message_id
 
 
@@ -38,3 +44,20 @@ def test_offset_message_id_matches_the_documented_example() -> None:
     assert offset_message_id(host, 0) == "7F000001000051AF0000000000000000"
     assert parse_offset_message_id("7F000001000051AF0000000000000000") == ("127.0.0.1", 20911, 0)
     assert decode_host(host) == ("127.0.0.1", 20911)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "XTAGS", "TAG", ""]),
+            st.text(alphabet=st.sampled_from("ab\x01 TAGS"), max_size=5),
+        ),
+        max_size=6,
+    ),
+    st.booleans(),
+)
+def test_find_property_agrees_with_decode_properties(pairs: list[tuple[str, str]], trailing: bool) -> None:
+    text = "\x02".join(f"{name}\x01{value}" for name, value in pairs) + ("\x02" if trailing else "")
+    decoded = decode_properties(text)
+    for name in ("TAGS", "KEYS", "UNIQ_KEY", "TAG"):
+        assert find_property(text, name) == decoded.get(name), (text, name)

@@ -58,6 +58,21 @@ def decode_properties(text: str) -> dict[str, str]:
     return properties
 
 
+def find_property(text: str, name: str) -> str | None:
+    """``decode_properties(text).get(name)`` without building the dict (the dispatcher needs 3 names)."""
+    key = name + NAME_VALUE_SEPARATOR
+    end = len(text)
+    while (at := text.rfind(key, 0, end)) >= 0:
+        if at == 0 or text[at - 1] == PROPERTY_SEPARATOR:
+            value_at = at + len(key)
+            stop = text.find(PROPERTY_SEPARATOR, value_at)
+            value = text[value_at:] if stop < 0 else text[value_at:stop]
+            if value:  # an empty value is skipped, as decode_properties skips it
+                return value
+        end = at + len(key) - 1  # an earlier occurrence starts before ``at``
+    return None
+
+
 def java_string_hash(text: str) -> int:
     """Java's ``String.hashCode``: 31*h + c over UTF-16 code units, as a signed 32-bit int."""
     h = 0

@@ -143,6 +143,10 @@ class RecordFormatError(ValueError):
         super().__init__(f"bad record at {position}: {reason}")
 
 
+_CHECKED_FIELDS: Final = struct.Struct(">iii72xi")  # total size, magic, body CRC, ..., body length
+_PROPERTIES_LENGTH: Final = struct.Struct(">h")
+
+
 def check_record(buffer: bytes | bytearray | memoryview, position: int, limit: int, *, check_crc: bool) -> int:
     """Validate the record at ``position`` (which must end by ``limit``); return its total size.
 
@@ -151,8 +155,7 @@ def check_record(buffer: bytes | bytearray | memoryview, position: int, limit: i
     """
     if limit - position < HEAD_SIZE:
         raise RecordFormatError(position, "truncated header")
-    fields = HEAD.unpack_from(buffer, position)
-    total, magic, crc, body_length = fields[0], fields[1], fields[2], fields[14]
+    total, magic, crc, body_length = _CHECKED_FIELDS.unpack_from(buffer, position)
     if magic != MESSAGE_MAGIC:
         raise RecordFormatError(position, f"bad magic {magic & 0xFFFFFFFF:#010x}")
     if total < RECORD_OVERHEAD or position + total > limit:
@@ -163,9 +166,8 @@ def check_record(buffer: bytes | bytearray | memoryview, position: int, limit: i
     topic_length = buffer[topic_at]
     if topic_length > MAX_TOPIC_LENGTH or topic_length == 0:
         raise RecordFormatError(position, f"bad topic length {topic_length}")
-    properties_at = topic_at + 1 + topic_length
-    properties_length = int.from_bytes(buffer[properties_at : properties_at + 2], "big", signed=True)
-    if properties_length < 0 or record_size(body_length, topic_length, properties_length) != total:
+    (properties_length,) = _PROPERTIES_LENGTH.unpack_from(buffer, topic_at + 1 + topic_length)
+    if properties_length < 0 or RECORD_OVERHEAD + body_length + topic_length + properties_length != total:
         raise RecordFormatError(position, "lengths do not add up to the total size")
     if check_crc:
         body_at = position + HEAD_SIZE

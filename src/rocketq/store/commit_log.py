@@ -9,13 +9,14 @@ topic/queue, at append time (RocketMQ's ``topicQueueTable``).
 from __future__ import annotations
 
 import logging
+import struct
 import threading
 from collections.abc import Iterator, Sequence
-from typing import Any, cast
+from typing import cast
 from zlib import crc32
 
 from rocketq.common import record as rec
-from rocketq.common.message import KEY_SEPARATOR, SCHEDULE_TOPIC, Property, decode_properties, tags_hash_code
+from rocketq.common.message import KEY_SEPARATOR, SCHEDULE_TOPIC, Property, find_property, tags_hash_code
 from rocketq.common.offsets import PhysicalOffset, QueueOffset
 from rocketq.store.config import StoreConfig
 from rocketq.store.mapped_file import DiskFullError, MappedFile
@@ -28,6 +29,23 @@ _TXN_MASK = rec.SysFlag.TRANSACTION_MASK
 _BLANK_FIRST_BYTE = (rec.BLANK_MAGIC & 0xFFFFFFFF) >> 24
 _NO_QUEUE_OFFSET = (rec.SysFlag.TRANSACTION_PREPARED_TYPE, rec.SysFlag.TRANSACTION_ROLLBACK_TYPE)
 
+
+_UNIQ_KEY = Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+_DISPATCH_FIELDS = struct.Struct(  # the record header fields the dispatcher needs
+    ">i"  # total size
+    "i"  # magic
+    "4x"  # body CRC
+    "i"  # queue id
+    "4x"  # flag
+    "q"  # queue offset
+    "q"  # physical offset
+    "i"  # sys flag
+    "16x"  # born timestamp, born host
+    "q"  # store timestamp
+    "20x"  # store host, reconsume times, prepared transaction offset
+    "i"  # body length
+)
+assert _DISPATCH_FIELDS.size == rec.HEAD_SIZE
 
 _Encoded = tuple[MessageToStore, bytes, bytes, int]  # message, topic, properties, record size
 
@@ -42,6 +60,7 @@ class CommitLog:
         self.put_lock = threading.Lock()
         self._topic_bytes: dict[str, bytes] = {}
         self._tags_codes: dict[str, int] = {}
+        self._topic_text: dict[bytes, str] = {}  # the dispatcher's topic names by their bytes
         self._delay_levels_ms = config.delay_levels_ms()
 
     # -- append ---------------------------------------------------------------------------------------
@@ -230,58 +249,69 @@ class CommitLog:
         return requests, offset
 
     def _scan_file(self, mapped: MappedFile, offset: int, max_records: int, out: list[DispatchRequest]) -> int:
+        """Parse records into ``out`` (the dispatcher's hot loop: one small unpack, one copy per record)."""
         buffer = mapped.buffer
         position = offset - mapped.start_offset
         end = mapped.wrote_position
         base = mapped.start_offset
-        unpack = rec.HEAD.unpack_from
+        unpack = _DISPATCH_FIELDS.unpack_from
         file_size = mapped.file_size
+        topics = self._topic_text
+        append = out.append
+        schedule_topic = SCHEDULE_TOPIC
         while position < end and len(out) < max_records:
             if file_size - position < rec.HEAD_SIZE or buffer[position + 4] == _BLANK_FIRST_BYTE:
                 _, magic = rec.SIZE_AND_MAGIC.unpack_from(buffer, position)
                 if magic == rec.BLANK_MAGIC:
                     return mapped.end_offset
-            fields = unpack(buffer, position)
-            total, magic = fields[0], fields[1]
+            total, magic, queue_id, queue_offset, physical, sys_flag, store_timestamp, body_length = unpack(
+                buffer, position
+            )
             if magic != rec.MESSAGE_MAGIC or total <= 0:
                 log.error("%s: unexpected bytes at %d while dispatching", mapped.path, base + position)
                 return base + position
-            out.append(self._dispatch_request(buffer, position, fields))
+            topic_at = position + rec.HEAD_SIZE + body_length
+            tail = bytes(buffer[topic_at : position + total])  # topic length, topic, properties: one copy
+            topic_end = 1 + tail[0]
+            raw_topic = tail[1:topic_end]
+            topic = topics.get(raw_topic)
+            if topic is None:
+                topic = topics[raw_topic] = raw_topic.decode()
+            properties = tail[topic_end + 2 :].decode()
+            if not properties:
+                tags_code, keys, uniq_key = 0, None, None
+            elif topic == schedule_topic:
+                tags_code = self._delivery_time(properties, store_timestamp)
+                keys, uniq_key = find_property(properties, Property.KEYS), find_property(properties, _UNIQ_KEY)
+            else:
+                tags = find_property(properties, Property.TAGS)
+                tags_code = self._tags_code(tags) if tags else 0
+                keys, uniq_key = find_property(properties, Property.KEYS), find_property(properties, _UNIQ_KEY)
+            append(
+                DispatchRequest(
+                    topic,
+                    queue_id,
+                    physical,
+                    total,
+                    tags_code,
+                    store_timestamp,
+                    queue_offset,
+                    keys.split(KEY_SEPARATOR) if keys else (),
+                    uniq_key,
+                    sys_flag,
+                )
+            )
             position += total
         return base + position
 
-    def _dispatch_request(self, buffer: memoryview, position: int, fields: tuple[Any, ...]) -> DispatchRequest:
-        total = fields[0]
-        topic_at = position + rec.HEAD_SIZE + fields[14]
-        tail = bytes(buffer[topic_at : position + total])  # topic length, topic, properties: one copy
-        topic_length = tail[0]
-        topic = tail[1 : 1 + topic_length].decode()
-        properties_text = tail[3 + topic_length :].decode()
-        properties = decode_properties(properties_text) if properties_text else {}
-        store_timestamp: int = fields[10]
-        keys_text = properties.get(Property.KEYS)
-        return DispatchRequest(
-            topic=topic,
-            queue_id=fields[3],
-            commit_log_offset=fields[6],
-            size=total,
-            tags_code=self._tags_code(topic, properties, store_timestamp) if properties else 0,
-            store_timestamp=store_timestamp,
-            queue_offset=fields[5],
-            keys=keys_text.split(KEY_SEPARATOR) if keys_text else (),
-            uniq_key=properties.get(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
-            sys_flag=fields[7],
-        )
+    def _delivery_time(self, properties: str, store_timestamp: int) -> int:
+        """A delayed message's ConsumeQueue tag code: when it is due."""
+        level_text = find_property(properties, Property.DELAY_TIME_LEVEL) or "0"
+        levels = self._delay_levels_ms
+        level = min(max(int(level_text) if level_text.isdigit() else 0, 1), len(levels))
+        return store_timestamp + levels[level - 1]
 
-    def _tags_code(self, topic: str, properties: dict[str, str], store_timestamp: int) -> int:
-        if topic == SCHEDULE_TOPIC:
-            level_text = properties.get(Property.DELAY_TIME_LEVEL, "0")
-            levels = self._delay_levels_ms
-            level = min(max(int(level_text) if level_text.isdigit() else 0, 1), len(levels))
-            return store_timestamp + levels[level - 1]
-        tags = properties.get(Property.TAGS)
-        if not tags:
-            return 0
+    def _tags_code(self, tags: str) -> int:
         code = self._tags_codes.get(tags)
         if code is None:
             code = tags_hash_code(tags)

@@ -130,8 +130,11 @@ class MappedFileQueue:
 
     # -- recovery and deletion ------------------------------------------------------------------------
 
-    def truncate(self, offset: int) -> None:
-        """Recovery: make ``offset`` the end of the data; zero the rest, delete files past it."""
+    def truncate(self, offset: int, *, zero_tail: bool = True) -> None:
+        """Recovery: make ``offset`` the end of the data; zero the rest, delete files past it.
+
+        ``zero_tail=False`` skips zeroing the last file past ``offset`` (a scan of up to a whole file):
+        for a log closed cleanly, whose files were created zeroed and only ever written in order."""
         with self._lock:
             keep = [f for f in self._files if f.start_offset <= offset]
             drop = [f for f in self._files if f not in keep]
@@ -142,7 +145,11 @@ class MappedFileQueue:
             mapped.destroy()
         last = self.last_file()
         if last is not None and offset < last.end_offset:
-            last.truncate_to(max(0, offset - last.start_offset))
+            if zero_tail:
+                last.truncate_to(max(0, offset - last.start_offset))
+            else:
+                last.wrote_position = offset - last.start_offset
+                last.flushed_position = min(last.flushed_position, last.wrote_position)
         self.flushed_where = offset
 
     def drop_last(self, count: int) -> None:

@@ -54,7 +54,8 @@ def recover_commit_log(
             break
         if position < mapped.file_size:
             break
-    commit_log.files.truncate(end)
+    # After a clean close nothing was ever written past the end: no need to zero (scan) the tail.
+    commit_log.files.truncate(end, zero_tail=not clean_shutdown or bool(report.damage))
     report.commit_log_end = end
     return report
 

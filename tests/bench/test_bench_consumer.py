@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from rocketq.cli import main
 
 NUMBERS = ("msgs_per_s", "mb_per_s", "seconds")
-NAMES = {"backlog_produce", "push_drain", "e2e_latency", "rebalance_join"}
+NAMES = {"backlog_produce", "push_drain", "e2e_latency", "loopback_echo", "rebalance_join"}
 
 
 def run_bench(*args: str) -> list[dict[str, object]]:
@@ -63,6 +63,9 @@ def test_bench_consumer_json(tmp_path: Path) -> None:
     assert latency["p50_us"] <= latency["p99_us"] <= latency["p999_us"]  # type: ignore[operator]
     assert latency["sent"] == 200
     assert latency["lost"] == 0 and latency["messages"] == 200
+
+    echo = by_name["loopback_echo"]
+    assert echo["messages"] == 200 and echo["p50_us"] <= echo["p99_us"]  # type: ignore[operator]
 
     rebalance = by_name["rebalance_join"]
     assert positive(rebalance["assigned_ms"]) and positive(rebalance["first_message_ms"])

@@ -16,6 +16,8 @@ consumer member share the bench process's event loop (uvloop when installed). Fo
   time with ``Producer.send`` (each awaited; ``send_rate`` is what it achieved) and
   ``time.perf_counter_ns()`` in a property taken just before the send; one member's listener records
   ``now - sent``. ``cpu_util`` is process CPU time over wall time (1.0 = one core busy).
+- ``loopback_echo``: the floor of ``e2e_latency`` on this machine: round trips of 64 bytes to a trivial
+  asyncio echo server in a child process, paced at ``rate`` (``rocketq.bench.echo``).
 - ``rebalance_join``: one member consumes a steady stream at ``rate``; a second member of the same
   group starts. ``assigned_ms`` is the time from its ``start()`` until both hold non-empty, disjoint
   assignments covering the 8 queues, ``first_message_ms`` until the new member's first message;
@@ -39,12 +41,13 @@ from pathlib import Path
 from typing import Any
 
 from rocketq.bench import Extra, Measurement, Sink, percentile
+from rocketq.bench.echo import PAYLOAD, measure_echo
+from rocketq.bench.recorder import SENT_PROPERTY, Recorder
 from rocketq.client import (
     ClientConfig,
     ConsumeFromWhere,
     ConsumerConfig,
     Message,
-    MessageExt,
     Producer,
     PushConsumer,
 )
@@ -63,7 +66,6 @@ CONSUME_QUEUE_FILE_SIZE = 300_000 * 20
 PRODUCE_BATCH = 256
 PRODUCE_BATCH_BYTES = 2 * 1024 * 1024
 PRODUCE_IN_FLIGHT = 4
-SENT_PROPERTY = "benchSentNs"
 WARMUP_MESSAGES = 100
 STALL_TIMEOUT_S = 60.0
 REBALANCE_TIMEOUT_S = 60.0
@@ -109,59 +111,6 @@ class ConsumerBenchOptions:
     pull_batch: int = 32
     broker: str = "process"
     directory: Path | None = None
-
-
-class _Recorder:
-    """A listener's state: distinct (queue, offset) keys, latencies, first and completion times.
-
-    The sync listener runs on consumer threads: ``set.add`` and ``list.append`` are atomic under
-    the GIL, and the timestamps are only ever set once from 0.
-    """
-
-    def __init__(self, target: int = 0) -> None:
-        self.target = target
-        self.seen: set[int] = set()
-        self.latencies: list[int] = []
-        self.first_ns = 0
-        self.done_ns = 0
-        self.record_size = 0
-        self.calls = 0
-
-    def count(self, messages: list[MessageExt]) -> None:
-        """Record the keys of a delivered batch."""
-        seen = self.seen
-        for message in messages:
-            seen.add((message.queue_id << 48) | message.queue_offset)
-        self.calls += 1
-        if messages:
-            self.record_size = messages[-1].store_size
-        if not self.first_ns:
-            self.first_ns = time.perf_counter_ns()
-        if self.target and not self.done_ns and len(seen) >= self.target:
-            self.done_ns = time.perf_counter_ns()
-
-    def stamp(self, messages: list[MessageExt]) -> None:
-        """Record ``now - sent`` of every message carrying a send time, and its key."""
-        now = time.perf_counter_ns()
-        for message in messages:
-            sent = message.properties.get(SENT_PROPERTY)
-            if sent is not None:
-                self.latencies.append(now - int(sent))
-        self.count(messages)
-
-    def listener(self, kind: str, action: Callable[[list[MessageExt]], None]) -> Listener:
-        """``action`` wrapped as a sync (thread pool) or async (event loop) listener."""
-        if kind == "async":
-
-            async def on_messages(messages: list[MessageExt]) -> None:
-                action(messages)
-
-            return on_messages
-
-        def on_messages_sync(messages: list[MessageExt]) -> None:
-            action(messages)
-
-        return on_messages_sync
 
 
 @contextlib.contextmanager
@@ -221,6 +170,7 @@ class ConsumerBench:
         for members in self.options.members:
             await self.drain(topic, size, members, record_bytes)
         await self.latency(size)
+        await self.echo_floor(size)
         await self.rebalance(size)
 
     # -- helpers --------------------------------------------------------------------------------------
@@ -355,7 +305,7 @@ class ConsumerBench:
     async def drain(self, topic: str, size: int, members: int, record_bytes: float) -> None:
         """A new group of ``members`` consumers reads the whole backlog from the first offset."""
         total = self.options.backlog
-        recorder = _Recorder(total)
+        recorder = Recorder(total)
         group = f"bench-drain-{size}-{members}"
         listener = recorder.listener(self.options.listener, recorder.count)
         consumers = [
@@ -400,7 +350,7 @@ class ConsumerBench:
         """End-to-end latency (send call to listener) of a paced stream through one member."""
         topic = f"BenchLatency{size}"
         await self._create_topic(topic)
-        recorder = _Recorder()
+        recorder = Recorder()
         group = f"bench-latency-{size}"
         listener = recorder.listener(self.options.listener, recorder.stamp)
         consumer = self._consumer(group, group, listener, ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, topic)
@@ -432,12 +382,27 @@ class ConsumerBench:
         nbytes = received * recorder.record_size
         self._report("e2e_latency", size, received, seconds, nbytes, latencies=latencies, extra=extra)
 
+    async def echo_floor(self, size: int) -> None:
+        """The machine's floor for ``e2e_latency``: the same pacing, a trivial echo server, no rocketq."""
+        count = max(1, round(self.options.rate * self.options.latency_seconds))
+        began = time.perf_counter_ns()
+        rtts = await measure_echo(self.options.rate, count)
+        seconds = (time.perf_counter_ns() - began) / 1e9
+        rtts.sort()
+        extra: Extra = {
+            "p999_us": percentile(rtts, 0.999) / 1000,
+            "max_us": rtts[-1] / 1000,
+            "rate": self.options.rate,
+            "payload": len(PAYLOAD),
+        }
+        self._report("loopback_echo", size, count, seconds, count * len(PAYLOAD), latencies=rtts, extra=extra)
+
     async def rebalance(self, size: int) -> None:
         """A second member joins a group consuming a steady stream: time to a clean split and first message."""
         topic = f"BenchRebalance{size}"
         await self._create_topic(topic)
         group = f"bench-rebalance-{size}"
-        old, new = _Recorder(), _Recorder()
+        old, new = Recorder(), Recorder()
         first = self._consumer(
             group,
             f"{group}-0",

@@ -53,9 +53,12 @@ def index_key_hashes(keys: Sequence[str]) -> list[int]:
     """``abs(hashCode)`` of each key (Integer.MIN_VALUE maps to 0), as the IndexFile stores them."""
     if len(keys) <= SCALAR_MAX_KEYS:
         return [_index_hash(key) for key in keys]
-    encoded = [key.encode() for key in keys]
-    lengths = np.fromiter((len(raw) for raw in encoded), dtype=np.int64, count=len(encoded))
-    data = np.frombuffer(b"".join(encoded), dtype=np.uint8).astype(np.uint32)
+    text = "".join(keys)
+    joined = text.encode()
+    if len(joined) != len(text):  # some key is not ASCII: hash those one by one
+        return _mixed_hashes(keys)
+    lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
+    data = np.frombuffer(joined, dtype=np.uint8).astype(np.uint32)
     ends = np.cumsum(lengths)
     starts = ends - lengths
     # exponent of each byte: distance to the end of its own key
@@ -70,8 +73,16 @@ def index_key_hashes(keys: Sequence[str]) -> list[int]:
     hashes = np.abs(signed)
     hashes[signed == -(2**31)] = 0
     result: list[int] = hashes.tolist()
-    for position, (key, raw) in enumerate(zip(keys, encoded, strict=True)):
-        if len(raw) != len(key):  # non-ASCII: UTF-8 bytes are not UTF-16 units
-            h = java_string_hash(key)
-            result[position] = 0 if h == -(2**31) else abs(h)
+    return result
+
+
+def _mixed_hashes(keys: Sequence[str]) -> list[int]:
+    """ASCII keys through the vectorised path, the others through the scalar UTF-16 one."""
+    ascii_positions = [position for position, key in enumerate(keys) if key.isascii()]
+    result = [0] * len(keys)
+    for position, value in zip(ascii_positions, index_key_hashes([keys[p] for p in ascii_positions]), strict=True):
+        result[position] = value
+    for position, key in enumerate(keys):
+        if not key.isascii():
+            result[position] = _index_hash(key)
     return result

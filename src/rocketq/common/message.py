@@ -44,7 +44,7 @@ SCHEDULE_TOPIC: Final = "SCHEDULE_TOPIC_XXXX"
 def encode_properties(properties: Mapping[str, str]) -> str:
     """Render properties the way Java does: no trailing separator, empty keys or values dropped."""
     return PROPERTY_SEPARATOR.join(
-        f"{name}{NAME_VALUE_SEPARATOR}{value}" for name, value in properties.items() if name and value
+        [f"{name}{NAME_VALUE_SEPARATOR}{value}" for name, value in properties.items() if name and value]
     )
 
 

@@ -49,27 +49,28 @@ def decode_batch(data: bytes | memoryview) -> list[BatchItem]:
     Raises:
         RemoteProtocolError: An item's sizes run past the body or do not add up.
     """
-    view = memoryview(data)
+    if not isinstance(data, bytes):
+        data = bytes(data)
+    size = len(data)
     items: list[BatchItem] = []
+    append = items.append
     position = 0
-    while position < len(view):
-        if len(view) - position < ITEM_OVERHEAD:
-            raise RemoteProtocolError(
-                f"batch item at {position}: {len(view) - position} bytes left, need {ITEM_OVERHEAD}"
-            )
-        total, _, _, flag, body_length = _ITEM_HEAD.unpack_from(view, position)
+    while position < size:
+        if size - position < ITEM_OVERHEAD:
+            raise RemoteProtocolError(f"batch item at {position}: {size - position} bytes left, need {ITEM_OVERHEAD}")
+        total, _, _, flag, body_length = _ITEM_HEAD.unpack_from(data, position)
         body_at = position + _ITEM_HEAD.size
-        if body_length < 0 or body_at + body_length + 2 > len(view):
+        if body_length < 0 or body_at + body_length + 2 > size:
             raise RemoteProtocolError(f"batch item at {position}: body length {body_length} runs past the body")
-        (properties_length,) = _PROPERTIES_LENGTH.unpack_from(view, body_at + body_length)
+        (properties_length,) = _PROPERTIES_LENGTH.unpack_from(data, body_at + body_length)
         properties_at = body_at + body_length + 2
         end = properties_at + properties_length
-        if properties_length < 0 or end > len(view) or total != end - position:
+        if properties_length < 0 or end > size or total != end - position:
             raise RemoteProtocolError(f"batch item at {position}: sizes do not add up (total {total})")
         try:
-            properties = str(view[properties_at:end], "utf-8")
+            properties = data[properties_at:end].decode()
         except UnicodeDecodeError as exc:
             raise RemoteProtocolError(f"batch item at {position}: properties are not UTF-8") from exc
-        items.append(BatchItem(bytes(view[body_at : body_at + body_length]), properties, flag))
+        append(BatchItem(data[body_at : body_at + body_length], properties, flag))
         position = end
     return items

@@ -8,7 +8,13 @@ from rocketq.common.message import (
     java_string_hash,
     tags_hash_code,
 )
-from rocketq.common.message_id import decode_host, encode_host, offset_message_id, parse_offset_message_id
+from rocketq.common.message_id import (
+    decode_host,
+    encode_host,
+    offset_message_id,
+    offset_message_ids,
+    parse_offset_message_id,
+)
 
 
 def test_java_hash_matches_known_values() -> None:
@@ -61,3 +67,9 @@ def test_find_property_agrees_with_decode_properties(pairs: list[tuple[str, str]
     decoded = decode_properties(text)
     for name in ("TAGS", "KEYS", "UNIQ_KEY", "TAG"):
         assert find_property(text, name) == decoded.get(name), (text, name)
+
+
+@given(st.lists(st.integers(min_value=0, max_value=2**63 - 1), max_size=5))
+def test_offset_message_ids_match_one_at_a_time(offsets: list[int]) -> None:
+    host = encode_host("10.0.0.7", 10911)
+    assert offset_message_ids(host, offsets) == [offset_message_id(host, offset) for offset in offsets]

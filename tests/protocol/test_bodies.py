@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketq.protocol import (
+    BatchItem,
     BrokerData,
     ClusterInfo,
     ConsumeFromWhere,
@@ -29,6 +30,8 @@ from rocketq.protocol import (
     TopicFilterType,
     TopicList,
     TopicRouteData,
+    decode_batch,
+    encode_batch,
     quote_integer_keys,
 )
 from rocketq.protocol.frame import FrameDecoder
@@ -286,3 +289,17 @@ def test_small_bodies() -> None:
     assert TopicList.decode(b'{"topicList":["t1"],"brokerAddr":"x"}').broker_addr == "x"
     offsets = ConsumerOffsetSerializeWrapper.decode(b'{"offsetTable":{"t@g":{0:12,1:"13"}}}')
     assert offsets.offset_table == {"t@g": {0: 12, 1: 13}}
+
+
+def test_batch_body_round_trip_and_damage() -> None:
+    items = [BatchItem(b"one", "TAGS\x01a", 3), BatchItem(b"", ""), BatchItem(b"\x00" * 300, "K\x01\u00e9")]
+    body = encode_batch(items)
+    assert decode_batch(body) == items
+    assert decode_batch(memoryview(body)) == items
+    for cut in (1, 10, len(body) - 1):
+        with pytest.raises(RemoteProtocolError):
+            decode_batch(body[:cut])
+    bad_total = bytearray(body)
+    bad_total[3] += 1  # the first item's total size no longer adds up
+    with pytest.raises(RemoteProtocolError, match="do not add up"):
+        decode_batch(bytes(bad_total))

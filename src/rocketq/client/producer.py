@@ -337,16 +337,12 @@ class Producer:
         if any(m.delay_level > 0 for m in messages):
             raise MQClientError("a batch cannot carry delayed messages")
         items, ids = [], []
-        assert self._ids is not None or self._instance is None
-        for message in messages:
+        assert self._ids is not None
+        fresh_ids = self._ids.next_ids(len(messages), int(time.time() * 1000))
+        for message, fresh_id in zip(messages, fresh_ids, strict=True):
             self._validate(message)
             properties = message.wire_properties()
-            assert self._ids is not None
-            ids.append(
-                properties.setdefault(
-                    Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, self._ids.next_id(int(time.time() * 1000))
-                )
-            )
+            ids.append(properties.setdefault(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, fresh_id))
             items.append(BatchItem(message.body, encode_properties(properties), message.flag))
         body = encode_batch(items)
         if len(body) > self.config.max_message_size:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import itertools
 import os
 import random
 import struct
@@ -20,7 +19,7 @@ class UniqueIdGenerator:
         except ValueError:
             address = bytes(4)
         self._prefix = (address + struct.pack(">hi", os.getpid() & 0x7FFF, random.getrandbits(31))).hex().upper()
-        self._counter = itertools.count()
+        self._count = 0
         self._lock = threading.Lock()
         self._month_start_ms = 0
         self._next_month_ms = 0
@@ -35,7 +34,12 @@ class UniqueIdGenerator:
         return now_ms - self._month_start_ms
 
     def next_id(self, now_ms: int) -> str:
+        return self.next_ids(1, now_ms)[0]
+
+    def next_ids(self, count: int, now_ms: int) -> list[str]:
+        """``count`` consecutive ids for messages created at ``now_ms`` (one lock for a whole batch)."""
         with self._lock:
-            elapsed = self._since_month_start(now_ms)
-            count = next(self._counter) & 0xFFFF
-        return self._prefix + struct.pack(">iH", elapsed & 0x7FFFFFFF, count).hex().upper()
+            elapsed = self._since_month_start(now_ms) & 0x7FFFFFFF
+            first, self._count = self._count, self._count + count
+        stem = f"{self._prefix}{elapsed:08X}"
+        return [f"{stem}{counter & 0xFFFF:04X}" for counter in range(first, first + count)]

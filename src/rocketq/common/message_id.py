@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import struct
+from collections.abc import Iterable
 from typing import Final
 
 from rocketq.common.errors import RocketqError
@@ -32,6 +33,12 @@ def decode_host(packed: bytes) -> tuple[str, int]:
 def offset_message_id(store_host: bytes, offset: int) -> str:
     """The broker's message id for the record at ``offset``; ``store_host`` is 8 packed bytes."""
     return (store_host + offset.to_bytes(8, "big", signed=True)).hex().upper()
+
+
+def offset_message_ids(store_host: bytes, offsets: Iterable[int]) -> list[str]:
+    """``offset_message_id`` of many records of one broker (a batch's ids), formatting the host once."""
+    host = store_host.hex().upper()
+    return [f"{host}{offset:016X}" for offset in offsets]
 
 
 def parse_offset_message_id(message_id: str) -> tuple[str, int, PhysicalOffset]:

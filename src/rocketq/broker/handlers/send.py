@@ -7,18 +7,28 @@ their real topic and queue in properties; the schedule service delivers them whe
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import random
+import re
 
 from rocketq.broker.context import BrokerContext, reply
 from rocketq.broker.message_put import dead_letter_topic, put_and_wait, redirect_delayed, response_code
 from rocketq.broker.retry import DEFAULT_MAX_RECONSUME_TIMES, V3_4_9
 from rocketq.broker.topic_config import RETRY_GROUP_TOPIC_PREFIX, is_writeable, topic_name_problem
-from rocketq.common.message import Property, decode_properties, encode_properties
-from rocketq.common.message_id import encode_host, offset_message_id
+from rocketq.common.message import (
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    Property,
+    decode_properties,
+    encode_properties,
+    find_property,
+)
+from rocketq.common.message_id import encode_host, offset_message_ids
 from rocketq.common.record import SysFlag
 from rocketq.protocol import (
+    BatchItem,
     RemoteProtocolError,
     RemotingCommand,
     RequestCode,
@@ -56,6 +66,39 @@ def _parse_born_host(remote_address: str) -> bytes:
     if isinstance(address, ipaddress.IPv6Address):
         address = address.ipv4_mapped or ipaddress.IPv4Address(0)
     return encode_host(str(address), int(port) if port.isdigit() else 0)
+
+
+_NEEDS_GENERAL_PATH = re.compile(
+    "|".join(
+        re.escape(name + NAME_VALUE_SEPARATOR)
+        for name in (
+            Property.MSG_REGION,
+            Property.TRACE_SWITCH,
+            Property.CLUSTER,
+            Property.DELAY_TIME_LEVEL,
+            Property.TRANSACTION_PREPARED,
+        )
+    )
+)
+
+
+@functools.lru_cache(maxsize=8)
+def _plain_suffix(cluster: str) -> str:
+    """The properties the broker adds to every message it stores, encoded."""
+    return encode_properties(
+        {Property.MSG_REGION: "DefaultRegion", Property.TRACE_SWITCH: "true", Property.CLUSTER: cluster}
+    )
+
+
+def plain_stored_properties(text: str, suffix: str) -> str | None:
+    """The properties text a plain message is stored with: the producer's, then the broker's ``suffix``
+    (region, trace switch, cluster), by appending instead of decoding and re-encoding. None when the
+    text names a property the broker sets or acts on (region, trace, cluster, delay, transaction):
+    those take the general path. Decodes to the same properties as the general path."""
+    if _NEEDS_GENERAL_PATH.search(text):
+        return None
+    text = text.rstrip(PROPERTY_SEPARATOR)
+    return f"{text}{PROPERTY_SEPARATOR}{suffix}" if text else suffix
 
 
 def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
@@ -108,11 +151,7 @@ async def _send(
         items = decode_batch(body) if is_batch else None
     except RemoteProtocolError as exc:
         return reply(request, ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {exc}")
-    bodies = (
-        [(item.body, item.properties, item.flag) for item in items]
-        if items is not None
-        else [(body, header.properties or "", header.flag)]
-    )
+    bodies: list[BatchItem] = items if items is not None else [BatchItem(body, header.properties or "", header.flag)]
     if not bodies:
         return reply(request, ResponseCode.MESSAGE_ILLEGAL, "empty batch")
     for message_body, _, _ in bodies:
@@ -141,7 +180,28 @@ async def _send(
     store_host = context.store_host
     messages: list[MessageToStore] = []
     wait_for_flush = False
+    plain_suffix = _plain_suffix(config.broker_cluster_name)
     for message_body, properties_text, flag in bodies:
+        stored = None if dead_letter else plain_stored_properties(properties_text, plain_suffix)
+        if stored is not None:  # the common case: append the broker's properties to the text
+            if not wait_for_flush:
+                wait = find_property(properties_text, Property.WAIT_STORE_MSG_OK)
+                wait_for_flush = wait is None or wait.lower() in _TRUE
+            messages.append(
+                MessageToStore(
+                    topic=topic,
+                    queue_id=queue_id,
+                    body=message_body,
+                    properties=stored,
+                    flag=flag,
+                    sys_flag=header.sys_flag & ~SysFlag.INNER_BATCH if items is not None else header.sys_flag,
+                    born_timestamp=header.born_timestamp,
+                    born_host=born_host,
+                    store_host=store_host,
+                    reconsume_times=reconsume_times,
+                )
+            )
+            continue
         properties = decode_properties(properties_text)
         if properties.get(Property.TRANSACTION_PREPARED) == "true":
             return reply(
@@ -176,7 +236,7 @@ async def _send(
     code = response_code(result.status)
     if result.status not in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT):
         return reply(request, code, result.remark or result.status.value)
-    message_ids = ",".join(offset_message_id(store_host, offset) for offset in result.physical_offsets)
+    message_ids = ",".join(offset_message_ids(store_host, result.physical_offsets))
     response_header = SendMessageResponseHeader(
         msg_id=message_ids, queue_id=queue_id, queue_offset=result.queue_offsets[0]
     )

@@ -257,3 +257,22 @@ def test_batch_put_returns_one_entry_per_message(store: MessageStore) -> None:
     assert result.ok and result.queue_offsets == list(range(12)) and len(result.physical_offsets) == 12
     store.dispatch_now()
     assert store.get_max_offset_in_queue("B", 0) == 12
+
+
+def test_dispatch_pending_dispatches_deferred_puts_on_the_caller(tmp_path: Path) -> None:
+    """Puts with dispatch=False wait for dispatch_pending (or the dispatcher's own interval)."""
+    config = small_config(tmp_path, dispatch_interval_ms=60_000)  # the thread's backstop is far away
+    with MessageStore(config) as store:
+        store.put_message(message(queue_id=0))  # start the queue, dispatched inline
+        assert store.get_max_offset_in_queue("TopicA", 0) == 1
+        for _ in range(3):
+            assert store.put_messages([message(queue_id=0)], dispatch=False).ok
+        assert store.get_max_offset_in_queue("TopicA", 0) == 1  # not dispatched yet
+        store.dispatch_pending(max_bytes=1 << 20)
+        assert store.get_max_offset_in_queue("TopicA", 0) == 4  # on this thread, before returning
+        assert store.put_messages([message(queue_id=0, body=bytes(2000))], dispatch=False).ok
+        store.dispatch_pending(max_bytes=100)  # too much for the caller: the dispatcher thread is woken
+        deadline = time.monotonic() + 5
+        while store.get_max_offset_in_queue("TopicA", 0) < 5 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert store.get_max_offset_in_queue("TopicA", 0) == 5

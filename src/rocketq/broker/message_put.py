@@ -71,7 +71,8 @@ async def put_and_wait(
 ) -> PutMessageResult:
     """Append ``messages``; with SYNC_FLUSH and ``wait_for_flush``, also wait for the fsync (the
     status becomes FLUSH_DISK_TIMEOUT when it takes longer than the store's sync flush timeout)."""
-    result = context.store.put_messages(messages)
+    result = context.store.put_messages(messages, dispatch=False)
+    context.dispatch.request()
     if result.ok and result.flushed is not None and wait_for_flush:
         try:
             async with asyncio.timeout(context.store.config.sync_flush_timeout_ms / 1000):

@@ -233,9 +233,13 @@ class MessageStore:
     def put_message(self, message: MessageToStore) -> PutMessageResult:
         return self.put_messages((message,))
 
-    def put_messages(self, messages: Sequence[MessageToStore]) -> PutMessageResult:
+    def put_messages(self, messages: Sequence[MessageToStore], *, dispatch: bool = True) -> PutMessageResult:
         """Append messages in order (a batch is refused whole or stored whole). Thread safe; never
-        blocks on the disk. With SYNC_FLUSH, ``result.flushed`` resolves when an fsync covers it."""
+        blocks on the disk. With SYNC_FLUSH, ``result.flushed`` resolves when an fsync covers it.
+
+        ``dispatch=False`` leaves dispatching to the caller's ``dispatch_pending()`` (an event loop
+        dispatches all the puts of one iteration at once); the dispatcher thread's interval is the
+        backstop."""
         if not messages:
             return PutMessageResult(status=PutStatus.MESSAGE_ILLEGAL, remark="empty batch")
         if self.disk_full:
@@ -258,9 +262,10 @@ class MessageStore:
         self._put_messages += len(messages)
         self._put_bytes += result.wrote_bytes
         self._put_latency_max = max(self._put_latency_max, time.perf_counter() - began)
-        inline = len(messages) <= self.config.dispatch_inline_max_records
-        if not (inline and self.dispatcher.try_dispatch_until(result.end_offset)):
-            self.dispatcher.wake()
+        if dispatch:
+            inline = len(messages) <= self.config.dispatch_inline_max_records
+            if not (inline and self.dispatcher.try_dispatch_until(result.end_offset)):
+                self.dispatcher.wake()
         if self.config.flush_disk_type is FlushDiskType.SYNC_FLUSH:
             result.flushed = self.flusher.request(result.end_offset)
         return result
@@ -278,6 +283,14 @@ class MessageStore:
     def put_message_and_wait(self, message: MessageToStore) -> PutMessageResult:
         """``put_message`` then ``wait_flushed``: for plain threads, never on an event loop."""
         return self.wait_flushed(self.put_message(message))
+
+    def dispatch_pending(self, max_bytes: int) -> None:
+        """Dispatch what puts with ``dispatch=False`` left: on the calling thread when it is at most
+        ``max_bytes`` of CommitLog and the dispatcher thread is idle, else by waking that thread."""
+        end = self.commit_log.max_offset
+        pending = end - self.dispatcher.dispatched_offset
+        if pending > 0 and (pending > max_bytes or not self.dispatcher.try_dispatch_until(end)):
+            self.dispatcher.wake()
 
     def dispatch_now(self) -> int:
         """Dispatch every record written so far on the calling thread (the dispatcher thread would

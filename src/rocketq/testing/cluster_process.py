@@ -12,6 +12,7 @@ with ClusterProcess(tmp_path, mapped_file_size_commit_log=...) as cluster:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import signal
@@ -20,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
+from rocketq.broker.config import BrokerConfig
 from rocketq.runner import run_forever
 from rocketq.testing.cluster import LocalCluster
 
@@ -47,14 +49,16 @@ class ClusterProcess:
         return self._process.pid
 
     def start(self) -> ClusterProcess:
+        typed_overrides(self.broker_overrides)  # fail here, not in the child
         command = [sys.executable, "-m", "rocketq.testing.cluster_process", str(self.root)]
         command.append(json.dumps(self.broker_overrides))
         self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert self._process.stdout is not None
-        line = _read_line(self._process.stdout, START_TIMEOUT_S)
+        process = self._process
+        assert process.stdout is not None
+        line = _read_line(process.stdout, START_TIMEOUT_S)
         if not line:
             self.stop()
-            raise ClusterProcessError(f"the cluster process exited before serving (code {self._process.returncode})")
+            raise ClusterProcessError(f"the cluster process exited before serving (code {process.returncode})")
         self.namesrv_addr = json.loads(line)["namesrv_addr"]
         return self
 
@@ -91,6 +95,17 @@ def _read_line(stream: IO[str], timeout_s: float) -> str:
     return stream.readline()
 
 
+def typed_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
+    """JSON values (text, numbers) as the BrokerConfig field types, broker.conf style: "SYNC_FLUSH" becomes
+    FlushDiskType.SYNC_FLUSH. Raises ClusterProcessError for a name that is no BrokerConfig field."""
+    names = {field.name for field in dataclasses.fields(BrokerConfig)}
+    unknown = sorted(set(overrides) - names)
+    if unknown:
+        raise ClusterProcessError(f"not BrokerConfig fields: {unknown}")
+    config = BrokerConfig.from_mapping(overrides)
+    return {name: getattr(config, name) for name in overrides}
+
+
 async def _serve(stop: asyncio.Event, root: Path, overrides: dict[str, Any]) -> None:
     loop = asyncio.get_running_loop()
     # The parent holds our stdin open: its closing (the parent died) stops us as SIGTERM does.
@@ -101,7 +116,7 @@ async def _serve(stop: asyncio.Event, root: Path, overrides: dict[str, Any]) -> 
 
 
 def main(argv: list[str]) -> None:
-    root, settings = Path(argv[0]), json.loads(argv[1])
+    root, settings = Path(argv[0]), typed_overrides(json.loads(argv[1]))
     run_forever(lambda stop: _serve(stop, root, settings))
 
 

@@ -8,6 +8,7 @@ redelivers instead of losing.
 from __future__ import annotations
 
 import collections
+import itertools
 from dataclasses import dataclass, field
 
 from rocketq.client.message import MessageExt, MessageQueue
@@ -32,7 +33,8 @@ class ProcessQueue:
 
     @property
     def count(self) -> int:
-        return len(self._messages)
+        """Messages pulled and not yet consumed (flow control counts these)."""
+        return len(self._messages) - len(self._finished)
 
     def add(self, messages: list[MessageExt]) -> None:
         """Cache newly pulled messages (offsets at or below ``max_offset`` are already here or done)."""
@@ -59,6 +61,20 @@ class ProcessQueue:
     def finish(self, messages: list[MessageExt]) -> int:
         """Mark messages consumed; returns the offset now safe to commit, or -1 when nothing is cached."""
         order, finished, cached, retries = self._order, self._finished, self._messages, self.local_retries
+        count = len(messages)
+        if (  # the common case: a pulled batch done whole, at the head of the queue
+            not finished
+            and count <= len(order)
+            and [message.queue_offset for message in messages] == list(itertools.islice(order, count))
+        ):
+            freed = 0
+            for _ in range(count):
+                freed += len(cached.pop(order.popleft()).body)
+            self.cached_bytes -= freed
+            if retries:
+                for message in messages:
+                    retries.pop(message.queue_offset, None)
+            return order[0] if order else self.max_offset + 1
         freed = 0
         for message in messages:
             offset = message.queue_offset

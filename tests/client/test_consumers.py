@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -194,6 +195,34 @@ async def test_async_listener(cluster: LocalCluster) -> None:
     await consumer.start()
     bodies = await send(cluster, 25)
     await eventually(lambda: sorted(seen) == sorted(bodies))
+    await consumer.aclose()
+
+
+async def test_plain_listener_runs_on_up_to_consume_thread_max_threads(cluster: LocalCluster) -> None:
+    """A slow plain-function listener is called from several consume threads at once, never more than
+    ``consume_thread_max``, and every message is consumed once."""
+    seen: list[bytes] = []
+    running = 0
+    most = 0
+    lock = threading.Lock()
+
+    def listener(messages: list[MessageExt]) -> bool:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        time.sleep(0.05)  # a listener doing I/O
+        with lock:
+            running -= 1
+            seen.extend(m.body for m in messages)
+        return True
+
+    bodies = await send(cluster, 40)
+    consumer = opened(PushConsumer(consumer_config(cluster, "Slow", consume_thread_max=3), listener))
+    consumer.subscribe(TOPIC)
+    await consumer.start()
+    await eventually(lambda: sorted(seen) == sorted(bodies))
+    assert 1 < most <= 3
     await consumer.aclose()
 
 

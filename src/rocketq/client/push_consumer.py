@@ -11,6 +11,7 @@ and is retried locally, so the order is never broken.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import enum
 import inspect
@@ -70,6 +71,16 @@ def user_view(message: MessageExt) -> MessageExt:
     return message
 
 
+SYNC_RESULTS_PER_WAKEUP = 64
+"""A consume thread hands back at most this many batches' results per loop wake-up."""
+
+
+def _resolve(done: list[tuple[asyncio.Future[list[list[MessageExt]]], list[list[MessageExt]]]]) -> None:
+    for future, failed in done:
+        if not future.done():  # its consumer task may have been cancelled meanwhile
+            future.set_result(failed)
+
+
 class PushConsumer:
     def __init__(self, config: ConsumerConfig, listener: Listener | None = None, *, orderly: bool = False) -> None:
         self.config = config
@@ -88,6 +99,11 @@ class PushConsumer:
         self._orderly_in_hand: dict[MessageQueue, asyncio.Task[None]] = {}  # the message being consumed
         self._slots = asyncio.Semaphore(max(1, config.consume_thread_max))
         self._executor = ThreadPoolExecutor(max(1, config.consume_thread_max), thread_name_prefix="rocketq-consume")
+        # plain-function listeners: batches waiting for a consume thread, and how many threads take them
+        self._sync_work: collections.deque[tuple[list[MessageExt], asyncio.Future[list[list[MessageExt]]]]] = (
+            collections.deque()
+        )
+        self._sync_jobs = 0
         self._lock_task: asyncio.Task[None] | None = None
         self._locked: set[MessageQueue] = set()  # orderly: queues whose broker lock this client holds
         self._started = False
@@ -248,11 +264,49 @@ class PushConsumer:
                 failed.append(batch)
         return failed
 
+    def _start_sync_job(self) -> None:
+        """Put one more consume thread on the waiting batches, up to ``consume_thread_max`` (loop only)."""
+        if self._sync_work and self._sync_jobs < max(1, self.config.consume_thread_max):
+            try:
+                self._executor.submit(self._sync_job, asyncio.get_running_loop())
+            except RuntimeError:  # closed: nothing waits for these batches any more
+                while self._sync_work:
+                    self._sync_work.popleft()[1].cancel()
+                return
+            self._sync_jobs += 1
+
+    def _sync_job(self, loop: asyncio.AbstractEventLoop) -> None:
+        """A consume thread: runs the listener on waiting batches until none is left, handing results
+        back to the loop in groups (one loop wake-up per group, not per pulled batch)."""
+        done: list[tuple[asyncio.Future[list[list[MessageExt]]], list[list[MessageExt]]]] = []
+        try:
+            while True:
+                try:
+                    messages, future = self._sync_work.popleft()
+                except IndexError:
+                    break
+                done.append((future, self._run_listener(messages)))
+                if len(done) >= SYNC_RESULTS_PER_WAKEUP:
+                    loop.call_soon_threadsafe(_resolve, done)
+                    done = []
+        finally:
+            loop.call_soon_threadsafe(self._sync_job_ended, done)
+
+    def _sync_job_ended(
+        self, done: list[tuple[asyncio.Future[list[list[MessageExt]]], list[list[MessageExt]]]]
+    ) -> None:
+        self._sync_jobs -= 1
+        _resolve(done)
+        self._start_sync_job()  # a batch may have arrived while this thread was finishing
+
     async def _call_listener(self, messages: list[MessageExt]) -> list[list[MessageExt]]:
         """The listener on every sub-batch of ``messages``; returns the sub-batches that failed."""
         listener: Callable[[list[MessageExt]], Any] = self._listener  # type: ignore[assignment]
         if not self._listener_is_async:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, self._run_listener, messages)
+            future: asyncio.Future[list[list[MessageExt]]] = asyncio.get_running_loop().create_future()
+            self._sync_work.append((messages, future))
+            self._start_sync_job()
+            return await future
         failed = []
         for batch in self._batches(messages):
             try:

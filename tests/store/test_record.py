@@ -181,3 +181,25 @@ def test_check_record_names_the_failed_check(damage, reason) -> None:  # type: i
     damage(good)
     with pytest.raises(rec.RecordFormatError, match=reason):
         rec.check_record(good, 0, len(good), check_crc=True)
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ("total_size", "queue_offset", "body_length"),
+        ("born_timestamp", "born_host", "store_timestamp", "store_host", "reconsume_times"),
+        tuple(name for name, _ in rec.HEAD_FIELDS),
+    ],
+)
+def test_head_readers_read_the_same_fields_as_the_full_header(names: tuple[str, ...]) -> None:
+    record = rec.StoredRecord(
+        0, 0, 0, 3, 7, 11, 4096, 0, 1_700_000_000_000, encode_host("10.0.0.1", 1), 1_700_000_000_001,
+        encode_host("10.0.0.2", 10911), 2, 0, b"body", "T", "TAGS\x01a",
+    )  # fmt: skip
+    data = b"\0" * 5 + rec.encode_record(record)
+    full = dict(zip([name for name, _ in rec.HEAD_FIELDS], rec.HEAD.unpack_from(data, 5), strict=True))
+    reader = rec.head_reader(*names)
+    assert reader.size == rec.HEAD_SIZE
+    assert reader.unpack_from(data, 5) == tuple(full[name] for name in names)
+    with pytest.raises(ValueError, match="not record header fields"):
+        rec.head_reader("total_size", "colour")

@@ -10,7 +10,7 @@ from typing import Final
 
 from rocketq.common.message import KEY_SEPARATOR, Property, decode_properties
 from rocketq.common.message_id import decode_host
-from rocketq.common.record import HEAD_SIZE, SysFlag
+from rocketq.common.record import HEAD_SIZE, SysFlag, head_reader
 
 
 @dataclass(slots=True)
@@ -49,26 +49,10 @@ class MessageQueue:
         return f"{self.topic}@{self.broker_name}:{self.queue_id}"
 
 
-_EAGER: Final = struct.Struct(
-    ">i"  # total size
-    "8x"  # magic, body CRC
-    "i"  # queue id
-    "i"  # flag
-    "q"  # queue offset
-    "q"  # physical offset
-    "i"  # sys flag
-    "44x"  # born timestamp and host, store timestamp and host, reconsume times, prepared offset
-    "i"  # body length
+_EAGER: Final = head_reader(
+    "total_size", "queue_id", "flag", "queue_offset", "physical_offset", "sys_flag", "body_length"
 )
-_LAZY: Final = struct.Struct(
-    ">40x"  # up to the sys flag, read eagerly
-    "q"  # born timestamp
-    "8s"  # born host
-    "q"  # store timestamp
-    "8s"  # store host
-    "i"  # reconsume times
-)
-assert _EAGER.size == HEAD_SIZE and _LAZY.size == 76
+_LAZY: Final = head_reader("born_timestamp", "born_host", "store_timestamp", "store_host", "reconsume_times")
 
 
 class MessageExt:

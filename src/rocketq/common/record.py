@@ -40,23 +40,37 @@ END_FILE_MIN_BLANK_LENGTH: Final = 8
 MAX_TOPIC_LENGTH: Final = 127
 MAX_PROPERTIES_LENGTH: Final = 32767
 
-HEAD: Final = struct.Struct(
-    ">i"  # total_size
-    "i"  # magic_code
-    "i"  # body_crc
-    "i"  # queue_id
-    "i"  # flag
-    "q"  # queue_offset
-    "q"  # physical_offset
-    "i"  # sys_flag
-    "q"  # born_timestamp
-    "8s"  # born_host
-    "q"  # store_timestamp
-    "8s"  # store_host
-    "i"  # reconsume_times
-    "q"  # prepared_transaction_offset
-    "i"  # body_length
+HEAD_FIELDS: Final = (
+    ("total_size", "i"),
+    ("magic_code", "i"),
+    ("body_crc", "i"),
+    ("queue_id", "i"),
+    ("flag", "i"),
+    ("queue_offset", "q"),
+    ("physical_offset", "q"),
+    ("sys_flag", "i"),
+    ("born_timestamp", "q"),
+    ("born_host", "8s"),
+    ("store_timestamp", "q"),
+    ("store_host", "8s"),
+    ("reconsume_times", "i"),
+    ("prepared_transaction_offset", "q"),
+    ("body_length", "i"),
 )
+"""The fixed record header, field by field (big-endian struct codes); the variable parts follow it."""
+HEAD: Final = struct.Struct(">" + "".join(code for _, code in HEAD_FIELDS))
+
+
+def head_reader(*names: str) -> struct.Struct:
+    """A Struct over the whole header that unpacks only ``names`` (in header order) and skips the rest:
+    the hot paths read the few fields they need without building the others."""
+    unknown = set(names) - {name for name, _ in HEAD_FIELDS}
+    if unknown:
+        raise ValueError(f"not record header fields: {sorted(unknown)}")
+    codes = [code if name in names else f"{struct.calcsize('>' + code)}x" for name, code in HEAD_FIELDS]
+    return struct.Struct(">" + "".join(codes))
+
+
 HEAD_SIZE: Final = 88
 assert HEAD.size == HEAD_SIZE
 
@@ -143,7 +157,7 @@ class RecordFormatError(ValueError):
         super().__init__(f"bad record at {position}: {reason}")
 
 
-_CHECKED_FIELDS: Final = struct.Struct(">iii72xi")  # total size, magic, body CRC, ..., body length
+_CHECKED_FIELDS: Final = head_reader("total_size", "magic_code", "body_crc", "body_length")
 _PROPERTIES_LENGTH: Final = struct.Struct(">h")
 
 

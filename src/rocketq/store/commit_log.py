@@ -9,7 +9,6 @@ topic/queue, at append time (RocketMQ's ``topicQueueTable``).
 from __future__ import annotations
 
 import logging
-import struct
 import threading
 from collections.abc import Iterator, Sequence
 from typing import cast
@@ -31,21 +30,16 @@ _NO_QUEUE_OFFSET = (rec.SysFlag.TRANSACTION_PREPARED_TYPE, rec.SysFlag.TRANSACTI
 
 
 _UNIQ_KEY = Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX
-_DISPATCH_FIELDS = struct.Struct(  # the record header fields the dispatcher needs
-    ">i"  # total size
-    "i"  # magic
-    "4x"  # body CRC
-    "i"  # queue id
-    "4x"  # flag
-    "q"  # queue offset
-    "q"  # physical offset
-    "i"  # sys flag
-    "16x"  # born timestamp, born host
-    "q"  # store timestamp
-    "20x"  # store host, reconsume times, prepared transaction offset
-    "i"  # body length
+_DISPATCH_FIELDS = rec.head_reader(  # the record header fields the dispatcher needs
+    "total_size",
+    "magic_code",
+    "queue_id",
+    "queue_offset",
+    "physical_offset",
+    "sys_flag",
+    "store_timestamp",
+    "body_length",
 )
-assert _DISPATCH_FIELDS.size == rec.HEAD_SIZE
 
 _Encoded = tuple[MessageToStore, bytes, bytes, int]  # message, topic, properties, record size
 

@@ -1,15 +1,24 @@
-"""Reading a ConsumeQueue range out of the CommitLog without copying (the pull path)."""
+"""Reading a ConsumeQueue range out of the CommitLog without copying (the pull path).
+
+Each run of ConsumeQueue entries is parsed with numpy: the padding and tag filter, the byte budget and
+the grouping of adjacent records are array operations, so the only per-record Python work left is one
+view slice per run of adjacent records (one per record when queues interleave in the log).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from typing import cast
 
+import numpy as np
+
 from rocketq.common.offsets import PhysicalOffset, QueueOffset
 from rocketq.store.commit_log import CommitLog
-from rocketq.store.consume_queue import ENTRY, PADDING_SIZE, ConsumeQueue
-from rocketq.store.mapped_file import MappedFile
+from rocketq.store.consume_queue import PADDING_SIZE, ConsumeQueue
 from rocketq.store.results import GetMessageResult, GetStatus
+
+_ENTRY_DTYPE = np.dtype([("offset", ">i8"), ("size", ">i4"), ("tag", ">i8")])
+assert _ENTRY_DTYPE.itemsize == 20
 
 
 def read_queue(
@@ -23,14 +32,11 @@ def read_queue(
 ) -> None:
     """Fill ``result`` with up to ``max_count`` records of ``queue`` from ``offset`` (at most ``max_bytes``,
     but always at least one), as views into the CommitLog's mapped files: adjacent records become one
-    view. Entries whose tag code is not in ``tags_codes`` are skipped but still advance the offset."""
-    found_any_entry = False
-    removed = False
-    current: MappedFile | None = None
-    current_start = current_end = -1  # the CommitLog range of ``current``
-    run_start = run_end = -1  # the pending run of adjacent records, as file positions
-    buffers = result.buffers
-    queue_offsets: list[int] = []  # plain ints in the loop: NewType calls cost a function call each
+    view. Entries whose tag code is not in ``tags_codes`` are skipped but still advance the offset, as
+    do entries whose CommitLog file was already deleted."""
+    wanted = None if tags_codes is None else np.fromiter(tags_codes, dtype=np.int64, count=len(tags_codes))
+    found_any_entry = removed = False
+    queue_offsets: list[int] = []
     physical_offsets: list[int] = []
     total = 0
     cursor = offset
@@ -40,45 +46,43 @@ def read_queue(
             break
         cq_file, view = found
         try:
-            for commit_offset, size, tags_code in ENTRY.iter_unpack(view):
-                found_any_entry = True
-                if size == PADDING_SIZE or (tags_codes is not None and tags_code not in tags_codes):
-                    cursor += 1
-                    continue
-                if total + size > max_bytes and queue_offsets:
-                    break
-                if not current_start <= commit_offset < current_end:
-                    if current is not None and run_start >= 0:
-                        buffers.append(current.buffer[run_start:run_end])
-                    run_start = -1
-                    current = commit_log.pin(commit_offset)
-                    if current is None:
-                        removed = True
-                        current_start = current_end = -1
-                        cursor += 1
-                        continue
-                    result._releases.append(current)
-                    current_start, current_end = current.start_offset, current.end_offset
-                position = commit_offset - current_start
-                if position == run_end:
-                    run_end += size
-                else:
-                    if run_start >= 0:
-                        assert current is not None  # a run is only open inside a pinned file
-                        buffers.append(current.buffer[run_start:run_end])
-                    run_start, run_end = position, position + size
-                queue_offsets.append(cursor)
-                physical_offsets.append(commit_offset)
-                total += size
-                cursor += 1
-            else:
-                continue
-            break
+            entries = np.frombuffer(view, dtype=_ENTRY_DTYPE)
+            positions = entries["offset"].astype(np.int64)  # copies: the views must go before the release
+            sizes = entries["size"].astype(np.int64)
+            keep = sizes != PADDING_SIZE
+            if wanted is not None:
+                keep &= np.isin(entries["tag"], wanted)
+            del entries
         finally:
             view.release()
             cq_file.release()
-    if current is not None and run_start >= 0:
-        buffers.append(current.buffer[run_start:run_end])
+        found_any_entry = True
+        chunk_length = len(sizes)
+        gone = keep & (positions < commit_log.min_offset)  # retention deleted their files
+        if gone.any():
+            removed = True
+            keep &= ~gone
+        taken = np.flatnonzero(keep)
+        spent = total + np.cumsum(sizes[taken])
+        over = spent > max_bytes
+        if not queue_offsets and len(over):
+            over[0] = False  # one record is always returned, however large
+        stop = int(np.argmax(over)) if over.any() else len(taken)
+        if stop < len(taken):  # out of budget: the entry that does not fit is where the next read starts
+            consumed = int(taken[stop])
+            taken = taken[:stop]
+        else:
+            consumed = chunk_length
+        missing = _add_views(commit_log, positions[taken], sizes[taken], result)
+        if missing is not None:  # a file deleted since min_offset was read: keep what came before it
+            removed = True
+            consumed, taken = int(taken[missing]) + 1, taken[:missing]
+        queue_offsets.extend((taken + cursor).tolist())
+        physical_offsets.extend(positions[taken].tolist())
+        total += int(sizes[taken].sum())
+        cursor += consumed
+        if consumed < chunk_length:
+            break
     result.queue_offsets.extend(cast(list[QueueOffset], queue_offsets))
     result.physical_offsets.extend(cast(list[PhysicalOffset], physical_offsets))
     result.message_count = len(queue_offsets)
@@ -90,3 +94,31 @@ def read_queue(
         result.status = GetStatus.MESSAGE_WAS_REMOVING
     elif not found_any_entry:
         result.status = GetStatus.OFFSET_FOUND_NULL
+
+
+def _add_views(commit_log: CommitLog, positions: np.ndarray, sizes: np.ndarray, result: GetMessageResult) -> int | None:
+    """Append views of the records at ``positions`` (CommitLog offsets, in log order) to ``result``, one per
+    run of adjacent records within a file; returns the index of the first record whose file could not be
+    pinned (None when all were added; the records before it are in ``result``)."""
+    count = len(positions)
+    first = 0
+    while first < count:
+        mapped = commit_log.pin(int(positions[first]))
+        if mapped is None:
+            return first
+        result._releases.append(mapped)
+        rest = positions[first:]
+        inside = (rest >= mapped.start_offset) & (rest < mapped.end_offset)
+        end = count if inside.all() else first + int(np.argmin(inside))  # the records in this file
+        local = positions[first:end] - mapped.start_offset
+        ends = local + sizes[first:end]
+        starts_run = np.flatnonzero(local[1:] != ends[:-1]) + 1  # a record not right after the previous
+        run_starts = [0, *starts_run.tolist()]
+        run_ends = [*starts_run.tolist(), end - first]
+        buffer = mapped.buffer
+        local_starts, local_ends = local.tolist(), ends.tolist()
+        result.buffers.extend(
+            [buffer[local_starts[a] : local_ends[b - 1]] for a, b in zip(run_starts, run_ends, strict=True)]
+        )
+        first = end
+    return None

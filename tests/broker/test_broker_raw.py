@@ -65,6 +65,44 @@ async def test_long_polling_times_out(broker: Broker, client: RemotingClient) ->
     assert 0.25 < time.monotonic() - started < 2
 
 
+async def test_held_pulls_of_closed_connections_are_dropped_and_others_answered(
+    broker: Broker, client: RemotingClient
+) -> None:
+    await client.invoke(broker.address, send_request("TopicH", b"first"), 3)
+    await wait_dispatched(broker)
+    assert broker.context is not None
+    holds = broker.context.long_polling
+    gone = RemotingClient()
+    abandoned = asyncio.create_task(gone.invoke(broker.address, pull_request("TopicH", 0, 1, suspend_ms=5000), 10))
+    kept = asyncio.create_task(client.invoke(broker.address, pull_request("TopicH", 0, 1, suspend_ms=5000), 10))
+    deadline = time.monotonic() + 2
+    while holds.held_count < 2 and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert holds.held_count == 2
+    await gone.aclose()  # its held pull now has nobody to answer
+    await client.invoke(broker.address, send_request("TopicH", b"second"), 3)
+    response = await kept
+    assert response.code == ResponseCode.SUCCESS and bodies(response) == [b"second"]
+    assert holds.held_count == 0
+    assert abandoned.done() and abandoned.exception() is not None  # failed with its connection, not answered
+
+
+async def test_held_pull_is_answered_when_the_broker_closes(tmp_path: Path) -> None:
+    broker = Broker(broker_config(tmp_path))
+    await broker.start()
+    client = RemotingClient()
+    try:
+        await client.invoke(broker.address, send_request("TopicI", b"x"), 3)
+        await wait_dispatched(broker)
+        held = asyncio.create_task(client.invoke(broker.address, pull_request("TopicI", 0, 1, suspend_ms=30_000), 40))
+        await asyncio.sleep(0.2)
+        await broker.aclose()
+        response = await asyncio.wait_for(held, 5)
+        assert response.code == ResponseCode.PULL_NOT_FOUND
+    finally:
+        await client.aclose()
+
+
 async def test_tag_filter(broker: Broker, client: RemotingClient) -> None:
     for tag in ("TagA", "TagB", "TagA"):
         await client.invoke(broker.address, send_request("TopicE", tag.encode(), TAGS=tag), 3)

@@ -24,17 +24,20 @@ FLAG_SUBSCRIPTION = 0x4
 
 
 def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
-    async def handle_pull(request: RemotingCommand, connection: Connection) -> RemotingCommand:
+    async def handle_pull(request: RemotingCommand, connection: Connection) -> RemotingCommand | None:
         try:
             header = PullMessageRequestHeader.from_ext_fields(request.ext_fields)
         except RemoteProtocolError as exc:
             return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
-        return await pull(context, request, header)
+        return pull(context, request, header, connection)
 
     return {RequestCode.PULL_MESSAGE: handle_pull}
 
 
-async def pull(context: BrokerContext, request: RemotingCommand, header: PullMessageRequestHeader) -> RemotingCommand:
+def pull(
+    context: BrokerContext, request: RemotingCommand, header: PullMessageRequestHeader, connection: Connection
+) -> RemotingCommand | None:
+    """The response, or None when the pull is held: long polling answers it on ``connection`` later."""
     config = context.config
     group_config = context.groups.find(header.consumer_group)
     if group_config is None:
@@ -81,15 +84,26 @@ async def pull(context: BrokerContext, request: RemotingCommand, header: PullMes
     if header.sys_flag & FLAG_COMMIT_OFFSET and context.is_master:
         context.offsets.commit(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
 
+    code, fields, body = _read(context, header, tags_codes)
     allow_suspend = bool(header.sys_flag & FLAG_SUSPEND) and config.long_polling_enable
-    while True:
-        code, fields, body = _read(context, header, tags_codes)
-        if code != ResponseCode.PULL_NOT_FOUND or not allow_suspend or header.suspend_timeout_millis <= 0:
-            return reply(request, code, ext_fields=fields, body=body)
-        allow_suspend = False
-        await context.long_polling.wait_for_message(
-            header.topic, header.queue_id, header.queue_offset, header.suspend_timeout_millis / 1000
-        )
+    if code != ResponseCode.PULL_NOT_FOUND or not allow_suspend or header.suspend_timeout_millis <= 0:
+        return reply(request, code, ext_fields=fields, body=body)
+
+    def answer(arrived: bool) -> None:  # read again, whether a message arrived or the wait timed out
+        if not connection.is_open:
+            return
+        try:
+            code, fields, body = _read(context, header, tags_codes)
+            response = reply(request, code, ext_fields=fields, body=body)
+        except Exception as exc:
+            log.exception("held pull of %s-%d failed", header.topic, header.queue_id)
+            response = reply(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+        connection.send(response)
+
+    context.long_polling.hold(
+        header.topic, header.queue_id, header.queue_offset, header.suspend_timeout_millis / 1000, answer
+    )
+    return None
 
 
 def _read(

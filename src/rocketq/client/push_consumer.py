@@ -235,7 +235,7 @@ class PushConsumer:
     # -- consuming ------------------------------------------------------------------------------------
 
     def _dispatch(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
-        """Consume a pulled batch: one worker takes it (one thread hop for all its listener calls)."""
+        """Consume a pulled batch in its own task (a plain-function listener runs on a consume thread)."""
         if self.orderly:
             self._orderly_wake[process.queue].set()
             return

@@ -193,8 +193,8 @@ def normalize_ext_fields(fields: Mapping[str, object] | None) -> dict[str, str]:
 # --- JSON header -------------------------------------------------------------------
 
 
-class _JsonHeader(msgspec.Struct):
-    """Wire shape of a JSON header, for decoding only. Unknown keys are ignored."""
+class _JsonHeaderFields(msgspec.Struct):
+    """Wire shape of a JSON header without its extFields, for decoding only. Unknown keys are ignored."""
 
     code: int
     language: str | int = "JAVA"
@@ -202,19 +202,18 @@ class _JsonHeader(msgspec.Struct):
     opaque: int = 0
     flag: int = 0
     remark: str | None = None
+
+
+class _JsonHeader(_JsonHeaderFields):
+    """Any JSON header: extFields values of any JSON type, normalised to text after decoding."""
+
     ext_fields: dict[str, Any] | None = msgspec.field(default=None, name="extFields")
 
 
-class _TextJsonHeader(msgspec.Struct):
-    """``_JsonHeader`` when every extFields value is a JSON string, as Java and C++ clients send them:
+class _TextJsonHeader(_JsonHeaderFields):
+    """A JSON header whose extFields values are all strings, as Java and C++ clients send them:
     decoded without normalising each value."""
 
-    code: int
-    language: str | int = "JAVA"
-    version: int = 0
-    opaque: int = 0
-    flag: int = 0
-    remark: str | None = None
     ext_fields: dict[str, str] | None = msgspec.field(default=None, name="extFields")
 
 
@@ -373,22 +372,20 @@ def decode_command(serialize_type: int, header: bytes, body: bytes = b"") -> Rem
         RemoteProtocolError: The header is malformed or the serialize type unknown.
     """
     if serialize_type == SerializeType.JSON:
+        wire: _JsonHeaderFields
         try:
-            text = _TEXT_JSON_HEADER_DECODER.decode(header)
+            wire = _TEXT_JSON_HEADER_DECODER.decode(header)
+            ext_fields = wire.ext_fields or {}
         except msgspec.DecodeError:  # other value types, or not valid at all: the lenient path says which
             wire = _decode_json_header(header)
-            language, ext_fields = wire.language, normalize_ext_fields(wire.ext_fields)
-            code, version, opaque, flag, remark = wire.code, wire.version, wire.opaque, wire.flag, wire.remark
-        else:
-            language, ext_fields = text.language, text.ext_fields or {}
-            code, version, opaque, flag, remark = text.code, text.version, text.opaque, text.flag, text.remark
+            ext_fields = normalize_ext_fields(wire.ext_fields)
         return RemotingCommand(
-            code=code,
-            language=_language_from_wire(language),
-            version=version,
-            opaque=opaque,
-            flag=flag,
-            remark=remark,
+            code=wire.code,
+            language=_language_from_wire(wire.language),
+            version=wire.version,
+            opaque=wire.opaque,
+            flag=wire.flag,
+            remark=wire.remark,
             ext_fields=ext_fields,
             body=body,
             serialize_type=SerializeType.JSON,

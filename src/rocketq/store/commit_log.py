@@ -274,12 +274,12 @@ class CommitLog:
             properties = tail[topic_end + 2 :].decode()
             if not properties:
                 tags_code, keys, uniq_key = 0, None, None
-            elif topic == schedule_topic:
-                tags_code = self._delivery_time(properties, store_timestamp)
-                keys, uniq_key = find_property(properties, Property.KEYS), find_property(properties, _UNIQ_KEY)
             else:
-                tags = find_property(properties, Property.TAGS)
-                tags_code = self._tags_code(tags) if tags else 0
+                if topic == schedule_topic:
+                    tags_code = self._delivery_time(properties, store_timestamp)
+                else:
+                    tags = find_property(properties, Property.TAGS)
+                    tags_code = self._tags_code(tags) if tags else 0
                 keys, uniq_key = find_property(properties, Property.KEYS), find_property(properties, _UNIQ_KEY)
             append(
                 DispatchRequest(

@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 
 _TRUE = ("true", "1")
 _BORN_HOST = "born_host"
+DEFAULT_REGION = "DefaultRegion"  # MSG_REGION of every stored message (no multi-region support)
+TRACE_ON = "true"  # TRACE_ON of every stored message
 
 
 def born_host_of(connection: Connection) -> bytes:
@@ -86,7 +88,7 @@ _NEEDS_GENERAL_PATH = re.compile(
 def _plain_suffix(cluster: str) -> str:
     """The properties the broker adds to every message it stores, encoded."""
     return encode_properties(
-        {Property.MSG_REGION: "DefaultRegion", Property.TRACE_SWITCH: "true", Property.CLUSTER: cluster}
+        {Property.MSG_REGION: DEFAULT_REGION, Property.TRACE_SWITCH: TRACE_ON, Property.CLUSTER: cluster}
     )
 
 
@@ -181,50 +183,39 @@ async def _send(
     messages: list[MessageToStore] = []
     wait_for_flush = False
     plain_suffix = _plain_suffix(config.broker_cluster_name)
+    sys_flag = header.sys_flag
+    stored_sys_flag = sys_flag & ~SysFlag.INNER_BATCH if items is not None else sys_flag
     for message_body, properties_text, flag in bodies:
+        target_topic, target_queue = topic, queue_id
         stored = None if dead_letter else plain_stored_properties(properties_text, plain_suffix)
         if stored is not None:  # the common case: append the broker's properties to the text
             if not wait_for_flush:
                 wait = find_property(properties_text, Property.WAIT_STORE_MSG_OK)
                 wait_for_flush = wait is None or wait.lower() in _TRUE
-            messages.append(
-                MessageToStore(
-                    topic=topic,
-                    queue_id=queue_id,
-                    body=message_body,
-                    properties=stored,
-                    flag=flag,
-                    sys_flag=header.sys_flag & ~SysFlag.INNER_BATCH if items is not None else header.sys_flag,
-                    born_timestamp=header.born_timestamp,
-                    born_host=born_host,
-                    store_host=store_host,
-                    reconsume_times=reconsume_times,
+        else:
+            properties = decode_properties(properties_text)
+            if properties.get(Property.TRANSACTION_PREPARED) == "true":
+                return reply(
+                    request,
+                    ResponseCode.NO_PERMISSION,
+                    f"the broker[{config.broker_name}] does not support transactional messages yet",
                 )
-            )
-            continue
-        properties = decode_properties(properties_text)
-        if properties.get(Property.TRANSACTION_PREPARED) == "true":
-            return reply(
-                request,
-                ResponseCode.NO_PERMISSION,
-                f"the broker[{config.broker_name}] does not support transactional messages yet",
-            )
-        wait_for_flush = wait_for_flush or properties.get(Property.WAIT_STORE_MSG_OK, "true").lower() in _TRUE
-        properties.setdefault(Property.MSG_REGION, "DefaultRegion")
-        properties.setdefault(Property.TRACE_SWITCH, "true")
-        properties[Property.CLUSTER] = config.broker_cluster_name
-        if dead_letter:  # dead letters are stored at once, never delayed
-            properties.pop(Property.DELAY_TIME_LEVEL, None)
-        sys_flag = header.sys_flag
-        target_topic, target_queue = redirect_delayed(properties, topic, queue_id, sys_flag, level_count)
+            wait_for_flush = wait_for_flush or properties.get(Property.WAIT_STORE_MSG_OK, "true").lower() in _TRUE
+            properties.setdefault(Property.MSG_REGION, DEFAULT_REGION)
+            properties.setdefault(Property.TRACE_SWITCH, TRACE_ON)
+            properties[Property.CLUSTER] = config.broker_cluster_name
+            if dead_letter:  # dead letters are stored at once, never delayed
+                properties.pop(Property.DELAY_TIME_LEVEL, None)
+            target_topic, target_queue = redirect_delayed(properties, topic, queue_id, sys_flag, level_count)
+            stored = encode_properties(properties)
         messages.append(
             MessageToStore(
                 topic=target_topic,
                 queue_id=target_queue,
                 body=message_body,
-                properties=encode_properties(properties),
+                properties=stored,
                 flag=flag,
-                sys_flag=sys_flag & ~SysFlag.INNER_BATCH if items is not None else sys_flag,
+                sys_flag=stored_sys_flag,
                 born_timestamp=header.born_timestamp,
                 born_host=born_host,
                 store_host=store_host,
@@ -241,6 +232,6 @@ async def _send(
         msg_id=message_ids, queue_id=queue_id, queue_offset=result.queue_offsets[0]
     )
     fields = response_header.to_ext_fields()
-    fields[Property.MSG_REGION] = "DefaultRegion"
-    fields[Property.TRACE_SWITCH] = "true"
+    fields[Property.MSG_REGION] = DEFAULT_REGION
+    fields[Property.TRACE_SWITCH] = TRACE_ON
     return reply(request, code, ext_fields=fields)

@@ -73,3 +73,17 @@ def test_find_property_agrees_with_decode_properties(pairs: list[tuple[str, str]
 def test_offset_message_ids_match_one_at_a_time(offsets: list[int]) -> None:
     host = encode_host("10.0.0.7", 10911)
     assert offset_message_ids(host, offsets) == [offset_message_id(host, offset) for offset in offsets]
+
+
+def horner(text: str) -> int:
+    """Java's definition, unit by unit (the oracle for the summed form)."""
+    raw = text.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(raw), 2):
+        h = (31 * h + int.from_bytes(raw[i : i + 2], "big")) & 0xFFFFFFFF
+    return h - 2**32 if h >= 2**31 else h
+
+
+@given(st.text(max_size=40) | st.text(alphabet="ab😀", min_size=1000, max_size=1100))
+def test_java_hash_matches_horners_rule_short_and_long(text: str) -> None:
+    assert java_string_hash(text) == horner(text)

@@ -19,7 +19,7 @@ from typing import Final
 
 import numpy as np
 
-from rocketq.common.message import java_string_hash
+from rocketq.store.key_hash import key_hash
 from rocketq.store.mapped_file import MappedFile
 
 HEADER: Final = struct.Struct(
@@ -49,12 +49,6 @@ _INT32: Final = struct.Struct(">i")
 BEGIN_TIMESTAMP_AT, END_TIMESTAMP_AT, BEGIN_PHY_OFFSET_AT, END_PHY_OFFSET_AT = 0, 8, 16, 24
 HASH_SLOT_COUNT_AT, INDEX_COUNT_AT = 32, 36
 SCALAR_MAX_ENTRIES = 8
-
-
-def key_hash(key: str) -> int:
-    """abs(Java hashCode), with Integer.MIN_VALUE mapped to 0."""
-    h = java_string_hash(key)
-    return 0 if h == -(2**31) else abs(h)
 
 
 def index_file_size(slot_count: int, max_entries: int) -> int:

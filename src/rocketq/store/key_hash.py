@@ -9,7 +9,6 @@ UNIQ_KEY and KEYS) take a scalar path too: numpy's per-call overhead would cost 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from operator import mul
 
 import numpy as np
 
@@ -33,26 +32,18 @@ def _powers(length: int) -> np.ndarray:
 
 
 SCALAR_MAX_KEYS = 8
-_SCALAR_MAX_LENGTH = 1024
-_DESCENDING_POWERS: list[int] = [pow(31, k, 2**32) for k in range(_SCALAR_MAX_LENGTH - 1, -1, -1)]
-"""31^(L-1) ... 31^0 mod 2^32: the last n of them weigh the n bytes of an n-byte key."""
 
 
-def _index_hash(key: str) -> int:
-    """``abs(hashCode)`` of one key (Integer.MIN_VALUE maps to 0)."""
-    raw = key.encode()
-    if len(raw) == len(key) and len(raw) <= _SCALAR_MAX_LENGTH:  # ASCII: bytes are the UTF-16 units
-        h = sum(map(mul, raw, _DESCENDING_POWERS[_SCALAR_MAX_LENGTH - len(raw) :])) & 0xFFFFFFFF
-        h = h - 0x1_0000_0000 if h & 0x8000_0000 else h
-    else:
-        h = java_string_hash(key)
+def key_hash(key: str) -> int:
+    """abs(Java hashCode), with Integer.MIN_VALUE mapped to 0: what an IndexFile stores for a key."""
+    h = java_string_hash(key)
     return 0 if h == -(2**31) else abs(h)
 
 
 def index_key_hashes(keys: Sequence[str]) -> list[int]:
     """``abs(hashCode)`` of each key (Integer.MIN_VALUE maps to 0), as the IndexFile stores them."""
     if len(keys) <= SCALAR_MAX_KEYS:
-        return [_index_hash(key) for key in keys]
+        return [key_hash(key) for key in keys]
     text = "".join(keys)
     joined = text.encode()
     if len(joined) != len(text):  # some key is not ASCII: hash those one by one
@@ -84,5 +75,5 @@ def _mixed_hashes(keys: Sequence[str]) -> list[int]:
         result[position] = value
     for position, key in enumerate(keys):
         if not key.isascii():
-            result[position] = _index_hash(key)
+            result[position] = key_hash(key)
     return result

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from rocketq.common.message import KEY_SEPARATOR, Property, decode_properties
-from rocketq.common.message_id import decode_host
+from rocketq.common.message_id import decode_host, offset_message_id
 from rocketq.common.record import HEAD_SIZE, SysFlag, head_reader
 
 
@@ -185,7 +185,7 @@ class MessageExt:
     @property
     def offset_msg_id(self) -> str:
         """The broker's id of this message: store host and CommitLog offset (32 hex characters)."""
-        return (self.store_host_packed + self.commit_log_offset.to_bytes(8, "big")).hex().upper()
+        return offset_message_id(self.store_host_packed, self.commit_log_offset)
 
     @property
     def tags(self) -> str | None:

@@ -15,6 +15,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import selectors
 import signal
 import subprocess
 import sys
@@ -86,8 +87,6 @@ class ClusterProcess:
 
 def _read_line(stream: IO[str], timeout_s: float) -> str:
     """One line from ``stream``, or "" when the child closed it; ClusterProcessError after ``timeout_s``."""
-    import selectors
-
     with selectors.DefaultSelector() as selector:
         selector.register(stream, selectors.EVENT_READ)
         if not selector.select(timeout_s):

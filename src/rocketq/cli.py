@@ -56,7 +56,14 @@ def bench() -> None:
     "--writers",
     type=click.IntRange(min=1),
     multiple=True,
-    help="SYNC_FLUSH writer threads (repeatable).  [default: 1 and 32]",
+    help="SYNC_FLUSH concurrent writers (repeatable).  [default: 1 and 32]",
+)
+@click.option(
+    "--writer-kind",
+    type=click.Choice(["loop", "threads", "both"]),
+    default="both",
+    show_default=True,
+    help="SYNC_FLUSH writers as coroutines on one event loop (the broker's way), threads, or both.",
 )
 @click.option(
     "--batch",
@@ -94,6 +101,7 @@ def bench_store(
     messages: int,
     flush: str,
     writers: tuple[int, ...],
+    writer_kind: str,
     batch: int,
     backlog: int | None,
     backlog_step: int,
@@ -109,6 +117,7 @@ def bench_store(
         messages=messages,
         flush=flush,
         writers=writers or (1, 32),
+        writer_kinds=("loop", "threads") if writer_kind == "both" else (writer_kind,),
         batch=batch,
         backlog=backlog,
         backlog_step=backlog_step,

@@ -53,6 +53,7 @@ def test_bench_store_json(tmp_path: Path) -> None:
         "cq_read",
         "dispatch_rebuild",
         "sync_append",
+        "sync_append_threads",
         "backlog",
     }
     for row in rows:
@@ -69,9 +70,11 @@ def test_bench_store_json(tmp_path: Path) -> None:
         assert batch_run["batch"] == 16 and batch_run["messages"] == 2000
         assert next(row for row in at_size if row["name"] == "cq_read")["messages"] == 2000
         assert next(row for row in at_size if row["name"] == "dispatch_rebuild")["messages"] == 2000
-        sync = {row["writers"]: row for row in at_size if row["name"] == "sync_append"}
-        assert set(sync) == {1, 4}
-        assert float(sync[4]["ratio_vs_1_writer"]) > 0  # type: ignore[arg-type]
+        for name in ("sync_append", "sync_append_threads"):
+            sync = {row["writers"]: row for row in at_size if row["name"] == name}
+            assert set(sync) == {1, 4}
+            assert float(sync[4]["ratio_vs_1_writer"]) > 0  # type: ignore[arg-type]
+            assert 1 <= float(sync[4]["msgs_per_fsync"]) <= 4  # type: ignore[arg-type]
     backlog = [row for row in rows if row["name"] == "backlog"]
     assert [row["total"] for row in backlog] == [1000, 2000]
     assert all(float(row["read_mean_us"]) > 0 for row in backlog)  # type: ignore[arg-type]

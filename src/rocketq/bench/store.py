@@ -13,7 +13,9 @@ For each body size, in fresh stores under one scratch directory:
 - ``cq_read``: every queue read sequentially through its ConsumeQueue, 1024 messages per call.
 - ``dispatch_rebuild``: the batch store closed, ``consumequeue/`` and ``index/`` deleted, and the
   store reopened: ``start()`` rebuilds both from the CommitLog before returning.
-- ``sync_append``: SYNC_FLUSH, ``writers`` threads each calling ``put_message_and_wait`` in a loop.
+- ``sync_append``: SYNC_FLUSH, ``writers`` coroutines on one event loop each putting one message and
+  awaiting its group commit, as the broker does; ``sync_append_threads``: ``writers`` threads each
+  calling ``put_message_and_wait`` (see ``rocketq.bench.store_sync``).
 - ``backlog`` (optional): one store grown to ``backlog`` messages; every ``backlog_step`` messages the
   append rate of that step and the latency of random single-message reads.
 
@@ -29,13 +31,13 @@ import os
 import random
 import shutil
 import tempfile
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from rocketq.bench import MB, Extra, Measurement, Sink, latency_us
+from rocketq.bench.store_sync import SYNC_WRITERS, WRITER_KINDS
 from rocketq.common.message import encode_properties
 from rocketq.common.record import record_size
 from rocketq.store.config import FlushDiskType, StoreConfig
@@ -70,6 +72,7 @@ class StoreBenchOptions:
     messages: int = 1_000_000
     flush: str = "both"  # "async", "sync" or "both"
     writers: tuple[int, ...] = (1, 32)
+    writer_kinds: tuple[str, ...] = WRITER_KINDS  # SYNC_FLUSH: coroutines on a loop, threads
     batch: int = 64
     backlog: int | None = None
     backlog_step: int = 1_000_000
@@ -77,7 +80,7 @@ class StoreBenchOptions:
     directory: Path | None = None  # parent of the scratch directory; None: the system temp dir
 
     def sync_messages(self, writers: int) -> int:
-        """How many messages a SYNC_FLUSH run with ``writers`` threads puts."""
+        """How many messages a SYNC_FLUSH run with ``writers`` writers puts."""
         if writers == 1:
             return min(self.messages, SYNC_SINGLE_WRITER_MESSAGES)
         return min(self.messages, SYNC_MESSAGES_PER_WRITER * writers)
@@ -373,54 +376,28 @@ class StoreBench:
     # -- SYNC_FLUSH -----------------------------------------------------------------------------------
 
     def sync_runs(self, size: int, messages: list[MessageToStore]) -> None:
-        """``put_message_and_wait`` from each writer count in a fresh SYNC_FLUSH store."""
-        rates: dict[int, float] = {}
-        for writers in self.options.writers:
-            count = self.options.sync_messages(writers)
-            config = self._config(FlushDiskType.SYNC_FLUSH)
-            with MessageStore(config) as store:
-                seconds, latencies = self._sync_append(store, messages[:count], writers)
-                flushes = store.flusher.flush_count
-                wrote = store.stats().put_bytes
-            self._destroy(config)
-            rates[writers] = count / seconds
-            extra: Extra = {"fsyncs": flushes, "msgs_per_fsync": count / max(flushes, 1)}
-            if writers == 1 and self._raw_fsync_per_s:
-                extra["vs_raw_fsync"] = rates[1] / self._raw_fsync_per_s
-            if writers != 1 and 1 in rates:
-                extra["ratio_vs_1_writer"] = rates[writers] / rates[1]
-            self._report("sync_append", size, count, seconds, wrote, latencies, writers=writers, extra=extra)
-
-    @staticmethod
-    def _sync_append(store: MessageStore, messages: list[MessageToStore], writers: int) -> tuple[float, list[int]]:
-        barrier = threading.Barrier(writers + 1)
-        per_thread: list[list[int]] = [[] for _ in range(writers)]
-        failures: list[str] = []
-
-        def writer(index: int) -> None:
-            latencies = per_thread[index]
-            clock = time.perf_counter_ns
-            put = store.put_message_and_wait
-            ok = PutStatus.PUT_OK
-            barrier.wait()
-            for message in messages[index::writers]:
-                t = clock()
-                status = put(message).status
-                latencies.append(clock() - t)
-                if status is not ok:
-                    failures.append(status.value)
-
-        threads = [threading.Thread(target=writer, args=(i,), name=f"bench-writer-{i}") for i in range(writers)]
-        for thread in threads:
-            thread.start()
-        barrier.wait()
-        began = time.perf_counter_ns()
-        for thread in threads:
-            thread.join()
-        seconds = (time.perf_counter_ns() - began) / 1e9
-        if failures:
-            raise BenchError(f"{len(failures)} sync puts failed, first: {failures[0]}")
-        return seconds, [value for latencies in per_thread for value in latencies]
+        """Each writer kind and count in a fresh SYNC_FLUSH store; the ratio is within one kind."""
+        for kind in self.options.writer_kinds:
+            rates: dict[int, float] = {}
+            name = "sync_append" if kind == "loop" else f"sync_append_{kind}"
+            for writers in self.options.writers:
+                count = self.options.sync_messages(writers)
+                config = self._config(FlushDiskType.SYNC_FLUSH)
+                with MessageStore(config) as store:
+                    try:
+                        seconds, latencies = SYNC_WRITERS[kind](store, messages[:count], writers)
+                    except RuntimeError as exc:
+                        raise BenchError(str(exc)) from exc
+                    flushes = store.flusher.flush_count
+                    wrote = store.stats().put_bytes
+                self._destroy(config)
+                rates[writers] = count / seconds
+                extra: Extra = {"fsyncs": flushes, "msgs_per_fsync": count / max(flushes, 1)}
+                if writers == 1 and self._raw_fsync_per_s:
+                    extra["vs_raw_fsync"] = rates[1] / self._raw_fsync_per_s
+                if writers != 1 and 1 in rates:
+                    extra["ratio_vs_1_writer"] = rates[writers] / rates[1]
+                self._report(name, size, count, seconds, wrote, latencies, writers=writers, extra=extra)
 
     # -- backlog --------------------------------------------------------------------------------------
 

@@ -1,10 +1,11 @@
-"""LoopDispatch: the broker's puts of one event-loop iteration dispatched together, on the loop."""
+"""The broker's puts on its event loop: ``LoopDispatch`` dispatches the puts of one loop iteration
+together, and ``wait_flushed`` awaits a SYNC_FLUSH put's group commit."""
 
 from __future__ import annotations
 
 import asyncio
 
-from rocketq.store import MessageStore
+from rocketq.store import MessageStore, PutMessageResult, PutStatus
 
 INLINE_DISPATCH_MAX_BYTES = 256 * 1024
 """Up to this much new CommitLog is dispatched on the loop (about a millisecond of work); more goes to
@@ -30,3 +31,30 @@ class LoopDispatch:
     def _run(self) -> None:
         self._scheduled = False
         self._store.dispatch_pending(INLINE_DISPATCH_MAX_BYTES)
+
+
+class _FlushTimedOut(Exception):
+    """Set on a flush waiter whose group commit took longer than the store's sync flush timeout."""
+
+
+def _expire(waiter: asyncio.Future[int]) -> None:
+    if not waiter.done():
+        waiter.set_exception(_FlushTimedOut())
+
+
+async def wait_flushed(store: MessageStore, result: PutMessageResult) -> PutMessageResult:
+    """Await the fsync that covers ``result`` (SYNC_FLUSH; at once otherwise); the status becomes
+    FLUSH_DISK_TIMEOUT when it takes longer than the store's ``sync_flush_timeout_ms``. One timer per
+    wait (``call_later``): a fraction of what ``asyncio.timeout`` costs, on the path of every put."""
+    loop = asyncio.get_running_loop()
+    waiter = store.flushed_on_loop(result, loop)
+    if waiter is None:
+        return result
+    timer = loop.call_later(store.config.sync_flush_timeout_ms / 1000, _expire, waiter)
+    try:
+        await waiter
+    except _FlushTimedOut:
+        result.status = PutStatus.FLUSH_DISK_TIMEOUT
+    finally:
+        timer.cancel()
+    return result

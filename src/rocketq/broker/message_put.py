@@ -3,11 +3,11 @@ and a put that waits for its fsync when asked. Shared by SEND_MESSAGE and CONSUM
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 
 from rocketq.broker.context import BrokerContext
+from rocketq.broker.loop_dispatch import wait_flushed
 from rocketq.broker.topic_config import PERM_READ, PERM_WRITE, SCHEDULE_TOPIC, dlq_topic
 from rocketq.common.message import Property
 from rocketq.common.record import SysFlag
@@ -73,12 +73,8 @@ async def put_and_wait(
     status becomes FLUSH_DISK_TIMEOUT when it takes longer than the store's sync flush timeout)."""
     result = context.store.put_messages(messages, dispatch=False)
     context.dispatch.request()
-    if result.ok and result.flushed is not None and wait_for_flush:
-        try:
-            async with asyncio.timeout(context.store.config.sync_flush_timeout_ms / 1000):
-                await asyncio.wrap_future(result.flushed)
-        except TimeoutError:
-            result.status = PutStatus.FLUSH_DISK_TIMEOUT
+    if wait_for_flush:
+        await wait_flushed(context.store, result)
     if result.status not in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT):
         topic = messages[0].topic if messages else "?"
         log.warning("put to %s refused: %s %s", topic, result.status.value, result.remark)

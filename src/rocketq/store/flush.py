@@ -1,9 +1,11 @@
 """Flusher threads: CommitLog group commit (SYNC_FLUSH) or write-behind (ASYNC_FLUSH).
 
-SYNC_FLUSH (RocketMQ's GroupCommitService): each put registers (end offset, Future). The flusher
-thread takes every request waiting, fsyncs once up to the newest write position, and resolves every
-request that fsync covered. Puts arriving during an fsync wait for the next one, so N concurrent
-writers share roughly one fsync per round instead of N.
+SYNC_FLUSH (RocketMQ's GroupCommitService): every put tells the flusher how far the log now reaches
+(``wanted``); the flusher thread fsyncs once up to the newest write position and then releases every
+waiter that fsync covered. Puts arriving during an fsync are covered by the next one, so N concurrent
+writers share roughly one fsync per round instead of N. Waiting is separate from putting: a thread
+blocks on ``request``'s Future; an event loop awaits ``request_on_loop``'s future, and the waiters of
+one loop are released by a single ``call_soon_threadsafe`` per fsync, not one wake-up each.
 
 ASYNC_FLUSH (FlushRealTimeService): every ``flush_interval_commit_log_ms`` flush when at least
 ``flush_commit_log_least_pages`` pages are dirty, and everything at least every
@@ -14,16 +16,43 @@ fsync always runs on these threads, never on a caller's event loop.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from typing import Any, Protocol
 
 from rocketq.store.config import StoreConfig
 from rocketq.store.mapped_file_queue import MappedFileQueue
 
 log = logging.getLogger(__name__)
+
+
+class LoopFuture(Protocol):
+    """What the flusher needs of an ``asyncio.Future`` (the store does not import asyncio)."""
+
+    def done(self) -> bool: ...
+    def set_result(self, result: Any, /) -> None: ...
+    def set_exception(self, exception: BaseException, /) -> None: ...
+
+
+class EventLoop(Protocol):
+    """What the flusher needs of an ``asyncio`` event loop."""
+
+    def create_future(self) -> Any: ...
+    def call_soon_threadsafe(self, callback: Callable[..., object], *args: Any) -> Any: ...
+
+
+def _settle(futures: list[LoopFuture], flushed: int, error: BaseException | None) -> None:
+    """Runs on the waiters' loop: resolve each future still waiting (a timed-out one is done)."""
+    for future in futures:
+        if not future.done():
+            if error is None:
+                future.set_result(flushed)
+            else:
+                future.set_exception(error)
 
 
 class CommitLogFlusher:
@@ -39,26 +68,65 @@ class CommitLogFlusher:
         self._on_flushed = on_flushed
         self._last_store_timestamp = last_store_timestamp
         self._sync = config.flush_disk_type.value == "SYNC_FLUSH"
-        self._requests: list[tuple[int, Future[int]]] = []
-        self._wakeup = threading.Condition()
+        self._lock = threading.Lock()
+        self._wakeup = threading.Condition(self._lock)
+        self._wanted = 0  # the highest end offset a put asked to have fsynced
+        self._flushed = 0  # what the last group commit covered
+        self._idle = False  # the group-commit thread is waiting for a put (so wanted() must notify)
+        self._thread_waiters: list[tuple[int, Future[int]]] = []
+        self._loop_waiters: dict[EventLoop, list[tuple[int, LoopFuture]]] = {}
+        self._failure: BaseException | None = None
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="rocketq-commitlog-flush", daemon=True)
         self.flush_count = 0
 
     def start(self) -> None:
+        self._flushed = self._files.flushed_where  # recovery has set it by now
         self._thread.start()
 
+    # -- SYNC_FLUSH: callers --------------------------------------------------------------------------
+
+    def wanted(self, end_offset: int) -> None:
+        """SYNC_FLUSH: the log now reaches ``end_offset``; have it fsynced soon (every put calls this,
+        whether or not anybody waits)."""
+        with self._lock:
+            if end_offset > self._wanted:
+                self._wanted = end_offset
+                if self._idle:
+                    self._idle = False
+                    self._wakeup.notify()
+
     def request(self, end_offset: int) -> Future[int]:
-        """SYNC_FLUSH: a Future resolved with the flushed offset once an fsync covers ``end_offset``."""
+        """SYNC_FLUSH, for threads: a Future resolved with the flushed offset once an fsync covers
+        ``end_offset``."""
         future: Future[int] = Future()
-        with self._wakeup:
-            self._requests.append((end_offset, future))
-            self._wakeup.notify()
+        with self._lock:
+            if self._failure is not None:
+                future.set_exception(self._failure)
+            elif self._flushed >= end_offset:
+                future.set_result(self._flushed)
+            else:
+                self._thread_waiters.append((end_offset, future))
+        return future
+
+    def request_on_loop(self, end_offset: int, loop: EventLoop) -> Any:
+        """SYNC_FLUSH, for an event loop (call on that loop): an ``asyncio.Future`` of ``loop``
+        resolved with the flushed offset once an fsync covers ``end_offset``."""
+        future = loop.create_future()
+        with self._lock:
+            if self._failure is not None:
+                future.set_exception(self._failure)
+            elif self._flushed >= end_offset:
+                future.set_result(self._flushed)
+            else:
+                self._loop_waiters.setdefault(loop, []).append((end_offset, future))
         return future
 
     def wake(self) -> None:
-        with self._wakeup:
+        with self._lock:
             self._wakeup.notify()
+
+    # -- the thread -----------------------------------------------------------------------------------
 
     def _run(self) -> None:
         try:
@@ -66,24 +134,34 @@ class CommitLogFlusher:
                 self._run_group_commit()
             else:
                 self._run_write_behind()
-        except Exception:  # a flusher must never die silently
+        except Exception as exc:  # a flusher must never die silently
             log.exception("commit log flusher stopped on an error")
-            self._fail_waiting(RuntimeError("commit log flusher failed"))
+            self._fail_waiting(RuntimeError(f"commit log flusher failed: {exc}"))
 
     def _run_group_commit(self) -> None:
         while True:
-            with self._wakeup:
-                while not self._requests and not self._stopping:
-                    self._wakeup.wait(1.0)  # request() and stop() notify; this is only a safety net
-                requests, self._requests = self._requests, []
+            with self._lock:
+                while self._wanted <= self._flushed and not self._stopping:
+                    self._idle = True
+                    self._wakeup.wait(1.0)  # wanted() and stop() notify; this is only a safety net
+                self._idle = False
                 stopping = self._stopping
-            if requests:
-                flushed = self._flush(0)
-                for end_offset, future in requests:
-                    if flushed < end_offset:  # a file rolled mid-flush: flush the rest
-                        flushed = self._flush(0)
-                    future.set_result(flushed)
-            elif stopping:
+            flushed = self._flush(0)  # covers everything written so far, across rolled files
+            with self._lock:
+                self._flushed = max(self._flushed, flushed)
+                threads, self._thread_waiters = _split_covered(self._thread_waiters, flushed)
+                loops, still_waiting = {}, {}
+                for loop, waiters in self._loop_waiters.items():
+                    loops[loop], rest = _split_covered(waiters, flushed)
+                    if rest:
+                        still_waiting[loop] = rest
+                self._loop_waiters = still_waiting
+            for future in threads:
+                future.set_result(flushed)
+            for loop, futures in loops.items():
+                if futures:
+                    _call_on_loop(loop, futures, flushed, None)
+            if stopping:
                 return
 
     def _run_write_behind(self) -> None:
@@ -91,7 +169,7 @@ class CommitLogFlusher:
         thorough = self._config.flush_commit_log_thorough_interval_ms / 1000
         last_thorough = time.monotonic()
         while True:
-            with self._wakeup:
+            with self._lock:
                 if not self._stopping:
                     self._wakeup.wait(interval)
                 stopping = self._stopping
@@ -113,19 +191,34 @@ class CommitLogFlusher:
         return flushed
 
     def _fail_waiting(self, error: BaseException) -> None:
-        with self._wakeup:
-            requests, self._requests = self._requests, []
-        for _, future in requests:
+        with self._lock:
+            self._failure = error
+            threads, self._thread_waiters = self._thread_waiters, []
+            loops, self._loop_waiters = self._loop_waiters, {}
+        for _, future in threads:
             if not future.done():
                 future.set_exception(error)
+        for loop, waiters in loops.items():
+            _call_on_loop(loop, [future for _, future in waiters], 0, error)
 
     def stop(self) -> None:
         """Flush what is pending, then end the thread."""
-        with self._wakeup:
+        with self._lock:
             self._stopping = True
             self._wakeup.notify()
         self._thread.join()
         self._fail_waiting(RuntimeError("store closed"))
+
+
+def _split_covered(waiters: list[tuple[int, Any]], flushed: int) -> tuple[list[Any], list[tuple[int, Any]]]:
+    """The futures of the waiters ``flushed`` covers, and the waiters still waiting."""
+    covered = [future for end, future in waiters if end <= flushed]
+    return covered, [(end, future) for end, future in waiters if end > flushed]
+
+
+def _call_on_loop(loop: EventLoop, futures: list[LoopFuture], flushed: int, error: BaseException | None) -> None:
+    with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+        loop.call_soon_threadsafe(_settle, futures, flushed, error)
 
 
 class PeriodicTask:

@@ -5,10 +5,9 @@ Threading contract:
   disk: an append is a copy into a mapped file. They may be called from an event loop thread.
   A small put (``dispatch_inline_max_records``) is also dispatched by the calling thread when the
   dispatcher is idle, so arrival listeners run at once; rarely that creates a ConsumeQueue or
-  index file (an fallocate). With
-  SYNC_FLUSH the result carries ``flushed``, a ``concurrent.futures.Future`` that resolves once a
-  group-commit fsync covers the put (``asyncio.wrap_future`` it on a loop; threads may call
-  ``wait_flushed``). ``put_message_and_wait`` blocks and is for plain threads only.
+  index file (an fallocate). With SYNC_FLUSH every put is fsynced by the next group commit; to
+  wait for it, a thread calls ``wait_flushed(result)`` (``put_message_and_wait`` does both) and an
+  event loop awaits ``flushed_on_loop(result, loop)``.
 - Reads (``get_messages``, offsets, lookups, queries) are thread safe and see every record the
   dispatcher has indexed. ``get_messages`` returns views into the mapped files; release the result.
 - Background threads: the dispatcher, the CommitLog flusher, the ConsumeQueue/index flusher (which
@@ -27,6 +26,7 @@ import threading
 import time
 from collections.abc import Collection, Sequence
 from concurrent.futures import TimeoutError as FutureTimeoutError
+from typing import Any
 
 from rocketq.common import record as rec
 from rocketq.common.offsets import QueueOffset
@@ -37,7 +37,7 @@ from rocketq.store.config_file import read_json, write_json_atomically
 from rocketq.store.consume_queue import ConsumeQueue
 from rocketq.store.dispatch import ArrivalListener, Dispatcher
 from rocketq.store.errors import StoreError
-from rocketq.store.flush import CommitLogFlusher, PeriodicTask
+from rocketq.store.flush import CommitLogFlusher, EventLoop, PeriodicTask
 from rocketq.store.index_service import IndexService
 from rocketq.store.mapped_file import DiskFullError
 from rocketq.store.queue_reader import read_queue
@@ -60,6 +60,7 @@ REGISTRY_FILE = "consumeQueueRegistry.json"
 class MessageStore:
     def __init__(self, config: StoreConfig) -> None:
         self.config = config
+        self._sync_flush = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
         self.commit_log = CommitLog(config)
         self.index = IndexService(config) if config.message_index_enable else None
         self.checkpoint = StoreCheckpoint(config.checkpoint_path)
@@ -235,7 +236,7 @@ class MessageStore:
 
     def put_messages(self, messages: Sequence[MessageToStore], *, dispatch: bool = True) -> PutMessageResult:
         """Append messages in order (a batch is refused whole or stored whole). Thread safe; never
-        blocks on the disk. With SYNC_FLUSH, ``result.flushed`` resolves when an fsync covers it.
+        blocks on the disk. With SYNC_FLUSH the next group commit fsyncs it (see ``wait_flushed``).
 
         ``dispatch=False`` leaves dispatching to the caller's ``dispatch_pending()`` (an event loop
         dispatches all the puts of one iteration at once); the dispatcher thread's interval is the
@@ -266,19 +267,30 @@ class MessageStore:
             inline = len(messages) <= self.config.dispatch_inline_max_records
             if not (inline and self.dispatcher.try_dispatch_until(result.end_offset)):
                 self.dispatcher.wake()
-        if self.config.flush_disk_type is FlushDiskType.SYNC_FLUSH:
-            result.flushed = self.flusher.request(result.end_offset)
+        if self._sync_flush:
+            self.flusher.wanted(result.end_offset)
         return result
 
     def wait_flushed(self, result: PutMessageResult, timeout_s: float | None = None) -> PutMessageResult:
-        """Block until the put's fsync is done (SYNC_FLUSH); FLUSH_DISK_TIMEOUT after the timeout."""
-        if result.flushed is None or not result.ok:
+        """Block until an fsync covers the put (SYNC_FLUSH; at once otherwise); FLUSH_DISK_TIMEOUT after
+        the timeout (the store's ``sync_flush_timeout_ms`` by default). For threads, not event loops."""
+        if not (self._sync_flush and result.ok):
             return result
         try:
-            result.flushed.result(self.config.sync_flush_timeout_ms / 1000 if timeout_s is None else timeout_s)
+            self.flusher.request(result.end_offset).result(
+                self.config.sync_flush_timeout_ms / 1000 if timeout_s is None else timeout_s
+            )
         except FutureTimeoutError:
             result.status = PutStatus.FLUSH_DISK_TIMEOUT
         return result
+
+    def flushed_on_loop(self, result: PutMessageResult, loop: EventLoop) -> Any | None:
+        """SYNC_FLUSH: an ``asyncio.Future`` of ``loop`` (call this on it) that resolves once an fsync
+        covers the put; the waiters of one loop are woken together, once per fsync. None when there is
+        nothing to wait for (ASYNC_FLUSH, or the put failed)."""
+        if not (self._sync_flush and result.ok):
+            return None
+        return self.flusher.request_on_loop(result.end_offset, loop)
 
     def put_message_and_wait(self, message: MessageToStore) -> PutMessageResult:
         """``put_message`` then ``wait_flushed``: for plain threads, never on an event loop."""

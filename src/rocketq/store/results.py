@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from rocketq.common.offsets import PhysicalOffset, QueueOffset
@@ -46,11 +45,8 @@ class PutStatus(enum.Enum):
 
 @dataclass(slots=True, kw_only=True)
 class PutMessageResult:
-    """Outcome of a put. For a batch, the lists hold one entry per message, in order.
-
-    ``flushed`` is set for SYNC_FLUSH puts: a ``concurrent.futures.Future`` that resolves to the flushed
-    CommitLog offset once an fsync covers the put's bytes (wrap it with ``asyncio.wrap_future`` on a loop).
-    """
+    """Outcome of a put. For a batch, the lists hold one entry per message, in order. With SYNC_FLUSH,
+    wait for its fsync with ``MessageStore.wait_flushed`` or ``MessageStore.flushed_on_loop``."""
 
     status: PutStatus
     physical_offsets: list[PhysicalOffset] = field(default_factory=list)
@@ -59,7 +55,6 @@ class PutMessageResult:
     store_timestamp: int = 0
     wrote_bytes: int = 0
     remark: str = ""
-    flushed: Future[int] | None = None
 
     @property
     def ok(self) -> bool:

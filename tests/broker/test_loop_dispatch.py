@@ -1,0 +1,71 @@
+"""The broker's puts on its loop: dispatching an iteration's puts together, waiting for group commits."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from rocketq.broker.loop_dispatch import LoopDispatch, wait_flushed
+from rocketq.common.offsets import PhysicalOffset
+from rocketq.store import FlushDiskType, MessageStore, MessageToStore, PutMessageResult, PutStatus, StoreConfig
+
+
+def store_config(root: Path, **overrides: object) -> StoreConfig:
+    settings: dict[str, object] = {
+        "store_path_root_dir": root,
+        "mapped_file_size_commit_log": 1 << 20,
+        "flush_disk_type": FlushDiskType.SYNC_FLUSH,
+        **overrides,
+    }
+    return StoreConfig(**settings)  # type: ignore[arg-type]
+
+
+def one(body: bytes) -> MessageToStore:
+    return MessageToStore(topic="LoopTopic", queue_id=0, body=body)
+
+
+def test_puts_of_one_iteration_are_dispatched_and_flushed(tmp_path: Path) -> None:
+    with MessageStore(store_config(tmp_path)) as store:
+
+        async def main() -> list[PutMessageResult]:
+            dispatch = LoopDispatch(store)
+
+            async def put(index: int) -> PutMessageResult:
+                result = store.put_messages((one(b"m%d" % index),), dispatch=False)
+                dispatch.request()
+                return await wait_flushed(store, result)
+
+            results = await asyncio.gather(*(put(i) for i in range(24)))
+            # every put is visible to readers by the time its fsync is acknowledged
+            assert store.get_max_offset_in_queue("LoopTopic", 0) == 24
+            return list(results)
+
+        results = asyncio.run(main())
+        assert [result.status for result in results] == [PutStatus.PUT_OK] * 24
+        assert store.commit_log.files.flushed_where >= max(result.end_offset for result in results)
+        found = store.get_messages("LoopTopic", 0, 0, 100)
+        try:
+            assert found.message_count == 24
+        finally:
+            found.release()
+
+
+def test_a_group_commit_that_never_comes_times_out(tmp_path: Path) -> None:
+    with MessageStore(store_config(tmp_path, sync_flush_timeout_ms=50)) as store:
+        beyond = store.commit_log.max_offset + 1_000_000
+        unreachable = PutMessageResult(status=PutStatus.PUT_OK, physical_offsets=[PhysicalOffset(beyond)], sizes=[100])
+
+        async def main() -> PutStatus:
+            return (await wait_flushed(store, unreachable)).status
+
+        assert asyncio.run(main()) is PutStatus.FLUSH_DISK_TIMEOUT
+
+
+def test_async_flush_puts_do_not_wait(tmp_path: Path) -> None:
+    with MessageStore(store_config(tmp_path, flush_disk_type=FlushDiskType.ASYNC_FLUSH)) as store:
+
+        async def main() -> PutStatus:
+            result = store.put_messages((one(b"x"),), dispatch=False)
+            return (await wait_flushed(store, result)).status
+
+        assert asyncio.run(main()) is PutStatus.PUT_OK

@@ -1,0 +1,94 @@
+"""SYNC_FLUSH waiting: event-loop waiters released per group commit, puts nobody waits for, closing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+
+from rocketq.store import FlushDiskType, MessageStore, StoreConfig
+
+from .conftest import message, small_config
+
+
+def sync_config(tmp_path: Path) -> StoreConfig:
+    return small_config(tmp_path, mapped_file_size_commit_log=1 << 20, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+
+
+def test_loop_waiters_share_fsyncs_and_see_their_bytes_flushed(tmp_path: Path) -> None:
+    writers, puts_each = 16, 20
+    with MessageStore(sync_config(tmp_path)) as store:
+        flushes_before = store.flusher.flush_count
+        late: list[int] = []
+
+        async def writer() -> None:
+            loop = asyncio.get_running_loop()
+            for _ in range(puts_each):
+                result = store.put_message(message(body=b"y" * 100))
+                flushed = store.flushed_on_loop(result, loop)
+                assert flushed is not None
+                offset = await asyncio.wait_for(flushed, 10)
+                if offset < result.end_offset or store.commit_log.files.flushed_where < result.end_offset:
+                    late.append(result.end_offset)
+
+        async def main() -> None:
+            await asyncio.gather(*(writer() for _ in range(writers)))
+
+        asyncio.run(main())
+        assert late == []
+        fsyncs = store.flusher.flush_count - flushes_before
+        assert 0 < fsyncs < writers * puts_each / 2  # one fsync covers many waiters
+
+
+def test_a_sync_put_nobody_waits_for_is_flushed_promptly(tmp_path: Path) -> None:
+    with MessageStore(sync_config(tmp_path)) as store:
+        result = store.put_message(message(body=b"fire and forget"))
+        deadline = time.monotonic() + 2  # well under the 1 s safety-net wait plus scheduling
+        while store.commit_log.files.flushed_where < result.end_offset and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert store.commit_log.files.flushed_where >= result.end_offset
+
+
+def test_an_already_flushed_put_resolves_at_once(tmp_path: Path) -> None:
+    with MessageStore(sync_config(tmp_path)) as store:
+        result = store.put_message_and_wait(message(body=b"first"))
+        assert result.ok
+        assert store.flusher.request(result.end_offset).done()
+
+        async def check() -> None:
+            flushed = store.flushed_on_loop(result, asyncio.get_running_loop())
+            assert flushed is not None and flushed.done() and flushed.result() >= result.end_offset
+
+        asyncio.run(check())
+
+
+def test_waiters_left_at_close_get_an_error(tmp_path: Path) -> None:
+    store = MessageStore(sync_config(tmp_path))
+    store.start()
+    beyond = store.commit_log.max_offset + 1_000_000  # an offset no fsync will reach
+
+    async def wait_past_the_end() -> None:
+        loop = asyncio.get_running_loop()
+        waiting = store.flusher.request_on_loop(beyond, loop)
+        thread_waiting: Future[int] = store.flusher.request(beyond)
+        await asyncio.to_thread(store.close)
+        with pytest.raises(RuntimeError, match="store closed"):
+            await asyncio.wait_for(waiting, 5)
+        with pytest.raises(RuntimeError, match="store closed"):
+            thread_waiting.result(5)
+
+    asyncio.run(wait_past_the_end())
+
+
+def test_async_flush_has_nothing_to_wait_for(tmp_path: Path) -> None:
+    with MessageStore(small_config(tmp_path)) as store:
+
+        async def check() -> None:
+            result = store.put_message(message(body=b"x"))
+            assert store.flushed_on_loop(result, asyncio.get_running_loop()) is None
+            assert store.wait_flushed(result).ok
+
+        asyncio.run(check())

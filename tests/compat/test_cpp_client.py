@@ -164,3 +164,26 @@ async def test_cpp_and_rocketq_consumers_share_a_group(tmp_path: Path) -> None:
     assert plain <= our_bodies | their_bodies  # and together all of it
     assert failed_by_cpp  # the C++ member owned some queues with a failing message
     assert failed_by_cpp <= came_back()  # RECONSUME_LATER from C++ went through the retry topic and came back
+
+
+async def test_cpp_consumer_follows_a_reset_offset_by_time(cluster: LocalCluster, tmp_path: Path) -> None:
+    """resetOffsetByTime with the official C++ consumer online: the broker's RESET_CONSUMER_CLIENT_OFFSET
+    body (the list form Java sends to C++ clients) moves it back, and it consumes everything again."""
+    topic, group, count = "ResetTopic", "CPP_RESET", 8
+    async with AdminClient(cluster.namesrv_addr) as admin:
+        await admin.update_topic(topic, cluster="DefaultCluster", read_queues=4, write_queues=4)
+    async with Producer(group="PY_PG", namesrv_addr=cluster.namesrv_addr) as producer:
+        for i in range(count):
+            await producer.send(Message(topic, f"reset-{i}".encode()))
+    cpp = asyncio.create_task(run_driver(tmp_path, cluster.namesrv_addr, "consume", topic, group, str(2 * count), "45"))
+    broker = cluster.brokers[0]
+    deadline = time.monotonic() + 20  # the C++ client commits its offsets every 5 s
+    while sum(broker.offsets.offsets_of(group, topic).values()) < count and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert sum(broker.offsets.offsets_of(group, topic).values()) == count  # consumed once, committed
+    async with AdminClient(cluster.namesrv_addr) as admin:
+        reset = await admin.reset_offset_by_time(group, topic, 0)
+    assert [entry.offset for entry in reset] == [0, 0, 0, 0]
+    events = await cpp
+    bodies = sorted(e["body"] for e in events if e["event"] == "received")
+    assert bodies == sorted([f"reset-{i}" for i in range(count)] * 2)  # every message exactly twice

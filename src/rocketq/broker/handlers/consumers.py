@@ -2,11 +2,12 @@
 INVOKE_BROKER_TO_RESET_OFFSET (222), which also sends RESET_CONSUMER_CLIENT_OFFSET (220) to the group's
 members (AdminBrokerProcessor, Broker2Client).
 
-The bodies of 208, 220 and the 222 response are rocketq's own: Java keys their ``offsetTable`` maps by
-MessageQueue objects, which is not standard JSON, so rocketq writes a list of objects that carry the
-queue's ``topic``, ``brokerName`` and ``queueId`` next to the numbers (see
-:class:`rocketq.protocol.bodies.ConsumeStats` and :class:`rocketq.protocol.bodies.ResetOffsetBody`).
-Java's mqadmin and Java clients do not parse them.
+Java keys the ``offsetTable`` maps of these bodies by MessageQueue objects, which is not standard
+JSON; rocketq writes a list of objects that carry the queue's ``topic``, ``brokerName`` and ``queueId``
+next to the numbers (see :class:`rocketq.protocol.bodies.ConsumeStats` and
+:class:`rocketq.protocol.bodies.ResetOffsetBody`). For 220 that list is the form a Java broker sends to
+C++ clients (``ResetOffsetBodyForC``), and the official C++ consumer follows it (tested in
+tests/compat); Java clients and Java's mqadmin do not parse these bodies.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """Reading a ConsumeQueue range out of the CommitLog without copying (the pull path).
 
-Each run of ConsumeQueue entries is parsed with numpy: the padding and tag filter, the byte budget and
+A long run of ConsumeQueue entries is parsed with numpy: the padding and tag filter, the byte budget and
 the grouping of adjacent records are array operations, so the only per-record Python work left is one
-view slice per run of adjacent records (one per record when queues interleave in the log).
+view slice per run of adjacent records (one per record when queues interleave in the log). A short run
+(``SCALAR_MAX_ENTRIES``: a consumer that is caught up reads one or two messages per pull) is parsed
+entry by entry with the same rules, because numpy's fixed cost per call would be most of the read.
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ import numpy as np
 
 from rocketq.common.offsets import PhysicalOffset, QueueOffset
 from rocketq.store.commit_log import CommitLog
-from rocketq.store.consume_queue import PADDING_SIZE, ConsumeQueue
+from rocketq.store.consume_queue import ENTRY, PADDING_SIZE, ConsumeQueue
 from rocketq.store.results import GetMessageResult, GetStatus
 
 _ENTRY_DTYPE = np.dtype([("offset", ">i8"), ("size", ">i4"), ("tag", ">i8")])
 assert _ENTRY_DTYPE.itemsize == 20
+
+SCALAR_MAX_ENTRIES = 16
+"""Runs of at most this many entries are read entry by entry instead of with numpy."""
 
 
 def read_queue(
@@ -34,7 +39,8 @@ def read_queue(
     but always at least one), as views into the CommitLog's mapped files: adjacent records become one
     view. Entries whose tag code is not in ``tags_codes`` are skipped but still advance the offset, as
     do entries whose CommitLog file was already deleted."""
-    wanted = None if tags_codes is None else np.fromiter(tags_codes, dtype=np.int64, count=len(tags_codes))
+    wanted_set = None if tags_codes is None else frozenset(tags_codes)
+    wanted = None  # the numpy form of ``wanted_set``, made when a long run needs it
     found_any_entry = removed = False
     queue_offsets: list[int] = []
     physical_offsets: list[int] = []
@@ -45,12 +51,35 @@ def read_queue(
         if found is None:
             break
         cq_file, view = found
+        if len(view) <= SCALAR_MAX_ENTRIES * _ENTRY_DTYPE.itemsize:
+            try:
+                entries_list = list(ENTRY.iter_unpack(view))
+            finally:
+                view.release()
+                cq_file.release()
+            found_any_entry = True
+            chunk = _ScalarChunk(commit_log, entries_list, wanted_set, max_bytes - total, not queue_offsets)
+            removed |= chunk.removed
+            kept, consumed = len(chunk.indexes), chunk.consumed
+            missing = _add_views_scalar(commit_log, chunk.positions, chunk.sizes, result)
+            if missing is not None:  # a file deleted since min_offset was read: keep what came before it
+                removed = True
+                kept, consumed = missing, chunk.indexes[missing] + 1
+            queue_offsets.extend([cursor + index for index in chunk.indexes[:kept]])
+            physical_offsets.extend(chunk.positions[:kept])
+            total += sum(chunk.sizes[:kept])
+            cursor += consumed
+            if consumed < len(entries_list):
+                break
+            continue
         try:
             entries = np.frombuffer(view, dtype=_ENTRY_DTYPE)
             positions = entries["offset"].astype(np.int64)  # copies: the views must go before the release
             sizes = entries["size"].astype(np.int64)
             keep = sizes != PADDING_SIZE
-            if wanted is not None:
+            if wanted_set is not None:
+                if wanted is None:
+                    wanted = np.fromiter(wanted_set, dtype=np.int64, count=len(wanted_set))
                 keep &= np.isin(entries["tag"], wanted)
             del entries
         finally:
@@ -121,4 +150,64 @@ def _add_views(commit_log: CommitLog, positions: np.ndarray, sizes: np.ndarray, 
             [buffer[local_starts[a] : local_ends[b - 1]] for a, b in zip(run_starts, run_ends, strict=True)]
         )
         first = end
+    return None
+
+
+class _ScalarChunk:
+    """A short run of ConsumeQueue entries filtered and cut to the byte budget, one entry at a time
+    (the same rules as the numpy path)."""
+
+    __slots__ = ("consumed", "indexes", "positions", "removed", "sizes")
+
+    def __init__(
+        self,
+        commit_log: CommitLog,
+        entries: list[tuple[int, int, int]],
+        wanted: frozenset[int] | None,
+        budget: int,
+        first_read: bool,
+    ) -> None:
+        self.indexes: list[int] = []
+        self.positions: list[int] = []
+        self.sizes: list[int] = []
+        self.removed = False
+        self.consumed = len(entries)
+        min_offset = commit_log.min_offset
+        spent = 0
+        for index, (position, size, tag) in enumerate(entries):
+            if size == PADDING_SIZE or (wanted is not None and tag not in wanted):
+                continue
+            if position < min_offset:  # retention deleted its file
+                self.removed = True
+                continue
+            if spent + size > budget and not (first_read and not self.indexes):
+                self.consumed = index  # out of budget: the next read starts at this entry
+                break
+            self.indexes.append(index)
+            self.positions.append(position)
+            self.sizes.append(size)
+            spent += size
+
+
+def _add_views_scalar(
+    commit_log: CommitLog, positions: list[int], sizes: list[int], result: GetMessageResult
+) -> int | None:
+    """``_add_views`` for a few records, one at a time."""
+    mapped = None
+    run_start = run_end = 0
+    for index, (position, size) in enumerate(zip(positions, sizes, strict=True)):
+        if mapped is not None and position == mapped.start_offset + run_end and position + size <= mapped.end_offset:
+            run_end += size  # right after the previous record in the same file: same view
+            continue
+        if mapped is not None:
+            result.buffers.append(mapped.buffer[run_start:run_end])
+        if mapped is None or not mapped.start_offset <= position < mapped.end_offset:
+            mapped = commit_log.pin(position)
+            if mapped is None:
+                return index
+            result._releases.append(mapped)
+        run_start = position - mapped.start_offset
+        run_end = run_start + size
+    if mapped is not None:
+        result.buffers.append(mapped.buffer[run_start:run_end])
     return None

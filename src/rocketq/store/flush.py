@@ -29,6 +29,9 @@ from rocketq.store.mapped_file_queue import MappedFileQueue
 
 log = logging.getLogger(__name__)
 
+STALLED_RETRY_S = 0.1
+"""How long the group commit waits before trying again when an fsync round made no progress."""
+
 
 class LoopFuture(Protocol):
     """What the flusher needs of an ``asyncio.Future`` (the store does not import asyncio)."""
@@ -146,8 +149,13 @@ class CommitLogFlusher:
                     self._wakeup.wait(1.0)  # wanted() and stop() notify; this is only a safety net
                 self._idle = False
                 stopping = self._stopping
+            before = self._flushed
             flushed = self._flush(0)  # covers everything written so far, across rolled files
             with self._lock:
+                if flushed <= before and self._wanted > flushed and not stopping:
+                    # nothing more could be flushed (a file went away under us?): do not spin
+                    log.warning("group commit stuck at %d, %d wanted; retrying", flushed, self._wanted)
+                    self._wakeup.wait(STALLED_RETRY_S)
                 self._flushed = max(self._flushed, flushed)
                 threads, self._thread_waiters = _split_covered(self._thread_waiters, flushed)
                 loops, still_waiting = {}, {}

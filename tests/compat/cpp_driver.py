@@ -1,7 +1,8 @@
 """Drives the official RocketMQ C++ client (PyPI ``rocketmq==0.4.4``) in a child process.
 
 usage: cpp_driver.py NAMESRV produce TOPIC
-       cpp_driver.py NAMESRV consume TOPIC GROUP EXPECTED SECONDS
+       cpp_driver.py NAMESRV produce_more TOPIC       (a batch, a delayed message, ordered per key)
+       cpp_driver.py NAMESRV consume TOPIC GROUP EXPECTED SECONDS [clustering|broadcasting|orderly]
 Prints one JSON object per line: {"event": "sent"|"received"|"ready"|"done", ...}.
 """
 
@@ -14,6 +15,7 @@ import time
 
 from rocketmq.client import (  # type: ignore[import-untyped]
     Message,
+    MessageModel,
     Producer,
     PushConsumer,
     RecvMessage,
@@ -79,7 +81,39 @@ def produce(namesrv: str, topic: str) -> None:
     emit(event="done")
 
 
-def consume(namesrv: str, topic: str, group: str, expected: int, seconds: float) -> None:
+def produce_more(namesrv: str, topic: str) -> None:
+    """SEND_BATCH_MESSAGE as the C++ client encodes it, a delay level, and sharding-key order."""
+    producer = Producer("CPP_PG_MORE")
+    producer.set_namesrv_addr(namesrv)
+    producer.start()
+    try:
+        batch = []
+        for i in range(3):
+            item = Message(topic)
+            item.set_keys(f"batch-key-{i}")
+            item.set_tags("Batch")
+            item.set_body(f"cpp-batch-{i}")
+            batch.append(item)
+        result = producer.send_batch(batch)
+        emit(event="sent", kind="batch", status=int(result.status == SendStatus.OK), msg_id=result.msg_id)
+        delayed = Message(topic)
+        delayed.set_tags("Delayed")
+        delayed.set_delay_time_level(2)
+        delayed.set_body("cpp-delayed")
+        result = producer.send_sync(delayed)
+        emit(event="sent", kind="delayed", status=int(result.status == SendStatus.OK), at=time.time())
+        for i in range(12):  # three keys, four messages each, interleaved
+            ordered = Message(topic)
+            ordered.set_tags("Ordered")
+            ordered.set_body(f"key{i % 3}-{i // 3}")
+            result = producer.send_orderly(ordered, i % 3)
+            emit(event="sent", kind="orderly", status=int(result.status == SendStatus.OK))
+    finally:
+        producer.shutdown()
+    emit(event="done")
+
+
+def consume(namesrv: str, topic: str, group: str, expected: int, seconds: float, mode: str = "clustering") -> None:
     received = []
     failed_once: set[bytes] = set()
 
@@ -98,13 +132,15 @@ def consume(namesrv: str, topic: str, group: str, expected: int, seconds: float)
             queue_offset=message.queue_offset,
             origin=message.get_property("origin"),
             reconsume_times=message.reconsume_times,
+            at=time.time(),
         )
         if body.startswith(b"fail-once") and body not in failed_once:
             failed_once.add(body)
             return int(_CConsumeStatus.RECONSUME_LATER.value)
         return int(_CConsumeStatus.CONSUME_SUCCESS.value)
 
-    consumer = PushConsumer(group)
+    model = MessageModel.BROADCASTING if mode == "broadcasting" else MessageModel.CLUSTERING
+    consumer = PushConsumer(group, orderly=mode == "orderly", message_model=model)
     consumer.set_namesrv_addr(namesrv)
     # The 0.4.4 binding signals RECONSUME_LATER only by an exception that it re-raises through ctypes,
     # which then returns an undefined status; so this registers a callback returning the status itself.
@@ -124,5 +160,7 @@ if __name__ == "__main__":
     namesrv_address, mode, topic_name = sys.argv[1], sys.argv[2], sys.argv[3]
     if mode == "produce":
         produce(namesrv_address, topic_name)
+    elif mode == "produce_more":
+        produce_more(namesrv_address, topic_name)
     else:
-        consume(namesrv_address, topic_name, sys.argv[4], int(sys.argv[5]), float(sys.argv[6]))
+        consume(namesrv_address, topic_name, sys.argv[4], int(sys.argv[5]), float(sys.argv[6]), *sys.argv[7:8])

@@ -18,6 +18,7 @@ import pytest
 from rocketq.client import ClientConfig, ConsumeFromWhere, ConsumerConfig, Message, Producer, PushConsumer
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
+from rocketq.protocol.bodies import MessageQueue
 from rocketq.testing import LocalCluster
 
 DRIVER = Path(__file__).with_name("cpp_driver.py")
@@ -187,3 +188,80 @@ async def test_cpp_consumer_follows_a_reset_offset_by_time(cluster: LocalCluster
     events = await cpp
     bodies = sorted(e["body"] for e in events if e["event"] == "received")
     assert bodies == sorted([f"reset-{i}" for i in range(count)] * 2)  # every message exactly twice
+
+
+async def test_cpp_batch_delayed_and_ordered_sends(tmp_path: Path) -> None:
+    """The C++ producer's SEND_BATCH_MESSAGE body, a delay level it sets, and sharding-key order, as a
+    rocketq consumer sees them."""
+    levels = " ".join(f"{i + 1}s" for i in range(18))  # level 2 = 2 s
+    async with LocalCluster(tmp_path / "cluster", brokers=1, message_delay_level=levels) as cluster:
+        topic = "CppMore"
+        async with AdminClient(cluster.namesrv_addr) as admin:
+            await admin.update_topic(topic, cluster="DefaultCluster", read_queues=4, write_queues=4)
+        ours: list[tuple[float, MessageExt]] = []
+        config = ConsumerConfig(
+            group="PY_MORE",
+            client=ClientConfig(namesrv_addr=cluster.namesrv_addr),
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        )
+        consumer = PushConsumer(config, lambda messages: ours.extend((time.time(), m) for m in messages))
+        consumer.subscribe(topic)
+        await consumer.start()
+        try:
+            sent = await run_driver(tmp_path, cluster.namesrv_addr, "produce_more", topic)
+            assert all(e["status"] == 1 for e in sent if e["event"] == "sent")
+            deadline = time.monotonic() + 15
+            while len(ours) < 16 and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+        finally:
+            await consumer.aclose()
+    by_body = {m.body.decode(): (at, m) for at, m in ours}
+    assert len(ours) == 16 and len(by_body) == 16
+    for i in range(3):  # the three messages of the C++ batch, with their own keys and tags
+        _, item = by_body[f"cpp-batch-{i}"]
+        assert (item.tags, item.keys) == ("Batch", [f"batch-key-{i}"])
+    delayed_sent = next(e["at"] for e in sent if e.get("kind") == "delayed")
+    delayed_at, delayed = by_body["cpp-delayed"]
+    assert delayed.topic == topic and delayed.tags == "Delayed"
+    assert 1.9 <= delayed_at - delayed_sent < 5.0  # level 2: held for 2 s, then delivered at once
+    for key in range(3):  # one queue per key, and the queue keeps the send order
+        items = sorted((m for _, m in ours if m.body.startswith(f"key{key}-".encode())), key=lambda m: m.queue_offset)
+        assert len({m.queue_id for m in items}) == 1
+        assert [m.body.decode() for m in items] == [f"key{key}-{n}" for n in range(4)]
+
+
+async def test_cpp_orderly_consumer_locks_queues_and_keeps_order(cluster: LocalCluster, tmp_path: Path) -> None:
+    """The C++ orderly PushConsumer locks its queues on the rocketq broker (LOCK_BATCH_MQ) and consumes
+    each key in send order, also across a message it fails once (retried locally, queue suspended)."""
+    topic, group = "CppOrder", "CPP_ORDER"
+    async with AdminClient(cluster.namesrv_addr) as admin:
+        await admin.update_topic(topic, cluster="DefaultCluster", read_queues=4, write_queues=4)
+    async with Producer(group="PY_PG", namesrv_addr=cluster.namesrv_addr) as producer:
+        for n in range(8):
+            for key in range(3):
+                body = f"fail-once-key{key}-{n}" if n == 3 else f"key{key}-{n}"
+                await producer.send_orderly(Message(topic, body.encode()), sharding_key=f"key{key}")
+    cpp = asyncio.create_task(
+        run_driver(tmp_path, cluster.namesrv_addr, "consume", topic, group, "27", "40", "orderly")
+    )
+    broker = cluster.brokers[0]
+    assert broker.context is not None
+    locks, broker_name = broker.context.locks, broker.context.config.broker_name
+    holders: set[str] = set()
+    deadline = time.monotonic() + 20
+    while not cpp.done() and time.monotonic() < deadline:
+        now_ms = int(time.monotonic() * 1000)  # the lock table's clock
+        for queue_id in range(4):
+            holder = locks.holder(group, MessageQueue(topic=topic, broker_name=broker_name, queue_id=queue_id), now_ms)
+            if holder is not None:
+                holders.add(holder)
+        await asyncio.sleep(0.05)
+    events = await cpp
+    assert len(holders) == 1  # the C++ client held the queues it consumed
+    received = [e["body"] for e in events if e["event"] == "received"]
+    for key in range(3):
+        seen = [body for body in received if f"key{key}-" in body]
+        expected = [f"key{key}-{n}" for n in range(3)]
+        expected += [f"fail-once-key{key}-3", f"fail-once-key{key}-3"]  # failed once, then consumed
+        expected += [f"key{key}-{n}" for n in range(4, 8)]
+        assert seen == expected

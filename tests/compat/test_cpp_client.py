@@ -15,7 +15,15 @@ from typing import Any
 
 import pytest
 
-from rocketq.client import ClientConfig, ConsumeFromWhere, ConsumerConfig, Message, Producer, PushConsumer
+from rocketq.client import (
+    ClientConfig,
+    ConsumeFromWhere,
+    ConsumerConfig,
+    Message,
+    MessageModel,
+    Producer,
+    PushConsumer,
+)
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.protocol.bodies import MessageQueue
@@ -265,3 +273,46 @@ async def test_cpp_orderly_consumer_locks_queues_and_keeps_order(cluster: LocalC
         expected += [f"fail-once-key{key}-3", f"fail-once-key{key}-3"]  # failed once, then consumed
         expected += [f"key{key}-{n}" for n in range(4, 8)]
         assert seen == expected
+
+
+async def test_cpp_and_rocketq_broadcasting_consumers_each_get_everything(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    topic, group = "CppBroadcast", "CPP_BROADCAST"
+    async with AdminClient(cluster.namesrv_addr) as admin:
+        await admin.update_topic(topic, cluster="DefaultCluster", read_queues=4, write_queues=4)
+    ours: list[MessageExt] = []
+    config = ConsumerConfig(
+        group=group,
+        client=ClientConfig(namesrv_addr=cluster.namesrv_addr),
+        message_model=MessageModel.BROADCASTING,
+        offset_store_dir=tmp_path / "offsets",
+    )
+    consumer = PushConsumer(config, lambda messages: ours.extend(messages))
+    consumer.subscribe(topic)
+    await consumer.start()
+    try:
+        cpp = asyncio.create_task(
+            run_driver(tmp_path, cluster.namesrv_addr, "consume", topic, group, "10", "30", "broadcasting")
+        )
+        broker = cluster.brokers[0]
+        assert broker.context is not None
+        context = broker.context
+        deadline = time.monotonic() + 20  # both members registered, and both pulling all 4 queues
+        while time.monotonic() < deadline and not (
+            len(context.clients.consumer_ids(group)) == 2 and context.long_polling.held_count >= 8
+        ):
+            await asyncio.sleep(0.05)
+        assert len(context.clients.consumer_ids(group)) == 2
+        async with Producer(group="PY_PG", namesrv_addr=cluster.namesrv_addr) as producer:
+            for n in range(10):
+                await producer.send(Message(topic, f"all-{n}".encode()))
+        events = await cpp
+        deadline = time.monotonic() + 10
+        while len(ours) < 10 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+    finally:
+        await consumer.aclose()
+    expected = sorted(f"all-{n}" for n in range(10))
+    assert sorted(e["body"] for e in events if e["event"] == "received") == expected
+    assert sorted(m.body.decode() for m in ours) == expected

@@ -3,6 +3,7 @@
 usage: cpp_driver.py NAMESRV produce TOPIC
        cpp_driver.py NAMESRV produce_more TOPIC       (a batch, a delayed message, ordered per key)
        cpp_driver.py NAMESRV consume TOPIC GROUP EXPECTED SECONDS [clustering|broadcasting|orderly]
+       cpp_driver.py NAMESRV pull TOPIC GROUP EXPRESSION
 Prints one JSON object per line: {"event": "sent"|"received"|"ready"|"done", ...}.
 """
 
@@ -17,6 +18,7 @@ from rocketmq.client import (  # type: ignore[import-untyped]
     Message,
     MessageModel,
     Producer,
+    PullConsumer,
     PushConsumer,
     RecvMessage,
     SendStatus,
@@ -156,11 +158,27 @@ def consume(namesrv: str, topic: str, group: str, expected: int, seconds: float,
     emit(event="done", count=len(received))
 
 
+def pull(namesrv: str, topic: str, group: str, expression: str) -> None:
+    """Every queue of ``topic`` from offset 0 until the broker says there is nothing new."""
+    consumer = PullConsumer(group)
+    consumer.set_namesrv_addr(namesrv)
+    consumer.start()
+    try:
+        for message in consumer.pull(topic, expression):
+            emit(event="received", body=message.body, tags=message.tags, queue_id=message.queue_id,
+                 queue_offset=message.queue_offset)  # fmt: skip
+    finally:
+        consumer.shutdown()
+    emit(event="done")
+
+
 if __name__ == "__main__":
     namesrv_address, mode, topic_name = sys.argv[1], sys.argv[2], sys.argv[3]
     if mode == "produce":
         produce(namesrv_address, topic_name)
     elif mode == "produce_more":
         produce_more(namesrv_address, topic_name)
+    elif mode == "pull":
+        pull(namesrv_address, topic_name, sys.argv[4], sys.argv[5])
     else:
         consume(namesrv_address, topic_name, sys.argv[4], int(sys.argv[5]), float(sys.argv[6]), *sys.argv[7:8])

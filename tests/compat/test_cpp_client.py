@@ -316,3 +316,18 @@ async def test_cpp_and_rocketq_broadcasting_consumers_each_get_everything(
     expected = sorted(f"all-{n}" for n in range(10))
     assert sorted(e["body"] for e in events if e["event"] == "received") == expected
     assert sorted(m.body.decode() for m in ours) == expected
+
+
+async def test_cpp_pull_consumer_with_a_tag_expression(cluster: LocalCluster, tmp_path: Path) -> None:
+    topic = "CppPull"
+    async with AdminClient(cluster.namesrv_addr) as admin:
+        await admin.update_topic(topic, cluster="DefaultCluster", read_queues=4, write_queues=4)
+    async with Producer(group="PY_PG", namesrv_addr=cluster.namesrv_addr) as producer:
+        for n in range(12):
+            await producer.send(Message(topic, f"pull-{n}".encode(), tags="TagA" if n % 3 else "TagB"))
+    began = time.monotonic()
+    events = await run_driver(tmp_path, cluster.namesrv_addr, "pull", topic, "CPP_PULL", "TagB")
+    assert time.monotonic() - began < 20  # the last pull of each queue is answered, not held
+    received = [e for e in events if e["event"] == "received"]
+    assert sorted(e["body"] for e in received) == sorted(f"pull-{n}" for n in range(0, 12, 3))
+    assert {e["tags"] for e in received} == {"TagB"}

@@ -109,7 +109,8 @@ class Dispatcher:
         return count
 
     def apply(self, requests: list[DispatchRequest]) -> None:
-        """Write one batch of records into the ConsumeQueues and the index, then notify listeners."""
+        """Write one batch of records into the ConsumeQueues, notify the arrival listeners, then index
+        the batch's keys."""
         by_queue: dict[tuple[str, int], tuple[int, list[Entry]]] = {}
         for request in requests:
             if request.sys_flag & SysFlag.TRANSACTION_MASK in _NOT_IN_QUEUE:
@@ -126,16 +127,18 @@ class Dispatcher:
                 by_queue[key] = (request.queue_offset, [entry])
         for key, (first_offset, entries) in by_queue.items():
             self._put(key, first_offset, entries)
-        if self._index is not None:
-            self._index.build(requests)
         self.dispatched_timestamp = requests[-1].store_timestamp
-        self.dispatched_count += len(requests)
+        # Listeners (the pulls held for these queues) first: they read the ConsumeQueues, not the index,
+        # and a lone message's consumer should not wait for its keys to be hashed.
         for key, (first_offset, entries) in by_queue.items():
             for listener in self.listeners:
                 try:
                     listener(key[0], key[1], first_offset + len(entries), self.dispatched_timestamp)
                 except Exception:
                     log.exception("arrival listener failed for %s-%d", key[0], key[1])
+        if self._index is not None:
+            self._index.build(requests)
+        self.dispatched_count += len(requests)
 
     def _put(self, key: tuple[str, int], first_offset: int, entries: list[Entry]) -> None:
         self._consume_queue_of(*key).put(first_offset, entries)

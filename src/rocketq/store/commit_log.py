@@ -14,9 +14,12 @@ from collections.abc import Iterator, Sequence
 from typing import cast
 from zlib import crc32
 
+import numpy as np
+
 from rocketq.common import record as rec
 from rocketq.common.message import KEY_SEPARATOR, SCHEDULE_TOPIC, Property, find_property, tags_hash_code
 from rocketq.common.offsets import PhysicalOffset, QueueOffset
+from rocketq.store import native_scan
 from rocketq.store.config import StoreConfig
 from rocketq.store.mapped_file import DiskFullError, MappedFile
 from rocketq.store.mapped_file_queue import MappedFileQueue
@@ -43,6 +46,10 @@ _DISPATCH_FIELDS = rec.head_reader(  # the record header fields the dispatcher n
 
 _Encoded = tuple[MessageToStore, bytes, bytes, int]  # message, topic, properties, record size
 
+_FILLER = -1  # _scan_one: a BLANK filler ends the file
+_NOT_A_RECORD = -2  # _scan_one: bytes that are no record
+NATIVE_SCAN_ROWS = 1024  # records per call of the compiled scan
+
 
 class CommitLog:
     """Appends and reads records. ``append`` must be called with ``put_lock`` held (one writer)."""
@@ -56,6 +63,7 @@ class CommitLog:
         self._tags_codes: dict[str, int] = {}
         self._topic_text: dict[bytes, str] = {}  # the dispatcher's topic names by their bytes
         self._delay_levels_ms = config.delay_levels_ms()
+        self._native_scan = native_scan.scan_records if config.native_scan else None
 
     # -- append ---------------------------------------------------------------------------------------
 
@@ -243,60 +251,111 @@ class CommitLog:
         return requests, offset
 
     def _scan_file(self, mapped: MappedFile, offset: int, max_records: int, out: list[DispatchRequest]) -> int:
-        """Parse records into ``out`` (the dispatcher's hot loop: one small unpack, one copy per record)."""
-        buffer = mapped.buffer
+        """Parse records into ``out``: runs of common records through the compiled scan when there is
+        one (``native_scan``), the records it leaves, or all of them without it, one at a time here."""
         position = offset - mapped.start_offset
         end = mapped.wrote_position
         base = mapped.start_offset
-        unpack = _DISPATCH_FIELDS.unpack_from
-        file_size = mapped.file_size
+        native = self._native_scan
+        data = np.frombuffer(mapped.buffer, dtype=np.uint8) if native is not None else None
+        try:
+            while position < end and len(out) < max_records:
+                if native is not None:
+                    limit = min(max_records - len(out), NATIVE_SCAN_ROWS)
+                    rows = np.empty((limit, native_scan.ROW_WIDTH), dtype=np.int64)
+                    count, position = native(data, position, end, limit, rows)
+                    if count:
+                        self._requests_from_rows(mapped.buffer, rows[:count].tolist(), out)
+                    if position >= end or len(out) >= max_records or count == limit:
+                        continue
+                parsed = self._scan_one(mapped, position, out)
+                if parsed < 0:  # a filler (on to the next file) or bytes that are no record
+                    return mapped.end_offset if parsed == _FILLER else base + position
+                position = parsed
+            return base + position
+        finally:
+            del data
+
+    def _requests_from_rows(self, buffer: memoryview, rows: list[list[int]], out: list[DispatchRequest]) -> None:
+        """DispatchRequests from the compiled scan's rows (``native_scan.COLUMNS``)."""
         topics = self._topic_text
         append = out.append
-        schedule_topic = SCHEDULE_TOPIC
-        while position < end and len(out) < max_records:
-            if file_size - position < rec.HEAD_SIZE or buffer[position + 4] == _BLANK_FIRST_BYTE:
-                _, magic = rec.SIZE_AND_MAGIC.unpack_from(buffer, position)
-                if magic == rec.BLANK_MAGIC:
-                    return mapped.end_offset
-            total, magic, queue_id, queue_offset, physical, sys_flag, store_timestamp, body_length = unpack(
-                buffer, position
-            )
-            if magic != rec.MESSAGE_MAGIC or total <= 0:
-                log.error("%s: unexpected bytes at %d while dispatching", mapped.path, base + position)
-                return base + position
-            topic_at = position + rec.HEAD_SIZE + body_length
-            tail = bytes(buffer[topic_at : position + total])  # topic length, topic, properties: one copy
-            topic_end = 1 + tail[0]
-            raw_topic = tail[1:topic_end]
+        separator = KEY_SEPARATOR
+        for (
+            _,
+            total,
+            queue_id,
+            queue_offset,
+            physical,
+            sys_flag,
+            store_timestamp,
+            topic_at,
+            topic_length,
+            tags_code,
+            keys_at,
+            keys_length,
+            uniq_at,
+            uniq_length,
+        ) in rows:
+            raw_topic = bytes(buffer[topic_at : topic_at + topic_length])
             topic = topics.get(raw_topic)
             if topic is None:
                 topic = topics[raw_topic] = raw_topic.decode()
-            properties = tail[topic_end + 2 :].decode()
-            if not properties:
-                tags_code, keys, uniq_key = 0, None, None
-            else:
-                if topic == schedule_topic:
-                    tags_code = self._delivery_time(properties, store_timestamp)
-                else:
-                    tags = find_property(properties, Property.TAGS)
-                    tags_code = self._tags_code(tags) if tags else 0
-                keys, uniq_key = find_property(properties, Property.KEYS), find_property(properties, _UNIQ_KEY)
+            keys = str(buffer[keys_at : keys_at + keys_length], "utf-8").split(separator) if keys_length else ()
+            uniq_key = str(buffer[uniq_at : uniq_at + uniq_length], "utf-8") if uniq_length else None
             append(
                 DispatchRequest(
-                    topic,
-                    queue_id,
-                    physical,
-                    total,
-                    tags_code,
-                    store_timestamp,
-                    queue_offset,
-                    keys.split(KEY_SEPARATOR) if keys else (),
-                    uniq_key,
-                    sys_flag,
+                    topic, queue_id, physical, total, tags_code, store_timestamp, queue_offset, keys, uniq_key, sys_flag
                 )
             )
-            position += total
-        return base + position
+
+    def _scan_one(self, mapped: MappedFile, position: int, out: list[DispatchRequest]) -> int:
+        """Parse the record at ``position`` into ``out``; returns the position after it, ``_FILLER`` at
+        a BLANK filler, ``_NOT_A_RECORD`` (logged) at bytes that are no record."""
+        buffer = mapped.buffer
+        if mapped.file_size - position < rec.HEAD_SIZE or buffer[position + 4] == _BLANK_FIRST_BYTE:
+            _, magic = rec.SIZE_AND_MAGIC.unpack_from(buffer, position)
+            if magic == rec.BLANK_MAGIC:
+                return _FILLER
+        total, magic, queue_id, queue_offset, physical, sys_flag, store_timestamp, body_length = (
+            _DISPATCH_FIELDS.unpack_from(buffer, position)
+        )
+        if magic != rec.MESSAGE_MAGIC or total <= 0:
+            log.error("%s: unexpected bytes at %d while dispatching", mapped.path, mapped.start_offset + position)
+            return _NOT_A_RECORD
+        topic_at = position + rec.HEAD_SIZE + body_length
+        tail = bytes(buffer[topic_at : position + total])  # topic length, topic, properties: one copy
+        topic_end = 1 + tail[0]
+        raw_topic = tail[1:topic_end]
+        topic = self._topic_text.get(raw_topic)
+        if topic is None:
+            topic = self._topic_text[raw_topic] = raw_topic.decode()
+        properties = tail[topic_end + 2 :].decode()
+        if not properties:
+            tags_code, keys, uniq_key = 0, None, None
+        else:
+            if topic == SCHEDULE_TOPIC:
+                tags_code = self._delivery_time(properties, store_timestamp)
+            else:
+                tags = find_property(properties, Property.TAGS)
+                tags_code = self._tags_code(tags) if tags else 0
+            keys, uniq_key = find_property(properties, Property.KEYS), find_property(properties, _UNIQ_KEY)
+        out.append(
+            DispatchRequest(
+                topic,
+                queue_id,
+                physical,
+                total,
+                tags_code,
+                store_timestamp,
+                queue_offset,
+                keys.split(KEY_SEPARATOR) if keys else (),
+                uniq_key,
+                sys_flag,
+            )
+        )
+        after: int = position + total
+        return after
 
     def _delivery_time(self, properties: str, store_timestamp: int) -> int:
         """A delayed message's ConsumeQueue tag code: when it is due."""

@@ -45,6 +45,7 @@ class StoreConfig:
     message_delay_level: str = DEFAULT_DELAY_LEVELS
     dispatch_interval_ms: int = 10  # how long the idle dispatcher sleeps (every put also wakes it)
     dispatch_inline_max_records: int = 32  # puts this small are dispatched by the putting thread (0: never)
+    native_scan: bool = True  # dispatch through the numba-compiled CommitLog scan when numba is installed
     check_crc_on_recover: bool = True
 
     @property

@@ -209,3 +209,23 @@ async def test_sync_flush_answers_after_the_fsync(tmp_path: Path, client: Remoti
         assert response.code == ResponseCode.SUCCESS
         store = sync_broker.store
         assert store.commit_log.files.flushed_where >= store.commit_log.max_offset  # fsynced before the answer
+
+
+async def test_sync_flush_concurrent_sends_share_fsyncs(tmp_path: Path, client: RemotingClient) -> None:
+    async with Broker(broker_config(tmp_path / "group", flush_disk_type=FlushDiskType.SYNC_FLUSH)) as sync_broker:
+        store = sync_broker.store
+        fsyncs_before = store.flusher.flush_count
+
+        async def send(n: int) -> int:
+            response = await client.invoke(sync_broker.address, send_request("Grouped", b"m%d" % n, WAIT="true"), 10)
+            if response.code == ResponseCode.SUCCESS:  # answered after an fsync that covers the message
+                physical_offset = int(response.ext_fields["msgId"][16:], 16)  # offset message id: host, offset
+                assert store.commit_log.files.flushed_where > physical_offset
+            return response.code
+
+        codes = []
+        for _ in range(5):  # rounds of 32 sends in flight at once
+            codes += await asyncio.gather(*(send(n) for n in range(32)))
+        assert codes == [ResponseCode.SUCCESS] * 160
+        assert store.commit_log.files.flushed_where == store.commit_log.max_offset
+        assert store.flusher.flush_count - fsyncs_before < 160  # group commit: fewer fsyncs than sends

@@ -3,6 +3,7 @@ including the ones it leaves to Python (delay topic, non-ASCII tags) and across 
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -12,13 +13,13 @@ from hypothesis import strategies as st
 
 from rocketq.common.message import SCHEDULE_TOPIC
 from rocketq.common.record import SysFlag
-from rocketq.store import MessageStore, MessageToStore, native_scan
+from rocketq.store import MessageStore, MessageToStore, native_columns, native_scan
 from rocketq.store.commit_log import CommitLog
 from rocketq.store.results import DispatchRequest
 
 from .conftest import small_config
 
-pytestmark = pytest.mark.skipif(native_scan.scan_records is None, reason="numba is not installed")
+pytestmark = pytest.mark.skipif(native_scan.load() is None, reason="numba is not installed")
 
 TOPICS = ["TopicA", "t", "主题", SCHEDULE_TOPIC, "%RETRY%group"]
 VALUES = st.sampled_from(["", "a", "TagA", "k1 k2", "k1  k2", "标签", "x" * 40, "7F0000010001B4AAC2B13F0F7D000001"])
@@ -84,5 +85,31 @@ def test_compiled_and_python_scans_agree(messages: list[MessageToStore], max_rec
             python.close()
 
 
-def test_warm_up_compiles_the_scan() -> None:
-    assert native_scan.warm_up() is True
+def test_both_compiled_scans_load() -> None:
+    assert native_scan.load() is not None and native_columns.load() is not None
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` by relative path (index files by position: their names are times)."""
+    found = {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
+    return found
+
+
+@settings(max_examples=40, deadline=None)
+@given(messages=MESSAGES)
+def test_columnar_dispatch_writes_the_same_queues_and_index(messages: list[MessageToStore]) -> None:
+    """Rebuilt through the compiled columnar dispatch, ConsumeQueues and IndexFiles are byte for byte
+    the ones the Python dispatch wrote while the messages were put."""
+    with tempfile.TemporaryDirectory() as directory:
+        python_root, columnar_root = Path(directory) / "python", Path(directory) / "columnar"
+        with MessageStore(small_config(python_root, native_scan=False)) as store:
+            for message in messages:
+                assert store.put_message(message).ok
+        shutil.copytree(python_root / "commitlog", columnar_root / "commitlog")
+        columnar_config = small_config(columnar_root, dispatch_columnar_min_bytes=0)
+        with MessageStore(columnar_config) as store:  # start() rebuilds queues and index from the log
+            assert store.stats().dispatched_offset == store.stats().commit_log_max_offset
+        assert tree(columnar_root / "consumequeue") == tree(python_root / "consumequeue")
+        python_index = sorted(tree(python_root / "index").values())
+        columnar_index = sorted(tree(columnar_root / "index").values())
+        assert columnar_index == python_index

@@ -9,8 +9,10 @@ topic/queue, at append time (RocketMQ's ``topicQueueTable``).
 from __future__ import annotations
 
 import logging
+import struct
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import cast
 from zlib import crc32
 
@@ -19,7 +21,7 @@ import numpy as np
 from rocketq.common import record as rec
 from rocketq.common.message import KEY_SEPARATOR, SCHEDULE_TOPIC, Property, find_property, tags_hash_code
 from rocketq.common.offsets import PhysicalOffset, QueueOffset
-from rocketq.store import native_scan
+from rocketq.store import native_columns, native_scan
 from rocketq.store.config import StoreConfig
 from rocketq.store.mapped_file import DiskFullError, MappedFile
 from rocketq.store.mapped_file_queue import MappedFileQueue
@@ -46,9 +48,21 @@ _DISPATCH_FIELDS = rec.head_reader(  # the record header fields the dispatcher n
 
 _Encoded = tuple[MessageToStore, bytes, bytes, int]  # message, topic, properties, record size
 
+_INT32 = struct.Struct(">i")
 _FILLER = -1  # _scan_one: a BLANK filler ends the file
 _NOT_A_RECORD = -2  # _scan_one: bytes that are no record
 NATIVE_SCAN_ROWS = 1024  # records per call of the compiled scan
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnBatch:
+    """Records parsed by the compiled scan: ``rows`` (``native_columns.ROW`` columns, topics as indexes
+    into ``topics``) and the index keys' hashes with the row number of their record."""
+
+    rows: np.ndarray
+    key_hashes: np.ndarray
+    key_records: np.ndarray
+    topics: list[str]
 
 
 class CommitLog:
@@ -63,7 +77,9 @@ class CommitLog:
         self._tags_codes: dict[str, int] = {}
         self._topic_text: dict[bytes, str] = {}  # the dispatcher's topic names by their bytes
         self._delay_levels_ms = config.delay_levels_ms()
-        self._native_scan = native_scan.scan_records if config.native_scan else None
+        self._native_scan = native_scan.load() if config.native_scan else None
+        self._native_columns = native_columns.load() if config.native_scan else None
+        self._topic_table = native_columns.TopicTable()
 
     # -- append ---------------------------------------------------------------------------------------
 
@@ -223,6 +239,45 @@ class CommitLog:
             mapped.release()
 
     # -- dispatch scanning ----------------------------------------------------------------------------
+
+    def scan_columns(self, from_offset: int, max_records: int) -> tuple[ColumnBatch | None, int]:
+        """Up to ``max_records`` common records from ``from_offset`` through the compiled scan, as
+        columns (``native_columns``), and the offset after them. None (and ``from_offset``) when there
+        is no compiled scan or the record at ``from_offset`` is one for ``scan``."""
+        columns = self._native_columns
+        if columns is None:
+            return None, from_offset
+        mapped = self.pin(from_offset)
+        if mapped is None:
+            return None, from_offset
+        data = np.frombuffer(mapped.buffer, dtype=np.uint8)
+        try:
+            position = from_offset - mapped.start_offset
+            end = mapped.wrote_position
+            table = self._topic_table
+            rows = np.empty((max_records, len(native_columns.ROW)), dtype=np.int64)
+            key_space = max_records * 2 + native_columns.MAX_KEYS_PER_RECORD
+            key_hashes = np.empty(key_space, dtype=np.int64)
+            key_records = np.empty(key_space, dtype=np.int64)
+            count = keys = 0
+            while True:
+                found, position, found_keys, reason = columns(
+                    data, position, end, max_records - count, table.bytes, table.lengths, len(table.names),
+                    rows[count:], key_hashes[keys:], key_records[keys:], count,
+                )  # fmt: skip
+                count += found
+                keys += found_keys
+                if reason != native_columns.NEW_TOPIC:
+                    break
+                topic_at = position + rec.HEAD_SIZE + _INT32.unpack_from(mapped.buffer, position + 84)[0]
+                table.add(bytes(mapped.buffer[topic_at + 1 : topic_at + 1 + mapped.buffer[topic_at]]))
+            if not count:
+                return None, from_offset
+            batch = ColumnBatch(rows[:count], key_hashes[:keys], key_records[:keys], table.names)
+            return batch, mapped.start_offset + position
+        finally:
+            del data
+            mapped.release()
 
     def scan(self, from_offset: int, max_records: int) -> tuple[list[DispatchRequest], int]:
         """Parse up to ``max_records`` records from ``from_offset``; return them and the next offset.

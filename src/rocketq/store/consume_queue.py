@@ -117,12 +117,22 @@ class ConsumeQueue:
         Entries below the current max offset are already there (re-dispatch after recovery) and are
         skipped; a gap is filled with padding and logged. Returns how many entries were written.
         """
+        last_offset, last_size, _ = entries[-1]
+        return self.put_block(
+            queue_offset, b"".join([ENTRY.pack(*entry) for entry in entries]), last_offset + last_size
+        )
+
+    def put_block(self, queue_offset: int, block: bytes, end_physical_offset: int) -> int:
+        """``put`` for entries already packed into ``block``; ``end_physical_offset`` is where the last
+        one's record ends in the CommitLog."""
+        count = len(block) // ENTRY_SIZE
         current = self.max_offset
         skip = current - queue_offset
-        if skip >= len(entries):
+        if skip >= count:
             return 0
         if skip > 0:
-            entries = entries[skip:]
+            block = block[skip * ENTRY_SIZE :]
+            count -= skip
             queue_offset = current
         if queue_offset > current:
             if self.files.last_file() is None:
@@ -136,10 +146,9 @@ class ConsumeQueue:
                     queue_offset,
                 )
                 self._write(PADDING * (queue_offset - current))
-        self._write(b"".join([ENTRY.pack(*entry) for entry in entries]))
-        last_offset, last_size, _ = entries[-1]
-        self.max_physical_offset = last_offset + last_size
-        return len(entries)
+        self._write(block)
+        self.max_physical_offset = end_physical_offset
+        return count
 
     def _start_at(self, queue_offset: int) -> None:
         """First entry of an empty queue lands mid-way (older files deleted): pad the file's prefix."""

@@ -103,7 +103,10 @@ class IndexService:
                 keys.append(prefix + request.uniq_key)
                 offsets.append(request.commit_log_offset)
                 stamps.append(request.store_timestamp)
-        hashes = index_key_hashes(keys)
+        self.build_hashed(index_key_hashes(keys), offsets, stamps)
+
+    def build_hashed(self, hashes: list[int], offsets: list[int], stamps: list[int]) -> None:
+        """Index keys given their hashes (``key_hash``), CommitLog offsets and store times, in order."""
         while hashes:
             written = self._writable_file().put_hashed(hashes, offsets, stamps)
             hashes, offsets, stamps = hashes[written:], offsets[written:], stamps[written:]

@@ -30,7 +30,6 @@ from typing import Any
 
 from rocketq.common import record as rec
 from rocketq.common.offsets import QueueOffset
-from rocketq.store import native_scan
 from rocketq.store.checkpoint import StoreCheckpoint
 from rocketq.store.commit_log import CommitLog
 from rocketq.store.config import FlushDiskType, StoreConfig
@@ -97,8 +96,6 @@ class MessageStore:
         config.store_path_root_dir.mkdir(parents=True, exist_ok=True)
         self._acquire_lock()
         try:
-            if config.native_scan:
-                native_scan.warm_up()  # compile (or load) the dispatcher's scan now, not on the first put
             clean = not config.abort_path.exists()
             self.checkpoint = StoreCheckpoint.load(config.checkpoint_path)
             self.commit_log.files.load()

@@ -10,14 +10,18 @@ and TAGS that are not ASCII (hashed over UTF-16 units). Property lookups follow 
 name counts at the start of a ``\\x02``-separated segment, the last non-empty value wins.
 
 Compiled with ``nogil=True`` (the dispatcher thread lets the GIL go while it scans) and ``cache=True``
-(the machine code is kept next to this module after the first compile, about two seconds).
-``warm_up`` compiles or loads it; the store calls it when it opens, not on its first dispatch.
+(the machine code is kept next to this module after the first compile, about two seconds). ``load``
+imports numba and compiles or loads the scan the first time a store is made, so importing rocketq stays
+cheap and no dispatch waits for a compiler.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 import os
+import threading
+import time
 from typing import Any, Final
 
 import numpy as np
@@ -43,13 +47,16 @@ COLUMNS: Final = (
 )
 ROW_WIDTH: Final = len(COLUMNS)
 
-_DISABLED = os.environ.get("ROCKETQ_NATIVE_SCAN", "1") == "0"
+log = logging.getLogger(__name__)
 
-numba: Any
-try:
-    numba = importlib.import_module("numba")
-except ImportError:  # the pure-Python scan does the work
-    numba = None
+_DISABLED = os.environ.get("ROCKETQ_NATIVE_SCAN", "1") == "0"
+_LOAD_LOCK = threading.Lock()
+_loaded = False
+numba: Any = None  # the module, once load() imported it
+int32_at: Any = None  # compiled helpers, shared with native_columns
+int64_at: Any = None
+starts_with: Any = None
+_scan: Any = None
 
 # Module-level constants: numba freezes them into the compiled code (closures would defeat the cache).
 _MESSAGE_MAGIC = rec.MESSAGE_MAGIC
@@ -150,23 +157,30 @@ def _scan_records(b: Any, position: Any, end: Any, max_records: int, out: Any) -
     return count, position
 
 
-if numba is not None and not _DISABLED:
-    int32_at = numba.njit(inline="always")(_int32_at)
-    int64_at = numba.njit(inline="always")(_int64_at)
-    starts_with = numba.njit(inline="always")(_starts_with)
-    _compiled: Any = numba.njit(nogil=True, cache=True)(_scan_records)
-else:
-    _compiled = None
-
-
-scan_records: Final = _compiled
-"""``scan_records(bytes_u8, position, end, max_records, out_int64[max_records, ROW_WIDTH])`` ->
-``(count, next_position)``; None when numba is not installed."""
-
-
-def warm_up() -> bool:
-    """Compile the scan (or load it from the cache) now; False when there is no compiled scan."""
-    if scan_records is None:
-        return False
-    scan_records(np.zeros(0, dtype=np.uint8), 0, 0, 1, np.zeros((1, ROW_WIDTH), dtype=np.int64))
-    return True
+def load() -> Any:
+    """The compiled ``scan_records(bytes_u8, position, end, max_records, out_int64[max_records,
+    ROW_WIDTH]) -> (count, next_position)``, compiled (or loaded from the cache) on the first call;
+    None without numba, or with ROCKETQ_NATIVE_SCAN=0."""
+    global _loaded, numba, int32_at, int64_at, starts_with, _scan
+    with _LOAD_LOCK:
+        if _loaded:
+            return _scan
+        _loaded = True
+        if _DISABLED:
+            return None
+        try:
+            numba = importlib.import_module("numba")
+        except ImportError:  # the pure-Python scan does the work
+            return None
+        began = time.monotonic()
+        int32_at = numba.njit(inline="always")(_int32_at)
+        int64_at = numba.njit(inline="always")(_int64_at)
+        starts_with = numba.njit(inline="always")(_starts_with)
+        scan = numba.njit(nogil=True, cache=True)(_scan_records)
+        scan(np.zeros(0, dtype=np.uint8), 0, 0, 1, np.zeros((1, ROW_WIDTH), dtype=np.int64))
+        _scan = scan
+        if time.monotonic() - began > 1:
+            log.info(
+                "compiled the dispatcher's CommitLog scan in %.1f s (cached for later starts)", time.monotonic() - began
+            )
+        return _scan

@@ -1,0 +1,234 @@
+"""The dispatcher's whole per-record work compiled with numba: records to columns, index keys to hashes.
+
+``scan_columns`` walks consecutive stored records of one mapped file and writes, per record, the
+``ROW`` columns the ConsumeQueues need (the topic as an index into a table of known topic names), and,
+per index key, the key's hash as the IndexFile stores it (Java ``String.hashCode`` of ``topic#key``,
+made non-negative) with the number of its record, in the order ``IndexService.build`` indexes them:
+each KEYS entry, then UNIQ_KEY. It stops *before* a record the Python dispatcher must parse (see
+``native_scan``; also any topic, KEYS or UNIQ_KEY that is not ASCII, and a record with more keys than
+``MAX_KEYS_PER_RECORD``), and before a record whose topic is not in the table yet (``NEW_TOPIC``), so
+the caller can add it and go on.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Final
+
+import numpy as np
+
+from rocketq.store import native_scan
+
+ROW: Final = (
+    "physical_offset",
+    "total_size",
+    "queue_id",
+    "queue_offset",
+    "sys_flag",
+    "store_timestamp",
+    "topic",
+    "tags_code",
+)
+PHYSICAL, SIZE, QUEUE_ID, QUEUE_OFFSET, SYS_FLAG, STORE_TIMESTAMP, TOPIC, TAGS_CODE = range(len(ROW))
+MAX_KEYS_PER_RECORD: Final = 16
+MAX_TOPIC_LENGTH: Final = 127
+
+DONE: Final = 0  # the end, or max_records
+PYTHON: Final = 1  # the next record is one for the Python dispatcher
+NEW_TOPIC: Final = 2  # the next record's topic is not in the table
+
+_MIN_INT: Final = -(2**31)
+
+log = logging.getLogger(__name__)
+
+
+def _hash_span(b: Any, start: Any, stop: Any, h: Any) -> Any:
+    for k in range(start, stop):
+        h = (h * 31 + np.int64(b[k])) & 0xFFFFFFFF
+    return h
+
+
+def _index_hash(h: Any) -> Any:
+    signed = h - (np.int64(1) << 32) if h >= (np.int64(1) << 31) else h
+    if signed == _MIN_INT:
+        return np.int64(0)
+    return -signed if signed < 0 else signed
+
+
+def _ascii(b: Any, start: Any, stop: Any) -> bool:
+    for k in range(start, stop):  # noqa: SIM110 (numba compiles loops, not generators)
+        if b[k] >= 128:
+            return False
+    return True
+
+
+def _scan_columns(
+    b: Any,
+    position: Any,
+    end: Any,
+    max_records: Any,
+    topics: Any,
+    topic_lengths: Any,
+    topic_count: Any,
+    rows: Any,
+    key_hashes: Any,
+    key_records: Any,
+    first_record: Any,
+) -> tuple[Any, Any, Any, Any]:
+    file_size = len(b)
+    count = 0
+    keys = 0
+    while position < end and count < max_records:
+        if file_size - position < HEAD_SIZE:
+            return count, position, keys, PYTHON
+        total = int32_at(b, position)
+        if int32_at(b, position + 4) != MESSAGE_MAGIC or total < HEAD_SIZE or position + total > end:
+            return count, position, keys, PYTHON
+        sys_flag = int32_at(b, position + 36)
+        if sys_flag & V6_HOSTS:
+            return count, position, keys, PYTHON
+        record_end = position + total
+        topic_at = position + HEAD_SIZE + int32_at(b, position + 84)
+        if topic_at < position + HEAD_SIZE or topic_at + 1 > record_end:
+            return count, position, keys, PYTHON
+        topic_length = np.int64(b[topic_at])
+        topic_start = topic_at + 1
+        properties_at = topic_start + topic_length + 2
+        if properties_at > record_end:
+            return count, position, keys, PYTHON
+        properties_end = properties_at + ((np.int64(b[properties_at - 2]) << 8) | np.int64(b[properties_at - 1]))
+        if properties_end > record_end or not all_ascii(b, topic_start, topic_start + topic_length):
+            return count, position, keys, PYTHON
+        if topic_length == len(SCHEDULE) and starts_with(b, topic_start, record_end, SCHEDULE):
+            return count, position, keys, PYTHON
+        topic = -1
+        for t in range(topic_count):
+            if topic_lengths[t] == topic_length and starts_with(b, topic_start, record_end, topics[t, :topic_length]):
+                topic = t
+                break
+        if topic < 0:
+            return count, position, keys, NEW_TOPIC
+        tags_code = np.int64(0)
+        keys_at = keys_stop = uniq_at = uniq_stop = np.int64(0)
+        ascii_tags = True
+        segment = properties_at
+        while segment < properties_end:
+            stop = segment
+            while stop < properties_end and b[stop] != 2:
+                stop += 1
+            if starts_with(b, segment, stop, TAGS) and stop > segment + len(TAGS):
+                ascii_tags = all_ascii(b, segment + len(TAGS), stop)
+                h = hash_span(b, segment + len(TAGS), stop, np.int64(0))
+                tags_code = h - (np.int64(1) << 32) if h >= (np.int64(1) << 31) else h
+            elif starts_with(b, segment, stop, KEYS) and stop > segment + len(KEYS):
+                keys_at, keys_stop = segment + len(KEYS), stop
+            elif starts_with(b, segment, stop, UNIQ) and stop > segment + len(UNIQ):
+                uniq_at, uniq_stop = segment + len(UNIQ), stop
+            segment = stop + 1
+        if not (ascii_tags and all_ascii(b, keys_at, keys_stop) and all_ascii(b, uniq_at, uniq_stop)):
+            return count, position, keys, PYTHON
+        prefix = hash_span(b, topic_start, topic_start + topic_length, np.int64(0))
+        prefix = (prefix * 31 + 35) & 0xFFFFFFFF  # '#'
+        record_keys = 0
+        token = keys_at
+        while token < keys_stop:
+            token_end = token
+            while token_end < keys_stop and b[token_end] != 32:  # KEYS are separated by spaces
+                token_end += 1
+            if token_end > token:
+                if record_keys == MAX_KEYS_PER_RECORD or keys + record_keys >= len(key_hashes):
+                    return count, position, keys, PYTHON
+                key_hashes[keys + record_keys] = index_hash(hash_span(b, token, token_end, prefix))
+                key_records[keys + record_keys] = first_record + count
+                record_keys += 1
+            token = token_end + 1
+        if uniq_stop > uniq_at:
+            if keys + record_keys >= len(key_hashes):
+                return count, position, keys, PYTHON
+            key_hashes[keys + record_keys] = index_hash(hash_span(b, uniq_at, uniq_stop, prefix))
+            key_records[keys + record_keys] = first_record + count
+            record_keys += 1
+        keys += record_keys
+        row = rows[count]
+        row[0] = int64_at(b, position + 28)
+        row[1] = total
+        row[2] = int32_at(b, position + 12)
+        row[3] = int64_at(b, position + 20)
+        row[4] = sys_flag
+        row[5] = int64_at(b, position + 56)
+        row[6] = topic
+        row[7] = tags_code
+        count += 1
+        position = record_end
+    return count, position, keys, DONE
+
+
+HEAD_SIZE = native_scan._HEAD_SIZE
+MESSAGE_MAGIC = native_scan._MESSAGE_MAGIC
+V6_HOSTS = native_scan._V6_HOSTS
+TAGS = native_scan._TAGS
+KEYS = native_scan._KEYS
+UNIQ = native_scan._UNIQ
+SCHEDULE = native_scan._SCHEDULE
+_LOAD_LOCK = threading.Lock()
+_loaded = False
+int32_at: Any = None  # compiled helpers, set by load()
+int64_at: Any = None
+starts_with: Any = None
+hash_span: Any = None
+index_hash: Any = None
+all_ascii: Any = None
+_scan: Any = None
+
+
+class TopicTable:
+    """The topic names the compiled scan recognises, as fixed-width byte rows (grown on demand)."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.bytes = np.zeros((capacity, MAX_TOPIC_LENGTH + 1), dtype=np.uint8)
+        self.lengths = np.zeros(capacity, dtype=np.int64)
+        self.names: list[str] = []
+
+    def add(self, raw: bytes) -> int:
+        if len(self.names) == len(self.lengths):
+            grown = TopicTable(2 * len(self.lengths))
+            grown.bytes[: len(self.names)] = self.bytes
+            grown.lengths[: len(self.names)] = self.lengths
+            self.bytes, self.lengths = grown.bytes, grown.lengths
+        index = len(self.names)
+        self.bytes[index, : len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+        self.lengths[index] = len(raw)
+        self.names.append(raw.decode())
+        return index
+
+
+def load() -> Any:
+    """The compiled ``scan_columns`` (see the module docstring; arguments as ``CommitLog.scan_columns``
+    passes them), compiled or loaded from the cache on the first call; None without numba."""
+    global _loaded, int32_at, int64_at, starts_with, hash_span, index_hash, all_ascii, _scan
+    with _LOAD_LOCK:
+        if _loaded:
+            return _scan
+        _loaded = True
+        if native_scan.load() is None:
+            return None
+        numba = native_scan.numba
+        began = time.monotonic()
+        int32_at, int64_at, starts_with = native_scan.int32_at, native_scan.int64_at, native_scan.starts_with
+        hash_span = numba.njit(inline="always")(_hash_span)
+        index_hash = numba.njit(inline="always")(_index_hash)
+        all_ascii = numba.njit(inline="always")(_ascii)
+        scan = numba.njit(nogil=True, cache=True)(_scan_columns)
+        table = TopicTable(1)
+        scan(
+            np.zeros(0, dtype=np.uint8), 0, 0, 1, table.bytes, table.lengths, 0,
+            np.zeros((1, len(ROW)), dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), 0,
+        )  # fmt: skip
+        _scan = scan
+        if time.monotonic() - began > 1:
+            log.info(
+                "compiled the dispatcher's columnar scan in %.1f s (cached for later starts)", time.monotonic() - began
+            )
+        return _scan

@@ -49,6 +49,7 @@ _DISPATCH_FIELDS = rec.head_reader(  # the record header fields the dispatcher n
 _Encoded = tuple[MessageToStore, bytes, bytes, int]  # message, topic, properties, record size
 
 _INT32 = struct.Struct(">i")
+_BODY_LENGTH_AT = rec.HEAD_SIZE - _INT32.size  # the head's last field
 _FILLER = -1  # _scan_one: a BLANK filler ends the file
 _NOT_A_RECORD = -2  # _scan_one: bytes that are no record
 NATIVE_SCAN_ROWS = 1024  # records per call of the compiled scan
@@ -240,6 +241,10 @@ class CommitLog:
 
     # -- dispatch scanning ----------------------------------------------------------------------------
 
+    @property
+    def has_columnar_scan(self) -> bool:
+        return self._native_columns is not None
+
     def scan_columns(self, from_offset: int, max_records: int) -> tuple[ColumnBatch | None, int]:
         """Up to ``max_records`` common records from ``from_offset`` through the compiled scan, as
         columns (``native_columns``), and the offset after them. None (and ``from_offset``) when there
@@ -269,7 +274,7 @@ class CommitLog:
                 keys += found_keys
                 if reason != native_columns.NEW_TOPIC:
                     break
-                topic_at = position + rec.HEAD_SIZE + _INT32.unpack_from(mapped.buffer, position + 84)[0]
+                topic_at = position + rec.HEAD_SIZE + _INT32.unpack_from(mapped.buffer, position + _BODY_LENGTH_AT)[0]
                 table.add(bytes(mapped.buffer[topic_at + 1 : topic_at + 1 + mapped.buffer[topic_at]]))
             if not count:
                 return None, from_offset

@@ -106,14 +106,16 @@ class Dispatcher:
     def _dispatch_until(self, end_offset: int) -> int:
         count = 0
         while self.dispatched_offset < end_offset:
-            if end_offset - self.dispatched_offset >= self._columnar_min_bytes:
+            limit = BATCH_RECORDS
+            if end_offset - self.dispatched_offset >= self._columnar_min_bytes and self._commit_log.has_columnar_scan:
                 batch, next_offset = self._commit_log.scan_columns(self.dispatched_offset, BATCH_RECORDS)
                 if batch is not None:
                     self.apply_columns(batch)
                     count += len(batch.rows)
                     self.dispatched_offset = next_offset
                     continue
-            requests, next_offset = self._commit_log.scan(self.dispatched_offset, BATCH_RECORDS)
+                limit = 1  # the compiled scan left the next record (or a filler) to the Python one
+            requests, next_offset = self._commit_log.scan(self.dispatched_offset, limit)
             if requests:
                 self.apply(requests)
                 count += len(requests)

@@ -260,6 +260,7 @@ class CommitLog:
             position = from_offset - mapped.start_offset
             end = mapped.wrote_position
             table = self._topic_table
+            max_records = min(max_records, (end - position) // rec.HEAD_SIZE + 1)  # records are longer than a head
             rows = np.empty((max_records, len(native_columns.ROW)), dtype=np.int64)
             key_space = max_records * 2 + native_columns.MAX_KEYS_PER_RECORD
             key_hashes = np.empty(key_space, dtype=np.int64)

@@ -46,7 +46,7 @@ class StoreConfig:
     dispatch_interval_ms: int = 10  # how long the idle dispatcher sleeps (every put also wakes it)
     dispatch_inline_max_records: int = 32  # puts this small are dispatched by the putting thread (0: never)
     native_scan: bool = True  # dispatch through the numba-compiled CommitLog scan when numba is installed
-    dispatch_columnar_min_bytes: int = 8 * 1024  # at least this much undispatched log takes the compiled columnar path
+    dispatch_columnar_min_bytes: int = 0  # at least this much undispatched log takes the compiled scan (0: all)
     check_crc_on_recover: bool = True
 
     @property

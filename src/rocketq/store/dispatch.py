@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -29,6 +29,13 @@ ArrivalListener = Callable[[str, int, int, int], None]
 
 _NOT_IN_QUEUE = (SysFlag.TRANSACTION_PREPARED_TYPE, SysFlag.TRANSACTION_ROLLBACK_TYPE)
 BATCH_RECORDS = 4096
+COLUMNAR_MIN_RECORDS = 16
+"""Shorter compiled-scan batches are applied record by record: numpy's fixed cost breaks even at about
+this many records."""
+_ROLLBACK = SysFlag.TRANSACTION_ROLLBACK_TYPE
+_Record = tuple[
+    str, int, int, int, int, int, int
+]  # topic, queue id, queue offset, physical offset, size, tags, sys flag
 _CQ_ENTRY = np.dtype([("offset", ">i8"), ("size", ">i4"), ("tag", ">i8")])
 
 
@@ -127,39 +134,79 @@ class Dispatcher:
     def apply(self, requests: list[DispatchRequest]) -> None:
         """Write one batch of records into the ConsumeQueues, notify the arrival listeners, then index
         the batch's keys."""
-        by_queue: dict[tuple[str, int], tuple[int, list[Entry]]] = {}
-        for request in requests:
-            if request.sys_flag & SysFlag.TRANSACTION_MASK in _NOT_IN_QUEUE:
-                continue
-            key = (request.topic, request.queue_id)
-            entry = (request.commit_log_offset, request.size, request.tags_code)
-            batch = by_queue.get(key)
-            if batch is None:
-                by_queue[key] = (request.queue_offset, [entry])
-            elif batch[0] + len(batch[1]) == request.queue_offset:
-                batch[1].append(entry)
-            else:  # not contiguous (rebuilt queue, or records out of order): flush what we have
-                self._put(key, *batch)
-                by_queue[key] = (request.queue_offset, [entry])
-        for key, (first_offset, entries) in by_queue.items():
-            self._put(key, first_offset, entries)
+        arrived = self._put_records(
+            (r.topic, r.queue_id, r.queue_offset, r.commit_log_offset, r.size, r.tags_code, r.sys_flag)
+            for r in requests
+        )
         self.dispatched_timestamp = requests[-1].store_timestamp
         # Listeners (the pulls held for these queues) first: they read the ConsumeQueues, not the index,
         # and a lone message's consumer should not wait for its keys to be hashed.
-        for key, (first_offset, entries) in by_queue.items():
-            for listener in self.listeners:
-                try:
-                    listener(key[0], key[1], first_offset + len(entries), self.dispatched_timestamp)
-                except Exception:
-                    log.exception("arrival listener failed for %s-%d", key[0], key[1])
+        self._notify(arrived)
         if self._index is not None:
             self._index.build(requests)
         self.dispatched_count += len(requests)
+
+    def _put_records(self, records: Iterable[_Record]) -> dict[tuple[str, int], int]:
+        """ConsumeQueue entries for records in log order, each queue's contiguous run in one write;
+        returns each queue's new max offset."""
+        by_queue: dict[tuple[str, int], tuple[int, list[Entry]]] = {}
+        for topic, queue_id, queue_offset, physical, size, tags_code, sys_flag in records:
+            if sys_flag & SysFlag.TRANSACTION_MASK in _NOT_IN_QUEUE:
+                continue
+            key = (topic, queue_id)
+            entry = (physical, size, tags_code)
+            batch = by_queue.get(key)
+            if batch is None:
+                by_queue[key] = (queue_offset, [entry])
+            elif batch[0] + len(batch[1]) == queue_offset:
+                batch[1].append(entry)
+            else:  # not contiguous (rebuilt queue, or records out of order): flush what we have
+                self._put(key, *batch)
+                by_queue[key] = (queue_offset, [entry])
+        for key, (first_offset, entries) in by_queue.items():
+            self._put(key, first_offset, entries)
+        return {key: first_offset + len(entries) for key, (first_offset, entries) in by_queue.items()}
+
+    def _notify(self, arrived: dict[tuple[str, int], int]) -> None:
+        for (topic, queue_id), max_offset in arrived.items():
+            for listener in self.listeners:
+                try:
+                    listener(topic, queue_id, max_offset, self.dispatched_timestamp)
+                except Exception:
+                    log.exception("arrival listener failed for %s-%d", topic, queue_id)
+
+    def _apply_rows(self, batch: ColumnBatch) -> None:
+        """``apply_columns`` for a short batch, record by record (numpy's fixed cost would dominate)."""
+        topics = batch.topics
+        rows = batch.rows.tolist()
+        arrived = self._put_records(
+            (topics[topic], queue_id, queue_offset, physical, size, tags_code, sys_flag)
+            for physical, size, queue_id, queue_offset, sys_flag, _, topic, tags_code in rows
+        )
+        self.dispatched_timestamp = rows[-1][columns.STORE_TIMESTAMP]
+        self._notify(arrived)
+        if self._index is not None and len(batch.key_hashes):
+            already = self._index.end_phy_offset
+            hashes: list[int] = []
+            offsets: list[int] = []
+            stamps: list[int] = []
+            for key_hash, record in zip(batch.key_hashes.tolist(), batch.key_records.tolist(), strict=True):
+                row = rows[record]
+                sys_flag = row[columns.SYS_FLAG]
+                if row[columns.PHYSICAL] > already and sys_flag & SysFlag.TRANSACTION_MASK != _ROLLBACK:
+                    hashes.append(key_hash)
+                    offsets.append(row[columns.PHYSICAL])
+                    stamps.append(row[columns.STORE_TIMESTAMP])
+            self._index.build_hashed(hashes, offsets, stamps)
+        self.dispatched_count += len(rows)
 
     def apply_columns(self, batch: ColumnBatch) -> None:
         """``apply`` for records the compiled scan parsed: each queue's entries written as one block,
         the listeners told, the index keys (already hashed) indexed; numpy, no per-record Python."""
         rows = batch.rows
+        if len(rows) < COLUMNAR_MIN_RECORDS:
+            self._apply_rows(batch)
+            return
         transaction = rows[:, columns.SYS_FLAG] & SysFlag.TRANSACTION_MASK
         queued = np.flatnonzero(
             (transaction != SysFlag.TRANSACTION_PREPARED_TYPE) & (transaction != SysFlag.TRANSACTION_ROLLBACK_TYPE)
@@ -190,12 +237,7 @@ class Dispatcher:
                 )
                 arrived[key] = first_offsets[start] + end - start
         self.dispatched_timestamp = int(rows[-1, columns.STORE_TIMESTAMP])
-        for (topic, queue_id), max_offset in arrived.items():
-            for listener in self.listeners:
-                try:
-                    listener(topic, queue_id, max_offset, self.dispatched_timestamp)
-                except Exception:
-                    log.exception("arrival listener failed for %s-%d", topic, queue_id)
+        self._notify(arrived)
         if self._index is not None and len(batch.key_hashes):
             records = batch.key_records
             physical = rows[records, columns.PHYSICAL]

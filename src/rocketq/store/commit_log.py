@@ -21,7 +21,7 @@ import numpy as np
 from rocketq.common import record as rec
 from rocketq.common.message import KEY_SEPARATOR, SCHEDULE_TOPIC, Property, find_property, tags_hash_code
 from rocketq.common.offsets import PhysicalOffset, QueueOffset
-from rocketq.store import native_columns, native_scan
+from rocketq.store import compiled_dispatch
 from rocketq.store.config import StoreConfig
 from rocketq.store.mapped_file import DiskFullError, MappedFile
 from rocketq.store.mapped_file_queue import MappedFileQueue
@@ -52,12 +52,11 @@ _INT32 = struct.Struct(">i")
 _BODY_LENGTH_AT = rec.HEAD_SIZE - _INT32.size  # the head's last field
 _FILLER = -1  # _scan_one: a BLANK filler ends the file
 _NOT_A_RECORD = -2  # _scan_one: bytes that are no record
-NATIVE_SCAN_ROWS = 1024  # records per call of the compiled scan
 
 
 @dataclass(frozen=True, slots=True)
 class ColumnBatch:
-    """Records parsed by the compiled scan: ``rows`` (``native_columns.ROW`` columns, topics as indexes
+    """Records parsed by the compiled scan: ``rows`` (``compiled_dispatch.ROW`` columns, topics as indexes
     into ``topics``) and the index keys' hashes with the row number of their record."""
 
     rows: np.ndarray
@@ -78,9 +77,8 @@ class CommitLog:
         self._tags_codes: dict[str, int] = {}
         self._topic_text: dict[bytes, str] = {}  # the dispatcher's topic names by their bytes
         self._delay_levels_ms = config.delay_levels_ms()
-        self._native_scan = native_scan.load() if config.native_scan else None
-        self._native_columns = native_columns.load() if config.native_scan else None
-        self._topic_table = native_columns.TopicTable()
+        self._compiled_scan = compiled_dispatch.load() if config.compiled_dispatch else None
+        self._topic_table = compiled_dispatch.TopicTable()
 
     # -- append ---------------------------------------------------------------------------------------
 
@@ -243,13 +241,13 @@ class CommitLog:
 
     @property
     def has_columnar_scan(self) -> bool:
-        return self._native_columns is not None
+        return self._compiled_scan is not None
 
     def scan_columns(self, from_offset: int, max_records: int) -> tuple[ColumnBatch | None, int]:
-        """Up to ``max_records`` common records from ``from_offset`` through the compiled scan, as
-        columns (``native_columns``), and the offset after them. None (and ``from_offset``) when there
-        is no compiled scan or the record at ``from_offset`` is one for ``scan``."""
-        columns = self._native_columns
+        """Up to ``max_records`` records from ``from_offset`` through the compiled scan, as columns
+        (``compiled_dispatch``), and the offset after them. None (and ``from_offset``) when there is
+        no compiled scan or the record at ``from_offset`` is one for ``scan``."""
+        columns = self._compiled_scan
         if columns is None:
             return None, from_offset
         mapped = self.pin(from_offset)
@@ -261,8 +259,8 @@ class CommitLog:
             end = mapped.wrote_position
             table = self._topic_table
             max_records = min(max_records, (end - position) // rec.HEAD_SIZE + 1)  # records are longer than a head
-            rows = np.empty((max_records, len(native_columns.ROW)), dtype=np.int64)
-            key_space = max_records * 2 + native_columns.MAX_KEYS_PER_RECORD
+            rows = np.empty((max_records, len(compiled_dispatch.ROW)), dtype=np.int64)
+            key_space = max_records * 2 + compiled_dispatch.MAX_KEYS_PER_RECORD
             key_hashes = np.empty(key_space, dtype=np.int64)
             key_records = np.empty(key_space, dtype=np.int64)
             count = keys = 0
@@ -273,7 +271,7 @@ class CommitLog:
                 )  # fmt: skip
                 count += found
                 keys += found_keys
-                if reason != native_columns.NEW_TOPIC:
+                if reason != compiled_dispatch.NEW_TOPIC:
                     break
                 topic_at = position + rec.HEAD_SIZE + _INT32.unpack_from(mapped.buffer, position + _BODY_LENGTH_AT)[0]
                 table.add(bytes(mapped.buffer[topic_at + 1 : topic_at + 1 + mapped.buffer[topic_at]]))
@@ -312,63 +310,17 @@ class CommitLog:
         return requests, offset
 
     def _scan_file(self, mapped: MappedFile, offset: int, max_records: int, out: list[DispatchRequest]) -> int:
-        """Parse records into ``out``: runs of common records through the compiled scan when there is
-        one (``native_scan``), the records it leaves, or all of them without it, one at a time here."""
+        """Parse records into ``out``, one at a time (the dispatcher's path for short batches and for
+        the records the compiled scan leaves)."""
         position = offset - mapped.start_offset
         end = mapped.wrote_position
         base = mapped.start_offset
-        native = self._native_scan
-        data = np.frombuffer(mapped.buffer, dtype=np.uint8) if native is not None else None
-        try:
-            while position < end and len(out) < max_records:
-                if native is not None:
-                    limit = min(max_records - len(out), NATIVE_SCAN_ROWS)
-                    rows = np.empty((limit, native_scan.ROW_WIDTH), dtype=np.int64)
-                    count, position = native(data, position, end, limit, rows)
-                    if count:
-                        self._requests_from_rows(mapped.buffer, rows[:count].tolist(), out)
-                    if position >= end or len(out) >= max_records or count == limit:
-                        continue
-                parsed = self._scan_one(mapped, position, out)
-                if parsed < 0:  # a filler (on to the next file) or bytes that are no record
-                    return mapped.end_offset if parsed == _FILLER else base + position
-                position = parsed
-            return base + position
-        finally:
-            del data
-
-    def _requests_from_rows(self, buffer: memoryview, rows: list[list[int]], out: list[DispatchRequest]) -> None:
-        """DispatchRequests from the compiled scan's rows (``native_scan.COLUMNS``)."""
-        topics = self._topic_text
-        append = out.append
-        separator = KEY_SEPARATOR
-        for (
-            _,
-            total,
-            queue_id,
-            queue_offset,
-            physical,
-            sys_flag,
-            store_timestamp,
-            topic_at,
-            topic_length,
-            tags_code,
-            keys_at,
-            keys_length,
-            uniq_at,
-            uniq_length,
-        ) in rows:
-            raw_topic = bytes(buffer[topic_at : topic_at + topic_length])
-            topic = topics.get(raw_topic)
-            if topic is None:
-                topic = topics[raw_topic] = raw_topic.decode()
-            keys = str(buffer[keys_at : keys_at + keys_length], "utf-8").split(separator) if keys_length else ()
-            uniq_key = str(buffer[uniq_at : uniq_at + uniq_length], "utf-8") if uniq_length else None
-            append(
-                DispatchRequest(
-                    topic, queue_id, physical, total, tags_code, store_timestamp, queue_offset, keys, uniq_key, sys_flag
-                )
-            )
+        while position < end and len(out) < max_records:
+            parsed = self._scan_one(mapped, position, out)
+            if parsed < 0:  # a filler (on to the next file) or bytes that are no record
+                return mapped.end_offset if parsed == _FILLER else base + position
+            position = parsed
+        return base + position
 
     def _scan_one(self, mapped: MappedFile, position: int, out: list[DispatchRequest]) -> int:
         """Parse the record at ``position`` into ``out``; returns the position after it, ``_FILLER`` at

@@ -45,8 +45,8 @@ class StoreConfig:
     message_delay_level: str = DEFAULT_DELAY_LEVELS
     dispatch_interval_ms: int = 10  # how long the idle dispatcher sleeps (every put also wakes it)
     dispatch_inline_max_records: int = 32  # puts this small are dispatched by the putting thread (0: never)
-    native_scan: bool = True  # dispatch through the numba-compiled CommitLog scan when numba is installed
-    dispatch_columnar_min_bytes: int = 0  # at least this much undispatched log takes the compiled scan (0: all)
+    compiled_dispatch: bool = True  # dispatch through the numba-compiled scan when numba is installed
+    dispatch_columnar_min_bytes: int = 2048  # at least this much undispatched log takes the compiled scan
     check_crc_on_recover: bool = True
 
     @property

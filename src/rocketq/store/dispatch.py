@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from rocketq.common.record import SysFlag
-from rocketq.store import native_columns as columns
+from rocketq.store import compiled_dispatch as columns
 from rocketq.store.commit_log import ColumnBatch, CommitLog
 from rocketq.store.consume_queue import ConsumeQueue, Entry
 from rocketq.store.index_service import IndexService

@@ -11,9 +11,9 @@ non-empty value wins.
 It stops *before* a record the Python dispatcher must parse, which ``CommitLog.scan`` then does: a
 BLANK filler or unknown magic, a header that does not fit before the file's end, spans that do not fit
 in their record, hosts in the IPv6 layout, the delay topic (whose tag code is a delivery time), a
-topic, TAGS, KEYS or UNIQ_KEY that is not ASCII (hashed over UTF-16 units), more than
-``MAX_KEYS_PER_RECORD`` keys; and before a record whose topic is not in the table yet (``NEW_TOPIC``),
-so the caller can add it and go on.
+topic that is empty, longer than 127 bytes or not ASCII, TAGS, KEYS or UNIQ_KEY that are not ASCII
+(hashed over UTF-16 units), more than ``MAX_KEYS_PER_RECORD`` keys; and before a record whose topic
+is not in the table yet (``NEW_TOPIC``), so the caller can add it and go on.
 
 Compiled with ``nogil=True`` and ``cache=True`` (about 5 s the first time, then loaded from the cache
 next to this module). ``load`` imports numba and compiles or loads the scan when the first store is
@@ -109,6 +109,8 @@ def _scan_columns(
         if topic_at < position + HEAD_SIZE or topic_at + 1 > record_end:
             return count, position, keys, PYTHON
         topic_length = np.int64(b[topic_at])
+        if topic_length == 0 or topic_length > MAX_TOPIC_LENGTH:  # not a name rocketq writes: Python decides
+            return count, position, keys, PYTHON
         topic_start = topic_at + 1
         properties_at = topic_start + topic_length + 2
         if properties_at > record_end:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from rocketq.common.message import SCHEDULE_TOPIC
 from rocketq.common.record import SysFlag
 from rocketq.store import MessageStore, MessageToStore, compiled_dispatch
+from rocketq.store.index_file import HEADER_SIZE, SLOT, SLOT_SIZE, IndexFile, key_hash
 
 from .conftest import small_config
 
@@ -114,3 +115,38 @@ def test_any_records_rebuild_the_same_files(messages: list[MessageToStore]) -> N
 def test_long_batches_rebuild_the_same_files(messages: list[MessageToStore]) -> None:
     """Plain records in one 64 KiB CommitLog file: batches long enough to be applied with numpy."""
     assert_same_files(messages, 64 * 1024)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    batch=st.lists(st.sampled_from(["T#a", "T#b", "T#c", "T#d", "U#a", "U#b"]), min_size=9, max_size=39),
+    torn=st.lists(st.tuples(st.integers(0, 4), st.integers(-3, 60)), max_size=4),
+)
+def test_compiled_index_writes_the_same_file(batch: list[str], torn: list[tuple[int, int]]) -> None:
+    """The compiled index writer writes the bytes the numpy path writes for the same call, also over
+    slot values a torn write left behind (numbers past the file's entry count), and the bytes of one
+    scalar put per entry."""
+    writer = compiled_dispatch.index_writer()
+    assert writer is not None
+    hashes = [key_hash(k) for k in batch]
+    offsets = list(range(100, 100 + len(batch)))
+    stamps = [1_000_000 + 700 * o for o in offsets]
+    with tempfile.TemporaryDirectory() as directory:
+        files = [
+            IndexFile(Path(directory) / f"2024010100000000{n}", slot_count=5, max_entries=40, create=True)
+            for n in range(3)
+        ]
+        for index in files:
+            for slot, value in torn:  # what a crash between an entry and the header update leaves
+                SLOT.pack_into(index.mapped.buffer, HEADER_SIZE + slot * SLOT_SIZE, value)
+        compiled, vectorised, scalar = files
+        assert compiled.put_hashed(hashes, offsets, stamps, writer) == len(batch)
+        assert vectorised.put_hashed(hashes, offsets, stamps) == len(batch)
+        for i in range(len(batch)):
+            assert scalar.put_hashed(hashes[i : i + 1], offsets[i : i + 1], stamps[i : i + 1]) == 1
+        assert bytes(compiled.mapped.buffer) == bytes(vectorised.mapped.buffer)
+        assert compiled.hash_slot_count == vectorised.hash_slot_count
+        if not torn:  # one entry per call sees a torn value turn valid once that many entries exist
+            assert bytes(compiled.mapped.buffer) == bytes(scalar.mapped.buffer)
+        for index in files:
+            index.close()

@@ -203,6 +203,58 @@ def _starts_with(b: Any, p: Any, end: Any, name: Any) -> bool:
     return True
 
 
+def _put_index_entries(
+    b: Any,
+    slots_at: Any,
+    entries_at: Any,
+    slot_count: Any,
+    first: Any,
+    hashes: Any,
+    physical: Any,
+    stamps: Any,
+    begin_timestamp: Any,
+) -> Any:
+    """``IndexFile._put_scalar``'s rules, compiled: entries numbered from ``first``, each chained to the
+    newest earlier entry of its slot; a slot value that is not an earlier entry of this file (<= 0, or
+    >= ``first``: left by a torn write) counts as empty. Returns how many slots were empty."""
+    count = len(hashes)
+    for i in range(count):  # first pass: forget slot values no entry of this file wrote
+        at = slots_at + (hashes[i] % slot_count) * 4
+        held = int32_at(b, at)
+        if held >= first:
+            put32(b, at, 0)
+    new_slots = 0
+    number = first
+    for i in range(count):
+        at = slots_at + (hashes[i] % slot_count) * 4
+        held = int32_at(b, at)
+        if held <= 0:
+            held = 0
+            new_slots += 1
+        diff = (stamps[i] - begin_timestamp) // 1000
+        diff = min(max(diff, 0), 0x7FFFFFFF)
+        entry = entries_at + number * 20
+        put32(b, entry, hashes[i])
+        put64(b, entry + 4, physical[i])
+        put32(b, entry + 12, diff)
+        put32(b, entry + 16, held)
+        put32(b, at, number)
+        number += 1
+    return new_slots
+
+
+def _put32(b: Any, p: Any, v: Any) -> None:
+    b[p] = (v >> 24) & 255
+    b[p + 1] = (v >> 16) & 255
+    b[p + 2] = (v >> 8) & 255
+    b[p + 3] = v & 255
+
+
+def _put64(b: Any, p: Any, v: Any) -> None:
+    for k in range(8):
+        b[p + k] = (v >> (56 - 8 * k)) & 255
+
+
 _DISABLED = os.environ.get("ROCKETQ_COMPILED_DISPATCH", "1") == "0"
 # Module-level constants: numba freezes them into the compiled code (closures would defeat the cache).
 HEAD_SIZE = rec.HEAD_SIZE
@@ -220,7 +272,10 @@ starts_with: Any = None
 hash_span: Any = None
 index_hash: Any = None
 all_ascii: Any = None
+put32: Any = None
+put64: Any = None
 _scan: Any = None
+_index_put: Any = None
 
 
 class TopicTable:
@@ -247,7 +302,7 @@ class TopicTable:
 def load() -> Any:
     """The compiled ``scan_columns`` (see the module docstring; arguments as ``CommitLog.scan_columns``
     passes them), compiled or loaded from the cache on the first call; None without numba."""
-    global _loaded, int32_at, int64_at, starts_with, hash_span, index_hash, all_ascii, _scan
+    global _loaded, int32_at, int64_at, starts_with, hash_span, index_hash, all_ascii, put32, put64, _scan, _index_put
     with _LOAD_LOCK:
         if _loaded:
             return _scan
@@ -265,6 +320,12 @@ def load() -> Any:
         hash_span = numba.njit(inline="always")(_hash_span)
         index_hash = numba.njit(inline="always")(_index_hash)
         all_ascii = numba.njit(inline="always")(_ascii)
+        put32 = numba.njit(inline="always")(_put32)
+        put64 = numba.njit(inline="always")(_put64)
+        index_put = numba.njit(nogil=True, cache=True)(_put_index_entries)
+        empty = np.zeros(0, dtype=np.int64)
+        index_put(np.zeros(64, dtype=np.uint8), 0, 8, 1, 1, empty, empty, empty, 0)
+        _index_put = index_put
         scan = numba.njit(nogil=True, cache=True)(_scan_columns)
         table = TopicTable(1)
         scan(
@@ -277,3 +338,8 @@ def load() -> Any:
                 "compiled the dispatcher's columnar scan in %.1f s (cached for later starts)", time.monotonic() - began
             )
         return _scan
+
+
+def index_writer() -> Any:
+    """The compiled ``put_index_entries`` once ``load`` has run (and found numba), else None."""
+    return _index_put

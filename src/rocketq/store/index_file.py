@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import struct
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -104,7 +105,13 @@ class IndexFile:
         """Add one key; False when the file is full."""
         return self.put_hashed([key_hash(key)], [phy_offset], [store_timestamp]) == 1
 
-    def put_hashed(self, hashes: list[int], phy_offsets: list[int], store_timestamps: list[int]) -> int:
+    def put_hashed(
+        self,
+        hashes: list[int],
+        phy_offsets: list[int],
+        store_timestamps: list[int],
+        compiled: Callable[..., int] | None = None,
+    ) -> int:
         """Add keys given their hashes (``key_hash``); returns how many fit before the file filled.
 
         The header is written last, once per call; entries past a torn header's count are never reached because
@@ -122,6 +129,8 @@ class IndexFile:
             _INT64.pack_into(buffer, BEGIN_PHY_OFFSET_AT, self.begin_phy_offset)
         if count <= SCALAR_MAX_ENTRIES:
             self._put_scalar(hashes, phy_offsets, store_timestamps, count)
+        elif compiled is not None:
+            self._put_compiled(compiled, hashes, phy_offsets, store_timestamps, count)
         else:
             self._put_vectorised(hashes, phy_offsets, store_timestamps, count)
         self.end_timestamp = store_timestamps[count - 1]
@@ -156,6 +165,33 @@ class IndexFile:
             number += 1
         self.index_count = number
         self.hash_slot_count += new_slots
+
+    def _put_compiled(
+        self,
+        compiled: Callable[..., int],
+        hashes: list[int],
+        phy_offsets: list[int],
+        store_timestamps: list[int],
+        count: int,
+    ) -> None:
+        """Many entries through ``compiled_dispatch``'s compiled writer (the scalar path's rules)."""
+        data = np.frombuffer(self.mapped.buffer, dtype=np.uint8)
+        try:
+            new_slots = compiled(
+                data,
+                HEADER_SIZE,
+                HEADER_SIZE + self.slot_count * SLOT_SIZE,
+                self.slot_count,
+                self.index_count,
+                np.asarray(hashes[:count], dtype=np.int64),
+                np.asarray(phy_offsets[:count], dtype=np.int64),
+                np.asarray(store_timestamps[:count], dtype=np.int64),
+                self.begin_timestamp,
+            )
+        finally:
+            del data
+        self.index_count += count
+        self.hash_slot_count += int(new_slots)
 
     def _put_vectorised(
         self, hashes: list[int], phy_offsets: list[int], store_timestamps: list[int], count: int

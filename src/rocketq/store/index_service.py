@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rocketq.common.record import SysFlag
+from rocketq.store import compiled_dispatch
 from rocketq.store.config import StoreConfig
 from rocketq.store.index_file import IndexFile, index_file_name
 from rocketq.store.key_hash import index_key_hashes
@@ -24,6 +25,10 @@ class IndexService:
         self.directory: Path = config.index_dir
         self.slot_count = config.max_hash_slot_num
         self.max_entries = config.max_index_num
+        # many keys at once are written by compiled code when the store compiles its dispatch
+        self._compiled = (
+            compiled_dispatch.index_writer() if compiled_dispatch.load() and config.compiled_dispatch else None
+        )
         self._files: list[IndexFile] = []
         self._lock = threading.Lock()
 
@@ -108,7 +113,7 @@ class IndexService:
     def build_hashed(self, hashes: list[int], offsets: list[int], stamps: list[int]) -> None:
         """Index keys given their hashes (``key_hash``), CommitLog offsets and store times, in order."""
         while hashes:
-            written = self._writable_file().put_hashed(hashes, offsets, stamps)
+            written = self._writable_file().put_hashed(hashes, offsets, stamps, self._compiled)
             hashes, offsets, stamps = hashes[written:], offsets[written:], stamps[written:]
 
     def query(self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int) -> list[int]:

@@ -314,29 +314,31 @@ def load() -> Any:
         except ImportError:  # the Python dispatcher does the work
             return None
         began = time.monotonic()
-        int32_at = numba.njit(inline="always")(_int32_at)
-        int64_at = numba.njit(inline="always")(_int64_at)
-        starts_with = numba.njit(inline="always")(_starts_with)
-        hash_span = numba.njit(inline="always")(_hash_span)
-        index_hash = numba.njit(inline="always")(_index_hash)
-        all_ascii = numba.njit(inline="always")(_ascii)
-        put32 = numba.njit(inline="always")(_put32)
-        put64 = numba.njit(inline="always")(_put64)
-        index_put = numba.njit(nogil=True, cache=True)(_put_index_entries)
-        empty = np.zeros(0, dtype=np.int64)
-        index_put(np.zeros(64, dtype=np.uint8), 0, 8, 1, 1, empty, empty, empty, 0)
-        _index_put = index_put
-        scan = numba.njit(nogil=True, cache=True)(_scan_columns)
-        table = TopicTable(1)
-        scan(
-            np.zeros(0, dtype=np.uint8), 0, 0, 1, table.bytes, table.lengths, 0,
-            np.zeros((1, len(ROW)), dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), 0,
-        )  # fmt: skip
-        _scan = scan
-        if time.monotonic() - began > 1:
-            log.info(
-                "compiled the dispatcher's columnar scan in %.1f s (cached for later starts)", time.monotonic() - began
-            )
+        try:
+            int32_at = numba.njit(inline="always")(_int32_at)
+            int64_at = numba.njit(inline="always")(_int64_at)
+            starts_with = numba.njit(inline="always")(_starts_with)
+            hash_span = numba.njit(inline="always")(_hash_span)
+            index_hash = numba.njit(inline="always")(_index_hash)
+            all_ascii = numba.njit(inline="always")(_ascii)
+            put32 = numba.njit(inline="always")(_put32)
+            put64 = numba.njit(inline="always")(_put64)
+            index_put = numba.njit(nogil=True, cache=True)(_put_index_entries)
+            empty = np.zeros(0, dtype=np.int64)
+            index_put(np.zeros(64, dtype=np.uint8), 0, 8, 1, 1, empty, empty, empty, 0)
+            scan = numba.njit(nogil=True, cache=True)(_scan_columns)
+            table = TopicTable(1)
+            scan(
+                np.zeros(0, dtype=np.uint8), 0, 0, 1, table.bytes, table.lengths, 0,
+                np.zeros((1, len(ROW)), dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), 0,
+            )  # fmt: skip
+        except Exception:  # a numba that cannot compile here must not keep the store from starting
+            log.exception("compiling the dispatcher's scan failed; dispatching in Python")
+            return None
+        _index_put, _scan = index_put, scan
+        seconds = time.monotonic() - began
+        if seconds > 1:
+            log.info("compiled the dispatcher's scan in %.1f s (cached for later starts)", seconds)
         return _scan
 
 

@@ -9,7 +9,6 @@ topic/queue, at append time (RocketMQ's ``topicQueueTable``).
 from __future__ import annotations
 
 import logging
-import struct
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -47,11 +46,6 @@ _DISPATCH_FIELDS = rec.head_reader(  # the record header fields the dispatcher n
 )
 
 _Encoded = tuple[MessageToStore, bytes, bytes, int]  # message, topic, properties, record size
-
-_INT32 = struct.Struct(">i")
-_BODY_LENGTH_AT = rec.HEAD_SIZE - _INT32.size  # the head's last field
-_FILLER = -1  # _scan_one: a BLANK filler ends the file
-_NOT_A_RECORD = -2  # _scan_one: bytes that are no record
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,7 +267,8 @@ class CommitLog:
                 keys += found_keys
                 if reason != compiled_dispatch.NEW_TOPIC:
                     break
-                topic_at = position + rec.HEAD_SIZE + _INT32.unpack_from(mapped.buffer, position + _BODY_LENGTH_AT)[0]
+                body_length = _DISPATCH_FIELDS.unpack_from(mapped.buffer, position)[-1]
+                topic_at = position + rec.HEAD_SIZE + body_length
                 table.add(bytes(mapped.buffer[topic_at + 1 : topic_at + 1 + mapped.buffer[topic_at]]))
             if not count:
                 return None, from_offset
@@ -310,65 +305,61 @@ class CommitLog:
         return requests, offset
 
     def _scan_file(self, mapped: MappedFile, offset: int, max_records: int, out: list[DispatchRequest]) -> int:
-        """Parse records into ``out``, one at a time (the dispatcher's path for short batches and for
-        the records the compiled scan leaves)."""
+        """Parse records into ``out``, one small unpack and one copy per record (the dispatcher's path for
+        short batches and for the records the compiled scan leaves)."""
+        buffer = mapped.buffer
         position = offset - mapped.start_offset
         end = mapped.wrote_position
         base = mapped.start_offset
+        unpack = _DISPATCH_FIELDS.unpack_from
+        file_size = mapped.file_size
+        topics = self._topic_text
+        append = out.append
+        schedule_topic = SCHEDULE_TOPIC
         while position < end and len(out) < max_records:
-            parsed = self._scan_one(mapped, position, out)
-            if parsed < 0:  # a filler (on to the next file) or bytes that are no record
-                return mapped.end_offset if parsed == _FILLER else base + position
-            position = parsed
-        return base + position
-
-    def _scan_one(self, mapped: MappedFile, position: int, out: list[DispatchRequest]) -> int:
-        """Parse the record at ``position`` into ``out``; returns the position after it, ``_FILLER`` at
-        a BLANK filler, ``_NOT_A_RECORD`` (logged) at bytes that are no record."""
-        buffer = mapped.buffer
-        if mapped.file_size - position < rec.HEAD_SIZE or buffer[position + 4] == _BLANK_FIRST_BYTE:
-            _, magic = rec.SIZE_AND_MAGIC.unpack_from(buffer, position)
-            if magic == rec.BLANK_MAGIC:
-                return _FILLER
-        total, magic, queue_id, queue_offset, physical, sys_flag, store_timestamp, body_length = (
-            _DISPATCH_FIELDS.unpack_from(buffer, position)
-        )
-        if magic != rec.MESSAGE_MAGIC or total <= 0:
-            log.error("%s: unexpected bytes at %d while dispatching", mapped.path, mapped.start_offset + position)
-            return _NOT_A_RECORD
-        topic_at = position + rec.HEAD_SIZE + body_length
-        tail = bytes(buffer[topic_at : position + total])  # topic length, topic, properties: one copy
-        topic_end = 1 + tail[0]
-        raw_topic = tail[1:topic_end]
-        topic = self._topic_text.get(raw_topic)
-        if topic is None:
-            topic = self._topic_text[raw_topic] = raw_topic.decode()
-        properties = tail[topic_end + 2 :].decode()
-        if not properties:
-            tags_code, keys, uniq_key = 0, None, None
-        else:
-            if topic == SCHEDULE_TOPIC:
-                tags_code = self._delivery_time(properties, store_timestamp)
-            else:
-                tags = find_property(properties, Property.TAGS)
-                tags_code = self._tags_code(tags) if tags else 0
-            keys, uniq_key = find_property(properties, Property.KEYS), find_property(properties, _UNIQ_KEY)
-        out.append(
-            DispatchRequest(
-                topic,
-                queue_id,
-                physical,
-                total,
-                tags_code,
-                store_timestamp,
-                queue_offset,
-                keys.split(KEY_SEPARATOR) if keys else (),
-                uniq_key,
-                sys_flag,
+            if file_size - position < rec.HEAD_SIZE or buffer[position + 4] == _BLANK_FIRST_BYTE:
+                _, magic = rec.SIZE_AND_MAGIC.unpack_from(buffer, position)
+                if magic == rec.BLANK_MAGIC:
+                    return mapped.end_offset
+            total, magic, queue_id, queue_offset, physical, sys_flag, store_timestamp, body_length = unpack(
+                buffer, position
             )
-        )
-        after: int = position + total
-        return after
+            if magic != rec.MESSAGE_MAGIC or total <= 0:
+                log.error("%s: unexpected bytes at %d while dispatching", mapped.path, base + position)
+                return base + position
+            topic_at = position + rec.HEAD_SIZE + body_length
+            tail = bytes(buffer[topic_at : position + total])  # topic length, topic, properties: one copy
+            topic_end = 1 + tail[0]
+            raw_topic = tail[1:topic_end]
+            topic = topics.get(raw_topic)
+            if topic is None:
+                topic = topics[raw_topic] = raw_topic.decode()
+            properties = tail[topic_end + 2 :].decode()
+            if not properties:
+                tags_code, keys, uniq_key = 0, None, None
+            else:
+                if topic == schedule_topic:
+                    tags_code = self._delivery_time(properties, store_timestamp)
+                else:
+                    tags = find_property(properties, Property.TAGS)
+                    tags_code = self._tags_code(tags) if tags else 0
+                keys, uniq_key = find_property(properties, Property.KEYS), find_property(properties, _UNIQ_KEY)
+            append(
+                DispatchRequest(
+                    topic,
+                    queue_id,
+                    physical,
+                    total,
+                    tags_code,
+                    store_timestamp,
+                    queue_offset,
+                    keys.split(KEY_SEPARATOR) if keys else (),
+                    uniq_key,
+                    sys_flag,
+                )
+            )
+            position += total
+        return base + position
 
     def _delivery_time(self, properties: str, store_timestamp: int) -> int:
         """A delayed message's ConsumeQueue tag code: when it is due."""

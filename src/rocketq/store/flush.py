@@ -103,27 +103,28 @@ class CommitLogFlusher:
         """SYNC_FLUSH, for threads: a Future resolved with the flushed offset once an fsync covers
         ``end_offset``."""
         future: Future[int] = Future()
-        with self._lock:
-            if self._failure is not None:
-                future.set_exception(self._failure)
-            elif self._flushed >= end_offset:
-                future.set_result(self._flushed)
-            else:
-                self._thread_waiters.append((end_offset, future))
+        self._wait(end_offset, future, None)
         return future
 
     def request_on_loop(self, end_offset: int, loop: EventLoop) -> Any:
         """SYNC_FLUSH, for an event loop (call on that loop): an ``asyncio.Future`` of ``loop``
         resolved with the flushed offset once an fsync covers ``end_offset``."""
         future = loop.create_future()
+        self._wait(end_offset, future, loop)
+        return future
+
+    def _wait(self, end_offset: int, future: Any, loop: EventLoop | None) -> None:
+        """Resolve ``future`` now (failed flusher, or already flushed), or file it with the thread
+        waiters (``loop`` None) or with ``loop``'s."""
         with self._lock:
             if self._failure is not None:
                 future.set_exception(self._failure)
             elif self._flushed >= end_offset:
                 future.set_result(self._flushed)
+            elif loop is None:
+                self._thread_waiters.append((end_offset, future))
             else:
                 self._loop_waiters.setdefault(loop, []).append((end_offset, future))
-        return future
 
     def wake(self) -> None:
         with self._lock:

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from rocketq.broker.server import Broker
-from rocketq.common.message import encode_properties
+from rocketq.common.message import decode_properties, encode_properties
 from rocketq.protocol import BatchItem, HeartbeatData, RequestCode, ResponseCode, encode_batch, make_request
 from rocketq.remoting import RemotingClient
 from rocketq.remoting.connection import next_opaque
@@ -15,7 +15,7 @@ from rocketq.store import FlushDiskType
 from rocketq.testing.cluster import wait_dispatched
 
 from .conftest import broker_config
-from .raw import bodies, pull_request, send_request
+from .raw import bodies, pull_request, records, send_request
 
 
 async def test_send_then_pull(broker: Broker, client: RemotingClient) -> None:
@@ -38,6 +38,34 @@ async def test_c_plus_plus_style_batch_in_code_10(broker: Broker, client: Remoti
     await wait_dispatched(broker)
     pulled = await client.invoke(broker.address, pull_request("TopicB", 0, 0), 3)
     assert bodies(pulled) == [b"one", b"two"]
+
+
+async def test_batches_through_both_store_paths(broker: Broker, client: RemotingClient) -> None:
+    """A plain batch is written from its wire body, one with a delayed item is decoded message by
+    message, a malformed one is refused: the stored records carry the same broker properties, the
+    ids point at them, and the queue offsets run on across the paths."""
+    plain = encode_batch([BatchItem(b"p0", encode_properties({"TAGS": "a", "KEYS": "k0"})), BatchItem(b"p1", "", 7)])
+    delayed = encode_batch([BatchItem(b"d1"), BatchItem(b"d0", encode_properties({"DELAY": "1"}))])
+    first = await client.invoke(broker.address, send_request("TopicW", plain, batch=True), 3)
+    second = await client.invoke(broker.address, send_request("TopicW", delayed, batch=True), 3)
+    assert (first.code, second.code) == (ResponseCode.SUCCESS, ResponseCode.SUCCESS)
+    assert first.ext_fields["queueOffset"] == "0" and second.ext_fields["queueOffset"] == "2"
+    bad = await client.invoke(broker.address, send_request("TopicW", plain[:-3], batch=True), 3)
+    assert bad.code == ResponseCode.MESSAGE_ILLEGAL and "bad batch body" in bad.remark
+    await wait_dispatched(broker)
+    pulled = records(await client.invoke(broker.address, pull_request("TopicW", 0, 0), 3))
+    assert [record.body for record in pulled] == [b"p0", b"p1", b"d1"]  # d0 waits in the delay topic
+    assert [record.flag for record in pulled[:2]] == [0, 7]
+    plain_ids = first.ext_fields["msgId"].split(",")
+    for record, message_id in zip(pulled, plain_ids + second.ext_fields["msgId"].split(",")[:1], strict=True):
+        assert message_id.endswith(f"{record.physical_offset:016X}")
+        properties = decode_properties(record.properties)
+        assert properties["CLUSTER"] == broker.config.broker_cluster_name
+        assert properties["MSG_REGION"] == "DefaultRegion"
+    assert decode_properties(pulled[0].properties) == {
+        "TAGS": "a", "KEYS": "k0", "MSG_REGION": "DefaultRegion", "TRACE_ON": "true",
+        "CLUSTER": broker.config.broker_cluster_name,
+    }  # fmt: skip
 
 
 async def test_long_polling_wakes_on_arrival(broker: Broker, client: RemotingClient) -> None:

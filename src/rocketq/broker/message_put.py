@@ -12,7 +12,7 @@ from rocketq.broker.topic_config import PERM_READ, PERM_WRITE, SCHEDULE_TOPIC, d
 from rocketq.common.message import Property
 from rocketq.common.record import SysFlag
 from rocketq.protocol import ResponseCode, TopicConfig
-from rocketq.store import MessageToStore, PutMessageResult, PutStatus
+from rocketq.store import MeasuredBatch, MessageToStore, PutMessageResult, PutStatus
 
 log = logging.getLogger(__name__)
 
@@ -67,15 +67,20 @@ def dead_letter_topic(context: BrokerContext, group: str) -> TopicConfig:
 
 
 async def put_and_wait(
-    context: BrokerContext, messages: Sequence[MessageToStore], *, wait_for_flush: bool
+    context: BrokerContext, messages: Sequence[MessageToStore] | MeasuredBatch, *, wait_for_flush: bool
 ) -> PutMessageResult:
-    """Append ``messages``; with SYNC_FLUSH and ``wait_for_flush``, also wait for the fsync (the
-    status becomes FLUSH_DISK_TIMEOUT when it takes longer than the store's sync flush timeout)."""
-    result = context.store.put_messages(messages, dispatch=False)
+    """Append ``messages`` (or a wire batch ``MessageStore.measure_batch`` accepted); with SYNC_FLUSH and
+    ``wait_for_flush``, also wait for the fsync (the status becomes FLUSH_DISK_TIMEOUT when it takes
+    longer than the store's sync flush timeout)."""
+    if isinstance(messages, MeasuredBatch):
+        result = context.store.put_batch(messages, dispatch=False)
+        topic = messages.batch.topic
+    else:
+        result = context.store.put_messages(messages, dispatch=False)
+        topic = messages[0].topic if messages else "?"
     context.dispatch.request()
     if wait_for_flush:
         await wait_flushed(context.store, result)
     if result.status not in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT):
-        topic = messages[0].topic if messages else "?"
         log.warning("put to %s refused: %s %s", topic, result.status.value, result.remark)
     return result

@@ -8,8 +8,10 @@ from rocketq.store.config import FlushDiskType, StoreConfig
 from rocketq.store.errors import StoreError
 from rocketq.store.message_store import MessageStore
 from rocketq.store.results import (
+    BatchToStore,
     GetMessageResult,
     GetStatus,
+    MeasuredBatch,
     MessageToStore,
     PutMessageResult,
     PutStatus,
@@ -17,9 +19,11 @@ from rocketq.store.results import (
 )
 
 __all__ = [
+    "BatchToStore",
     "FlushDiskType",
     "GetMessageResult",
     "GetStatus",
+    "MeasuredBatch",
     "MessageStore",
     "MessageToStore",
     "PutMessageResult",

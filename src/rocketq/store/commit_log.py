@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import cast
 from zlib import crc32
@@ -20,11 +20,18 @@ import numpy as np
 from rocketq.common import record as rec
 from rocketq.common.message import KEY_SEPARATOR, SCHEDULE_TOPIC, Property, find_property, tags_hash_code
 from rocketq.common.offsets import PhysicalOffset, QueueOffset
-from rocketq.store import compiled_dispatch
+from rocketq.store import compiled_append, compiled_dispatch
 from rocketq.store.config import StoreConfig
 from rocketq.store.mapped_file import DiskFullError, MappedFile
 from rocketq.store.mapped_file_queue import MappedFileQueue
-from rocketq.store.results import DispatchRequest, MessageToStore, PutMessageResult, PutStatus
+from rocketq.store.results import (
+    BatchToStore,
+    DispatchRequest,
+    MeasuredBatch,
+    MessageToStore,
+    PutMessageResult,
+    PutStatus,
+)
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +79,8 @@ class CommitLog:
         self._topic_text: dict[bytes, str] = {}  # the dispatcher's topic names by their bytes
         self._delay_levels_ms = config.delay_levels_ms()
         self._compiled_scan = compiled_dispatch.load() if config.compiled_dispatch else None
+        self._compiled_append = compiled_append.load() if config.compiled_dispatch else None
+        self._special_names = compiled_append.special_names()
         self._topic_table = compiled_dispatch.TopicTable()
 
     # -- append ---------------------------------------------------------------------------------------
@@ -106,7 +115,7 @@ class CommitLog:
             append((message, topic, properties, size))
         return encoded
 
-    def _reserve_files(self, encoded: list[_Encoded], total: int) -> MappedFile:
+    def _reserve_files(self, sizes: Iterable[int], total: int) -> MappedFile:
         """Create every file the batch will roll into before writing a byte (DiskFullError leaves
         the log untouched, so a refused batch is refused whole)."""
         mapped = self.files.last_file_for_write()
@@ -115,11 +124,11 @@ class CommitLog:
             return mapped
         file_size = self.files.file_size
         files_needed = 0
-        for item in encoded:
-            if item[3] + rec.END_FILE_MIN_BLANK_LENGTH > remaining:
+        for size in sizes:
+            if size + rec.END_FILE_MIN_BLANK_LENGTH > remaining:
                 files_needed += 1
                 remaining = file_size
-            remaining -= item[3]
+            remaining -= size
         last = self.files.last_file()
         assert last is not None
         start = last.end_offset
@@ -147,7 +156,7 @@ class CommitLog:
         total = 0
         for item in encoded:
             total += item[3]
-        mapped = self._reserve_files(encoded, total)
+        mapped = self._reserve_files((item[3] for item in encoded), total)
         table = self.queue_offsets
         structs = rec.RECORD_STRUCTS
         physical_offsets: list[int] = []
@@ -195,6 +204,79 @@ class CommitLog:
             sizes=sizes,
             store_timestamp=store_timestamp,
             wrote_bytes=total,
+        )
+
+    def measure_batch(self, batch: BatchToStore, max_body_size: int | None = None) -> MeasuredBatch | None:
+        """The record sizes of a wire batch for ``append_batch``, or None when it must be decoded into
+        ``MessageToStore`` and appended by ``append`` (no compiled append, an empty or transactional
+        batch, or an item that path treats specially or refuses: ``compiled_append.measure_batch``)."""
+        kernels = self._compiled_append
+        topic = self._topic_bytes.get(batch.topic) or batch.topic.encode()
+        if kernels is None or not batch.items or not 0 < len(topic) <= rec.MAX_TOPIC_LENGTH:
+            return None
+        if not batch.properties_suffix.isascii():
+            return None
+        if batch.sys_flag & _TXN_MASK in _NO_QUEUE_OFFSET:
+            return None
+        self._topic_bytes.setdefault(batch.topic, topic)
+        items = np.frombuffer(batch.items, dtype=np.uint8)
+        sizes = np.empty(len(items) // compiled_append.ITEM_OVERHEAD + 1, dtype=np.int64)
+        limit = self.config.max_message_size
+        names, name_lengths = self._special_names
+        suffix_length = len(batch.properties_suffix)  # ASCII: the broker's own properties
+        max_body = limit if max_body_size is None else max_body_size
+        count, wait, total, largest = kernels[0](
+            items, len(topic), suffix_length, max_body, limit, names, name_lengths, sizes
+        )
+        if count <= 0 or largest + rec.END_FILE_MIN_BLANK_LENGTH > self.files.file_size:
+            return None  # a record larger than a file goes to ``append``, which refuses it
+        return MeasuredBatch(batch, sizes[:count], total, wait)
+
+    def append_batch(self, measured: MeasuredBatch, store_timestamp: int) -> PutMessageResult:
+        """``append`` for a measured wire batch: the same records, written by compiled code. Raises
+        DiskFullError before writing when files can't grow."""
+        kernels = self._compiled_append
+        assert kernels is not None, "measure_batch returns None without the compiled append"
+        write = kernels[1]
+        batch = measured.batch
+        sizes = measured.sizes
+        count = len(sizes)
+        mapped = self._reserve_files(sizes.tolist(), measured.total)
+        key = (batch.topic, batch.queue_id)
+        first_queue_offset = self.queue_offsets.get(key, 0)
+        items = np.frombuffer(batch.items, dtype=np.uint8)
+        topic = np.frombuffer(self._topic_bytes[batch.topic], dtype=np.uint8)
+        suffix = np.frombuffer(batch.properties_suffix.encode(), dtype=np.uint8)
+        born_host = np.frombuffer(batch.born_host, dtype=np.uint8)
+        store_host = np.frombuffer(batch.store_host, dtype=np.uint8)
+        physical = np.empty(count, dtype=np.int64)
+        done = item_at = 0
+        while True:
+            out = np.frombuffer(mapped.buffer, dtype=np.uint8)
+            try:
+                done, item_at, position = write(
+                    items, item_at, done, count, sizes, out, mapped.wrote_position, mapped.start_offset, topic,
+                    suffix, batch.queue_id, first_queue_offset, batch.sys_flag, batch.born_timestamp, born_host,
+                    store_timestamp, store_host, batch.reconsume_times, physical,
+                )  # fmt: skip
+            finally:
+                del out
+            if done == count:
+                mapped.wrote_position = position  # readers and the dispatcher see the batch from here on
+                break
+            rec.BLANK.pack_into(mapped.buffer, position, mapped.file_size - position, rec.BLANK_MAGIC)
+            mapped.wrote_position = mapped.file_size
+            following = self.files.find(mapped.end_offset)
+            assert following is not None, "files are reserved before writing"
+            mapped = following
+        self.queue_offsets[key] = first_queue_offset + count
+        return PutMessageResult(
+            status=PutStatus.PUT_OK,
+            physical_offsets=cast(list[PhysicalOffset], physical.tolist()),
+            queue_offsets=cast(list[QueueOffset], list(range(first_queue_offset, first_queue_offset + count))),
+            sizes=sizes.tolist(),
+            store_timestamp=store_timestamp,
+            wrote_bytes=measured.total,
         )
 
     # -- read -----------------------------------------------------------------------------------------

@@ -6,6 +6,8 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from rocketq.common.offsets import PhysicalOffset, QueueOffset
 
 NO_HOST = bytes(8)
@@ -30,6 +32,36 @@ class MessageToStore:
     store_host: bytes = NO_HOST
     reconsume_times: int = 0
     prepared_transaction_offset: int = 0
+
+
+@dataclass(slots=True, kw_only=True)
+class BatchToStore:
+    """A producer's batch as it came off the wire: ``items`` is a SEND_BATCH_MESSAGE body
+    (``rocketq.protocol.batch``). Every item becomes a record of ``topic``/``queue_id`` with the item's
+    body and flag, and its properties followed by ``properties_suffix`` (what the broker adds), as if
+    each were a ``MessageToStore`` with the other fields below; the store writes them without decoding
+    the items into Python objects (``MessageStore.measure_batch``)."""
+
+    topic: str
+    queue_id: int
+    items: bytes
+    properties_suffix: str
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: bytes = NO_HOST
+    store_host: bytes = NO_HOST
+    reconsume_times: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredBatch:
+    """A ``BatchToStore`` the compiled append can write: each item's record size, their sum, and
+    whether any item asks to wait for the flush (its ``WAIT`` property)."""
+
+    batch: BatchToStore
+    sizes: np.ndarray  # int64, one per item
+    total: int
+    wait_for_flush: bool
 
 
 class PutStatus(enum.Enum):

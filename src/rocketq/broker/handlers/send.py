@@ -38,7 +38,7 @@ from rocketq.protocol import (
 )
 from rocketq.protocol.headers import SendMessageResponseHeader, parse_send_message_header
 from rocketq.remoting import Connection, RequestHandler
-from rocketq.store import MessageToStore, PutStatus
+from rocketq.store import BatchToStore, MessageToStore, PutMessageResult, PutStatus
 
 log = logging.getLogger(__name__)
 
@@ -147,8 +147,34 @@ async def _send(
     if queue_id >= max(topic_config.read_queue_nums, topic_config.write_queue_nums):
         return reply(request, ResponseCode.SYSTEM_ERROR, f"queueId[{queue_id}] is illegal, topic {topic_config}")
 
+    reconsume_times = header.reconsume_times or 0
+    dead_letter = False
+    if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+        group_config = context.groups.find(group)
+        max_times = group_config.retry_max_times if group_config else DEFAULT_MAX_RECONSUME_TIMES
+        if request.version >= V3_4_9 and header.max_reconsume_times is not None:
+            max_times = header.max_reconsume_times
+        if reconsume_times >= max_times:
+            topic = dead_letter_topic(context, group).topic_name
+            queue_id, dead_letter = 0, True
+            log.info("message of group %s reached %d retries: stored in %s", group, reconsume_times, topic)
+
     is_batch = request.code == RequestCode.SEND_BATCH_MESSAGE or header.batch
     body = bytes(request.body)
+    plain_suffix = _plain_suffix(config.broker_cluster_name)
+    sys_flag = header.sys_flag
+    stored_sys_flag = sys_flag & ~SysFlag.INNER_BATCH if is_batch else sys_flag
+    if is_batch and not dead_letter:  # the common batch: written from its wire body, no decoding
+        batch = BatchToStore(
+            topic=topic, queue_id=queue_id, items=body, properties_suffix=plain_suffix, sys_flag=stored_sys_flag,
+            born_timestamp=header.born_timestamp, born_host=born_host_of(connection), store_host=context.store_host,
+            reconsume_times=reconsume_times,
+        )  # fmt: skip
+        measured = context.store.measure_batch(batch, max_body_size=config.max_message_size)
+        if measured is not None:
+            result = await put_and_wait(context, measured, wait_for_flush=measured.wait_for_flush)
+            return _response(context, request, result, queue_id)
     try:
         items = decode_batch(body) if is_batch else None
     except RemoteProtocolError as exc:
@@ -164,27 +190,11 @@ async def _send(
                 f"the message body size {len(message_body)} exceeds the maximum {config.max_message_size}",
             )
 
-    reconsume_times = header.reconsume_times or 0
-    dead_letter = False
-    if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-        group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
-        group_config = context.groups.find(group)
-        max_times = group_config.retry_max_times if group_config else DEFAULT_MAX_RECONSUME_TIMES
-        if request.version >= V3_4_9 and header.max_reconsume_times is not None:
-            max_times = header.max_reconsume_times
-        if reconsume_times >= max_times:
-            topic = dead_letter_topic(context, group).topic_name
-            queue_id, dead_letter = 0, True
-            log.info("message of group %s reached %d retries: stored in %s", group, reconsume_times, topic)
-
     born_host = born_host_of(connection)
     level_count = len(context.store.config.delay_levels_ms())
     store_host = context.store_host
     messages: list[MessageToStore] = []
     wait_for_flush = False
-    plain_suffix = _plain_suffix(config.broker_cluster_name)
-    sys_flag = header.sys_flag
-    stored_sys_flag = sys_flag & ~SysFlag.INNER_BATCH if items is not None else sys_flag
     for message_body, properties_text, flag in bodies:
         target_topic, target_queue = topic, queue_id
         stored = None if dead_letter else plain_stored_properties(properties_text, plain_suffix)
@@ -224,10 +234,16 @@ async def _send(
         )
 
     result = await put_and_wait(context, messages, wait_for_flush=wait_for_flush)
+    return _response(context, request, result, queue_id)
+
+
+def _response(
+    context: BrokerContext, request: RemotingCommand, result: PutMessageResult, queue_id: int
+) -> RemotingCommand:
     code = response_code(result.status)
     if result.status not in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT):
         return reply(request, code, result.remark or result.status.value)
-    message_ids = ",".join(offset_message_ids(store_host, result.physical_offsets))
+    message_ids = ",".join(offset_message_ids(context.store_host, result.physical_offsets))
     response_header = SendMessageResponseHeader(
         msg_id=message_ids, queue_id=queue_id, queue_offset=result.queue_offsets[0]
     )

@@ -1,0 +1,185 @@
+"""The compiled batch append against the per-message one: a wire batch the compiled path accepts is
+stored byte for byte as the broker's decode-and-put path stores it, and every batch that path treats
+specially or refuses is left to it."""
+
+from __future__ import annotations
+
+import tempfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rocketq.broker.handlers.send import plain_stored_properties
+from rocketq.common import record as rec
+from rocketq.common.message import Property, find_property
+from rocketq.protocol import BatchItem, RemoteProtocolError, decode_batch
+from rocketq.protocol.batch import encode_batch
+from rocketq.store import BatchToStore, MessageStore, MessageToStore, compiled_append
+
+from .conftest import small_config
+
+pytestmark = pytest.mark.skipif(compiled_append.load() is None, reason="numba is not installed")
+
+SUFFIX = "MSG_REGION\x01DefaultRegion\x02TRACE_ON\x01true\x02CLUSTER\x01DefaultCluster"
+PLAIN_NAMES = st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "WAIT", "XWAIT", "a"])
+PLAIN_VALUES = st.sampled_from(["", "a", "true", "TRUE", "TrUe", "false", "1", "0", "k1 k2", "x" * 40])
+SPECIAL_NAMES = st.sampled_from(["DELAY", "CLUSTER", "TRAN_MSG", "MSG_REGION", "TRACE_ON"])
+
+
+def property_texts(names: st.SearchStrategy[str], values: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return st.builds(
+        lambda pairs, trailing: "\x02".join(f"{name}\x01{value}" for name, value in pairs) + "\x02" * trailing,
+        st.lists(st.tuples(names, values), max_size=5),
+        st.integers(0, 2),
+    )
+
+
+PROPERTY_TEXTS = st.one_of(  # mostly plain messages; sometimes one the per-message path must handle
+    property_texts(PLAIN_NAMES, PLAIN_VALUES),
+    property_texts(PLAIN_NAMES, PLAIN_VALUES),
+    property_texts(PLAIN_NAMES, PLAIN_VALUES),
+    property_texts(PLAIN_NAMES, PLAIN_VALUES),
+    property_texts(st.one_of(PLAIN_NAMES, SPECIAL_NAMES), st.one_of(PLAIN_VALUES, st.just("标签"))),
+)
+ITEMS = st.lists(
+    st.builds(BatchItem, st.binary(max_size=300), PROPERTY_TEXTS, st.integers(-(2**31), 2**31 - 1)),
+    min_size=1,
+    max_size=8,
+)
+
+
+def as_messages(batch: BatchToStore, max_body: int) -> tuple[list[MessageToStore], bool] | None:
+    """What the broker's per-message path stores for a plain batch (and whether it waits), or None
+    when that path would not treat it as plain: a bad body, a body too large, special properties."""
+    try:
+        items = decode_batch(batch.items)
+    except RemoteProtocolError:
+        return None
+    messages: list[MessageToStore] = []
+    waits = False
+    for body, text, flag in items:
+        stored = plain_stored_properties(text, batch.properties_suffix)
+        if stored is None or len(body) > max_body or not text.isascii():
+            return None
+        wait = find_property(text, Property.WAIT_STORE_MSG_OK)
+        waits = waits or wait is None or wait.lower() in ("true", "1")
+        messages.append(
+            MessageToStore(
+                topic=batch.topic,
+                queue_id=batch.queue_id,
+                body=body,
+                properties=stored,
+                flag=flag,
+                sys_flag=batch.sys_flag,
+                born_timestamp=batch.born_timestamp,
+                born_host=batch.born_host,
+                store_host=batch.store_host,
+                reconsume_times=batch.reconsume_times,
+            )
+        )
+    return messages, waits
+
+
+def log_bytes(store: MessageStore) -> list[bytes]:
+    """The CommitLog's files, with every record's store timestamp zeroed (the two stores put at
+    different times)."""
+    files = store.commit_log.files
+    images = {mapped.start_offset: bytearray(mapped.buffer[: mapped.wrote_position]) for mapped in files.files}
+    for offset, _ in store.commit_log.records(0):
+        start = max(start for start in images if start <= offset)
+        at = offset - start + rec.STORE_TIMESTAMP_AT
+        images[start][at : at + 8] = bytes(8)
+    return [bytes(images[start]) for start in sorted(images)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches=st.lists(ITEMS, min_size=1, max_size=4), max_body=st.sampled_from([50, 4096]))
+def test_accepted_batches_are_stored_as_the_message_path_stores_them(
+    batches: list[list[BatchItem]], max_body: int
+) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        wire_config = small_config(Path(directory) / "wire", max_message_size=2048)
+        objects_config = small_config(Path(directory) / "objects", max_message_size=2048)
+        with MessageStore(wire_config) as wire, MessageStore(objects_config) as objects:
+            for number, items in enumerate(batches):
+                batch = BatchToStore(
+                    topic="TopicA", queue_id=number % 2, items=encode_batch(items), properties_suffix=SUFFIX,
+                    sys_flag=0, born_timestamp=1_700_000_000_000 + number, born_host=bytes([127, 0, 0, 1, 0, 0, 4, 1]),
+                    store_host=bytes([10, 0, 0, 2, 0, 0, 42, 155]), reconsume_times=number,
+                )  # fmt: skip
+                measured = wire.measure_batch(batch, max_body_size=max_body)
+                expected = as_messages(batch, max_body)
+                if expected is None:
+                    assert measured is None
+                    continue
+                messages, waits = expected
+                reference = objects.put_messages(messages)
+                if measured is None:  # only records the per-message path refuses are left to it
+                    assert not reference.ok
+                    continue
+                assert measured.wait_for_flush == waits
+                assert measured.sizes.tolist() == reference.sizes
+                result = wire.put_batch(measured)
+                assert result.ok
+                assert (result.physical_offsets, result.queue_offsets) == (
+                    reference.physical_offsets,
+                    reference.queue_offsets,
+                )
+            assert log_bytes(wire) == log_bytes(objects)
+
+
+@pytest.mark.parametrize(
+    ("texts", "waits"),
+    [
+        (["WAIT\x01false", "WAIT\x010"], False),
+        (["WAIT\x01false", "TAGS\x01a"], True),  # no WAIT: the producer waits
+        (["WAIT\x01FALSE\x02WAIT\x01", "WAIT\x01no"], False),  # an empty value does not count
+        (["WAIT\x01true\x02WAIT\x01false"], False),  # the last value counts
+        (["WAIT\x011"], True),
+        (["WAIT\x01TRUE"], True),
+        (["XWAIT\x01false"], True),  # not the WAIT property
+        (["a\x01WAIT\x01false"], True),  # inside a value, not a name
+    ],
+)
+def test_wait_flag(tmp_path: Path, texts: list[str], waits: bool) -> None:
+    items = encode_batch([BatchItem(b"body", text) for text in texts])
+    with MessageStore(small_config(tmp_path)) as store:
+        measured = store.measure_batch(BatchToStore(topic="TopicA", queue_id=0, items=items, properties_suffix=SUFFIX))
+        assert measured is not None
+        assert measured.wait_for_flush is waits
+
+
+def test_malformed_batches_are_left_to_the_decoder(tmp_path: Path) -> None:
+    """Every cut of a good body is refused by the compiled measure when the decoder refuses it."""
+    body = encode_batch([BatchItem(b"one", "TAGS\x01a"), BatchItem(b"two" * 20, "KEYS\x01k")])
+    with MessageStore(small_config(tmp_path)) as store:
+        for cut in range(1, len(body)):
+            batch = BatchToStore(topic="TopicA", queue_id=0, items=body[:cut], properties_suffix=SUFFIX)
+            try:
+                decode_batch(body[:cut])
+            except RemoteProtocolError:
+                assert store.measure_batch(batch) is None
+        corrupt = bytearray(body)
+        corrupt[3] ^= 1  # the first item's total size no longer adds up
+        assert (
+            store.measure_batch(
+                BatchToStore(topic="TopicA", queue_id=0, items=bytes(corrupt), properties_suffix=SUFFIX)
+            )
+            is None
+        )
+
+
+@settings(deadline=None)
+@given(data=st.binary(max_size=2000), start=st.integers(0, 40))
+def test_body_crc_matches_zlib(data: bytes, start: int) -> None:
+    kernels = compiled_append.load()
+    assert kernels is not None
+    crc = compiled_append.crc32
+    assert crc is not None
+    array = np.frombuffer(data, dtype=np.uint8)
+    start = min(start, len(data))
+    assert crc(array, start, len(data)) == zlib.crc32(data[start:])

@@ -49,6 +49,7 @@ def test_bench_store_json(tmp_path: Path) -> None:
         "raw_fsync",
         "async_append",
         "async_append_batch",
+        "async_append_wire_batch",
         "dispatch",
         "cq_read",
         "dispatch_rebuild",
@@ -68,6 +69,8 @@ def test_bench_store_json(tmp_path: Path) -> None:
         assert {row["name"] for row in at_size} >= names - {"backlog"}
         batch_run = next(row for row in at_size if row["name"] == "async_append_batch")
         assert batch_run["batch"] == 16 and batch_run["messages"] == 2000
+        wire_run = next(row for row in at_size if row["name"] == "async_append_wire_batch")
+        assert wire_run["messages"] == 2000 and int(wire_run["bytes"]) > int(batch_run["bytes"])  # type: ignore[call-overload]
         assert next(row for row in at_size if row["name"] == "cq_read")["messages"] == 2000
         assert next(row for row in at_size if row["name"] == "dispatch_rebuild")["messages"] == 2000
         for name in ("sync_append", "sync_append_threads"):

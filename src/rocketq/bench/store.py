@@ -5,8 +5,11 @@ For each body size, in fresh stores under one scratch directory:
 - ``raw_write`` / ``raw_fsync``: the machine baseline. The same total bytes as one append run written
   with ``os.write`` in 1 MiB chunks without fsync; and write + fdatasync of one record-sized chunk at
   a time into a preallocated file (what one SYNC_FLUSH put costs at best).
-- ``async_append`` (one message per ``put_message``) and ``async_append_batch`` (``put_messages`` of
-  ``batch`` messages), ASYNC_FLUSH, dispatcher running as normal; latency is per put call.
+- ``async_append`` (one message per ``put_message``), ``async_append_batch`` (``put_messages`` of
+  ``batch`` messages) and ``async_append_wire_batch`` (``measure_batch`` + ``put_batch`` of a
+  SEND_BATCH_MESSAGE body of ``batch`` messages, the broker's path for a producer's batch; its
+  records also carry the properties the broker adds, ~60 bytes more each; skipped without numba),
+  ASYNC_FLUSH, dispatcher running as normal; latency is per put call.
 - ``dispatch``: after each append run, the time until the dispatcher has caught up with the CommitLog.
   ``msgs_per_s`` is end to end (first put to last record dispatched); ``drain_per_s`` is the rate at
   which the backlog left at the last put was dispatched.
@@ -32,17 +35,20 @@ import random
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rocketq.bench import MB, Extra, Measurement, Sink, latency_us
 from rocketq.bench.store_sync import SYNC_WRITERS, WRITER_KINDS
 from rocketq.common.message import encode_properties
 from rocketq.common.record import record_size
+from rocketq.protocol.batch import BatchItem, encode_batch
+from rocketq.store import compiled_append
 from rocketq.store.config import FlushDiskType, StoreConfig
 from rocketq.store.message_store import MessageStore
-from rocketq.store.results import GetStatus, MessageToStore, PutStatus
+from rocketq.store.results import BatchToStore, GetStatus, MessageToStore, PutMessageResult, PutStatus
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +105,34 @@ def build_messages(size: int, count: int, start: int = 0, prefix: str | None = N
         )
         for i in range(start, start + count)
     ]
+
+
+BROKER_SUFFIX = encode_properties({"MSG_REGION": "DefaultRegion", "TRACE_ON": "true", "CLUSTER": "DefaultCluster"})
+"""The properties a broker adds to every stored message (as ``rocketq.broker.handlers.send`` does)."""
+
+
+def build_wire_batches(messages: Sequence[MessageToStore], batch: int) -> list[BatchToStore]:
+    """The messages as SEND_BATCH_MESSAGE bodies of ``batch`` items, the n-th batch for queue n % QUEUES,
+    stored with the broker's properties."""
+    return [
+        BatchToStore(
+            topic=TOPIC,
+            queue_id=number % QUEUES,
+            items=encode_batch([BatchItem(m.body, m.properties, m.flag) for m in messages[start : start + batch]]),
+            properties_suffix=BROKER_SUFFIX,
+        )
+        for number, start in enumerate(range(0, len(messages), batch))
+    ]
+
+
+def _wire_put(store: MessageStore) -> Callable[[BatchToStore], PutMessageResult]:
+    def put(batch: BatchToStore) -> PutMessageResult:
+        measured = store.measure_batch(batch)
+        if measured is None:
+            raise BenchError("a bench batch was not accepted by the compiled append")
+        return store.put_batch(measured)
+
+    return put
 
 
 def stored_bytes(messages: Sequence[MessageToStore]) -> int:
@@ -263,58 +297,67 @@ class StoreBench:
     # -- ASYNC_FLUSH ----------------------------------------------------------------------------------
 
     def async_runs(self, size: int, messages: list[MessageToStore]) -> None:
-        """Append one per call and in batches (fresh stores), then read, then rebuild the batch store."""
+        """Append one per call, in batches and in wire batches (fresh stores); read the batch store,
+        then rebuild it."""
         config = self._config(FlushDiskType.ASYNC_FLUSH)
         with MessageStore(config) as store:
-            self._append(store, size, messages, 1)
+            self._append(store, size, "async_append", store.put_message, messages, len(messages), 1)
         self._destroy(config)
+        batch = self.options.batch
+        if compiled_append.load() is not None:
+            wire_batches = build_wire_batches(messages, batch)
+            config = self._config(FlushDiskType.ASYNC_FLUSH)
+            with MessageStore(config) as store:
+                put = _wire_put(store)
+                self._append(store, size, "async_append_wire_batch", put, wire_batches, len(messages), batch)
+            self._destroy(config)
+            del wire_batches
         config = self._config(FlushDiskType.ASYNC_FLUSH)
         with MessageStore(config) as store:
-            self._append(store, size, messages, self.options.batch)
+            chunks = [messages[i : i + batch] for i in range(0, len(messages), batch)]
+            self._append(store, size, "async_append_batch", store.put_messages, chunks, len(messages), batch)
             self.read_all(store, size)
         self.rebuild(config, size)
         self._destroy(config)
 
-    def _append(self, store: MessageStore, size: int, messages: list[MessageToStore], batch: int) -> None:
+    def _append(
+        self,
+        store: MessageStore,
+        size: int,
+        name: str,
+        put: Callable[[Any], PutMessageResult],
+        units: Sequence[Any],
+        count: int,
+        batch: int,
+    ) -> None:
+        """Time ``put`` of every unit (a message, a list of them or a wire batch: ``count`` messages in
+        all), then the dispatcher catching up."""
         latencies: list[int] = []
         record = latencies.append
         clock = time.perf_counter_ns
         ok = PutStatus.PUT_OK
         bytes_before = store.stats().put_bytes
         dispatched_before = store.dispatcher.dispatched_count
-        if batch == 1:
-            put = store.put_message
-            began = clock()
-            for message in messages:
-                t = clock()
-                status = put(message).status
-                record(clock() - t)
-                if status is not ok:
-                    _check_put(status)
-        else:
-            batches = [messages[i : i + batch] for i in range(0, len(messages), batch)]
-            put_many = store.put_messages
-            began = clock()
-            for chunk in batches:
-                t = clock()
-                status = put_many(chunk).status
-                record(clock() - t)
-                if status is not ok:
-                    _check_put(status)
+        began = clock()
+        for unit in units:
+            t = clock()
+            status = put(unit).status
+            record(clock() - t)
+            if status is not ok:
+                _check_put(status)
         ended = clock()
-        undispatched = len(messages) - (store.dispatcher.dispatched_count - dispatched_before)
+        undispatched = count - (store.dispatcher.dispatched_count - dispatched_before)
         caught_up = self._wait_dispatched(store)
         seconds = (ended - began) / 1e9
         wrote = store.stats().put_bytes - bytes_before
         extra: Extra = {"bytes": wrote}
         if self._raw_mb_per_s:
             extra["vs_raw_write"] = wrote / MB / seconds / self._raw_mb_per_s
-        name = "async_append" if batch == 1 else "async_append_batch"
-        self._report(name, size, len(messages), seconds, wrote, latencies, batch=batch, extra=extra)
+        self._report(name, size, count, seconds, wrote, latencies, batch=batch, extra=extra)
         lag = (caught_up - ended) / 1e9
         extra = {"lag_s": lag, "behind_at_last_put": undispatched, "drain_per_s": undispatched / lag if lag else None}
         total = (caught_up - began) / 1e9
-        self._report("dispatch", size, len(messages), total, wrote, batch=batch, extra=extra)
+        self._report("dispatch", size, count, total, wrote, batch=batch, extra=extra)
 
     @staticmethod
     def _wait_dispatched(store: MessageStore) -> int:

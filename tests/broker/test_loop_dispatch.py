@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from rocketq.broker.loop_dispatch import LoopDispatch, wait_flushed
+from rocketq.broker.loop_dispatch import FlushWaits, LoopDispatch
 from rocketq.common.offsets import PhysicalOffset
 from rocketq.store import FlushDiskType, MessageStore, MessageToStore, PutMessageResult, PutStatus, StoreConfig
 
@@ -33,7 +33,7 @@ def test_puts_of_one_iteration_are_dispatched_and_flushed(tmp_path: Path) -> Non
             async def put(index: int) -> PutMessageResult:
                 result = store.put_messages((one(b"m%d" % index),), dispatch=False)
                 dispatch.request()
-                return await wait_flushed(store, result)
+                return await FlushWaits(store).wait(result)
 
             results = await asyncio.gather(*(put(i) for i in range(24)))
             # every put is visible to readers by the time its fsync is acknowledged
@@ -56,7 +56,7 @@ def test_a_group_commit_that_never_comes_times_out(tmp_path: Path) -> None:
         unreachable = PutMessageResult(status=PutStatus.PUT_OK, physical_offsets=[PhysicalOffset(beyond)], sizes=[100])
 
         async def main() -> PutStatus:
-            return (await wait_flushed(store, unreachable)).status
+            return (await FlushWaits(store).wait(unreachable)).status
 
         assert asyncio.run(main()) is PutStatus.FLUSH_DISK_TIMEOUT
 
@@ -66,6 +66,32 @@ def test_async_flush_puts_do_not_wait(tmp_path: Path) -> None:
 
         async def main() -> PutStatus:
             result = store.put_messages((one(b"x"),), dispatch=False)
-            return (await wait_flushed(store, result)).status
+            return (await FlushWaits(store).wait(result)).status
 
         assert asyncio.run(main()) is PutStatus.PUT_OK
+
+
+def test_one_timer_serves_waits_of_different_ages(tmp_path: Path) -> None:
+    """Waits started at different times each time out on their own deadline, while a put that is
+    flushed in between succeeds; the shared timer re-arms for the next deadline."""
+    with MessageStore(store_config(tmp_path, sync_flush_timeout_ms=150)) as store:
+        beyond = store.commit_log.max_offset + 1_000_000
+        waits = FlushWaits(store)
+
+        def unreachable() -> PutMessageResult:
+            return PutMessageResult(status=PutStatus.PUT_OK, physical_offsets=[PhysicalOffset(beyond)], sizes=[1])
+
+        async def timed(delay: float, result: PutMessageResult) -> tuple[PutStatus, float]:
+            await asyncio.sleep(delay)
+            started = asyncio.get_running_loop().time()
+            status = (await waits.wait(result)).status
+            return status, asyncio.get_running_loop().time() - started
+
+        async def main() -> list[tuple[PutStatus, float]]:
+            flushed = store.put_messages((one(b"x"),), dispatch=False)
+            return list(await asyncio.gather(timed(0, unreachable()), timed(0.1, flushed), timed(0.1, unreachable())))
+
+        (first, first_s), (second, second_s), (third, third_s) = asyncio.run(main())
+        assert (first, second, third) == (PutStatus.FLUSH_DISK_TIMEOUT, PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT)
+        assert 0.14 <= first_s < 1 and 0.14 <= third_s < 1  # each after its own 150 ms
+        assert second_s < 0.14

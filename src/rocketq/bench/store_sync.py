@@ -5,7 +5,7 @@ Two ways to be concurrent, both measured:
 - ``loop``: coroutines on one event loop (uvloop when installed), each putting one message at a time
   the way the broker does: the put appends without dispatching, the puts of one loop iteration are
   dispatched together (``LoopDispatch``), and the coroutine awaits the group commit with the broker's
-  ``wait_flushed`` (one fsync wakes every waiter of the loop at once).
+  ``FlushWaits`` (one fsync wakes every waiter of the loop at once).
 - ``threads``: plain threads calling ``put_message_and_wait`` (an embedded store without a loop).
 """
 
@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from rocketq.broker.loop_dispatch import LoopDispatch, wait_flushed
+from rocketq.broker.loop_dispatch import FlushWaits, LoopDispatch
 from rocketq.store.message_store import MessageStore
 from rocketq.store.results import MessageToStore, PutStatus
 
@@ -31,24 +31,25 @@ def loop_writers(store: MessageStore, messages: Sequence[MessageToStore], writer
     per_writer: list[list[int]] = [[] for _ in range(writers)]
     failures: list[str] = []
 
-    async def writer(index: int, dispatch: LoopDispatch) -> None:
+    async def writer(index: int, dispatch: LoopDispatch, waits: FlushWaits) -> None:
         latencies = per_writer[index]
         clock = time.perf_counter_ns
         put = store.put_messages
         request_dispatch = dispatch.request
+        wait = waits.wait
         ok = PutStatus.PUT_OK
         for message in messages[index::writers]:
             t = clock()
             result = put((message,), dispatch=False)
             request_dispatch()
-            if (await wait_flushed(store, result)).status is not ok:
+            if (await wait(result)).status is not ok:
                 failures.append(result.status.value)
             latencies.append(clock() - t)
 
     async def run_all() -> float:
-        dispatch = LoopDispatch(store)
+        dispatch, waits = LoopDispatch(store), FlushWaits(store)
         began = time.perf_counter_ns()
-        await asyncio.gather(*(writer(index, dispatch) for index in range(writers)))
+        await asyncio.gather(*(writer(index, dispatch, waits) for index in range(writers)))
         return (time.perf_counter_ns() - began) / 1e9
 
     try:

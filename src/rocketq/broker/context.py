@@ -13,7 +13,7 @@ from rocketq.broker.client_manager import ClientManager
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.consumer_offsets import ConsumerOffsetManager
 from rocketq.broker.long_polling import LongPolling
-from rocketq.broker.loop_dispatch import LoopDispatch
+from rocketq.broker.loop_dispatch import FlushWaits, LoopDispatch
 from rocketq.broker.rebalance_locks import RebalanceLockTable
 from rocketq.broker.subscription_groups import SubscriptionGroupManager
 from rocketq.broker.topic_config import TopicConfigManager
@@ -40,6 +40,7 @@ class BrokerContext:
     clients: ClientManager
     long_polling: LongPolling
     dispatch: LoopDispatch  # puts are made with dispatch=False and request this
+    flush_waits: FlushWaits  # SYNC_FLUSH puts that wait for their group commit
     locks: RebalanceLockTable
     address: str  # advertised "ip:port", also the storeHost of every record
     request_registration: Callable[[], None] = lambda: None  # re-register with the name servers soon

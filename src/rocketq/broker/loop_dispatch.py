@@ -1,9 +1,10 @@
 """The broker's puts on its event loop: ``LoopDispatch`` dispatches the puts of one loop iteration
-together, and ``wait_flushed`` awaits a SYNC_FLUSH put's group commit."""
+together, and ``FlushWaits`` awaits SYNC_FLUSH puts' group commits."""
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 
 from rocketq.store import MessageStore, PutMessageResult, PutStatus
 
@@ -37,24 +38,43 @@ class _FlushTimedOut(Exception):
     """Set on a flush waiter whose group commit took longer than the store's sync flush timeout."""
 
 
-def _expire(waiter: asyncio.Future[int]) -> None:
-    if not waiter.done():
-        waiter.set_exception(_FlushTimedOut())
+class FlushWaits:
+    """SYNC_FLUSH waits of one event loop: ``wait`` awaits the fsync that covers a put, and the status
+    becomes FLUSH_DISK_TIMEOUT when it takes longer than the store's ``sync_flush_timeout_ms``.
 
+    Every wait has the same timeout, so deadlines come in order: one timer, set for the oldest
+    deadline still pending, serves them all (a timer per wait cost as much as the rest of the wait).
+    Use from the loop only."""
 
-async def wait_flushed(store: MessageStore, result: PutMessageResult) -> PutMessageResult:
-    """Await the fsync that covers ``result`` (SYNC_FLUSH; at once otherwise); the status becomes
-    FLUSH_DISK_TIMEOUT when it takes longer than the store's ``sync_flush_timeout_ms``. One timer per
-    wait (``call_later``): a fraction of what ``asyncio.timeout`` costs, on the path of every put."""
-    loop = asyncio.get_running_loop()
-    waiter = store.flushed_on_loop(result, loop)
-    if waiter is None:
+    def __init__(self, store: MessageStore) -> None:
+        self._store = store
+        self._timeout_s = store.config.sync_flush_timeout_ms / 1000
+        self._pending: deque[tuple[float, asyncio.Future[int]]] = deque()
+        self._timer: asyncio.TimerHandle | None = None
+
+    async def wait(self, result: PutMessageResult) -> PutMessageResult:
+        loop = asyncio.get_running_loop()
+        waiter = self._store.flushed_on_loop(result, loop)
+        if waiter is None:
+            return result
+        pending = self._pending
+        while pending and pending[0][1].done():  # settled waits leave from the front as new ones come
+            pending.popleft()
+        pending.append((loop.time() + self._timeout_s, waiter))
+        if self._timer is None:
+            self._timer = loop.call_at(pending[0][0], self._expire)
+        try:
+            await waiter
+        except _FlushTimedOut:
+            result.status = PutStatus.FLUSH_DISK_TIMEOUT
         return result
-    timer = loop.call_later(store.config.sync_flush_timeout_ms / 1000, _expire, waiter)
-    try:
-        await waiter
-    except _FlushTimedOut:
-        result.status = PutStatus.FLUSH_DISK_TIMEOUT
-    finally:
-        timer.cancel()
-    return result
+
+    def _expire(self) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        pending = self._pending
+        while pending and (pending[0][1].done() or pending[0][0] <= now):
+            _, waiter = pending.popleft()
+            if not waiter.done():
+                waiter.set_exception(_FlushTimedOut())
+        self._timer = loop.call_at(pending[0][0], self._expire) if pending else None

@@ -7,7 +7,6 @@ import logging
 from collections.abc import Sequence
 
 from rocketq.broker.context import BrokerContext
-from rocketq.broker.loop_dispatch import wait_flushed
 from rocketq.broker.topic_config import PERM_READ, PERM_WRITE, SCHEDULE_TOPIC, dlq_topic
 from rocketq.common.message import Property
 from rocketq.common.record import SysFlag
@@ -80,7 +79,7 @@ async def put_and_wait(
         topic = messages[0].topic if messages else "?"
     context.dispatch.request()
     if wait_for_flush:
-        await wait_flushed(context.store, result)
+        await context.flush_waits.wait(result)
     if result.status not in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT):
         log.warning("put to %s refused: %s %s", topic, result.status.value, result.remark)
     return result

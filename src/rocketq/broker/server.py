@@ -15,7 +15,7 @@ from rocketq.broker.context import BrokerContext
 from rocketq.broker.handlers import handler_table
 from rocketq.broker.handlers.clients import notify_group_changed
 from rocketq.broker.long_polling import LongPolling
-from rocketq.broker.loop_dispatch import LoopDispatch
+from rocketq.broker.loop_dispatch import FlushWaits, LoopDispatch
 from rocketq.broker.rebalance_locks import RebalanceLockTable
 from rocketq.broker.registration import Registrar
 from rocketq.broker.schedule import ScheduleService
@@ -85,6 +85,7 @@ class Broker:
             clients=self.clients,
             long_polling=long_polling,
             dispatch=LoopDispatch(self.store),
+            flush_waits=FlushWaits(self.store),
             locks=RebalanceLockTable(config.rebalance_lock_max_live_time_ms),
             address="",
         )

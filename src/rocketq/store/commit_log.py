@@ -150,6 +150,10 @@ class CommitLog:
         The hot path of every put: one struct pack per record straight into the map, nothing else
         per message but the queue-offset counter and three list appends.
         """
+        if len(messages) == 1:
+            result = self._append_one(messages[0], store_timestamp)
+            if result is not None:
+                return result
         encoded = self._encode(messages)
         if isinstance(encoded, PutMessageResult):
             return encoded
@@ -204,6 +208,44 @@ class CommitLog:
             sizes=sizes,
             store_timestamp=store_timestamp,
             wrote_bytes=total,
+        )
+
+    def _append_one(self, message: MessageToStore, store_timestamp: int) -> PutMessageResult | None:
+        """``append`` of one message in the common case (a known topic, a record that fits in the
+        current file, not a transaction half), with less set-up than a batch needs; None otherwise."""
+        topic = self._topic_bytes.get(message.topic)
+        mapped = self.files.last_file()
+        if topic is None or mapped is None or message.sys_flag & _TXN_MASK in _NO_QUEUE_OFFSET:
+            return None
+        body = message.body
+        properties = message.properties.encode()
+        size = rec.RECORD_OVERHEAD + len(body) + len(topic) + len(properties)
+        position = mapped.wrote_position
+        if size > self.config.max_message_size or size + rec.END_FILE_MIN_BLANK_LENGTH > mapped.file_size - position:
+            return None  # the general path refuses it, or rolls to the next file
+        if len(properties) > rec.MAX_PROPERTIES_LENGTH:
+            return None
+        table = self.queue_offsets
+        key = (message.topic, message.queue_id)
+        queue_offset = table.get(key, 0)
+        table[key] = queue_offset + 1
+        lengths = (len(body), len(topic), len(properties))
+        packer = rec.RECORD_STRUCTS.get(lengths) or rec.record_struct(*lengths)
+        physical = mapped.start_offset + position
+        packer.pack_into(
+            mapped.buffer, position, size, rec.MESSAGE_MAGIC, crc32(body) & 0x7FFFFFFF, message.queue_id,
+            message.flag, queue_offset, physical, message.sys_flag, message.born_timestamp, message.born_host,
+            store_timestamp, message.store_host, message.reconsume_times, message.prepared_transaction_offset,
+            lengths[0], body, lengths[1], topic, lengths[2], properties,
+        )  # fmt: skip
+        mapped.wrote_position = position + size
+        return PutMessageResult(
+            status=PutStatus.PUT_OK,
+            physical_offsets=[PhysicalOffset(physical)],
+            queue_offsets=[QueueOffset(queue_offset)],
+            sizes=[size],
+            store_timestamp=store_timestamp,
+            wrote_bytes=size,
         )
 
     def measure_batch(self, batch: BatchToStore, max_body_size: int | None = None) -> MeasuredBatch | None:

@@ -41,7 +41,7 @@ def loop_writers(store: MessageStore, messages: Sequence[MessageToStore], writer
         for message in messages[index::writers]:
             t = clock()
             result = put((message,), dispatch=False)
-            request_dispatch()
+            request_dispatch(at_once=False)  # as the broker does for a put that waits for its fsync
             if (await wait(result)).status is not ok:
                 failures.append(result.status.value)
             latencies.append(clock() - t)

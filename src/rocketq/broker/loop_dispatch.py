@@ -23,9 +23,14 @@ class LoopDispatch:
         self._store = store
         self._scheduled = False
 
-    def request(self) -> None:
+    def request(self, *, at_once: bool = True) -> None:
+        """Dispatch the caller's put: now when it is the first since the last pass and ``at_once``,
+        else (or too) in the pass after the puts of this iteration. A put whose producer waits for its
+        fsync passes ``at_once=False``: nobody gains from its dispatch before the group commit, and in
+        the pass it costs a fraction of a lone dispatch."""
         if not self._scheduled:
-            self._store.dispatch_pending(INLINE_DISPATCH_MAX_BYTES)
+            if at_once:
+                self._store.dispatch_pending(INLINE_DISPATCH_MAX_BYTES)
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self._run)
 

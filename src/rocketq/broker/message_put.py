@@ -11,7 +11,7 @@ from rocketq.broker.topic_config import PERM_READ, PERM_WRITE, SCHEDULE_TOPIC, d
 from rocketq.common.message import Property
 from rocketq.common.record import SysFlag
 from rocketq.protocol import ResponseCode, TopicConfig
-from rocketq.store import MeasuredBatch, MessageToStore, PutMessageResult, PutStatus
+from rocketq.store import FlushDiskType, MeasuredBatch, MessageToStore, PutMessageResult, PutStatus
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +77,9 @@ async def put_and_wait(
     else:
         result = context.store.put_messages(messages, dispatch=False)
         topic = messages[0].topic if messages else "?"
-    context.dispatch.request()
-    if wait_for_flush:
+    waits = wait_for_flush and context.store.config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+    context.dispatch.request(at_once=not waits)
+    if waits:
         await context.flush_waits.wait(result)
     if result.status not in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT):
         log.warning("put to %s refused: %s %s", topic, result.status.value, result.remark)

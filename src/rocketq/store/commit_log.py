@@ -55,6 +55,12 @@ _DISPATCH_FIELDS = rec.head_reader(  # the record header fields the dispatcher n
 _Encoded = tuple[MessageToStore, bytes, bytes, int]  # message, topic, properties, record size
 
 
+def _read_only(data: bytes) -> np.ndarray:
+    """``data`` as the read-only uint8 array the compiled append was compiled for (a writable buffer
+    would make numba compile another version, seconds long, in the middle of a put)."""
+    return np.frombuffer(data if type(data) is bytes else bytes(data), dtype=np.uint8)
+
+
 @dataclass(frozen=True, slots=True)
 class ColumnBatch:
     """Records parsed by the compiled scan: ``rows`` (``compiled_dispatch.ROW`` columns, topics as indexes
@@ -261,7 +267,7 @@ class CommitLog:
         if batch.sys_flag & _TXN_MASK in _NO_QUEUE_OFFSET:
             return None
         self._topic_bytes.setdefault(batch.topic, topic)
-        items = np.frombuffer(batch.items, dtype=np.uint8)
+        items = _read_only(batch.items)
         sizes = np.empty(len(items) // compiled_append.ITEM_OVERHEAD + 1, dtype=np.int64)
         limit = self.config.max_message_size
         names, name_lengths = self._special_names
@@ -286,11 +292,10 @@ class CommitLog:
         mapped = self._reserve_files(sizes.tolist(), measured.total)
         key = (batch.topic, batch.queue_id)
         first_queue_offset = self.queue_offsets.get(key, 0)
-        items = np.frombuffer(batch.items, dtype=np.uint8)
-        topic = np.frombuffer(self._topic_bytes[batch.topic], dtype=np.uint8)
-        suffix = np.frombuffer(batch.properties_suffix.encode(), dtype=np.uint8)
-        born_host = np.frombuffer(batch.born_host, dtype=np.uint8)
-        store_host = np.frombuffer(batch.store_host, dtype=np.uint8)
+        items = _read_only(batch.items)
+        topic = _read_only(self._topic_bytes[batch.topic])
+        suffix = _read_only(batch.properties_suffix.encode())
+        born_host, store_host = _read_only(batch.born_host), _read_only(batch.store_host)
         physical = np.empty(count, dtype=np.int64)
         done = item_at = 0
         while True:

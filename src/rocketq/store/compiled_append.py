@@ -28,6 +28,7 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
+import time
 from typing import Any, Final
 
 import numpy as np
@@ -313,6 +314,7 @@ def load() -> tuple[Any, Any] | None:
         if compiled_dispatch.load() is None:
             return None
         numba = importlib.import_module("numba")
+        began = time.monotonic()
         try:
             int32_at, put32, put64 = compiled_dispatch.int32_at, compiled_dispatch.put32, compiled_dispatch.put64
             crc32 = numba.njit(inline="always")(_crc32)
@@ -334,4 +336,7 @@ def load() -> tuple[Any, Any] | None:
             log.exception("compiling the batch append failed; batches are decoded in Python")
             return None
         _kernels = (measure, write)
+        seconds = time.monotonic() - began
+        if seconds > 1:
+            log.info("compiled the batch append in %.1f s (cached for later starts)", seconds)
         return _kernels

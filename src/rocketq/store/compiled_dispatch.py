@@ -243,6 +243,52 @@ def _put_index_entries(
     return new_slots
 
 
+RUN: Final = ("start", "end", "topic", "queue_id", "queue_offset", "end_physical")
+"""A run of ``group_entries``: entries [start, end) of one queue with consecutive queue offsets from
+``queue_offset``; ``end_physical`` is where the run's last record ends in the CommitLog."""
+
+
+def _group_entries(rows: Any, entries: Any, runs: Any) -> Any:
+    """ConsumeQueue entries (20 bytes, big-endian) of the rows a queue takes (not prepared or rolled
+    back transactions), grouped by queue in log order, and their runs (``RUN``); returns the run count."""
+    n = len(rows)
+    keys = np.empty(n, dtype=np.int64)
+    picked = np.empty(n, dtype=np.int64)
+    m = 0
+    for i in range(n):
+        transaction = rows[i, SYS_FLAG] & TRANSACTION_MASK
+        if transaction != TRANSACTION_PREPARED and transaction != TRANSACTION_ROLLBACK:
+            keys[m] = (rows[i, TOPIC] << 32) | rows[i, QUEUE_ID]
+            picked[m] = i
+            m += 1
+    order = np.argsort(keys[:m], kind="mergesort")  # stable: each queue's rows stay in log order
+    count = 0
+    previous_key = np.int64(-1)
+    previous_offset = np.int64(-2)
+    for j in range(m):
+        i = picked[order[j]]
+        key = keys[order[j]]
+        queue_offset = rows[i, QUEUE_OFFSET]
+        if j == 0 or key != previous_key or queue_offset != previous_offset + 1:
+            if count:
+                runs[count - 1, 1] = j
+            runs[count, 0] = j
+            runs[count, 2] = rows[i, TOPIC]
+            runs[count, 3] = rows[i, QUEUE_ID]
+            runs[count, 4] = queue_offset
+            count += 1
+        physical = rows[i, PHYSICAL]
+        put64(entries, j * 20, physical)
+        put32(entries, j * 20 + 8, rows[i, SIZE])
+        put64(entries, j * 20 + 12, rows[i, TAGS_CODE])
+        runs[count - 1, 5] = physical + rows[i, SIZE]
+        previous_key = key
+        previous_offset = queue_offset
+    if count:
+        runs[count - 1, 1] = m
+    return count
+
+
 def _put32(b: Any, p: Any, v: Any) -> None:
     b[p] = (v >> 24) & 255
     b[p + 1] = (v >> 16) & 255
@@ -264,6 +310,9 @@ TAGS = np.frombuffer(b"TAGS\x01", dtype=np.uint8)
 KEYS = np.frombuffer(b"KEYS\x01", dtype=np.uint8)
 UNIQ = np.frombuffer(b"UNIQ_KEY\x01", dtype=np.uint8)
 SCHEDULE = np.frombuffer(SCHEDULE_TOPIC.encode(), dtype=np.uint8)
+TRANSACTION_MASK = int(rec.SysFlag.TRANSACTION_MASK)
+TRANSACTION_PREPARED = int(rec.SysFlag.TRANSACTION_PREPARED_TYPE)
+TRANSACTION_ROLLBACK = int(rec.SysFlag.TRANSACTION_ROLLBACK_TYPE)
 _LOAD_LOCK = threading.Lock()
 _loaded = False
 int32_at: Any = None  # the compiled helpers, set by load()
@@ -276,6 +325,7 @@ put32: Any = None
 put64: Any = None
 _scan: Any = None
 _index_put: Any = None
+_group: Any = None
 
 
 class TopicTable:
@@ -302,7 +352,8 @@ class TopicTable:
 def load() -> Any:
     """The compiled ``scan_columns`` (see the module docstring; arguments as ``CommitLog.scan_columns``
     passes them), compiled or loaded from the cache on the first call; None without numba."""
-    global _loaded, int32_at, int64_at, starts_with, hash_span, index_hash, all_ascii, put32, put64, _scan, _index_put
+    global _loaded, int32_at, int64_at, starts_with, hash_span, index_hash, all_ascii, put32, put64
+    global _scan, _index_put, _group
     with _LOAD_LOCK:
         if _loaded:
             return _scan
@@ -326,6 +377,12 @@ def load() -> Any:
             index_put = numba.njit(nogil=True, cache=True)(_put_index_entries)
             empty = np.zeros(0, dtype=np.int64)
             index_put(np.zeros(64, dtype=np.uint8), 0, 8, 1, 1, empty, empty, empty, 0)
+            group = numba.njit(cache=True)(_group_entries)
+            group(
+                np.zeros((0, len(ROW)), dtype=np.int64),
+                np.zeros(0, dtype=np.uint8),
+                np.zeros((0, len(RUN)), dtype=np.int64),
+            )
             scan = numba.njit(nogil=True, cache=True)(_scan_columns)
             table = TopicTable(1)
             scan(
@@ -335,11 +392,16 @@ def load() -> Any:
         except Exception:  # a numba that cannot compile here must not keep the store from starting
             log.exception("compiling the dispatcher's scan failed; dispatching in Python")
             return None
-        _index_put, _scan = index_put, scan
+        _index_put, _scan, _group = index_put, scan, group
         seconds = time.monotonic() - began
         if seconds > 1:
             log.info("compiled the dispatcher's scan in %.1f s (cached for later starts)", seconds)
         return _scan
+
+
+def entry_grouper() -> Any:
+    """The compiled ``group_entries`` once ``load`` has run (and found numba), else None."""
+    return _group
 
 
 def index_writer() -> Any:

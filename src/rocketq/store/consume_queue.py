@@ -126,6 +126,13 @@ class ConsumeQueue:
         """``put`` for entries already packed into ``block``; ``end_physical_offset`` is where the last
         one's record ends in the CommitLog."""
         count = len(block) // ENTRY_SIZE
+        last = self.files.last_file()
+        if last is not None:  # the common case: the next entries, with room for them in the last file
+            position = last.wrote_position
+            if (last.start_offset + position) // ENTRY_SIZE == queue_offset and len(block) <= last.file_size - position:
+                last.write(block)
+                self.max_physical_offset = end_physical_offset
+                return count
         current = self.max_offset
         skip = current - queue_offset
         if skip >= count:

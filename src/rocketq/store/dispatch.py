@@ -18,7 +18,7 @@ import numpy as np
 from rocketq.common.record import SysFlag
 from rocketq.store import compiled_dispatch as columns
 from rocketq.store.commit_log import ColumnBatch, CommitLog
-from rocketq.store.consume_queue import ConsumeQueue, Entry
+from rocketq.store.consume_queue import ENTRY_SIZE, ConsumeQueue, Entry
 from rocketq.store.index_service import IndexService
 from rocketq.store.results import DispatchRequest
 
@@ -30,13 +30,12 @@ ArrivalListener = Callable[[str, int, int, int], None]
 _NOT_IN_QUEUE = (SysFlag.TRANSACTION_PREPARED_TYPE, SysFlag.TRANSACTION_ROLLBACK_TYPE)
 BATCH_RECORDS = 4096
 COLUMNAR_MIN_RECORDS = 16
-"""Shorter compiled-scan batches are applied record by record: numpy's fixed cost breaks even at about
-this many records."""
+"""Shorter compiled-scan batches are applied record by record: the columnar path's fixed cost (numpy
+for the index keys, array set-up) breaks even at about this many records."""
 _ROLLBACK = SysFlag.TRANSACTION_ROLLBACK_TYPE
 _Record = tuple[
     str, int, int, int, int, int, int
 ]  # topic, queue id, queue offset, physical offset, size, tags, sys flag
-_CQ_ENTRY = np.dtype([("offset", ">i8"), ("size", ">i4"), ("tag", ">i8")])
 
 
 class Dispatcher:
@@ -201,41 +200,26 @@ class Dispatcher:
         self.dispatched_count += len(rows)
 
     def apply_columns(self, batch: ColumnBatch) -> None:
-        """``apply`` for records the compiled scan parsed: each queue's entries written as one block,
-        the listeners told, the index keys (already hashed) indexed; numpy, no per-record Python."""
+        """``apply`` for records the compiled scan parsed: each queue's entries grouped and packed by
+        compiled code (``group_entries``) and written as one block, the listeners told, the index keys
+        (already hashed) indexed; no per-record Python."""
         rows = batch.rows
         if len(rows) < COLUMNAR_MIN_RECORDS:
             self._apply_rows(batch)
             return
-        transaction = rows[:, columns.SYS_FLAG] & SysFlag.TRANSACTION_MASK
-        queued = np.flatnonzero(
-            (transaction != SysFlag.TRANSACTION_PREPARED_TYPE) & (transaction != SysFlag.TRANSACTION_ROLLBACK_TYPE)
-        )
+        group = columns.entry_grouper()
+        entries = np.empty(len(rows) * ENTRY_SIZE, dtype=np.uint8)
+        runs = np.empty((len(rows), len(columns.RUN)), dtype=np.int64)
+        count = group(rows, entries, runs)
+        block = entries.tobytes()
         arrived: dict[tuple[str, int], int] = {}
-        if len(queued):
-            group_of = (rows[queued, columns.TOPIC] << 32) | rows[queued, columns.QUEUE_ID]
-            order = np.argsort(group_of, kind="stable")  # each queue's records, still in log order
-            picked = queued[order]
-            entries = np.empty(len(picked), dtype=_CQ_ENTRY)
-            entries["offset"] = rows[picked, columns.PHYSICAL]
-            entries["size"] = rows[picked, columns.SIZE]
-            entries["tag"] = rows[picked, columns.TAGS_CODE]
-            queue_offsets = rows[picked, columns.QUEUE_OFFSET]
-            ends = entries["offset"] + entries["size"]
-            # a new run wherever the queue changes or its offsets stop being consecutive
-            breaks = np.flatnonzero(
-                (group_of[order][1:] != group_of[order][:-1]) | (queue_offsets[1:] != queue_offsets[:-1] + 1)
+        topics = batch.topics
+        for start, end, topic, queue_id, first_offset, end_physical in runs[:count].tolist():
+            key = (topics[topic], queue_id)
+            self._consume_queue_of(*key).put_block(
+                first_offset, block[start * ENTRY_SIZE : end * ENTRY_SIZE], end_physical
             )
-            run_starts = [0, *(breaks + 1).tolist()]
-            run_ends = [*(breaks + 1).tolist(), len(picked)]
-            first_offsets = queue_offsets.tolist()
-            topics, queue_ids = rows[picked, columns.TOPIC].tolist(), rows[picked, columns.QUEUE_ID].tolist()
-            for start, end in zip(run_starts, run_ends, strict=True):
-                key = (batch.topics[topics[start]], queue_ids[start])
-                self._consume_queue_of(*key).put_block(
-                    first_offsets[start], entries[start:end].tobytes(), int(ends[end - 1])
-                )
-                arrived[key] = first_offsets[start] + end - start
+            arrived[key] = first_offset + end - start
         self.dispatched_timestamp = int(rows[-1, columns.STORE_TIMESTAMP])
         self._notify(arrived)
         if self._index is not None and len(batch.key_hashes):

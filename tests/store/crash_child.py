@@ -1,7 +1,8 @@
 """Child process for the SIGKILL tests: appends forever, printing each acknowledged put.
 
 Usage: crash_child.py STORE_DIR sync|async START_ID. Prints "id offset size" once a put is
-acknowledged (after its fsync with SYNC_FLUSH), until it is killed.
+acknowledged (after its fsync with SYNC_FLUSH), until it is killed. Every other batch is put as a
+producer's wire batch (``measure_batch`` + ``put_batch``, the compiled append) when the store has it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from crash_support import child_config
 
 from rocketq.common.message import encode_properties
-from rocketq.store import FlushDiskType, MessageStore, MessageToStore
+from rocketq.protocol.batch import BatchItem, encode_batch
+from rocketq.store import BatchToStore, FlushDiskType, MessageStore, MessageToStore
 
 
 def main() -> None:
@@ -39,7 +41,13 @@ def main() -> None:
             )
             for n in range(1 + ident % 3)
         ]
-        result = store.wait_flushed(store.put_messages(batch))
+        measured = None
+        if ident % 2:
+            items = encode_batch([BatchItem(message.body, message.properties) for message in batch])
+            wire = BatchToStore(topic="Crash", queue_id=ident % 4, items=items, properties_suffix="CLUSTER\x01crash")
+            measured = store.measure_batch(wire)
+        put = store.put_batch(measured) if measured is not None else store.put_messages(batch)
+        result = store.wait_flushed(put)
         if not result.ok:
             print(f"error {result.status.value}", flush=True)
             return

@@ -32,6 +32,7 @@ from rocketq.store.results import (
     PutMessageResult,
     PutStatus,
 )
+from rocketq.store.wire_batches import WireBatches
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +56,6 @@ _DISPATCH_FIELDS = rec.head_reader(  # the record header fields the dispatcher n
 _Encoded = tuple[MessageToStore, bytes, bytes, int]  # message, topic, properties, record size
 
 
-def _read_only(data: bytes) -> np.ndarray:
-    """``data`` as the read-only uint8 array the compiled append was compiled for (a writable buffer
-    would make numba compile another version, seconds long, in the middle of a put)."""
-    return np.frombuffer(data if type(data) is bytes else bytes(data), dtype=np.uint8)
-
-
 @dataclass(frozen=True, slots=True)
 class ColumnBatch:
     """Records parsed by the compiled scan: ``rows`` (``compiled_dispatch.ROW`` columns, topics as indexes
@@ -80,13 +75,13 @@ class CommitLog:
         self.files = MappedFileQueue(config.commit_log_dir, config.mapped_file_size_commit_log)
         self.queue_offsets: dict[tuple[str, int], int] = {}
         self.put_lock = threading.Lock()
-        self._topic_bytes: dict[str, bytes] = {}
+        self.topic_bytes: dict[str, bytes] = {}  # encoded topic names, checked (1..127 bytes)
         self._tags_codes: dict[str, int] = {}
         self._topic_text: dict[bytes, str] = {}  # the dispatcher's topic names by their bytes
         self._delay_levels_ms = config.delay_levels_ms()
         self._compiled_scan = compiled_dispatch.load() if config.compiled_dispatch else None
-        self._compiled_append = compiled_append.load() if config.compiled_dispatch else None
-        self._special_names = compiled_append.special_names()
+        kernels = compiled_append.load() if config.compiled_dispatch else None
+        self.wire_batches = WireBatches(self, kernels) if kernels is not None else None
         self._topic_table = compiled_dispatch.TopicTable()
 
     # -- append ---------------------------------------------------------------------------------------
@@ -95,7 +90,7 @@ class CommitLog:
         """(message, topic bytes, properties bytes, record size) per message, or why the batch is refused."""
         encoded: list[_Encoded] = []
         limit = self.config.max_message_size
-        topic_cache = self._topic_bytes
+        topic_cache = self.topic_bytes
         append = encoded.append
         for message in messages:
             topic = topic_cache.get(message.topic)
@@ -121,7 +116,7 @@ class CommitLog:
             append((message, topic, properties, size))
         return encoded
 
-    def _reserve_files(self, sizes: Iterable[int], total: int) -> MappedFile:
+    def reserve_files(self, sizes: Iterable[int], total: int) -> MappedFile:
         """Create every file the batch will roll into before writing a byte (DiskFullError leaves
         the log untouched, so a refused batch is refused whole)."""
         mapped = self.files.last_file_for_write()
@@ -166,7 +161,7 @@ class CommitLog:
         total = 0
         for item in encoded:
             total += item[3]
-        mapped = self._reserve_files((item[3] for item in encoded), total)
+        mapped = self.reserve_files((item[3] for item in encoded), total)
         table = self.queue_offsets
         structs = rec.RECORD_STRUCTS
         physical_offsets: list[int] = []
@@ -219,7 +214,7 @@ class CommitLog:
     def _append_one(self, message: MessageToStore, store_timestamp: int) -> PutMessageResult | None:
         """``append`` of one message in the common case (a known topic, a record that fits in the
         current file, not a transaction half), with less set-up than a batch needs; None otherwise."""
-        topic = self._topic_bytes.get(message.topic)
+        topic = self.topic_bytes.get(message.topic)
         mapped = self.files.last_file()
         if topic is None or mapped is None or message.sys_flag & _TXN_MASK in _NO_QUEUE_OFFSET:
             return None
@@ -255,76 +250,13 @@ class CommitLog:
         )
 
     def measure_batch(self, batch: BatchToStore, max_body_size: int | None = None) -> MeasuredBatch | None:
-        """The record sizes of a wire batch for ``append_batch``, or None when it must be decoded into
-        ``MessageToStore`` and appended by ``append`` (no compiled append, an empty or transactional
-        batch, or an item that path treats specially or refuses: ``compiled_append.measure_batch``)."""
-        kernels = self._compiled_append
-        topic = self._topic_bytes.get(batch.topic) or batch.topic.encode()
-        if kernels is None or not batch.items or not 0 < len(topic) <= rec.MAX_TOPIC_LENGTH:
-            return None
-        if not batch.properties_suffix.isascii():
-            return None
-        if batch.sys_flag & _TXN_MASK in _NO_QUEUE_OFFSET:
-            return None
-        self._topic_bytes.setdefault(batch.topic, topic)
-        items = _read_only(batch.items)
-        sizes = np.empty(len(items) // compiled_append.ITEM_OVERHEAD + 1, dtype=np.int64)
-        limit = self.config.max_message_size
-        names, name_lengths = self._special_names
-        suffix_length = len(batch.properties_suffix)  # ASCII: the broker's own properties
-        max_body = limit if max_body_size is None else max_body_size
-        count, wait, total, largest = kernels[0](
-            items, len(topic), suffix_length, max_body, limit, names, name_lengths, sizes
-        )
-        if count <= 0 or largest + rec.END_FILE_MIN_BLANK_LENGTH > self.files.file_size:
-            return None  # a record larger than a file goes to ``append``, which refuses it
-        return MeasuredBatch(batch, sizes[:count], total, wait)
+        """``WireBatches.measure``; None without the compiled append."""
+        return None if self.wire_batches is None else self.wire_batches.measure(batch, max_body_size)
 
     def append_batch(self, measured: MeasuredBatch, store_timestamp: int) -> PutMessageResult:
-        """``append`` for a measured wire batch: the same records, written by compiled code. Raises
-        DiskFullError before writing when files can't grow."""
-        kernels = self._compiled_append
-        assert kernels is not None, "measure_batch returns None without the compiled append"
-        write = kernels[1]
-        batch = measured.batch
-        sizes = measured.sizes
-        count = len(sizes)
-        mapped = self._reserve_files(sizes.tolist(), measured.total)
-        key = (batch.topic, batch.queue_id)
-        first_queue_offset = self.queue_offsets.get(key, 0)
-        items = _read_only(batch.items)
-        topic = _read_only(self._topic_bytes[batch.topic])
-        suffix = _read_only(batch.properties_suffix.encode())
-        born_host, store_host = _read_only(batch.born_host), _read_only(batch.store_host)
-        physical = np.empty(count, dtype=np.int64)
-        done = item_at = 0
-        while True:
-            out = np.frombuffer(mapped.buffer, dtype=np.uint8)
-            try:
-                done, item_at, position = write(
-                    items, item_at, done, count, sizes, out, mapped.wrote_position, mapped.start_offset, topic,
-                    suffix, batch.queue_id, first_queue_offset, batch.sys_flag, batch.born_timestamp, born_host,
-                    store_timestamp, store_host, batch.reconsume_times, physical,
-                )  # fmt: skip
-            finally:
-                del out
-            if done == count:
-                mapped.wrote_position = position  # readers and the dispatcher see the batch from here on
-                break
-            rec.BLANK.pack_into(mapped.buffer, position, mapped.file_size - position, rec.BLANK_MAGIC)
-            mapped.wrote_position = mapped.file_size
-            following = self.files.find(mapped.end_offset)
-            assert following is not None, "files are reserved before writing"
-            mapped = following
-        self.queue_offsets[key] = first_queue_offset + count
-        return PutMessageResult(
-            status=PutStatus.PUT_OK,
-            physical_offsets=cast(list[PhysicalOffset], physical.tolist()),
-            queue_offsets=cast(list[QueueOffset], list(range(first_queue_offset, first_queue_offset + count))),
-            sizes=sizes.tolist(),
-            store_timestamp=store_timestamp,
-            wrote_bytes=measured.total,
-        )
+        """``WireBatches.append`` (``measured`` came from ``measure_batch``)."""
+        assert self.wire_batches is not None, "measure_batch returns None without the compiled append"
+        return self.wire_batches.append(measured, store_timestamp)
 
     # -- read -----------------------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from rocketq.broker.grouped_puts import GroupedPuts
 from rocketq.broker.loop_dispatch import FlushWaits, LoopDispatch
 from rocketq.common.offsets import PhysicalOffset
 from rocketq.store import FlushDiskType, MessageStore, MessageToStore, PutMessageResult, PutStatus, StoreConfig
@@ -95,3 +96,57 @@ def test_one_timer_serves_waits_of_different_ages(tmp_path: Path) -> None:
         assert (first, second, third) == (PutStatus.FLUSH_DISK_TIMEOUT, PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT)
         assert 0.14 <= first_s < 1 and 0.14 <= third_s < 1  # each after its own 150 ms
         assert second_s < 0.14
+
+
+def test_grouped_puts_share_one_append_and_one_fsync(tmp_path: Path) -> None:
+    """Single-message puts of one loop iteration are appended as one batch: each caller gets the
+    offsets of its own message, and one fsync covers them all."""
+    with MessageStore(store_config(tmp_path)) as store:
+        fsyncs_before = store.flusher.flush_count
+
+        async def main() -> list[PutMessageResult]:
+            dispatch = LoopDispatch(store)
+            puts = GroupedPuts(store, dispatch, FlushWaits(store))
+            return list(await asyncio.gather(*(puts.put_and_wait((one(b"g%d" % i),)) for i in range(24))))
+
+        results = asyncio.run(main())
+        assert [result.status for result in results] == [PutStatus.PUT_OK] * 24
+        assert [result.queue_offsets for result in results] == [[i] for i in range(24)]
+        for i, result in enumerate(results):
+            record = store.lookup_message(result.physical_offsets[0])
+            assert record is not None and record.body == b"g%d" % i
+            assert result.wrote_bytes == result.sizes[0] == record.total_size
+        assert store.flusher.flush_count - fsyncs_before == 1
+
+
+def test_a_refused_message_does_not_fail_the_rest_of_its_group(tmp_path: Path) -> None:
+    with MessageStore(store_config(tmp_path)) as store:
+        too_long = MessageToStore(topic="LoopTopic", queue_id=0, body=b"x", properties="k\x01" + "v" * 40_000)
+
+        async def main() -> list[PutMessageResult]:
+            puts = GroupedPuts(store, LoopDispatch(store), FlushWaits(store))
+            calls = [puts.put_and_wait((one(b"a"),)), puts.put_and_wait((too_long,)), puts.put_and_wait((one(b"b"),))]
+            return list(await asyncio.gather(*calls))
+
+        first, refused, last = asyncio.run(main())
+        assert (first.status, refused.status, last.status) == (
+            PutStatus.PUT_OK,
+            PutStatus.PROPERTIES_SIZE_EXCEEDED,
+            PutStatus.PUT_OK,
+        )
+        assert store.get_max_offset_in_queue("LoopTopic", 0) == 2
+
+
+def test_a_put_that_does_not_join_the_group_keeps_the_send_order(tmp_path: Path) -> None:
+    with MessageStore(store_config(tmp_path)) as store:
+
+        async def main() -> list[PutMessageResult]:
+            puts = GroupedPuts(store, LoopDispatch(store), FlushWaits(store))
+            waiting = asyncio.ensure_future(puts.put_and_wait((one(b"first"),)))
+            await asyncio.sleep(0)  # the waiting put has joined the group
+            puts.put_pending()  # what a put that does not wait does before its own append
+            second = store.put_messages((one(b"second"),), dispatch=False)
+            return [await waiting, second]
+
+        first, second = asyncio.run(main())
+        assert first.queue_offsets == [0] and second.queue_offsets == [1]

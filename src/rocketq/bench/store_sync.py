@@ -3,9 +3,9 @@
 Two ways to be concurrent, both measured:
 
 - ``loop``: coroutines on one event loop (uvloop when installed), each putting one message at a time
-  the way the broker does: the put appends without dispatching, the puts of one loop iteration are
-  dispatched together (``LoopDispatch``), and the coroutine awaits the group commit with the broker's
-  ``FlushWaits`` (one fsync wakes every waiter of the loop at once).
+  the way the broker does for a producer that waits for the fsync (``GroupedPuts``): the puts of one
+  loop iteration are appended together, dispatched in one pass (``LoopDispatch``) and wait for one
+  group commit (``FlushWaits``).
 - ``threads``: plain threads calling ``put_message_and_wait`` (an embedded store without a loop).
 """
 
@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+from rocketq.broker.grouped_puts import GroupedPuts
 from rocketq.broker.loop_dispatch import FlushWaits, LoopDispatch
 from rocketq.store.message_store import MessageStore
 from rocketq.store.results import MessageToStore, PutStatus
@@ -31,25 +32,23 @@ def loop_writers(store: MessageStore, messages: Sequence[MessageToStore], writer
     per_writer: list[list[int]] = [[] for _ in range(writers)]
     failures: list[str] = []
 
-    async def writer(index: int, dispatch: LoopDispatch, waits: FlushWaits) -> None:
+    async def writer(index: int, puts: GroupedPuts) -> None:
         latencies = per_writer[index]
         clock = time.perf_counter_ns
-        put = store.put_messages
-        request_dispatch = dispatch.request
-        wait = waits.wait
+        put_and_wait = puts.put_and_wait
         ok = PutStatus.PUT_OK
         for message in messages[index::writers]:
             t = clock()
-            result = put((message,), dispatch=False)
-            request_dispatch(at_once=False)  # as the broker does for a put that waits for its fsync
-            if (await wait(result)).status is not ok:
+            result = await put_and_wait((message,))
+            if result.status is not ok:
                 failures.append(result.status.value)
             latencies.append(clock() - t)
 
     async def run_all() -> float:
-        dispatch, waits = LoopDispatch(store), FlushWaits(store)
+        dispatch = LoopDispatch(store)
+        puts = GroupedPuts(store, dispatch, FlushWaits(store))
         began = time.perf_counter_ns()
-        await asyncio.gather(*(writer(index, dispatch, waits) for index in range(writers)))
+        await asyncio.gather(*(writer(index, puts) for index in range(writers)))
         return (time.perf_counter_ns() - began) / 1e9
 
     try:

@@ -12,6 +12,7 @@ from typing import TypeVar
 from rocketq.broker.client_manager import ClientManager
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.consumer_offsets import ConsumerOffsetManager
+from rocketq.broker.grouped_puts import GroupedPuts
 from rocketq.broker.long_polling import LongPolling
 from rocketq.broker.loop_dispatch import FlushWaits, LoopDispatch
 from rocketq.broker.rebalance_locks import RebalanceLockTable
@@ -41,6 +42,7 @@ class BrokerContext:
     long_polling: LongPolling
     dispatch: LoopDispatch  # puts are made with dispatch=False and request this
     flush_waits: FlushWaits  # SYNC_FLUSH puts that wait for their group commit
+    grouped_puts: GroupedPuts  # SYNC_FLUSH puts of single messages, appended per loop iteration together
     locks: RebalanceLockTable
     address: str  # advertised "ip:port", also the storeHost of every record
     request_registration: Callable[[], None] = lambda: None  # re-register with the name servers soon

@@ -39,7 +39,7 @@ class LoopDispatch:
         self._store.dispatch_pending(INLINE_DISPATCH_MAX_BYTES)
 
 
-class _FlushTimedOut(Exception):
+class FlushTimedOut(Exception):
     """Set on a flush waiter whose group commit took longer than the store's sync flush timeout."""
 
 
@@ -58,21 +58,29 @@ class FlushWaits:
         self._timer: asyncio.TimerHandle | None = None
 
     async def wait(self, result: PutMessageResult) -> PutMessageResult:
-        loop = asyncio.get_running_loop()
-        waiter = self._store.flushed_on_loop(result, loop)
+        waiter = self.watch(result)
         if waiter is None:
             return result
+        try:
+            await waiter
+        except FlushTimedOut:
+            result.status = PutStatus.FLUSH_DISK_TIMEOUT
+        return result
+
+    def watch(self, result: PutMessageResult) -> asyncio.Future[int] | None:
+        """The future of the fsync that covers ``result`` (None when there is nothing to wait for); it
+        fails with ``FlushTimedOut`` after the store's sync flush timeout."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[int] | None = self._store.flushed_on_loop(result, loop)
+        if waiter is None:
+            return None
         pending = self._pending
         while pending and pending[0][1].done():  # settled waits leave from the front as new ones come
             pending.popleft()
         pending.append((loop.time() + self._timeout_s, waiter))
         if self._timer is None:
             self._timer = loop.call_at(pending[0][0], self._expire)
-        try:
-            await waiter
-        except _FlushTimedOut:
-            result.status = PutStatus.FLUSH_DISK_TIMEOUT
-        return result
+        return waiter
 
     def _expire(self) -> None:
         loop = asyncio.get_running_loop()
@@ -81,5 +89,5 @@ class FlushWaits:
         while pending and (pending[0][1].done() or pending[0][0] <= now):
             _, waiter = pending.popleft()
             if not waiter.done():
-                waiter.set_exception(_FlushTimedOut())
+                waiter.set_exception(FlushTimedOut())
         self._timer = loop.call_at(pending[0][0], self._expire) if pending else None

@@ -70,17 +70,24 @@ async def put_and_wait(
 ) -> PutMessageResult:
     """Append ``messages`` (or a wire batch ``MessageStore.measure_batch`` accepted); with SYNC_FLUSH and
     ``wait_for_flush``, also wait for the fsync (the status becomes FLUSH_DISK_TIMEOUT when it takes
-    longer than the store's sync flush timeout)."""
+    longer than the store's sync flush timeout). Puts that wait are appended together with the other
+    waiting puts of the loop iteration (``GroupedPuts``)."""
+    waits = wait_for_flush and context.store.config.flush_disk_type is FlushDiskType.SYNC_FLUSH
     if isinstance(messages, MeasuredBatch):
+        context.grouped_puts.put_pending()
         result = context.store.put_batch(messages, dispatch=False)
         topic = messages.batch.topic
+        context.dispatch.request(at_once=not waits)
+        if waits:
+            await context.flush_waits.wait(result)
     else:
-        result = context.store.put_messages(messages, dispatch=False)
         topic = messages[0].topic if messages else "?"
-    waits = wait_for_flush and context.store.config.flush_disk_type is FlushDiskType.SYNC_FLUSH
-    context.dispatch.request(at_once=not waits)
-    if waits:
-        await context.flush_waits.wait(result)
+        if waits and messages:
+            result = await context.grouped_puts.put_and_wait(messages)
+        else:
+            context.grouped_puts.put_pending()
+            result = context.store.put_messages(messages, dispatch=False)
+            context.dispatch.request(at_once=not waits)
     if result.status not in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT):
         log.warning("put to %s refused: %s %s", topic, result.status.value, result.remark)
     return result

@@ -12,6 +12,7 @@ from rocketq.broker.client_manager import ClientManager
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.consumer_offsets import ConsumerOffsetManager
 from rocketq.broker.context import BrokerContext
+from rocketq.broker.grouped_puts import GroupedPuts
 from rocketq.broker.handlers import handler_table
 from rocketq.broker.handlers.clients import notify_group_changed
 from rocketq.broker.long_polling import LongPolling
@@ -75,6 +76,7 @@ class Broker:
         self.groups.load()
         loop = asyncio.get_running_loop()
         long_polling = LongPolling(loop, self.store.get_max_offset_in_queue)
+        dispatch, flush_waits = LoopDispatch(self.store), FlushWaits(self.store)
         self._client = RemotingClient()
         self.context = BrokerContext(
             config=config,
@@ -84,8 +86,9 @@ class Broker:
             groups=self.groups,
             clients=self.clients,
             long_polling=long_polling,
-            dispatch=LoopDispatch(self.store),
-            flush_waits=FlushWaits(self.store),
+            dispatch=dispatch,
+            flush_waits=flush_waits,
+            grouped_puts=GroupedPuts(self.store, dispatch, flush_waits),
             locks=RebalanceLockTable(config.rebalance_lock_max_live_time_ms),
             address="",
         )

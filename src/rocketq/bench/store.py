@@ -17,7 +17,7 @@ For each body size, in fresh stores under one scratch directory:
 - ``dispatch_rebuild``: the batch store closed, ``consumequeue/`` and ``index/`` deleted, and the
   store reopened: ``start()`` rebuilds both from the CommitLog before returning.
 - ``sync_append``: SYNC_FLUSH, ``writers`` coroutines on one event loop each putting one message and
-  awaiting its group commit, as the broker does; ``sync_append_threads``: ``writers`` threads each
+  awaiting its group commit, as the broker does (``GroupedPuts``); ``sync_append_threads``: ``writers`` threads each
   calling ``put_message_and_wait`` (see ``rocketq.bench.store_sync``).
 - ``backlog`` (optional): one store grown to ``backlog`` messages; every ``backlog_step`` messages the
   append rate of that step and the latency of random single-message reads.

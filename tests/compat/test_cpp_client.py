@@ -27,6 +27,7 @@ from rocketq.client import (
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.protocol.bodies import MessageQueue
+from rocketq.store import FlushDiskType
 from rocketq.testing import LocalCluster
 
 DRIVER = Path(__file__).with_name("cpp_driver.py")
@@ -198,11 +199,15 @@ async def test_cpp_consumer_follows_a_reset_offset_by_time(cluster: LocalCluster
     assert bodies == sorted([f"reset-{i}" for i in range(count)] * 2)  # every message exactly twice
 
 
-async def test_cpp_batch_delayed_and_ordered_sends(tmp_path: Path) -> None:
-    """The C++ producer's SEND_BATCH_MESSAGE body, a delay level it sets, and sharding-key order, as a
-    rocketq consumer sees them."""
+@pytest.mark.parametrize("flush", [FlushDiskType.ASYNC_FLUSH, FlushDiskType.SYNC_FLUSH])
+async def test_cpp_batch_delayed_and_ordered_sends(tmp_path: Path, flush: FlushDiskType) -> None:
+    """The C++ producer's SEND_BATCH_MESSAGE body (written from the wire), a delay level it sets, and
+    sharding-key order, as a rocketq consumer sees them; with SYNC_FLUSH its sends that wait for the
+    fsync are grouped per loop iteration (``GroupedPuts``)."""
     levels = " ".join(f"{i + 1}s" for i in range(18))  # level 2 = 2 s
-    async with LocalCluster(tmp_path / "cluster", brokers=1, message_delay_level=levels) as cluster:
+    async with LocalCluster(
+        tmp_path / "cluster", brokers=1, message_delay_level=levels, flush_disk_type=flush
+    ) as cluster:
         topic = "CppMore"
         async with AdminClient(cluster.namesrv_addr) as admin:
             await admin.update_topic(topic, cluster="DefaultCluster", read_queues=4, write_queues=4)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from rocketq.store import GetStatus, MessageStore, PutStatus
+from rocketq.protocol.batch import BatchItem, encode_batch
+from rocketq.store import BatchToStore, GetStatus, MessageStore, PutStatus
 
 from .conftest import message, small_config
 
@@ -93,3 +94,32 @@ def test_a_batch_that_cannot_get_its_files_leaves_no_empty_file_behind(tiny_disk
     with MessageStore(config) as store:
         record = store.lookup_message(after.physical_offsets[0])
         assert record is not None and record.body == b"after"
+
+
+def test_a_wire_batch_that_cannot_get_its_files_is_refused_whole(tiny_disk: Path) -> None:
+    """The compiled append of a producer's batch reserves its files first, like ``put_messages``: a
+    batch that cannot get them is refused with DISK_FULL and nothing of it is written."""
+    config = small_config(
+        tiny_disk / "store",
+        mapped_file_size_commit_log=256 * 1024,
+        disk_full_ratio=1.0,
+        disk_max_used_space_ratio=1.0,
+        message_index_enable=False,
+    )
+    with MessageStore(config) as store:
+        assert store.put_message(message(body=bytes(1000))).ok
+        before = store.commit_log.max_offset
+        free = shutil.disk_usage(tiny_disk).free
+        (tiny_disk / "ballast").write_bytes(bytes(max(0, free - 256 * 1024 - 64 * 1024)))  # room for one file
+        items = encode_batch([BatchItem(bytes(100_000), "TAGS\x01t") for _ in range(6)])  # needs two more files
+        measured = store.measure_batch(BatchToStore(topic="TopicA", queue_id=0, items=items, properties_suffix=""))
+        if measured is None:
+            pytest.skip("the compiled append is not available (numba)")
+        assert store.put_batch(measured).status is PutStatus.DISK_FULL
+        assert len(store.commit_log.files.files) == 1 and store.commit_log.max_offset == before
+        (tiny_disk / "ballast").unlink()
+        store.retention.run()
+        again = store.put_batch(measured)
+        assert again.ok and again.queue_offsets == list(range(1, 7))
+        store.dispatch_now()
+        assert store.get_max_offset_in_queue("TopicA", 0) == 7

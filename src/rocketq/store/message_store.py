@@ -1,8 +1,9 @@
 """MessageStore: the one facade the broker uses (RocketMQ's DefaultMessageStore).
 
 Threading contract:
-- ``put_message``/``put_messages`` are thread safe (one internal put lock) and never block on the
-  disk: an append is a copy into a mapped file. They may be called from an event loop thread.
+- ``put_message``/``put_messages``/``put_batch`` are thread safe (one internal put lock) and never
+  block on the disk: an append is a copy into a mapped file. They may be called from an event loop
+  thread. ``measure_batch`` (checking a producer's wire batch for ``put_batch``) is pure.
   A small put (``dispatch_inline_max_records``) is also dispatched by the calling thread when the
   dispatcher is idle, so arrival listeners run at once; rarely that creates a ConsumeQueue or
   index file (an fallocate). With SYNC_FLUSH every put is fsynced by the next group commit; to

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rocketq.protocol.batch import BatchItem, encode_batch
-from rocketq.store import BatchToStore, GetStatus, MessageStore, PutStatus
+from rocketq.store import BatchToStore, GetStatus, MessageStore, PutStatus, StoreConfig
 
 from .conftest import message, small_config
 
@@ -34,15 +34,20 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
-def test_full_disk_refuses_puts_serves_reads_and_recovers(tiny_disk: Path) -> None:
-    config = small_config(
+def tiny_disk_config(tiny_disk: Path, **overrides: object) -> StoreConfig:
+    """A store on the tiny disk: 256 KiB CommitLog files, full-disk detection only at 100 %, no index."""
+    return small_config(
         tiny_disk / "store",
         mapped_file_size_commit_log=256 * 1024,
         disk_full_ratio=1.0,
         disk_max_used_space_ratio=1.0,
-        clean_resource_interval_ms=50,
         message_index_enable=False,
+        **overrides,
     )
+
+
+def test_full_disk_refuses_puts_serves_reads_and_recovers(tiny_disk: Path) -> None:
+    config = tiny_disk_config(tiny_disk, clean_resource_interval_ms=50)
     with MessageStore(config) as store:
         ballast = tiny_disk / "ballast"
         with ballast.open("wb") as handle:  # leave room for less than one more CommitLog file
@@ -73,13 +78,7 @@ def test_a_batch_that_cannot_get_its_files_leaves_no_empty_file_behind(tiny_disk
     """A batch needing two new files when only one fits is refused whole, and the one file that was
     made for it is removed again: otherwise the next put would land there, after a file that has no
     end-of-file filler, and recovery would cut the log at that gap."""
-    config = small_config(
-        tiny_disk / "store",
-        mapped_file_size_commit_log=256 * 1024,
-        disk_full_ratio=1.0,
-        disk_max_used_space_ratio=1.0,
-        message_index_enable=False,
-    )
+    config = tiny_disk_config(tiny_disk)
     with MessageStore(config) as store:
         assert store.put_message(message(body=bytes(1000))).ok
         free = shutil.disk_usage(tiny_disk).free
@@ -99,13 +98,7 @@ def test_a_batch_that_cannot_get_its_files_leaves_no_empty_file_behind(tiny_disk
 def test_a_wire_batch_that_cannot_get_its_files_is_refused_whole(tiny_disk: Path) -> None:
     """The compiled append of a producer's batch reserves its files first, like ``put_messages``: a
     batch that cannot get them is refused with DISK_FULL and nothing of it is written."""
-    config = small_config(
-        tiny_disk / "store",
-        mapped_file_size_commit_log=256 * 1024,
-        disk_full_ratio=1.0,
-        disk_max_used_space_ratio=1.0,
-        message_index_enable=False,
-    )
+    config = tiny_disk_config(tiny_disk)
     with MessageStore(config) as store:
         assert store.put_message(message(body=bytes(1000))).ok
         before = store.commit_log.max_offset

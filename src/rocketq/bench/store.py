@@ -42,6 +42,7 @@ from typing import Any
 
 from rocketq.bench import MB, Extra, Measurement, Sink, latency_us
 from rocketq.bench.store_sync import SYNC_WRITERS, WRITER_KINDS
+from rocketq.broker.handlers.send import stored_properties_suffix
 from rocketq.common.message import encode_properties
 from rocketq.common.record import record_size
 from rocketq.protocol.batch import BatchItem, encode_batch
@@ -107,8 +108,8 @@ def build_messages(size: int, count: int, start: int = 0, prefix: str | None = N
     ]
 
 
-BROKER_SUFFIX = encode_properties({"MSG_REGION": "DefaultRegion", "TRACE_ON": "true", "CLUSTER": "DefaultCluster"})
-"""The properties a broker adds to every stored message (as ``rocketq.broker.handlers.send`` does)."""
+BROKER_SUFFIX = stored_properties_suffix("DefaultCluster")
+"""The properties a broker of the default cluster adds to every stored message."""
 
 
 def build_wire_batches(messages: Sequence[MessageToStore], batch: int) -> list[BatchToStore]:

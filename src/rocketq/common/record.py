@@ -100,6 +100,11 @@ class SysFlag:
     INNER_BATCH: Final = 0x80
 
 
+NOT_QUEUED_TRANSACTIONS: Final = (SysFlag.TRANSACTION_PREPARED_TYPE, SysFlag.TRANSACTION_ROLLBACK_TYPE)
+"""``sys_flag & TRANSACTION_MASK`` of the records that get queue offset 0 and no ConsumeQueue entry:
+prepared and rolled-back transaction messages (only a commit makes a transaction consumable)."""
+
+
 def body_crc(body: bytes | memoryview) -> int:
     """The record's BODYCRC: crc32 of the stored body, masked to a non-negative int32."""
     return zlib.crc32(body) & 0x7FFFFFFF

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from rocketq.common.record import SysFlag
+from rocketq.common.record import NOT_QUEUED_TRANSACTIONS, SysFlag
 from rocketq.store import compiled_dispatch as columns
 from rocketq.store.commit_log import ColumnBatch, CommitLog
 from rocketq.store.consume_queue import ENTRY_SIZE, ConsumeQueue, Entry
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 ArrivalListener = Callable[[str, int, int, int], None]
 """(topic, queue_id, max queue offset (exclusive), store timestamp of the newest record)."""
 
-_NOT_IN_QUEUE = (SysFlag.TRANSACTION_PREPARED_TYPE, SysFlag.TRANSACTION_ROLLBACK_TYPE)
+_NOT_IN_QUEUE = NOT_QUEUED_TRANSACTIONS
 BATCH_RECORDS = 4096
 COLUMNAR_MIN_RECORDS = 16
 """Shorter compiled-scan batches are applied record by record: the columnar path's fixed cost (numpy

@@ -27,7 +27,7 @@ class IndexService:
         self.max_entries = config.max_index_num
         # many keys at once are written by compiled code when the store compiles its dispatch
         self._compiled = (
-            compiled_dispatch.index_writer() if compiled_dispatch.load() and config.compiled_dispatch else None
+            compiled_dispatch.index_writer() if config.compiled_dispatch and compiled_dispatch.load() else None
         )
         self._files: list[IndexFile] = []
         self._lock = threading.Lock()

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from rocketq.store.commit_log import CommitLog
 
 _TXN_MASK = rec.SysFlag.TRANSACTION_MASK
-_NO_QUEUE_OFFSET = (rec.SysFlag.TRANSACTION_PREPARED_TYPE, rec.SysFlag.TRANSACTION_ROLLBACK_TYPE)
 
 
 def _read_only(data: bytes) -> np.ndarray:
@@ -41,7 +40,7 @@ class WireBatches:
         topic = commit_log.topic_bytes.get(batch.topic) or batch.topic.encode()
         if not batch.items or not 0 < len(topic) <= rec.MAX_TOPIC_LENGTH or not batch.properties_suffix.isascii():
             return None
-        if batch.sys_flag & _TXN_MASK in _NO_QUEUE_OFFSET:
+        if batch.sys_flag & _TXN_MASK in rec.NOT_QUEUED_TRANSACTIONS:
             return None
         commit_log.topic_bytes.setdefault(batch.topic, topic)
         items = _read_only(batch.items)

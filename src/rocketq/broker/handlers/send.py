@@ -85,7 +85,7 @@ _NEEDS_GENERAL_PATH = re.compile(
 
 
 @functools.lru_cache(maxsize=8)
-def _plain_suffix(cluster: str) -> str:
+def stored_properties_suffix(cluster: str) -> str:
     """The properties the broker adds to every message it stores, encoded."""
     return encode_properties(
         {Property.MSG_REGION: DEFAULT_REGION, Property.TRACE_SWITCH: TRACE_ON, Property.CLUSTER: cluster}
@@ -162,7 +162,7 @@ async def _send(
 
     is_batch = request.code == RequestCode.SEND_BATCH_MESSAGE or header.batch
     body = bytes(request.body)
-    plain_suffix = _plain_suffix(config.broker_cluster_name)
+    plain_suffix = stored_properties_suffix(config.broker_cluster_name)
     sys_flag = header.sys_flag
     stored_sys_flag = sys_flag & ~SysFlag.INNER_BATCH if is_batch else sys_flag
     if is_batch and not dead_letter:  # the common batch: written from its wire body, no decoding

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from rocketq.protocol import DEFAULT_MAX_FRAME_SIZE, RemotingCommand, ResponseCode, make_response
 from rocketq.remoting.connection import Connection, RequestHandler
 from rocketq.remoting.errors import RemotingConnectError
+from rocketq.remoting.tasks import start_eagerly
 
 log = logging.getLogger(__name__)
 
@@ -91,9 +92,10 @@ class RemotingClient:
             self._on_close(address)
 
     def _on_request(self, request: RemotingCommand, connection: Connection) -> None:
-        task = asyncio.get_running_loop().create_task(self._handle(request, connection))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task = start_eagerly(self._handle(request, connection))
+        if task is not None:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     async def _handle(self, request: RemotingCommand, connection: Connection) -> None:
         handler = self.handlers.get(request.code)

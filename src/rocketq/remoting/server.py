@@ -19,7 +19,7 @@ from typing import Any
 
 from rocketq.protocol import DEFAULT_MAX_FRAME_SIZE, RemotingCommand, ResponseCode, make_response
 from rocketq.remoting.connection import Connection, RequestHandler
-from rocketq.remoting.tasks import cancel_and_wait
+from rocketq.remoting.tasks import cancel_and_wait, start_eagerly
 
 log = logging.getLogger(__name__)
 
@@ -86,9 +86,10 @@ class RemotingServer:
                 log.exception("close callback failed for %s", connection.remote_address)
 
     def _on_request(self, request: RemotingCommand, connection: Connection) -> None:
-        task = asyncio.get_running_loop().create_task(self._handle(request, connection))
-        self._in_flight.add(task)
-        task.add_done_callback(self._in_flight.discard)
+        task = start_eagerly(self._handle(request, connection))  # most handlers answer without waiting
+        if task is not None:
+            self._in_flight.add(task)
+            task.add_done_callback(self._in_flight.discard)
 
     async def _handle(self, request: RemotingCommand, connection: Connection) -> None:
         handler = self.handlers.get(request.code)

@@ -24,7 +24,7 @@ from rocketq.client.unique_id import UniqueIdGenerator
 from rocketq.common.message import Property, encode_properties, java_string_hash
 from rocketq.common.record import SysFlag
 from rocketq.protocol import BatchItem, RemotingCommand, RequestCode, ResponseCode, encode_batch, make_request
-from rocketq.protocol.headers import SendMessageRequestHeader
+from rocketq.protocol.headers import SendMessageRequestHeaderV2
 from rocketq.remoting import RemotingError
 from rocketq.remoting.connection import next_opaque
 
@@ -186,7 +186,7 @@ class Producer:
         batch: bool = False,
         oneway: bool = False,
     ) -> RemotingCommand:
-        header = SendMessageRequestHeader(
+        header = SendMessageRequestHeaderV2(
             producer_group=self.config.group,
             topic=queue.topic,
             default_topic=self.config.create_topic_key,
@@ -200,9 +200,7 @@ class Producer:
             batch=batch,
         )
         code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
-        return make_request(
-            code, opaque=next_opaque(), ext_fields=header.to_v2().to_ext_fields(), body=body, oneway=oneway
-        )
+        return make_request(code, opaque=next_opaque(), ext_fields=header.to_ext_fields(), body=body, oneway=oneway)
 
     async def _address(self, queue: MessageQueue) -> str:
         address = self.instance.master_address(queue.broker_name)

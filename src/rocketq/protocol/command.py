@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
 import msgspec
@@ -55,10 +54,10 @@ _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
 
 _LANGUAGES_BY_NAME: Final = {member.name: member for member in LanguageCode}
+_LANGUAGE_NAMES: Final[dict[int, str]] = {member: member.name for member in LanguageCode}
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
-class RemotingCommand:
+class RemotingCommand(msgspec.Struct, frozen=True, kw_only=True):
     """One request or response.
 
     Attributes:
@@ -80,7 +79,7 @@ class RemotingCommand:
     opaque: int = 0
     flag: int = 0
     remark: str | None = None
-    ext_fields: dict[str, str] = field(default_factory=dict)
+    ext_fields: dict[str, str] = msgspec.field(default_factory=dict)
     body: Body = b""
     serialize_type: SerializeType = SerializeType.JSON
 
@@ -244,28 +243,35 @@ def _check_range(name: str, value: int, low: int, high: int) -> None:
         raise LocalProtocolError(f"{name}={value} does not fit the wire field ({low}..{high})")
 
 
-def _outgoing_ext_fields(fields: Mapping[str, str]) -> dict[str, str]:
+def _outgoing_ext_fields(fields: Mapping[str, str]) -> Mapping[str, str]:
     # The type says str, but a stray int must still leave as a JSON string (rule 1).
     if all(type(v) is str for v in fields.values()):
-        return dict(fields)
+        return fields
     return normalize_ext_fields(fields)
 
 
 def encode_json_header(cmd: RemotingCommand) -> bytes:
     """Encode the header as fastjson would: alphabetical keys, null remark omitted."""
-    for name in ("code", "version", "opaque", "flag"):
-        _check_range(name, getattr(cmd, name), _INT32_MIN, _INT32_MAX)
+    code, version, opaque, flag = cmd.code, cmd.version, cmd.opaque, cmd.flag
+    if not (
+        _INT32_MIN <= code <= _INT32_MAX
+        and _INT32_MIN <= version <= _INT32_MAX
+        and _INT32_MIN <= opaque <= _INT32_MAX
+        and _INT32_MIN <= flag <= _INT32_MAX
+    ):
+        for name in ("code", "version", "opaque", "flag"):  # say which
+            _check_range(name, getattr(cmd, name), _INT32_MIN, _INT32_MAX)
     header: dict[str, object] = {
-        "code": cmd.code,
+        "code": code,
         "extFields": _outgoing_ext_fields(cmd.ext_fields),
-        "flag": cmd.flag,
-        "language": LanguageCode(cmd.language).name,
-        "opaque": cmd.opaque,
+        "flag": flag,
+        "language": _LANGUAGE_NAMES.get(cmd.language) or LanguageCode(cmd.language).name,
+        "opaque": opaque,
     }
     if cmd.remark is not None:
         header["remark"] = cmd.remark
     header["serializeTypeCurrentRPC"] = "JSON"
-    header["version"] = cmd.version
+    header["version"] = version
     return _JSON_ENCODER.encode(header)
 
 

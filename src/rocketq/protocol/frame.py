@@ -146,8 +146,8 @@ class FrameDecoder:
         header_start = pos + _PREFIX_SIZE
         body_start = header_start + header_length
         end = pos + frame_size
-        header = bytes(buffer[header_start:body_start])
         with memoryview(buffer) as view:
+            header = view[header_start:body_start].tobytes()
             body = view[body_start:end].tobytes() if end > body_start else b""
         command = decode_command(serialize_type, header, body)
         self._pos = end

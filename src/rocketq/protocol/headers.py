@@ -15,6 +15,7 @@ default are the ones Java marks ``@CFNotNull``: a request missing one is rejecte
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import ClassVar, Self
 
@@ -26,9 +27,17 @@ from rocketq.protocol.errors import RemoteProtocolError
 
 
 def _to_text(value: object) -> str:
+    if type(value) is str:
+        return value
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+@functools.cache
+def _wire_names(header_type: type[msgspec.Struct]) -> tuple[tuple[str, str], ...]:
+    """(attribute, wire key) of every field of a header type."""
+    return tuple(zip(header_type.__struct_fields__, header_type.__struct_encode_fields__, strict=True))
 
 
 class ExtFieldsHeader(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -36,8 +45,12 @@ class ExtFieldsHeader(msgspec.Struct, frozen=True, kw_only=True, rename="camel")
 
     def to_ext_fields(self) -> dict[str, str]:
         """Return the header as a wire ``extFields`` map: text values, None omitted."""
-        fields: dict[str, object] = msgspec.to_builtins(self)
-        return {key: _to_text(value) for key, value in fields.items() if value is not None}
+        fields: dict[str, str] = {}
+        for name, key in _wire_names(type(self)):
+            value = getattr(self, name)
+            if value is not None:
+                fields[key] = _to_text(value)
+        return fields
 
     @classmethod
     def from_ext_fields(cls, fields: Mapping[str, object]) -> Self:

@@ -3,10 +3,14 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rocketq.common.record import SysFlag
 from rocketq.store.index_file import IndexFile, key_hash
+from rocketq.store.index_service import are_indexed, is_indexed
 from rocketq.store.key_hash import index_key_hashes
 
 keys = st.text(alphabet=st.sampled_from("ab#é😀xyz"), min_size=0, max_size=6)
@@ -65,3 +69,26 @@ def test_file_bytes_do_not_depend_on_batching(batch: list[str]) -> None:
         assert bytes(together.mapped.buffer) == bytes(apart.mapped.buffer)
         together.close()
         apart.close()
+
+
+PREPARED = int(SysFlag.TRANSACTION_PREPARED_TYPE)
+COMMITTED = int(SysFlag.TRANSACTION_COMMIT_TYPE)
+ROLLED_BACK = int(SysFlag.TRANSACTION_ROLLBACK_TYPE)
+
+
+@pytest.mark.parametrize(
+    ("physical", "sys_flag", "indexed_until", "expected"),
+    [
+        (100, 0, 99, True),  # past what the index has
+        (100, 0, 100, False),  # the index already reaches it
+        (50, 0, 100, False),
+        (100, PREPARED, 0, True),  # half messages are indexed, as RocketMQ does
+        (100, COMMITTED, 0, True),
+        (100, ROLLED_BACK, 0, False),  # a rollback never is
+        (100, ROLLED_BACK | int(SysFlag.COMPRESSED), 0, False),  # other flag bits do not matter
+    ],
+)
+def test_which_records_get_their_keys_indexed(physical: int, sys_flag: int, indexed_until: int, expected: bool) -> None:
+    assert is_indexed(physical, sys_flag, indexed_until) is expected
+    columns = are_indexed(np.array([physical], dtype=np.int64), np.array([sys_flag], dtype=np.int64), indexed_until)
+    assert columns.tolist() == [expected]

@@ -19,7 +19,7 @@ from rocketq.common.record import NOT_QUEUED_TRANSACTIONS, SysFlag
 from rocketq.store import compiled_dispatch as columns
 from rocketq.store.commit_log import ColumnBatch, CommitLog
 from rocketq.store.consume_queue import ENTRY_SIZE, ConsumeQueue, Entry
-from rocketq.store.index_service import IndexService
+from rocketq.store.index_service import IndexService, are_indexed, is_indexed
 from rocketq.store.results import DispatchRequest
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,6 @@ BATCH_RECORDS = 4096
 COLUMNAR_MIN_RECORDS = 16
 """Shorter compiled-scan batches are applied record by record: the columnar path's fixed cost (numpy
 for the index keys, array set-up) breaks even at about this many records."""
-_ROLLBACK = SysFlag.TRANSACTION_ROLLBACK_TYPE
 _Record = tuple[
     str, int, int, int, int, int, int
 ]  # topic, queue id, queue offset, physical offset, size, tags, sys flag
@@ -191,8 +190,7 @@ class Dispatcher:
             stamps: list[int] = []
             for key_hash, record in zip(batch.key_hashes.tolist(), batch.key_records.tolist(), strict=True):
                 row = rows[record]
-                sys_flag = row[columns.SYS_FLAG]
-                if row[columns.PHYSICAL] > already and sys_flag & SysFlag.TRANSACTION_MASK != _ROLLBACK:
+                if is_indexed(row[columns.PHYSICAL], row[columns.SYS_FLAG], already):
                     hashes.append(key_hash)
                     offsets.append(row[columns.PHYSICAL])
                     stamps.append(row[columns.STORE_TIMESTAMP])
@@ -225,9 +223,7 @@ class Dispatcher:
         if self._index is not None and len(batch.key_hashes):
             records = batch.key_records
             physical = rows[records, columns.PHYSICAL]
-            keep = (physical > self._index.end_phy_offset) & (
-                (rows[records, columns.SYS_FLAG] & SysFlag.TRANSACTION_MASK) != SysFlag.TRANSACTION_ROLLBACK_TYPE
-            )
+            keep = are_indexed(physical, rows[records, columns.SYS_FLAG], self._index.end_phy_offset)
             self._index.build_hashed(
                 batch.key_hashes[keep].tolist(),
                 physical[keep].tolist(),

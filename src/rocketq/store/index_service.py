@@ -8,6 +8,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from rocketq.common.record import SysFlag
 from rocketq.store import compiled_dispatch
 from rocketq.store.config import StoreConfig
@@ -16,6 +18,20 @@ from rocketq.store.key_hash import index_key_hashes
 from rocketq.store.results import DispatchRequest
 
 log = logging.getLogger(__name__)
+
+_ROLLBACK = SysFlag.TRANSACTION_ROLLBACK_TYPE
+
+
+def is_indexed(physical_offset: int, sys_flag: int, indexed_until: int) -> bool:
+    """The rule for which records get their keys indexed: each record once (those past
+    ``indexed_until``, where the index already reaches), never a rolled-back transaction."""
+    return physical_offset > indexed_until and sys_flag & SysFlag.TRANSACTION_MASK != _ROLLBACK
+
+
+def are_indexed(physical_offsets: np.ndarray, sys_flags: np.ndarray, indexed_until: int) -> np.ndarray:
+    """``is_indexed`` over columns of records: a boolean mask."""
+    mask: np.ndarray = (physical_offsets > indexed_until) & ((sys_flags & SysFlag.TRANSACTION_MASK) != _ROLLBACK)
+    return mask
 
 
 class IndexService:
@@ -94,9 +110,7 @@ class IndexService:
         offsets: list[int] = []
         stamps: list[int] = []
         for request in requests:
-            if request.commit_log_offset <= already:
-                continue
-            if request.sys_flag & SysFlag.TRANSACTION_MASK == SysFlag.TRANSACTION_ROLLBACK_TYPE:
+            if not is_indexed(request.commit_log_offset, request.sys_flag, already):
                 continue
             prefix = request.topic + "#"
             for key in request.keys:

@@ -42,10 +42,7 @@ from typing import Any
 
 from rocketq.bench import MB, Extra, Measurement, Sink, latency_us
 from rocketq.bench.store_sync import SYNC_WRITERS, WRITER_KINDS
-from rocketq.broker.handlers.send import stored_properties_suffix
-from rocketq.common.message import encode_properties
-from rocketq.common.record import record_size
-from rocketq.protocol.batch import BatchItem, encode_batch
+from rocketq.bench.store_workload import QUEUES, TOPIC, build_messages, build_wire_batches, stored_bytes
 from rocketq.store import compiled_append
 from rocketq.store.config import FlushDiskType, StoreConfig
 from rocketq.store.message_store import MessageStore
@@ -53,8 +50,6 @@ from rocketq.store.results import BatchToStore, GetStatus, MessageToStore, PutMe
 
 log = logging.getLogger(__name__)
 
-TOPIC = "BenchTopic"
-QUEUES = 8
 READ_BATCH = 1024
 RAW_CHUNK = 1024 * 1024
 RAW_FSYNC_ITERATIONS = 5000
@@ -93,39 +88,6 @@ class StoreBenchOptions:
         return min(self.messages, SYNC_MESSAGES_PER_WRITER * writers)
 
 
-def build_messages(size: int, count: int, start: int = 0, prefix: str | None = None) -> list[MessageToStore]:
-    """``count`` bench messages with ``size``-byte bodies, unique KEYS and 32-hex-digit UNIQ_KEYs."""
-    prefix = prefix or os.urandom(8).hex().upper()
-    body = b"x" * size
-    return [
-        MessageToStore(
-            topic=TOPIC,
-            queue_id=i % QUEUES,
-            body=body,
-            properties=encode_properties({"TAGS": "TagA", "KEYS": f"k{i}", "UNIQ_KEY": f"{prefix}{i:016X}"}),
-        )
-        for i in range(start, start + count)
-    ]
-
-
-BROKER_SUFFIX = stored_properties_suffix("DefaultCluster")
-"""The properties a broker of the default cluster adds to every stored message."""
-
-
-def build_wire_batches(messages: Sequence[MessageToStore], batch: int) -> list[BatchToStore]:
-    """The messages as SEND_BATCH_MESSAGE bodies of ``batch`` items, the n-th batch for queue n % QUEUES,
-    stored with the broker's properties."""
-    return [
-        BatchToStore(
-            topic=TOPIC,
-            queue_id=number % QUEUES,
-            items=encode_batch([BatchItem(m.body, m.properties, m.flag) for m in messages[start : start + batch]]),
-            properties_suffix=BROKER_SUFFIX,
-        )
-        for number, start in enumerate(range(0, len(messages), batch))
-    ]
-
-
 def _wire_put(store: MessageStore) -> Callable[[BatchToStore], PutMessageResult]:
     def put(batch: BatchToStore) -> PutMessageResult:
         measured = store.measure_batch(batch)
@@ -134,12 +96,6 @@ def _wire_put(store: MessageStore) -> Callable[[BatchToStore], PutMessageResult]
         return store.put_batch(measured)
 
     return put
-
-
-def stored_bytes(messages: Sequence[MessageToStore]) -> int:
-    """CommitLog bytes the messages take (properties are ASCII here)."""
-    topic_length = len(TOPIC)
-    return sum(record_size(len(m.body), topic_length, len(m.properties)) for m in messages)
 
 
 @contextlib.contextmanager

@@ -41,7 +41,7 @@ from rocketq.store.errors import StoreError
 from rocketq.store.flush import CommitLogFlusher, EventLoop, PeriodicTask
 from rocketq.store.index_service import IndexService
 from rocketq.store.mapped_file import DiskFullError
-from rocketq.store.queue_reader import read_queue
+from rocketq.store.queue_reader import get_from_queue
 from rocketq.store.recovery import RecoveryReport, recover_commit_log
 from rocketq.store.results import (
     BatchToStore,
@@ -361,26 +361,8 @@ class MessageStore:
                 min_offset=QueueOffset(0),
                 max_offset=QueueOffset(0),
             )
-        low, high = queue.min_offset, queue.max_offset
-        status = None
-        next_offset = offset
-        if high == 0:
-            status, next_offset = GetStatus.NO_MESSAGE_IN_QUEUE, 0
-        elif offset < low:
-            status, next_offset = GetStatus.OFFSET_TOO_SMALL, low
-        elif offset == high:
-            status = GetStatus.OFFSET_OVERFLOW_ONE
-        elif offset > high:
-            status, next_offset = GetStatus.OFFSET_OVERFLOW_BADLY, high
-        result = GetMessageResult(
-            status=status or GetStatus.NO_MATCHED_MESSAGE,
-            next_begin_offset=QueueOffset(next_offset),
-            min_offset=QueueOffset(low),
-            max_offset=QueueOffset(high),
-        )
-        if status is None:
-            read_queue(self.commit_log, queue, offset, min(max_count, high - offset), tags_codes, max_bytes, result)
-            self._get_messages += result.message_count
+        result = get_from_queue(self.commit_log, queue, offset, max_count, tags_codes, max_bytes)
+        self._get_messages += result.message_count
         return result
 
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:

@@ -26,6 +26,38 @@ SCALAR_MAX_ENTRIES = 16
 """Runs of at most this many entries are read entry by entry instead of with numpy."""
 
 
+def get_from_queue(
+    commit_log: CommitLog,
+    queue: ConsumeQueue,
+    offset: int,
+    max_count: int,
+    tags_codes: Collection[int] | None,
+    max_bytes: int,
+) -> GetMessageResult:
+    """``MessageStore.get_messages`` for an existing queue: the status of ``offset`` against the queue's
+    bounds (and where the next read should start), then the records when it is inside them."""
+    low, high = queue.min_offset, queue.max_offset
+    status = None
+    next_offset = offset
+    if high == 0:
+        status, next_offset = GetStatus.NO_MESSAGE_IN_QUEUE, 0
+    elif offset < low:
+        status, next_offset = GetStatus.OFFSET_TOO_SMALL, low
+    elif offset == high:
+        status = GetStatus.OFFSET_OVERFLOW_ONE
+    elif offset > high:
+        status, next_offset = GetStatus.OFFSET_OVERFLOW_BADLY, high
+    result = GetMessageResult(
+        status=status or GetStatus.NO_MATCHED_MESSAGE,
+        next_begin_offset=QueueOffset(next_offset),
+        min_offset=QueueOffset(low),
+        max_offset=QueueOffset(high),
+    )
+    if status is None:
+        read_queue(commit_log, queue, offset, min(max_count, high - offset), tags_codes, max_bytes, result)
+    return result
+
+
 def read_queue(
     commit_log: CommitLog,
     queue: ConsumeQueue,

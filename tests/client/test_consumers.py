@@ -198,6 +198,32 @@ async def test_async_listener(cluster: LocalCluster) -> None:
     await consumer.aclose()
 
 
+async def test_async_listener_runs_in_its_own_task(cluster: LocalCluster) -> None:
+    """A coroutine listener may use what needs a current task (``asyncio.timeout``) as in any task: a
+    timeout that expires cancels the listener's own wait, never the consumer's pulling."""
+    timed_out: list[bytes] = []
+    seen: list[bytes] = []
+
+    async def listener(messages: list[MessageExt]) -> bool:
+        assert asyncio.current_task() is not None
+        try:
+            async with asyncio.timeout(0.01):
+                await asyncio.sleep(5)
+        except TimeoutError:
+            timed_out.extend(m.body for m in messages)
+        seen.extend(m.body for m in messages)
+        return True
+
+    consumer = opened(PushConsumer(consumer_config(cluster, "T"), listener))
+    consumer.subscribe(TOPIC)
+    await consumer.start()
+    first = await send(cluster, 8, "first")
+    await eventually(lambda: set(first) <= set(timed_out), timeout=4)
+    second = await send(cluster, 8, "second")  # the queues are still being pulled
+    await eventually(lambda: set(second) <= set(seen), timeout=4)
+    await consumer.aclose()
+
+
 async def test_plain_listener_runs_on_up_to_consume_thread_max_threads(cluster: LocalCluster) -> None:
     """A slow plain-function listener is called from several consume threads at once, never more than
     ``consume_thread_max``, and every message is consumed once."""

@@ -39,7 +39,7 @@ from rocketq.protocol import MessageQueue as WireQueue
 from rocketq.protocol.bodies import UnlockBatchRequestBody
 from rocketq.remoting import RemotingError
 from rocketq.remoting.connection import next_opaque
-from rocketq.remoting.tasks import cancel_and_wait, start_eagerly
+from rocketq.remoting.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -223,10 +223,10 @@ class PushConsumer:
             process.next_pull_offset = result.next_begin_offset
             if result.messages:
                 process.add(result.messages)
-                consuming = self._dispatch(process, result.messages)
-                if consuming and self._listener_is_async and len(result.messages) < config.pull_batch_size:
-                    # caught up with the queue (a short batch) and the listener is waiting on something:
-                    # let it see the batch before the next pull goes out; on a backlog, pull first
+                self._dispatch(process, result.messages)
+                if self._listener_is_async and len(result.messages) < config.pull_batch_size:
+                    # caught up with the queue (a short batch): let the listener see it before the next
+                    # pull goes out, which is what its latency is waiting on; on a backlog, pull first
                     await asyncio.sleep(0)
             elif result.status is PullStatus.FOUND and process.count == 0:
                 # everything pulled was filtered out client-side: nothing pending, commit past it
@@ -234,18 +234,14 @@ class PushConsumer:
 
     # -- consuming ------------------------------------------------------------------------------------
 
-    def _dispatch(self, process: ProcessQueue, messages: list[MessageExt]) -> bool:
-        """Consume a pulled batch: a coroutine listener at once, in a task of its own from its first wait
-        on; a plain-function listener on a consume thread. True while the batch is still being consumed."""
+    def _dispatch(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
+        """Consume a pulled batch in its own task (a plain-function listener runs on a consume thread)."""
         if self.orderly:
             self._orderly_wake[process.queue].set()
-            return True
-        task = start_eagerly(self._consume(process, messages))
-        if task is None:
-            return False
+            return
+        task = asyncio.get_running_loop().create_task(self._consume(process, messages))
         self._consume_tasks.add(task)
         task.add_done_callback(self._consume_tasks.discard)
-        return True
 
     def _batches(self, messages: list[MessageExt]) -> list[list[MessageExt]]:
         """``messages`` cut into listener calls of ``consume_message_batch_max_size``, as their users see

@@ -9,7 +9,6 @@ from collections.abc import Callable, Mapping
 from rocketq.protocol import DEFAULT_MAX_FRAME_SIZE, RemotingCommand, ResponseCode, make_response
 from rocketq.remoting.connection import Connection, RequestHandler
 from rocketq.remoting.errors import RemotingConnectError
-from rocketq.remoting.tasks import start_eagerly
 
 log = logging.getLogger(__name__)
 
@@ -92,10 +91,9 @@ class RemotingClient:
             self._on_close(address)
 
     def _on_request(self, request: RemotingCommand, connection: Connection) -> None:
-        task = start_eagerly(self._handle(request, connection))
-        if task is not None:
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+        task = asyncio.get_running_loop().create_task(self._handle(request, connection))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _handle(self, request: RemotingCommand, connection: Connection) -> None:
         handler = self.handlers.get(request.code)

@@ -29,7 +29,10 @@ log = logging.getLogger(__name__)
 _opaques = itertools.count(1)
 
 RequestHandler = Callable[[RemotingCommand, "Connection"], Awaitable[RemotingCommand | None]]
-"""Handles one request; returns the response, or None when it replies later (or never: oneway)."""
+"""Handles one request; returns the response, or None when it replies later (or never: oneway).
+
+A server runs its handlers eagerly (``tasks.start_eagerly``): until its first ``await`` that suspends, a
+handler has no Task of its own, so what needs one (``asyncio.timeout``) must come after such a wait."""
 
 
 def next_opaque() -> int:

@@ -22,7 +22,13 @@ def start_eagerly(coroutine: Coroutine[Any, Any, Any], *, name: str | None = Non
     which is what a request handler that answers at once costs least with. Otherwise returns a Task of
     the running loop that carries on from where the coroutine stopped. This is Python 3.12's eager task
     start, for 3.11. Like a Task, the coroutine runs in a copy of the current context; an exception it
-    raises before its first wait is logged, as an unawaited Task's would be."""
+    raises before its first wait is logged, as an unawaited Task's would be.
+
+    Unlike 3.12's, the part before the first wait runs as whatever the caller is, not as a Task of its
+    own: there ``asyncio.current_task()`` is the caller's task (None in a protocol callback), and
+    ``asyncio.timeout`` fails or, inside a task, would cancel the caller. So only code we own and have
+    checked starts this way (the server's request handlers, called from ``data_received``), never user
+    callbacks."""
     context = contextvars.copy_context()
     try:
         waiting_on = context.run(coroutine.send, None)

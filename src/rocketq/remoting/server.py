@@ -1,7 +1,8 @@
 """RemotingServer: accept connections, decode requests, dispatch them through a handler table.
 
-A handler is a coroutine. Handlers marked ``blocking`` are plain functions run in a thread pool so
-the loop never waits on them. An unknown request code gets REQUEST_CODE_NOT_SUPPORTED; a handler
+A handler is a coroutine, started eagerly as its request is decoded (it gets a Task only if it
+waits; see ``RequestHandler``). Handlers marked ``blocking`` are plain functions run in a thread pool
+so the loop never waits on them. An unknown request code gets REQUEST_CODE_NOT_SUPPORTED; a handler
 that raises gets SYSTEM_ERROR with the exception text; bad frames close only their connection.
 Oneway requests get no reply, whatever the handler returns.
 """

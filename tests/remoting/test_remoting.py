@@ -219,3 +219,37 @@ def test_runs_on_uvloop() -> None:
             await server.aclose()
 
     assert uvloop.run(round_trip()) == b"uv"
+
+
+async def test_handlers_answer_in_order_and_a_waiting_one_continues_in_a_task() -> None:
+    """Handlers start as their request is decoded; one that waits carries on in a Task of its own (so
+    what needs a task works after its first wait) while the requests behind it are answered."""
+    order: list[str] = []
+
+    async def waits_then_times(request: RemotingCommand, connection: Connection) -> RemotingCommand:
+        order.append("waiting start")
+        await asyncio.sleep(0.05)
+        assert asyncio.current_task() is not None
+        async with asyncio.timeout(1):  # needs a current task
+            await asyncio.sleep(0)
+        order.append("waiting end")
+        return make_response(request, ResponseCode.SUCCESS, remark="waited")
+
+    async def at_once(request: RemotingCommand, connection: Connection) -> RemotingCommand:
+        order.append("at once " + request.ext_fields["n"])
+        return make_response(request, ResponseCode.SUCCESS, remark=request.ext_fields["n"])
+
+    server = RemotingServer({SLOW: waits_then_times, ECHO: at_once}, host="127.0.0.1", port=0)
+    await server.start()
+    client = RemotingClient()
+    try:
+        address = f"127.0.0.1:{server.port}"
+        calls = [client.invoke(address, request(SLOW), 3)] + [
+            client.invoke(address, request(ECHO, n=str(i)), 3) for i in range(3)
+        ]
+        responses = await asyncio.gather(*calls)
+        assert [r.remark for r in responses] == ["waited", "0", "1", "2"]
+        assert order == ["waiting start", "at once 0", "at once 1", "at once 2", "waiting end"]
+    finally:
+        await client.aclose()
+        await server.aclose(grace_s=0.2)

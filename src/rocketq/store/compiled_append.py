@@ -25,10 +25,6 @@ Compiled with the dispatcher's helpers (``compiled_dispatch.load`` first); None 
 
 from __future__ import annotations
 
-import importlib
-import logging
-import threading
-import time
 from typing import Any, Final
 
 import numpy as np
@@ -36,8 +32,7 @@ import numpy as np
 from rocketq.common import record as rec
 from rocketq.common.message import Property
 from rocketq.store import compiled_dispatch
-
-log = logging.getLogger(__name__)
+from rocketq.store.compile_once import CompileOnce
 
 SPECIAL_NAMES: Final = (
     Property.MSG_REGION,
@@ -281,8 +276,6 @@ RECORD_OVERHEAD = rec.RECORD_OVERHEAD
 MAX_PROPERTIES_LENGTH = rec.MAX_PROPERTIES_LENGTH
 END_FILE_MIN_BLANK_LENGTH = rec.END_FILE_MIN_BLANK_LENGTH
 MESSAGE_MAGIC = rec.MESSAGE_MAGIC
-_LOAD_LOCK = threading.Lock()
-_loaded = False
 int32_at: Any = None  # the compiled helpers, set by load()
 put32: Any = None
 put64: Any = None
@@ -291,7 +284,6 @@ copy: Any = None
 ends_with_name: Any = None
 waits_value: Any = None
 stored_properties_length: Any = None
-_kernels: tuple[Any, Any] | None = None
 
 
 def special_names() -> tuple[np.ndarray, np.ndarray]:
@@ -306,37 +298,30 @@ def special_names() -> tuple[np.ndarray, np.ndarray]:
 def load() -> tuple[Any, Any] | None:
     """(``measure_batch``, ``write_batch``), compiled or loaded from the cache on the first call; None
     without numba or when the dispatcher's kernels did not compile."""
-    global _loaded, _kernels, copy, int32_at, put32, put64, crc32, ends_with_name, waits_value, stored_properties_length
-    with _LOAD_LOCK:
-        if _loaded:
-            return _kernels
-        _loaded = True
-        if compiled_dispatch.load() is None:
-            return None
-        numba = importlib.import_module("numba")
-        began = time.monotonic()
-        try:
-            int32_at, put32, put64 = compiled_dispatch.int32_at, compiled_dispatch.put32, compiled_dispatch.put64
-            crc32 = numba.njit(inline="always")(_crc32)
-            copy = numba.njit(inline="never")(_copy)
-            ends_with_name = numba.njit(inline="always")(_ends_with_name)
-            waits_value = numba.njit(inline="always")(_waits)
-            stored_properties_length = numba.njit(inline="always")(_stored_properties_length)
-            measure = numba.njit(cache=True)(_measure_batch)
-            write = numba.njit(cache=True)(_write_batch)
-            names, lengths = special_names()
-            nothing = np.frombuffer(b"", dtype=np.uint8)  # read-only, as the bytes the broker passes
-            measure(nothing, 1, 0, 1, 1, names, lengths, np.zeros(1, dtype=np.int64))
-            host = np.frombuffer(bytes(8), dtype=np.uint8)
-            write(
-                nothing, 0, 0, 0, np.zeros(0, dtype=np.int64), np.zeros(8, dtype=np.uint8), 0, 0, nothing, nothing,
-                0, 0, 0, 0, host, 0, host, 0, np.zeros(0, dtype=np.int64),
-            )  # fmt: skip
-        except Exception:  # a numba that cannot compile here must not keep the store from starting
-            log.exception("compiling the batch append failed; batches are decoded in Python")
-            return None
-        _kernels = (measure, write)
-        seconds = time.monotonic() - began
-        if seconds > 1:
-            log.info("compiled the batch append in %.1f s (cached for later starts)", seconds)
-        return _kernels
+    return _COMPILED.get()
+
+
+def _compile(numba: Any) -> tuple[Any, Any]:
+    global copy, int32_at, put32, put64, crc32, ends_with_name, waits_value, stored_properties_length
+    int32_at, put32, put64 = compiled_dispatch.int32_at, compiled_dispatch.put32, compiled_dispatch.put64
+    crc32 = numba.njit(inline="always")(_crc32)
+    copy = numba.njit(inline="never")(_copy)
+    ends_with_name = numba.njit(inline="always")(_ends_with_name)
+    waits_value = numba.njit(inline="always")(_waits)
+    stored_properties_length = numba.njit(inline="always")(_stored_properties_length)
+    measure = numba.njit(cache=True)(_measure_batch)
+    write = numba.njit(cache=True)(_write_batch)
+    names, lengths = special_names()
+    nothing = np.frombuffer(b"", dtype=np.uint8)  # read-only, as the bytes the broker passes
+    measure(nothing, 1, 0, 1, 1, names, lengths, np.zeros(1, dtype=np.int64))
+    host = np.frombuffer(bytes(8), dtype=np.uint8)
+    write(
+        nothing, 0, 0, 0, np.zeros(0, dtype=np.int64), np.zeros(8, dtype=np.uint8), 0, 0, nothing, nothing,
+        0, 0, 0, 0, host, 0, host, 0, np.zeros(0, dtype=np.int64),
+    )  # fmt: skip
+    return measure, write
+
+
+_COMPILED = CompileOnce(
+    "the batch append", "batches are decoded in Python", _compile, ready=lambda: compiled_dispatch.load() is not None
+)

@@ -24,17 +24,14 @@ stays in Python.
 
 from __future__ import annotations
 
-import importlib
-import logging
 import os
-import threading
-import time
 from typing import Any, Final
 
 import numpy as np
 
 from rocketq.common import record as rec
 from rocketq.common.message import SCHEDULE_TOPIC
+from rocketq.store.compile_once import CompileOnce
 
 ROW: Final = (
     "physical_offset",
@@ -55,8 +52,6 @@ PYTHON: Final = 1  # the next record is one for the Python dispatcher
 NEW_TOPIC: Final = 2  # the next record's topic is not in the table
 
 _MIN_INT: Final = -(2**31)
-
-log = logging.getLogger(__name__)
 
 
 def _hash_span(b: Any, start: Any, stop: Any, h: Any) -> Any:
@@ -313,8 +308,6 @@ SCHEDULE = np.frombuffer(SCHEDULE_TOPIC.encode(), dtype=np.uint8)
 TRANSACTION_MASK = int(rec.SysFlag.TRANSACTION_MASK)
 TRANSACTION_PREPARED = int(rec.SysFlag.TRANSACTION_PREPARED_TYPE)
 TRANSACTION_ROLLBACK = int(rec.SysFlag.TRANSACTION_ROLLBACK_TYPE)
-_LOAD_LOCK = threading.Lock()
-_loaded = False
 int32_at: Any = None  # the compiled helpers, set by load()
 int64_at: Any = None
 starts_with: Any = None
@@ -352,51 +345,40 @@ class TopicTable:
 def load() -> Any:
     """The compiled ``scan_columns`` (see the module docstring; arguments as ``CommitLog.scan_columns``
     passes them), compiled or loaded from the cache on the first call; None without numba."""
-    global _loaded, int32_at, int64_at, starts_with, hash_span, index_hash, all_ascii, put32, put64
+    return _COMPILED.get()
+
+
+def _compile(numba: Any) -> Any:
+    global int32_at, int64_at, starts_with, hash_span, index_hash, all_ascii, put32, put64
     global _scan, _index_put, _group
-    with _LOAD_LOCK:
-        if _loaded:
-            return _scan
-        _loaded = True
-        if _DISABLED:
-            return None
-        try:
-            numba = importlib.import_module("numba")
-        except ImportError:  # the Python dispatcher does the work
-            return None
-        began = time.monotonic()
-        try:
-            int32_at = numba.njit(inline="always")(_int32_at)
-            int64_at = numba.njit(inline="always")(_int64_at)
-            starts_with = numba.njit(inline="always")(_starts_with)
-            hash_span = numba.njit(inline="always")(_hash_span)
-            index_hash = numba.njit(inline="always")(_index_hash)
-            all_ascii = numba.njit(inline="always")(_ascii)
-            put32 = numba.njit(inline="always")(_put32)
-            put64 = numba.njit(inline="always")(_put64)
-            index_put = numba.njit(nogil=True, cache=True)(_put_index_entries)
-            empty = np.zeros(0, dtype=np.int64)
-            index_put(np.zeros(64, dtype=np.uint8), 0, 8, 1, 1, empty, empty, empty, 0)
-            group = numba.njit(cache=True)(_group_entries)
-            group(
-                np.zeros((0, len(ROW)), dtype=np.int64),
-                np.zeros(0, dtype=np.uint8),
-                np.zeros((0, len(RUN)), dtype=np.int64),
-            )
-            scan = numba.njit(nogil=True, cache=True)(_scan_columns)
-            table = TopicTable(1)
-            scan(
-                np.zeros(0, dtype=np.uint8), 0, 0, 1, table.bytes, table.lengths, 0,
-                np.zeros((1, len(ROW)), dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), 0,
-            )  # fmt: skip
-        except Exception:  # a numba that cannot compile here must not keep the store from starting
-            log.exception("compiling the dispatcher's scan failed; dispatching in Python")
-            return None
-        _index_put, _scan, _group = index_put, scan, group
-        seconds = time.monotonic() - began
-        if seconds > 1:
-            log.info("compiled the dispatcher's scan in %.1f s (cached for later starts)", seconds)
-        return _scan
+    int32_at = numba.njit(inline="always")(_int32_at)
+    int64_at = numba.njit(inline="always")(_int64_at)
+    starts_with = numba.njit(inline="always")(_starts_with)
+    hash_span = numba.njit(inline="always")(_hash_span)
+    index_hash = numba.njit(inline="always")(_index_hash)
+    all_ascii = numba.njit(inline="always")(_ascii)
+    put32 = numba.njit(inline="always")(_put32)
+    put64 = numba.njit(inline="always")(_put64)
+    index_put = numba.njit(nogil=True, cache=True)(_put_index_entries)
+    empty = np.zeros(0, dtype=np.int64)
+    index_put(np.zeros(64, dtype=np.uint8), 0, 8, 1, 1, empty, empty, empty, 0)
+    group = numba.njit(cache=True)(_group_entries)
+    group(
+        np.zeros((0, len(ROW)), dtype=np.int64),
+        np.zeros(0, dtype=np.uint8),
+        np.zeros((0, len(RUN)), dtype=np.int64),
+    )
+    scan = numba.njit(nogil=True, cache=True)(_scan_columns)
+    table = TopicTable(1)
+    scan(
+        np.zeros(0, dtype=np.uint8), 0, 0, 1, table.bytes, table.lengths, 0,
+        np.zeros((1, len(ROW)), dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), 0,
+    )  # fmt: skip
+    _index_put, _scan, _group = index_put, scan, group
+    return scan
+
+
+_COMPILED = CompileOnce("the dispatcher's scan", "dispatching in Python", _compile, ready=lambda: not _DISABLED)
 
 
 def entry_grouper() -> Any:

@@ -1,0 +1,58 @@
+"""Compiling numba kernels once per process.
+
+The first caller compiles them (or numba loads them from its cache); every later caller gets the same
+result. Without numba, or when compiling fails (logged), the result is None and the store keeps to
+its Python path. The kernels' helpers are module globals of their own module (numba freezes globals
+into compiled code), so ``build`` sets those itself.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class CompileOnce(Generic[T]):
+    """``get()``: ``build(numba)``'s result, made on the first call (thread safe), or None."""
+
+    def __init__(
+        self, what: str, fallback: str, build: Callable[[Any], T], *, ready: Callable[[], bool] = lambda: True
+    ) -> None:
+        self._what = what  # "the dispatcher's scan": what the log lines name
+        self._fallback = fallback  # what the store does instead, for the failure's log line
+        self._build = build
+        self._ready = ready  # checked first: False means None, without importing numba
+        self._lock = threading.Lock()
+        self._done = False
+        self._result: T | None = None
+
+    def get(self) -> T | None:
+        with self._lock:
+            if self._done:
+                return self._result
+            self._done = True
+            if not self._ready():
+                return None
+            try:
+                numba = importlib.import_module("numba")
+            except ImportError:
+                return None
+            began = time.monotonic()
+            try:
+                result = self._build(numba)
+            except Exception:  # a numba that cannot compile here must not keep the store from starting
+                log.exception("compiling %s failed; %s", self._what, self._fallback)
+                return None
+            self._result = result
+            seconds = time.monotonic() - began
+            if seconds > 1:
+                log.info("compiled %s in %.1f s (cached for later starts)", self._what, seconds)
+            return result

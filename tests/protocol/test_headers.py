@@ -1,6 +1,13 @@
 from __future__ import annotations
 
+import types
+import typing
+
+import msgspec
+import msgspec.structs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rocketq.protocol import (
     ConsumerSendMsgBackRequestHeader,
@@ -21,6 +28,7 @@ from rocketq.protocol import (
     parse_send_message_header,
 )
 from rocketq.protocol.frame import FrameDecoder
+from rocketq.protocol.headers import ExtFieldsHeader
 
 from .captures import CapturedFrame, frames_named
 
@@ -251,3 +259,41 @@ def test_v2_and_v1_have_the_same_fields() -> None:
 def test_cpp2_batch_marker_in_v2() -> None:
     fields = {**V1.to_v2().to_ext_fields(), "m": "1", "n": "broker-a"}  # 4.9.5+ bname is ignored
     assert SendMessageRequestHeaderV2.from_ext_fields(fields).batch is True
+
+
+def _header_types() -> list[type[ExtFieldsHeader]]:
+    found: list[type[ExtFieldsHeader]] = []
+    pending: list[type[ExtFieldsHeader]] = [ExtFieldsHeader]
+    while pending:
+        for subclass in pending.pop().__subclasses__():
+            pending.append(subclass)
+            if msgspec.structs.fields(subclass):
+                found.append(subclass)
+    return sorted(found, key=lambda header_type: header_type.__name__)
+
+
+def _values_of(declared: object) -> st.SearchStrategy[object]:
+    texts = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
+    by_type: dict[object, st.SearchStrategy[object]] = {str: texts, int: st.integers(), bool: st.booleans()}
+    members = typing.get_args(declared) if isinstance(declared, types.UnionType) else (declared,)
+    return st.one_of(*(st.none() if member is type(None) else by_type[member] for member in members))
+
+
+@pytest.mark.parametrize("header_type", _header_types(), ids=lambda header_type: header_type.__name__)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_every_header_writes_its_fields_as_text_in_order_and_reads_them_back(
+    header_type: type[ExtFieldsHeader], data: st.DataObject
+) -> None:
+    fields = msgspec.structs.fields(header_type)
+    values = {field.name: data.draw(_values_of(field.type), label=field.name) for field in fields}
+    header = header_type(**values)
+    text = {True: "true", False: "false"}
+    expected = [
+        (field.encode_name, text.get(value, str(value)) if type(value) is bool else str(value))
+        for field in fields
+        if (value := values[field.name]) is not None
+    ]
+    written = header.to_ext_fields()
+    assert list(written.items()) == expected
+    assert header_type.from_ext_fields(written) == header

@@ -243,9 +243,12 @@ def _check_range(name: str, value: int, low: int, high: int) -> None:
         raise LocalProtocolError(f"{name}={value} does not fit the wire field ({low}..{high})")
 
 
+_TEXT_ONLY: Final = frozenset([str])
+
+
 def _outgoing_ext_fields(fields: Mapping[str, str]) -> Mapping[str, str]:
     # The type says str, but a stray int must still leave as a JSON string (rule 1).
-    if all(type(v) is str for v in fields.values()):
+    if set(map(type, fields.values())) <= _TEXT_ONLY:
         return fields
     return normalize_ext_fields(fields)
 

@@ -27,8 +27,8 @@ from rocketq.protocol import (
     UpdateConsumerOffsetRequestHeader,
     parse_send_message_header,
 )
+from rocketq.protocol.ext_fields import ExtFieldsHeader
 from rocketq.protocol.frame import FrameDecoder
-from rocketq.protocol.headers import ExtFieldsHeader
 
 from .captures import CapturedFrame, frames_named
 

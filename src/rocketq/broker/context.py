@@ -20,7 +20,7 @@ from rocketq.broker.subscription_groups import SubscriptionGroupManager
 from rocketq.broker.topic_config import TopicConfigManager
 from rocketq.common.message_id import encode_host
 from rocketq.protocol import RemoteProtocolError, RemotingCommand, ResponseCode, make_response
-from rocketq.protocol.headers import ExtFieldsHeader
+from rocketq.protocol.ext_fields import ExtFieldsHeader
 from rocketq.remoting import Connection, RequestHandler
 from rocketq.store import MessageStore
 

@@ -56,6 +56,7 @@ from rocketq.protocol.errors import (
     ProtocolError,
     RemoteProtocolError,
 )
+from rocketq.protocol.ext_fields import ExtFieldsHeader, RequestHeader, ResponseHeader
 from rocketq.protocol.fastjson import quote_integer_keys
 from rocketq.protocol.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode_frame, encode_frame_parts
 from rocketq.protocol.headers import (
@@ -64,7 +65,6 @@ from rocketq.protocol.headers import (
     CreateTopicRequestHeader,
     DeleteTopicRequestHeader,
     EndTransactionRequestHeader,
-    ExtFieldsHeader,
     GetConsumerListByGroupRequestHeader,
     GetEarliestMsgStoretimeRequestHeader,
     GetEarliestMsgStoretimeResponseHeader,
@@ -84,8 +84,6 @@ from rocketq.protocol.headers import (
     QueryMessageResponseHeader,
     RegisterBrokerRequestHeader,
     RegisterBrokerResponseHeader,
-    RequestHeader,
-    ResponseHeader,
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
     SendMessageRequestHeader,

@@ -7,7 +7,7 @@ without a default are ``@CFNotNull`` there.
 from __future__ import annotations
 
 from rocketq.protocol.codes import RequestCode
-from rocketq.protocol.headers import RequestHeader, ResponseHeader
+from rocketq.protocol.ext_fields import RequestHeader, ResponseHeader
 
 
 class PutKVConfigRequestHeader(RequestHeader, frozen=True, kw_only=True):

@@ -11,7 +11,7 @@ from rocketq.broker.topic_config import PERM_READ, PERM_WRITE, SCHEDULE_TOPIC, d
 from rocketq.common.message import Property
 from rocketq.common.record import SysFlag
 from rocketq.protocol import ResponseCode, TopicConfig
-from rocketq.store import FlushDiskType, MeasuredBatch, MessageToStore, PutMessageResult, PutStatus
+from rocketq.store import MeasuredBatch, MessageToStore, PutMessageResult, PutStatus
 
 log = logging.getLogger(__name__)
 
@@ -72,22 +72,24 @@ async def put_and_wait(
     ``wait_for_flush``, also wait for the fsync (the status becomes FLUSH_DISK_TIMEOUT when it takes
     longer than the store's sync flush timeout). Puts that wait are appended together with the other
     waiting puts of the loop iteration (``GroupedPuts``)."""
-    waits = wait_for_flush and context.store.config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+    waits = wait_for_flush and context.store.config.sync_flush
+    batch: MeasuredBatch | None = None
+    plain: Sequence[MessageToStore] = ()
     if isinstance(messages, MeasuredBatch):
-        context.grouped_puts.put_pending()
-        result = context.store.put_batch(messages, dispatch=False)
-        topic = messages.batch.topic
-        context.dispatch.request(at_once=not waits)
-        if waits:
-            await context.flush_waits.wait(result)
+        batch, topic = messages, messages.batch.topic
     else:
-        topic = messages[0].topic if messages else "?"
-        if waits and messages:
-            result = await context.grouped_puts.put_and_wait(messages)
+        plain, topic = messages, messages[0].topic if messages else "?"
+    if batch is None and waits and plain:
+        result = await context.grouped_puts.put_and_wait(plain)
+    else:  # alone, after the gathered puts (a producer's messages are stored in the order it sent them)
+        context.grouped_puts.put_pending()
+        if batch is not None:
+            result = context.store.put_batch(batch, dispatch=False)
         else:
-            context.grouped_puts.put_pending()
-            result = context.store.put_messages(messages, dispatch=False)
-            context.dispatch.request(at_once=not waits)
+            result = context.store.put_messages(plain, dispatch=False)
+        context.dispatch.request(at_once=not waits)
+        if waits and batch is not None:
+            await context.flush_waits.wait(result)
     if result.status not in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT):
         log.warning("put to %s refused: %s %s", topic, result.status.value, result.remark)
     return result

@@ -54,6 +54,11 @@ class StoreConfig:
         return self.store_path_root_dir / "commitlog"
 
     @property
+    def sync_flush(self) -> bool:
+        """SYNC_FLUSH: a put is acknowledged only once an fsync covers it."""
+        return self.flush_disk_type is FlushDiskType.SYNC_FLUSH
+
+    @property
     def consume_queue_dir(self) -> Path:
         return self.store_path_root_dir / "consumequeue"
 

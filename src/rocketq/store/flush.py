@@ -70,7 +70,7 @@ class CommitLogFlusher:
         self._files = files
         self._on_flushed = on_flushed
         self._last_store_timestamp = last_store_timestamp
-        self._sync = config.flush_disk_type.value == "SYNC_FLUSH"
+        self._sync = config.sync_flush
         self._lock = threading.Lock()
         self._wakeup = threading.Condition(self._lock)
         self._wanted = 0  # the highest end offset a put asked to have fsynced

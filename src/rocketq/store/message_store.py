@@ -33,7 +33,7 @@ from rocketq.common import record as rec
 from rocketq.common.offsets import QueueOffset
 from rocketq.store.checkpoint import StoreCheckpoint
 from rocketq.store.commit_log import CommitLog
-from rocketq.store.config import FlushDiskType, StoreConfig
+from rocketq.store.config import StoreConfig
 from rocketq.store.config_file import read_json, write_json_atomically
 from rocketq.store.consume_queue import ConsumeQueue
 from rocketq.store.dispatch import ArrivalListener, Dispatcher
@@ -63,7 +63,7 @@ REGISTRY_FILE = "consumeQueueRegistry.json"
 class MessageStore:
     def __init__(self, config: StoreConfig) -> None:
         self.config = config
-        self._sync_flush = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        self._sync_flush = config.sync_flush
         self.commit_log = CommitLog(config)
         self.index = IndexService(config) if config.message_index_enable else None
         self.checkpoint = StoreCheckpoint(config.checkpoint_path)

@@ -5,8 +5,9 @@ Not part of rocketq and not installed with it: it needs the servers and their Py
 
     apt-get install redis-server nats-server
     python3 -m venv /tmp/peers && /tmp/peers/bin/pip install redis hiredis nats-py uvloop
-    /tmp/peers/bin/python bench/peers/peer_latency.py redis nats
+    PYTHONPATH=src /tmp/peers/bin/python bench/peers/peer_latency.py redis nats
 
+The schedule is rocketq's own (``rocketq.bench.pacing``, standard library only, hence ``PYTHONPATH=src``).
 Each system gets a fresh server on a free loopback port with its data in a scratch directory (Redis
 without persistence, JetStream with its default file storage). One producer connection sends a 100-byte
 body every millisecond (the same schedule as rocketq's stream: message ``i`` at ``start + i ms``), each
@@ -31,6 +32,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+from rocketq.bench.pacing import paced
+
 RATE = 1000
 SIZE = 100
 WARMUP = 200
@@ -40,24 +43,12 @@ DRAIN_S = 0.5
 Send = Callable[[int], Awaitable[object]]
 
 
-async def paced(send: Send, count: int) -> None:
-    """``count`` sends, the i-th due ``i / RATE`` s after the first, each awaited."""
-    interval_ns = 1_000_000_000 // RATE
-    clock = time.perf_counter_ns
-    began = clock()
-    for i in range(count):
-        delay = began + i * interval_ns - clock()
-        if delay > 0:
-            await asyncio.sleep(delay / 1e9)
-        await send(clock())
-
-
 async def measure(send: Send, latencies: list[int], count: int) -> list[int]:
     """Warm up, then the measured stream; the latencies the consumer recorded for it, sorted."""
-    await paced(send, WARMUP)
+    await paced(RATE, WARMUP, send)
     await asyncio.sleep(DRAIN_S)
     latencies.clear()
-    await paced(send, count)
+    await paced(RATE, count, send)
     await asyncio.sleep(DRAIN_S)
     return sorted(latencies)
 

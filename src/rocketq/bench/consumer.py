@@ -35,13 +35,14 @@ import logging
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rocketq.bench import Extra, Measurement, Sink, percentile
 from rocketq.bench.echo import PAYLOAD, measure_echo
+from rocketq.bench.pacing import paced
 from rocketq.bench.recorder import SENT_PROPERTY, Recorder
 from rocketq.client import (
     ClientConfig,
@@ -254,16 +255,12 @@ class ConsumerBench:
     async def _paced_send(self, producer: Producer, topic: str, size: int, count: int, *, stamp: bool) -> float:
         """Send ``count`` messages one at a time at ``rate`` per second; returns the seconds taken."""
         body = b"x" * size
-        interval_ns = 1_000_000_000 // self.options.rate
-        clock = time.perf_counter_ns
-        began = clock()
-        for i in range(count):
-            delay = began + i * interval_ns - clock()
-            if delay > 0:
-                await asyncio.sleep(delay / 1e9)
-            properties = {SENT_PROPERTY: str(clock())} if stamp else {}
-            await producer.send(Message(topic, body, properties=properties))
-        return (clock() - began) / 1e9
+
+        def send(now_ns: int) -> Awaitable[object]:
+            properties = {SENT_PROPERTY: str(now_ns)} if stamp else {}
+            return producer.send(Message(topic, body, properties=properties))
+
+        return await paced(self.options.rate, count, send)
 
     # -- measurements ---------------------------------------------------------------------------------
 

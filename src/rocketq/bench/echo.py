@@ -14,6 +14,8 @@ import subprocess
 import sys
 import time
 
+from rocketq.bench.pacing import paced
+
 PAYLOAD = b"x" * 64
 
 
@@ -26,18 +28,14 @@ async def measure_echo(rate: int, count: int) -> list[int]:
         assert child.stdout is not None
         port = int(await asyncio.to_thread(child.stdout.readline))
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        interval_ns = 1_000_000_000 // rate
-        clock = time.perf_counter_ns
         rtts: list[int] = []
-        began = clock()
-        for i in range(count):
-            delay = began + i * interval_ns - clock()
-            if delay > 0:
-                await asyncio.sleep(delay / 1e9)
-            sent = clock()
+
+        async def round_trip(sent_ns: int) -> None:
             writer.write(PAYLOAD)
             await reader.readexactly(len(PAYLOAD))
-            rtts.append(clock() - sent)
+            rtts.append(time.perf_counter_ns() - sent_ns)
+
+        await paced(rate, count, round_trip)
         writer.close()
         await writer.wait_closed()
         return rtts

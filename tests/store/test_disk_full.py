@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from rocketq.protocol.batch import BatchItem, encode_batch
-from rocketq.store import BatchToStore, GetStatus, MessageStore, PutStatus, StoreConfig
+from rocketq.store import BatchToStore, FlushDiskType, GetStatus, MessageStore, PutStatus, StoreConfig
+from rocketq.store.mapped_file import file_name
 
 from .conftest import message, small_config
 
@@ -34,6 +35,9 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
+FLUSH_TYPES = pytest.mark.parametrize("flush", list(FlushDiskType), ids=lambda flush: flush.value)
+
+
 def tiny_disk_config(tiny_disk: Path, **overrides: object) -> StoreConfig:
     """A store on the tiny disk: 256 KiB CommitLog files, full-disk detection only at 100 %, no index."""
     return small_config(
@@ -46,8 +50,9 @@ def tiny_disk_config(tiny_disk: Path, **overrides: object) -> StoreConfig:
     )
 
 
-def test_full_disk_refuses_puts_serves_reads_and_recovers(tiny_disk: Path) -> None:
-    config = tiny_disk_config(tiny_disk, clean_resource_interval_ms=50)
+@FLUSH_TYPES
+def test_full_disk_refuses_puts_serves_reads_and_recovers(tiny_disk: Path, flush: FlushDiskType) -> None:
+    config = tiny_disk_config(tiny_disk, clean_resource_interval_ms=50, flush_disk_type=flush)
     with MessageStore(config) as store:
         ballast = tiny_disk / "ballast"
         with ballast.open("wb") as handle:  # leave room for less than one more CommitLog file
@@ -74,11 +79,12 @@ def test_full_disk_refuses_puts_serves_reads_and_recovers(tiny_disk: Path) -> No
         assert store.get_max_offset_in_queue("TopicA", 0) == acknowledged + 1
 
 
-def test_a_batch_that_cannot_get_its_files_leaves_no_empty_file_behind(tiny_disk: Path) -> None:
+@FLUSH_TYPES
+def test_a_batch_that_cannot_get_its_files_leaves_no_empty_file_behind(tiny_disk: Path, flush: FlushDiskType) -> None:
     """A batch needing two new files when only one fits is refused whole, and the one file that was
     made for it is removed again: otherwise the next put would land there, after a file that has no
     end-of-file filler, and recovery would cut the log at that gap."""
-    config = tiny_disk_config(tiny_disk)
+    config = tiny_disk_config(tiny_disk, flush_disk_type=flush)
     with MessageStore(config) as store:
         assert store.put_message(message(body=bytes(1000))).ok
         free = shutil.disk_usage(tiny_disk).free
@@ -95,10 +101,11 @@ def test_a_batch_that_cannot_get_its_files_leaves_no_empty_file_behind(tiny_disk
         assert record is not None and record.body == b"after"
 
 
-def test_a_wire_batch_that_cannot_get_its_files_is_refused_whole(tiny_disk: Path) -> None:
+@FLUSH_TYPES
+def test_a_wire_batch_that_cannot_get_its_files_is_refused_whole(tiny_disk: Path, flush: FlushDiskType) -> None:
     """The compiled append of a producer's batch reserves its files first, like ``put_messages``: a
     batch that cannot get them is refused with DISK_FULL and nothing of it is written."""
-    config = tiny_disk_config(tiny_disk)
+    config = tiny_disk_config(tiny_disk, flush_disk_type=flush)
     with MessageStore(config) as store:
         assert store.put_message(message(body=bytes(1000))).ok
         before = store.commit_log.max_offset
@@ -116,3 +123,45 @@ def test_a_wire_batch_that_cannot_get_its_files_is_refused_whole(tiny_disk: Path
         assert again.ok and again.queue_offsets == list(range(1, 7))
         store.dispatch_now()
         assert store.get_max_offset_in_queue("TopicA", 0) == 7
+
+
+def fill_the_disk(disk: Path) -> Path:
+    """Write a ballast file until the filesystem has no block left."""
+    ballast = disk / "ballast"
+    with ballast.open("wb", buffering=0) as handle:
+        chunk = bytes(64 * 1024)
+        while chunk:
+            try:
+                handle.write(chunk)
+            except OSError:
+                chunk = chunk[: len(chunk) // 2]
+    return ballast
+
+
+@pytest.mark.parametrize("count", [1, 4])
+def test_sync_flush_write_that_finds_the_disk_full_publishes_nothing(tiny_disk: Path, count: int) -> None:
+    """SYNC_FLUSH appends write with pwrite. A CommitLog file the filesystem could not allocate up front
+    (without fallocate it stays sparse) can run out of blocks under such a write: the put is refused
+    with DISK_FULL, nothing of it becomes visible, its queue offsets are not used up, and puts resume
+    when space returns."""
+    config = tiny_disk_config(tiny_disk, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    config.commit_log_dir.mkdir(parents=True)
+    with (config.commit_log_dir / file_name(0)).open("wb") as sparse:
+        sparse.truncate(config.mapped_file_size_commit_log)
+    with MessageStore(config) as store:
+        assert store.put_message(message(body=b"first")).ok
+        end = store.commit_log.max_offset
+        ballast = fill_the_disk(tiny_disk)
+        refused = store.put_messages([message(body=bytes(20_000)) for _ in range(count)])
+        assert refused.status is PutStatus.DISK_FULL
+        assert store.commit_log.max_offset == end
+        ballast.unlink()
+        store.retention.run()
+        after = store.put_message(message(body=b"after"))
+        assert after.ok and after.queue_offsets == [1] and after.physical_offsets == [end]
+        store.wait_flushed(after)
+    with MessageStore(config) as store:
+        store.dispatch_now()
+        assert store.get_max_offset_in_queue("TopicA", 0) == 2
+        stored = [store.lookup_message(offset) for offset in (0, end)]
+        assert [record.body if record else None for record in stored] == [b"first", b"after"]

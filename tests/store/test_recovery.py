@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rocketq.common.record import decode_record
-from rocketq.store import MessageStore, StoreConfig
+from rocketq.store import FlushDiskType, MessageStore, StoreConfig
 
 from .conftest import message, small_config
 
@@ -166,12 +166,13 @@ operation = st.one_of(
 )
 
 
+@pytest.mark.parametrize("flush", list(FlushDiskType), ids=lambda flush: flush.value)  # mapped / staged writes
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(operation, min_size=1, max_size=25))
 def test_random_appends_reads_and_reopens_stay_consistent(
-    tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[str, object, int, int]]
+    tmp_path_factory: pytest.TempPathFactory, flush: FlushDiskType, ops: list[tuple[str, object, int, int]]
 ) -> None:
-    config = small_config(tmp_path_factory.mktemp("prop"))
+    config = small_config(tmp_path_factory.mktemp("prop"), flush_disk_type=flush)
     model: dict[int, list[bytes]] = {0: [], 1: [], 2: []}
     store = MessageStore(config).start()
     try:

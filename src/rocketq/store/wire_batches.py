@@ -11,6 +11,7 @@ from rocketq.common import record as rec
 from rocketq.common.offsets import PhysicalOffset, QueueOffset
 from rocketq.store import compiled_append
 from rocketq.store.results import BatchToStore, MeasuredBatch, PutMessageResult, PutStatus
+from rocketq.store.staging import Segment, write_and_publish
 
 if TYPE_CHECKING:
     from rocketq.store.commit_log import CommitLog
@@ -71,25 +72,46 @@ class WireBatches:
         suffix = _read_only(batch.properties_suffix.encode())
         born_host, store_host = _read_only(batch.born_host), _read_only(batch.store_host)
         physical = np.empty(count, dtype=np.int64)
-        done = item_at = 0
+        staged = commit_log.staged
+        # staged: a filler per record at most (not staged: nothing is written to the staging buffer)
+        stage, view = commit_log.staging.buffer(measured.total + rec.BLANK.size * count if staged else 0)
+        segments: list[Segment] = []
+        done = item_at = at = 0
         while True:
-            out = np.frombuffer(mapped.buffer, dtype=np.uint8)
+            start = mapped.wrote_position if not segments else 0
+            if staged:  # as long as what is left of the file when the rest of the batch does not fit in it
+                room = min(mapped.file_size - start, int(sizes[done:].sum()) + rec.END_FILE_MIN_BLANK_LENGTH)
+                out, out_at, base = stage[at : at + room], 0, mapped.start_offset + start
+            else:
+                out, out_at, base = np.frombuffer(mapped.buffer, dtype=np.uint8), start, mapped.start_offset
             try:
-                done, item_at, position = self._write(
-                    items, item_at, done, count, sizes, out, mapped.wrote_position, mapped.start_offset, topic,
-                    suffix, batch.queue_id, first_queue_offset, batch.sys_flag, batch.born_timestamp, born_host,
-                    store_timestamp, store_host, batch.reconsume_times, physical,
+                done, item_at, out_end = self._write(
+                    items, item_at, done, count, sizes, out, out_at, base, topic, suffix, batch.queue_id,
+                    first_queue_offset, batch.sys_flag, batch.born_timestamp, born_host, store_timestamp, store_host,
+                    batch.reconsume_times, physical,
                 )  # fmt: skip
             finally:
-                del out
+                del out  # a view of the map must not outlive this step (the file could not be closed)
+            written = out_end - out_at
             if done == count:
-                mapped.wrote_position = position  # readers and the dispatcher see the batch from here on
+                segments.append(Segment(mapped, start, at, at + written, start + written))
                 break
-            rec.BLANK.pack_into(mapped.buffer, position, mapped.file_size - position, rec.BLANK_MAGIC)
-            mapped.wrote_position = mapped.file_size
+            filler = mapped.file_size - start - written
+            if staged:
+                rec.BLANK.pack_into(view, at + written, filler, rec.BLANK_MAGIC)
+            else:
+                rec.BLANK.pack_into(mapped.buffer, start + written, filler, rec.BLANK_MAGIC)
+            segments.append(Segment(mapped, start, at, at + written + rec.BLANK.size, mapped.file_size))
+            at = at + written + rec.BLANK.size if staged else 0
             following = commit_log.files.find(mapped.end_offset)
             assert following is not None, "files are reserved before writing"
             mapped = following
+        try:
+            write_and_publish(view if staged else None, segments)  # readers see the batch from here on
+        except BaseException:
+            if len(segments) > 1:
+                commit_log.files.drop_last(len(segments) - 1)
+            raise
         commit_log.queue_offsets[key] = first_queue_offset + count
         return PutMessageResult(
             status=PutStatus.PUT_OK,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from pathlib import Path
 
@@ -257,3 +258,46 @@ async def test_sync_flush_concurrent_sends_share_fsyncs(tmp_path: Path, client: 
         assert codes == [ResponseCode.SUCCESS] * 160
         assert store.commit_log.files.flushed_where == store.commit_log.max_offset
         assert store.flusher.flush_count - fsyncs_before < 160  # group commit: fewer fsyncs than sends
+
+
+async def test_sync_flush_sends_and_batches_across_file_rolls_survive_a_restart(
+    tmp_path: Path, client: RemotingClient
+) -> None:
+    """SYNC_FLUSH puts are written with pwrite (staged), single sends grouped per loop iteration and
+    producers' batches from their wire bodies: with 16 KiB CommitLog files both roll files all the
+    time. Every acknowledged message is fsynced, comes back in queue order, and is there after a
+    restart."""
+    config = broker_config(tmp_path / "rolls", flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    config = dataclasses.replace(config, mapped_file_size_commit_log=16 * 1024)
+    expected: dict[int, dict[int, bytes]] = {0: {}, 1: {}}  # queue -> queue offset -> body
+    async with Broker(config) as sync_broker:
+
+        async def send(queue_id: int, number: int) -> None:
+            body = b"%d-%d:" % (queue_id, number) + bytes(700)
+            if number % 3:
+                response = await client.invoke(sync_broker.address, send_request("Rolls", body, queue_id=queue_id), 10)
+                stored = [body]
+            else:
+                stored = [body + b"%d" % item for item in range(6)]
+                batch = encode_batch([BatchItem(item) for item in stored])
+                response = await client.invoke(
+                    sync_broker.address, send_request("Rolls", batch, queue_id=queue_id, batch=True), 10
+                )
+            assert response.code == ResponseCode.SUCCESS
+            first = int(response.ext_fields["queueOffset"])
+            expected[queue_id].update(enumerate(stored, start=first))
+
+        for round_number in range(4):  # 32 producers at once per round
+            await asyncio.gather(*(send(n % 2, round_number * 32 + n) for n in range(32)))
+        store = sync_broker.store
+        assert store.commit_log.files.flushed_where == store.commit_log.max_offset
+        assert len(store.commit_log.files.files) > 10
+    async with Broker(config) as restarted:
+        await wait_dispatched(restarted)
+        for queue_id, messages in expected.items():
+            pulled: list[bytes] = []
+            while len(pulled) < len(messages):
+                response = await client.invoke(restarted.address, pull_request("Rolls", queue_id, len(pulled)), 3)
+                assert response.code == ResponseCode.SUCCESS
+                pulled += bodies(response)
+            assert pulled == [messages[offset] for offset in range(len(messages))]

@@ -7,7 +7,7 @@ import asyncio
 import contextvars
 import logging
 import types
-from collections.abc import Coroutine, Generator, Iterable
+from collections.abc import Callable, Coroutine, Generator, Iterable
 from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
@@ -49,21 +49,19 @@ def _carry_on(coroutine: Coroutine[Any, Any, T], waiting_on: Any) -> Generator[A
     """Hand what ``coroutine`` waits on to the Task running us, and the Task's answers (a value, or an
     exception such as a cancellation) back to ``coroutine``, until it returns."""
     while True:
+        step: Callable[[Any], Any]
         try:
-            sent = yield waiting_on
+            answer = yield waiting_on
+            step = coroutine.send
         except GeneratorExit:
             coroutine.close()
             raise
         except BaseException as exc:
-            try:
-                waiting_on = coroutine.throw(exc)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
-        else:
-            try:
-                waiting_on = coroutine.send(sent)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
+            answer, step = exc, coroutine.throw
+        try:
+            waiting_on = step(answer)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
 
 
 async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any] | None], *, ignore_errors: bool = False) -> None:

@@ -165,3 +165,29 @@ def test_sync_flush_write_that_finds_the_disk_full_publishes_nothing(tiny_disk: 
         assert store.get_max_offset_in_queue("TopicA", 0) == 2
         stored = [store.lookup_message(offset) for offset in (0, end)]
         assert [record.body if record else None for record in stored] == [b"first", b"after"]
+
+
+def test_sync_flush_batch_whose_write_finds_the_disk_full_drops_the_file_it_rolled_into(tiny_disk: Path) -> None:
+    """A staged batch that rolls into a new file (allocated in full) but whose part in the current,
+    sparse file finds no blocks is refused whole: the new file is removed again, so the next put does
+    not land in it after a file that has no end-of-file filler."""
+    config = tiny_disk_config(tiny_disk, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    config.commit_log_dir.mkdir(parents=True)
+    with (config.commit_log_dir / file_name(0)).open("wb") as sparse:
+        sparse.truncate(config.mapped_file_size_commit_log)
+    with MessageStore(config) as store:
+        assert store.put_message(message(body=b"first")).ok
+        end = store.commit_log.max_offset
+        free = shutil.disk_usage(tiny_disk).free
+        (tiny_disk / "ballast").write_bytes(bytes(max(0, free - 256 * 1024 - 64 * 1024)))  # room for one file
+        big_batch = [message(body=bytes(60_000)) for _ in range(6)]  # ~360 KB: the rest of file 0, then file 1
+        assert store.put_messages(big_batch).status is PutStatus.DISK_FULL
+        assert len(store.commit_log.files.files) == 1 and store.commit_log.max_offset == end
+        (tiny_disk / "ballast").unlink()
+        store.retention.run()
+        after = store.put_message(message(body=b"after"))
+        assert after.ok and after.queue_offsets == [1] and after.physical_offsets == [end]
+        store.wait_flushed(after)
+    with MessageStore(config) as store:
+        record = store.lookup_message(end)
+        assert record is not None and record.body == b"after"

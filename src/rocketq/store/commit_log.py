@@ -225,9 +225,9 @@ class CommitLog:
             sizes.append(size)
         segment.end, segment.publish = at, position
         try:
-            write_and_publish(target if staged else None, segments)  # readers see the batch from here on
+            write_and_publish(target if staged else None, segments, self.files)  # readers see the batch now
         except BaseException:
-            self._take_back(len(segments) - 1, (message for message, _, _, _ in encoded))
+            self._take_back_queue_offsets(message for message, _, _, _ in encoded)
             raise
         return PutMessageResult(
             status=PutStatus.PUT_OK,
@@ -238,12 +238,8 @@ class CommitLog:
             wrote_bytes=total,
         )
 
-    def _take_back(self, new_files: int, messages: Iterable[MessageToStore]) -> None:
-        """Undo an append that failed before publishing: drop the ``new_files`` it rolled into (an
-        empty file after one without its filler would become the write target) and the queue offsets
-        it assigned to ``messages``."""
-        if new_files:
-            self.files.drop_last(new_files)
+    def _take_back_queue_offsets(self, messages: Iterable[MessageToStore]) -> None:
+        """Undo the queue offsets an append assigned to ``messages`` (it failed before publishing)."""
         table = self.queue_offsets
         for message in messages:
             if message.sys_flag & _TXN_MASK not in _NO_QUEUE_OFFSET:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rocketq.store.mapped_file import MappedFile
+from rocketq.store.mapped_file_queue import MappedFileQueue
 
 _INITIAL_BYTES = 64 * 1024
 
@@ -46,12 +47,20 @@ class Staging:
         return self._array, self._view
 
 
-def write_and_publish(stage: memoryview | None, segments: list[Segment]) -> None:
+def write_and_publish(stage: memoryview | None, segments: list[Segment], files: MappedFileQueue) -> None:
     """Write every segment from ``stage`` (None: the records are in the files' maps already), then
-    publish them in log order: readers and the dispatcher see the bytes from then on. Raises what
-    ``write_at`` raises, with nothing published."""
+    publish them in log order: readers and the dispatcher see the bytes from then on.
+
+    Raises what ``write_at`` raises, with nothing published and the files the append rolled into (every
+    segment's file but the first) dropped from ``files``: an empty file after one without its filler
+    would otherwise become the write target, and recovery would cut the log at that gap."""
     if stage is not None:
-        for segment in segments:
-            segment.mapped.write_at(segment.position, stage[segment.start : segment.end])
+        try:
+            for segment in segments:
+                segment.mapped.write_at(segment.position, stage[segment.start : segment.end])
+        except BaseException:
+            if len(segments) > 1:
+                files.drop_last(len(segments) - 1)
+            raise
     for segment in segments:
         segment.mapped.wrote_position = segment.publish

@@ -106,12 +106,7 @@ class WireBatches:
             following = commit_log.files.find(mapped.end_offset)
             assert following is not None, "files are reserved before writing"
             mapped = following
-        try:
-            write_and_publish(view if staged else None, segments)  # readers see the batch from here on
-        except BaseException:
-            if len(segments) > 1:
-                commit_log.files.drop_last(len(segments) - 1)
-            raise
+        write_and_publish(view if staged else None, segments, commit_log.files)  # readers see the batch now
         commit_log.queue_offsets[key] = first_queue_offset + count
         return PutMessageResult(
             status=PutStatus.PUT_OK,

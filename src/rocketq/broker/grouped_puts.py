@@ -42,9 +42,7 @@ class GroupedPuts:
         self._calls.append((messages, future))
         result = await future
         if result is None:  # the group was refused for some caller's messages: put alone
-            result = self._store.put_messages(messages, dispatch=False)
-            self._dispatch.request(at_once=False)
-            return await self._waits.wait(result)
+            return await self._waits.wait(self._append(messages))
         return result
 
     def put_pending(self) -> None:
@@ -52,6 +50,12 @@ class GroupedPuts:
         producer's messages are stored in the order it sent them."""
         if self._calls:
             self._put()
+
+    def _append(self, messages: Sequence[MessageToStore]) -> PutMessageResult:
+        """Append now; dispatched in the iteration's pass (nobody gains from it before the fsync)."""
+        result = self._store.put_messages(messages, dispatch=False)
+        self._dispatch.request(at_once=False)
+        return result
 
     def _put(self) -> None:
         calls, self._calls = self._calls, []
@@ -61,8 +65,7 @@ class GroupedPuts:
             messages = calls[0][0]
         else:
             messages = [message for call_messages, _ in calls for message in call_messages]
-        result = self._store.put_messages(messages, dispatch=False)
-        self._dispatch.request(at_once=False)
+        result = self._append(messages)
         if not result.ok:
             alone = result.status in _REFUSED_FOR_ONE and len(calls) > 1
             for _, future in calls:

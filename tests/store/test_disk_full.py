@@ -138,16 +138,23 @@ def fill_the_disk(disk: Path) -> Path:
     return ballast
 
 
+def sparse_sync_config(tiny_disk: Path) -> StoreConfig:
+    """A SYNC_FLUSH store on the tiny disk whose first CommitLog file is sparse, as a filesystem without
+    fallocate leaves it: its blocks are taken only when it is written."""
+    config = tiny_disk_config(tiny_disk, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    config.commit_log_dir.mkdir(parents=True)
+    with (config.commit_log_dir / file_name(0)).open("wb") as sparse:
+        sparse.truncate(config.mapped_file_size_commit_log)
+    return config
+
+
 @pytest.mark.parametrize("count", [1, 4])
 def test_sync_flush_write_that_finds_the_disk_full_publishes_nothing(tiny_disk: Path, count: int) -> None:
     """SYNC_FLUSH appends write with pwrite. A CommitLog file the filesystem could not allocate up front
     (without fallocate it stays sparse) can run out of blocks under such a write: the put is refused
     with DISK_FULL, nothing of it becomes visible, its queue offsets are not used up, and puts resume
     when space returns."""
-    config = tiny_disk_config(tiny_disk, flush_disk_type=FlushDiskType.SYNC_FLUSH)
-    config.commit_log_dir.mkdir(parents=True)
-    with (config.commit_log_dir / file_name(0)).open("wb") as sparse:
-        sparse.truncate(config.mapped_file_size_commit_log)
+    config = sparse_sync_config(tiny_disk)
     with MessageStore(config) as store:
         assert store.put_message(message(body=b"first")).ok
         end = store.commit_log.max_offset
@@ -171,10 +178,7 @@ def test_sync_flush_batch_whose_write_finds_the_disk_full_drops_the_file_it_roll
     """A staged batch that rolls into a new file (allocated in full) but whose part in the current,
     sparse file finds no blocks is refused whole: the new file is removed again, so the next put does
     not land in it after a file that has no end-of-file filler."""
-    config = tiny_disk_config(tiny_disk, flush_disk_type=FlushDiskType.SYNC_FLUSH)
-    config.commit_log_dir.mkdir(parents=True)
-    with (config.commit_log_dir / file_name(0)).open("wb") as sparse:
-        sparse.truncate(config.mapped_file_size_commit_log)
+    config = sparse_sync_config(tiny_disk)
     with MessageStore(config) as store:
         assert store.put_message(message(body=b"first")).ok
         end = store.commit_log.max_offset

@@ -244,7 +244,9 @@ async def test_plain_listener_runs_on_up_to_consume_thread_max_threads(cluster: 
         return True
 
     bodies = await send(cluster, 40)
-    consumer = opened(PushConsumer(consumer_config(cluster, "Slow", consume_thread_max=3), listener))
+    consumer = opened(
+        PushConsumer(consumer_config(cluster, "Slow", consume_thread_min=1, consume_thread_max=3), listener)
+    )
     consumer.subscribe(TOPIC)
     await consumer.start()
     await eventually(lambda: sorted(seen) == sorted(bodies))

@@ -57,7 +57,8 @@ class ConsumerConfig:
     consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
     consume_timestamp_ms: int = 0  # for CONSUME_FROM_TIMESTAMP; 0 = half an hour ago
     allocate_strategy: str = "AVG"  # AVG, AVG_BY_CIRCLE or CONSISTENT_HASH
-    consume_thread_max: int = 20  # listener threads (a pool grows to this on demand)
+    consume_thread_min: int = 20  # plain-function listener threads kept once started
+    consume_thread_max: int = 20  # the pool grows to this under load (also: coroutine listeners at once)
     consume_message_batch_max_size: int = 1
     pull_batch_size: int = 32
     pull_threshold_for_queue: int = 1000  # cached messages per queue before pulling pauses
@@ -71,3 +72,10 @@ class ConsumerConfig:
     consumer_timeout_when_suspend_s: float = 30.0
     pull_time_delay_when_exception_s: float = 3.0
     offset_store_dir: Path = Path.home() / ".rocketq_offsets"  # broadcasting offsets
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.consume_thread_min <= self.consume_thread_max:
+            raise ValueError(
+                f"consume_thread_min ({self.consume_thread_min}) must be at least 1 and at most"
+                f" consume_thread_max ({self.consume_thread_max})"
+            )

@@ -17,10 +17,10 @@ import enum
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from rocketq.client.config import ConsumerConfig
+from rocketq.client.consume_threads import ConsumeThreads
 from rocketq.client.consumer_core import RETRY_PREFIX, ConsumerCore
 from rocketq.client.errors import MQClientError
 from rocketq.client.message import MessageExt, MessageQueue
@@ -71,14 +71,11 @@ def user_view(message: MessageExt) -> MessageExt:
     return message
 
 
-SYNC_RESULTS_PER_WAKEUP = 64
-"""A consume thread hands back at most this many batches' results per loop wake-up."""
-
-
-def _resolve(done: list[tuple[asyncio.Future[list[list[MessageExt]]], list[list[MessageExt]]]]) -> None:
-    for future, failed in done:
-        if not future.done():  # its consumer task may have been cancelled meanwhile
-            future.set_result(failed)
+Failed = list[list[MessageExt]]
+"""The sub-batches of a pulled batch that its listener failed."""
+SyncResult = asyncio.Future[Failed | None]
+"""A consume thread's answer for one batch: its failed sub-batches, or None if its queue was dropped
+before a thread got to it (nothing was consumed)."""
 
 
 class PushConsumer:
@@ -97,13 +94,12 @@ class PushConsumer:
         self._orderly_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
         self._orderly_wake: dict[MessageQueue, asyncio.Event] = {}
         self._orderly_in_hand: dict[MessageQueue, asyncio.Task[None]] = {}  # the message being consumed
-        self._slots = asyncio.Semaphore(max(1, config.consume_thread_max))
-        self._executor = ThreadPoolExecutor(max(1, config.consume_thread_max), thread_name_prefix="rocketq-consume")
-        # plain-function listeners: batches waiting for a consume thread, and how many threads take them
-        self._sync_work: collections.deque[tuple[list[MessageExt], asyncio.Future[list[list[MessageExt]]]]] = (
-            collections.deque()
-        )
-        self._sync_jobs = 0
+        self._slots = asyncio.Semaphore(config.consume_thread_max)  # coroutine listeners running at once
+        self._threads = ConsumeThreads(config.consume_thread_min, config.consume_thread_max, name="rocketq-consume")
+        # what consume threads hand back, taken by the loop in one wake-up however many are waiting
+        self._thread_results: collections.deque[tuple[SyncResult, Failed | None]] = collections.deque()
+        self._thread_results_called = False  # a wake-up to take them is already on its way
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._lock_task: asyncio.Task[None] | None = None
         self._locked: set[MessageQueue] = set()  # orderly: queues whose broker lock this client holds
         self._started = False
@@ -132,6 +128,7 @@ class PushConsumer:
         if not self._core.subscriptions:
             raise MQClientError("subscribe to a topic before start()")
         self._started = True
+        self._loop = asyncio.get_running_loop()
         await self._core.start()
         if self.orderly:
             self._lock_task = asyncio.create_task(self._renew_locks())
@@ -147,7 +144,7 @@ class PushConsumer:
         if self._consume_tasks:
             await asyncio.wait(set(self._consume_tasks), timeout=10)
         await self._core.aclose()
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._threads.close()
 
     async def __aenter__(self) -> PushConsumer:
         return await self.start()
@@ -239,7 +236,11 @@ class PushConsumer:
         if self.orderly:
             self._orderly_wake[process.queue].set()
             return
-        task = asyncio.get_running_loop().create_task(self._consume(process, messages))
+        loop = asyncio.get_running_loop()
+        if self._listener_is_async:
+            task = loop.create_task(self._consume(process, messages))
+        else:  # a consume thread is woken now, while the loop goes on to send the queue's next pull
+            task = loop.create_task(self._consumed_on_thread(process, messages, self._to_thread(process, messages)))
         self._consume_tasks.add(task)
         task.add_done_callback(self._consume_tasks.discard)
 
@@ -253,7 +254,7 @@ class PushConsumer:
             return [[message] for message in messages]
         return [messages[start : start + size] for start in range(0, len(messages), size)]
 
-    def _run_listener(self, messages: list[MessageExt]) -> list[list[MessageExt]]:
+    def _run_listener(self, messages: list[MessageExt]) -> Failed:
         """Call a plain-function listener on each sub-batch (on a consume thread); returns the failed
         sub-batches. Never raises."""
         listener: Callable[[list[MessageExt]], Any] = self._listener  # type: ignore[assignment]
@@ -268,49 +269,39 @@ class PushConsumer:
                 failed.append(batch)
         return failed
 
-    def _start_sync_job(self) -> None:
-        """Put one more consume thread on the waiting batches, up to ``consume_thread_max`` (loop only)."""
-        if self._sync_work and self._sync_jobs < max(1, self.config.consume_thread_max):
-            try:
-                self._executor.submit(self._sync_job, asyncio.get_running_loop())
-            except RuntimeError:  # closed: nothing waits for these batches any more
-                while self._sync_work:
-                    self._sync_work.popleft()[1].cancel()
-                return
-            self._sync_jobs += 1
-
-    def _sync_job(self, loop: asyncio.AbstractEventLoop) -> None:
-        """A consume thread: runs the listener on waiting batches until none is left, handing results
-        back to the loop in groups (one loop wake-up per group, not per pulled batch)."""
-        done: list[tuple[asyncio.Future[list[list[MessageExt]]], list[list[MessageExt]]]] = []
+    def _to_thread(self, process: ProcessQueue | None, messages: list[MessageExt]) -> SyncResult:
+        """Hand ``messages`` to a consume thread; a batch of ``process`` is skipped if that queue is
+        dropped before a thread takes it."""
+        future: SyncResult = asyncio.get_running_loop().create_future()
         try:
-            while True:
-                try:
-                    messages, future = self._sync_work.popleft()
-                except IndexError:
-                    break
-                done.append((future, self._run_listener(messages)))
-                if len(done) >= SYNC_RESULTS_PER_WAKEUP:
-                    loop.call_soon_threadsafe(_resolve, done)
-                    done = []
-        finally:
-            loop.call_soon_threadsafe(self._sync_job_ended, done)
+            self._threads.submit(lambda: self._on_thread(process, messages, future))
+        except RuntimeError:  # closed: nothing waits for this batch any more
+            future.cancel()
+        return future
 
-    def _sync_job_ended(
-        self, done: list[tuple[asyncio.Future[list[list[MessageExt]]], list[list[MessageExt]]]]
-    ) -> None:
-        self._sync_jobs -= 1
-        _resolve(done)
-        self._start_sync_job()  # a batch may have arrived while this thread was finishing
+    def _on_thread(self, process: ProcessQueue | None, messages: list[MessageExt], future: SyncResult) -> None:
+        """A consume thread: the listener on ``messages``, the outcome handed back to the loop."""
+        skip = process is not None and process.dropped
+        self._thread_results.append((future, None if skip else self._run_listener(messages)))
+        if not self._thread_results_called:
+            self._thread_results_called = True
+            assert self._loop is not None  # set by start(), before any pull
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                self._loop.call_soon_threadsafe(self._take_thread_results)
 
-    async def _call_listener(self, messages: list[MessageExt]) -> list[list[MessageExt]]:
+    def _take_thread_results(self) -> None:
+        self._thread_results_called = False  # before taking: a result added after this calls again
+        results = self._thread_results
+        while results:
+            future, failed = results.popleft()
+            if not future.done():  # its consumer task may have been cancelled meanwhile
+                future.set_result(failed)
+
+    async def _call_listener(self, messages: list[MessageExt]) -> Failed:
         """The listener on every sub-batch of ``messages``; returns the sub-batches that failed."""
-        listener: Callable[[list[MessageExt]], Any] = self._listener  # type: ignore[assignment]
         if not self._listener_is_async:
-            future: asyncio.Future[list[list[MessageExt]]] = asyncio.get_running_loop().create_future()
-            self._sync_work.append((messages, future))
-            self._start_sync_job()
-            return await future
+            return await self._to_thread(None, messages) or []
+        listener: Callable[[list[MessageExt]], Any] = self._listener  # type: ignore[assignment]
         failed = []
         for batch in self._batches(messages):
             try:
@@ -323,10 +314,22 @@ class PushConsumer:
         return failed
 
     async def _consume(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
+        """A pulled batch through a coroutine listener, at most ``consume_thread_max`` at a time."""
         async with self._slots:
             if process.dropped:
                 return
             failed = await self._call_listener(messages)
+        await self._settle(process, messages, failed)
+
+    async def _consumed_on_thread(self, process: ProcessQueue, messages: list[MessageExt], result: SyncResult) -> None:
+        """A pulled batch handed to the consume threads: settled once a thread has run the listener."""
+        failed = await result
+        if failed is not None:
+            await self._settle(process, messages, failed)
+
+    async def _settle(self, process: ProcessQueue, messages: list[MessageExt], failed: Failed) -> None:
+        """After the listener: failed messages back to the broker (or retried here), the queue's
+        consumed offset forward."""
         finished = messages
         retry_here: list[MessageExt] = []
         if failed:

@@ -1,0 +1,111 @@
+"""ConsumeThreads: the threads a push consumer runs a plain-function listener on.
+
+Between ``min_threads`` and ``max_threads`` threads take work, in submission order, from one queue.
+A thread starts when work arrives and no idle thread is waiting for it, up to ``max_threads``; a
+thread above ``min_threads`` ends after ``keep_alive_s`` without work. This is RocketMQ's
+``consumeThreadMin``/``consumeThreadMax`` as a Python user reads them (a pool that grows under load and
+shrinks back), not Java's (whose unbounded queue keeps the pool at its minimum).
+
+Why not ``concurrent.futures.ThreadPoolExecutor``: a consume thread answers through the event loop, so
+the executor's per-task Future, its condition variables and its idle semaphore were all overhead, and
+its Python-level bookkeeping ran under the GIL on both sides of every hand-over. On the paced latency
+stream of ``rocketq bench consumer`` the executor's hand-over took 130 us (p50) from submission to the
+listener; see docs/benchmarks.md, "Seventh round".
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+KEEP_ALIVE_S = 60.0
+"""How long a thread above the minimum waits for work before it ends (RocketMQ's is a minute too)."""
+
+Work = Callable[[], None]
+
+
+class ConsumeThreads:
+    def __init__(self, min_threads: int, max_threads: int, *, name: str, keep_alive_s: float = KEEP_ALIVE_S) -> None:
+        if not 1 <= min_threads <= max_threads:
+            raise ValueError(f"consume threads need 1 <= min ({min_threads}) <= max ({max_threads})")
+        self.min_threads = min_threads
+        self.max_threads = max_threads
+        self.name = name
+        self.keep_alive_s = keep_alive_s
+        self._work: queue.SimpleQueue[Work | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()  # guards the three counts below and ``_closed``
+        self._threads = 0  # alive
+        self._idle = 0  # alive and not running work
+        self._pending = 0  # submitted, not yet taken by a thread
+        self._started = 0  # for thread names
+        self._closed = False
+
+    @property
+    def threads(self) -> int:
+        """Consume threads alive now."""
+        return self._threads
+
+    @property
+    def idle(self) -> int:
+        """Consume threads alive and waiting for work now."""
+        return self._idle
+
+    def submit(self, work: Work) -> None:
+        """Run ``work`` on a consume thread, starting one if every live thread has work waiting for it.
+        ``work`` must not raise (anything it raises is logged). RuntimeError once closed."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(f"{self.name} is closed")
+            self._pending += 1
+            start = self._pending > self._idle and self._threads < self.max_threads
+            if start:
+                self._threads += 1
+                self._idle += 1
+                self._started += 1
+                number = self._started
+        if start:
+            threading.Thread(target=self._serve, name=f"{self.name}-{number}", daemon=True).start()
+        self._work.put(work)
+
+    def close(self) -> None:
+        """Stop taking work: what is queued is dropped, each thread ends after the work it is running."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            threads = self._threads
+        while True:
+            try:
+                self._work.get_nowait()
+            except queue.Empty:
+                break
+        for _ in range(threads):
+            self._work.put(None)
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                work = self._work.get(timeout=self.keep_alive_s)
+            except queue.Empty:
+                with self._lock:
+                    if self._threads > self.min_threads and self._idle > self._pending:
+                        self._threads -= 1
+                        self._idle -= 1
+                        return
+                continue
+            with self._lock:
+                self._idle -= 1
+                if work is None:
+                    self._threads -= 1
+                    return
+                self._pending -= 1
+            try:
+                work()
+            except Exception:
+                log.exception("consume work raised")
+            with self._lock:
+                self._idle += 1

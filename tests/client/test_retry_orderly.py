@@ -6,13 +6,14 @@ import asyncio
 import itertools
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
 from rocketq.client import ConsumeStatus, Message, Producer, PullConsumer, PushConsumer
 from rocketq.client.admin import AdminClient
+from rocketq.client.config import ConsumerConfig
 from rocketq.client.message import MessageExt
 from rocketq.testing import LocalCluster
 
@@ -70,22 +71,32 @@ async def test_failed_message_comes_back_with_growing_delay_then_dead_letters(cl
 
 
 async def test_orderly_consumption_keeps_send_order_through_failures_and_rebalance(cluster: LocalCluster) -> None:
+    """Per sharding key, every message exactly once and in send order, through a locally retried failure
+    and a member joining mid-stream. Offsets are committed every 5 s (the default), so what keeps a
+    taken-over queue from replaying is the old owner committing before it unlocks and the new one
+    reading its start offset only once it holds the lock."""
     seen: dict[str, list[int]] = defaultdict(list)
-    failed_once: set[bytes] = set()
+    failed_once: dict[bytes, list[int]] = {}
 
     def listener(messages: list[MessageExt]) -> bool:
         (message,) = messages
-        if message.body.endswith(b":7") and message.body not in failed_once:
-            failed_once.add(message.body)  # fail once: it must be retried before anything after it
-            return False
+        if message.body.endswith(b":7"):
+            attempts = failed_once.setdefault(message.body, [])
+            attempts.append(message.reconsume_times)
+            if len(attempts) == 1:
+                return False  # fail once: it must be retried before anything after it
         key, number = message.body.decode().split(":")
         seen[key].append(int(number))
+        time.sleep(0.005)  # a listener doing I/O: a revoked queue's message in hand finishes after a while
         return True
 
-    first = PushConsumer(consumer_config(cluster, "OG", suspend_current_queue_time_ms=100), listener, orderly=True)
+    def config() -> ConsumerConfig:
+        return consumer_config(cluster, "OG", suspend_current_queue_time_ms=100, persist_consumer_offset_interval_s=5.0)
+
+    first = PushConsumer(config(), listener, orderly=True)
     first.subscribe("Jobs")
     await first.start()
-    second = PushConsumer(consumer_config(cluster, "OG", suspend_current_queue_time_ms=100), listener, orderly=True)
+    second = PushConsumer(config(), listener, orderly=True)
     keys = [f"order-{k}" for k in range(6)]
     try:
         async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
@@ -95,17 +106,64 @@ async def test_orderly_consumption_keeps_send_order_through_failures_and_rebalan
                 if number == 8:
                     second.subscribe("Jobs")
                     await second.start()  # rebalance in the middle of the stream
+                    await asyncio.sleep(0.3)
         await eventually(lambda: all(len(set(seen[k])) == 20 for k in keys), timeout=30)
+        assert first.assigned_queues and second.assigned_queues  # both members really took queues
     finally:
         await first.aclose()
         await second.aclose()
     for key in keys:
-        numbers = seen[key]
-        assert sorted(set(numbers)) == list(range(20))
-        # per key: in send order; a rebalance may replay a short run, never reorder
-        deduplicated = [n for i, n in enumerate(numbers) if n not in numbers[:i]]
-        assert deduplicated == list(range(20)), (key, numbers)
-    assert failed_once  # the failing messages really failed once
+        assert seen[key] == list(range(20)), (key, seen[key])  # in order, and nothing consumed twice
+    assert len(failed_once) == len(keys)
+    # a local retry is seen as one; a failed message whose queue moved starts afresh on its new owner
+    assert all(attempts in ([0, 1], [0, 0]) for attempts in failed_once.values()), failed_once
+    assert [0, 1] in failed_once.values()
+
+
+async def test_orderly_retries_locally_without_limit_by_default_or_dead_letters_at_a_set_limit(
+    cluster: LocalCluster,
+) -> None:
+    """RocketMQ's rule: an orderly queue waits for its failing message (no limit unless one is set),
+    and the listener sees the attempt count grow; with ``max_reconsume_times`` set, the message goes to
+    the DLQ after that many retries and the queue moves on."""
+    events: dict[str, list[tuple[bytes, int]]] = defaultdict(list)  # group -> (body, reconsume_times)
+
+    def listener_of(group: str, failures: int) -> Callable[[list[MessageExt]], bool]:
+        def listener(messages: list[MessageExt]) -> bool:
+            (message,) = messages
+            if not message.body.startswith(group.encode()):
+                return True  # the other group's messages
+            events[group].append((message.body, message.reconsume_times))
+            stubborn = message.body.endswith(b"/stubborn")
+            return not stubborn or len(events[group]) > failures + 1
+
+        return listener
+
+    unlimited = PushConsumer(
+        consumer_config(cluster, "OU", suspend_current_queue_time_ms=10), listener_of("OU", 20), orderly=True
+    )
+    limited = PushConsumer(
+        consumer_config(cluster, "OL", suspend_current_queue_time_ms=10, max_reconsume_times=2),
+        listener_of("OL", 1_000),
+        orderly=True,
+    )
+    for consumer in (unlimited, limited):
+        consumer.subscribe("Jobs")
+        await consumer.start()
+    try:
+        async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+            for group in ("OU", "OL"):
+                for body in (b"/first", b"/stubborn", b"/after"):
+                    await producer.send_orderly(Message("Jobs", group.encode() + body), sharding_key=group)
+        await eventually(lambda: all(events[g] and events[g][-1][0].endswith(b"/after") for g in ("OU", "OL")))
+    finally:
+        await unlimited.aclose()
+        await limited.aclose()
+    assert events["OU"] == [(b"OU/first", 0), *[(b"OU/stubborn", n) for n in range(21)], (b"OU/after", 0)]
+    assert events["OL"] == [(b"OL/first", 0), *[(b"OL/stubborn", n) for n in range(3)], (b"OL/after", 0)]
+    dead = sum(broker.store.get_max_offset_in_queue("%DLQ%OL", 0) for broker in cluster.brokers)
+    assert dead == 1  # OL's stubborn message is a dead letter; OU never sent one
+    assert sum(broker.store.get_max_offset_in_queue("%DLQ%OU", 0) for broker in cluster.brokers) == 0
 
 
 async def test_after_sixteen_retries_the_message_is_a_dead_letter(tmp_path: Path) -> None:

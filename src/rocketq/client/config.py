@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +50,10 @@ class ConsumeFromWhere(enum.Enum):
     CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
 
 
+DEFAULT_MAX_RECONSUME_TIMES = 16
+"""A concurrent consumer's failing message is retried this many times before it is a dead letter."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConsumerConfig:
     group: str
@@ -63,7 +68,7 @@ class ConsumerConfig:
     pull_batch_size: int = 32
     pull_threshold_for_queue: int = 1000  # cached messages per queue before pulling pauses
     pull_threshold_size_for_queue_mib: int = 100
-    max_reconsume_times: int = 16
+    max_reconsume_times: int = -1  # -1: 16 for concurrent consumption, no limit for orderly (see reconsume_limit)
     suspend_current_queue_time_ms: int = 1000  # orderly: pause after a failed message
     persist_consumer_offset_interval_s: float = 5.0
     rebalance_interval_s: float = 20.0
@@ -72,6 +77,13 @@ class ConsumerConfig:
     consumer_timeout_when_suspend_s: float = 30.0
     pull_time_delay_when_exception_s: float = 3.0
     offset_store_dir: Path = Path.home() / ".rocketq_offsets"  # broadcasting offsets
+
+    def reconsume_limit(self, *, orderly: bool) -> int:
+        """Deliveries after the first before a failing message becomes a dead letter. Unset (-1), RocketMQ's
+        rule: 16 for concurrent consumption, no limit for orderly (its queue waits for the message)."""
+        if self.max_reconsume_times >= 0:
+            return self.max_reconsume_times
+        return sys.maxsize if orderly else DEFAULT_MAX_RECONSUME_TIMES
 
     def __post_init__(self) -> None:
         if not 1 <= self.consume_thread_min <= self.consume_thread_max:

@@ -69,7 +69,7 @@ class ConsumerCore:
         self._on_revoked = on_revoked
         self.on_reset: ResetCallback | None = None  # set by the consumer: move assigned queues
         self._rebalance_wanted = asyncio.Event()
-        self._rebalance_lock = asyncio.Lock()
+        self.rebalance_lock = asyncio.Lock()  # held while the assignment changes (rebalance, reset)
         self._tasks: list[asyncio.Task[Any]] = []
         self.instance = ClientInstance(
             config.client,
@@ -110,7 +110,7 @@ class ConsumerCore:
         """Stop rebalancing and periodic commits (first step of closing: no queue is assigned after it)."""
         await cancel_and_wait(self._tasks)
         self._tasks.clear()
-        async with self._rebalance_lock:  # an assignment in progress finishes before we go on
+        async with self.rebalance_lock:  # an assignment in progress finishes before we go on
             pass
 
     async def aclose(self) -> None:
@@ -155,7 +155,8 @@ class ConsumerCore:
         for queue, offset in table.items():
             self.offsets.update(queue, offset, increase_only=False)
         if self.on_reset is not None:
-            await self.on_reset({q: o for q, o in table.items() if q in self.assigned})
+            async with self.rebalance_lock:
+                await self.on_reset({q: o for q, o in table.items() if q in self.assigned})
         return None
 
     # -- heartbeats -----------------------------------------------------------------------------------
@@ -209,7 +210,7 @@ class ConsumerCore:
 
     async def rebalance(self) -> None:
         """Recompute this member's queues for every subscribed topic and apply the difference."""
-        async with self._rebalance_lock:
+        async with self.rebalance_lock:
             wanted: set[MessageQueue] = set()
             for topic in list(self.subscriptions):
                 queues = sorted(await self._route(topic))
@@ -312,7 +313,7 @@ class ConsumerCore:
             delay_level=delay_level,
             origin_msg_id=message.msg_id,
             origin_topic=message.topic,
-            max_reconsume_times=self.config.max_reconsume_times,
+            max_reconsume_times=self.config.reconsume_limit(orderly=False),
         ).to_ext_fields()
         request = make_request(RequestCode.CONSUMER_SEND_MSG_BACK, opaque=next_opaque(), ext_fields=fields)
         try:

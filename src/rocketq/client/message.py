@@ -68,6 +68,7 @@ class MessageExt:
         "_lazy",
         "_properties",
         "_properties_text",
+        "_reconsume_times",
         "_record",
         "body",
         "commit_log_offset",
@@ -106,6 +107,7 @@ class MessageExt:
         self._lazy: tuple[int, bytes, int, bytes, int] | None = None
         self._properties_text: str | None = None
         self._properties: dict[str, str] | None = None
+        self._reconsume_times: int | None = None  # set by a local (orderly) retry
 
     def with_topic(self, topic: str) -> MessageExt:
         """A copy of this message under another topic (a retried message under its original one)."""
@@ -122,6 +124,7 @@ class MessageExt:
             self._at,
         )
         copy._properties = self._properties
+        copy._reconsume_times = self._reconsume_times
         return copy
 
     def __repr__(self) -> str:
@@ -155,7 +158,14 @@ class MessageExt:
 
     @property
     def reconsume_times(self) -> int:
+        """Deliveries before this one: the stored count, plus the local retries of an orderly consumer."""
+        if self._reconsume_times is not None:
+            return self._reconsume_times
         return self._late_fields()[4]
+
+    @reconsume_times.setter
+    def reconsume_times(self, times: int) -> None:
+        self._reconsume_times = times
 
     @property
     def born_host(self) -> str:

@@ -25,7 +25,6 @@ class ProcessQueue:
     _order: collections.deque[int] = field(default_factory=collections.deque)
     _messages: dict[int, MessageExt] = field(default_factory=dict)
     _finished: set[int] = field(default_factory=set)
-    local_retries: dict[int, int] = field(default_factory=dict)  # orderly: offset -> failed attempts
 
     def is_dropped(self) -> bool:
         """Whether the queue was revoked (a method, so checks after an ``await`` are not optimised away)."""
@@ -60,7 +59,7 @@ class ProcessQueue:
 
     def finish(self, messages: list[MessageExt]) -> int:
         """Mark messages consumed; returns the offset now safe to commit, or -1 when nothing is cached."""
-        order, finished, cached, retries = self._order, self._finished, self._messages, self.local_retries
+        order, finished, cached = self._order, self._finished, self._messages
         count = len(messages)
         if (  # the common case: a pulled batch done whole, at the head of the queue
             not finished
@@ -71,9 +70,6 @@ class ProcessQueue:
             for _ in range(count):
                 freed += len(cached.pop(order.popleft()).body)
             self.cached_bytes -= freed
-            if retries:
-                for message in messages:
-                    retries.pop(message.queue_offset, None)
             return order[0] if order else self.max_offset + 1
         freed = 0
         for message in messages:
@@ -83,8 +79,6 @@ class ProcessQueue:
                 continue
             finished.add(offset)
             freed += len(stored.body)
-            if retries:
-                retries.pop(offset, None)
         self.cached_bytes -= freed
         while order and order[0] in finished:
             offset = order.popleft()

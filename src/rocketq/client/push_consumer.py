@@ -102,6 +102,7 @@ class PushConsumer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock_task: asyncio.Task[None] | None = None
         self._locked: set[MessageQueue] = set()  # orderly: queues whose broker lock this client holds
+        self._awaiting_lock: set[MessageQueue] = set()  # orderly: assigned, taken once their lock is held
         self._started = False
         self.consumed = 0
 
@@ -130,7 +131,7 @@ class PushConsumer:
         self._started = True
         self._loop = asyncio.get_running_loop()
         await self._core.start()
-        if self.orderly:
+        if self._locking:
             self._lock_task = asyncio.create_task(self._renew_locks())
         return self
 
@@ -154,39 +155,60 @@ class PushConsumer:
 
     # -- assignment -----------------------------------------------------------------------------------
 
+    @property
+    def _locking(self) -> bool:
+        """Orderly clustering consumers lock their queues on the broker; broadcasting members do not
+        (every member consumes every queue)."""
+        return self.orderly and self._core.clustering
+
     async def _assigned(self, queues: list[MessageQueue]) -> None:
-        if self.orderly:
-            await self._lock(queues)
+        """Newly assigned queues (rebalance lock held). An orderly consumer takes a queue only once it
+        holds its broker lock, and only then reads where to start: the previous owner has committed by
+        the time it unlocks, so nothing it consumed is consumed again."""
+        if self._locking:
+            held = await self._lock(queues)
+            self._awaiting_lock.update(queue for queue in queues if queue not in held)
+            queues = [queue for queue in queues if queue in held]
         for queue in queues:
-            offset = await self._core.start_offset(queue)
-            process = self._queues[queue] = ProcessQueue(queue, offset, locked=not self.orderly)
-            if self.orderly:
-                process.locked = queue in self._locked
-                self._orderly_wake[queue] = asyncio.Event()
-                self._orderly_tasks[queue] = asyncio.create_task(self._consume_orderly(process))
-            self._pull_tasks[queue] = asyncio.create_task(self._pull_loop(process))
+            await self._take(queue, await self._core.start_offset(queue))
+
+    async def _take(self, queue: MessageQueue, offset: int) -> None:
+        """Start pulling (and, orderly, consuming) ``queue`` from ``offset``."""
+        process = self._queues[queue] = ProcessQueue(queue, offset, locked=not self._locking or queue in self._locked)
+        if self.orderly:
+            self._orderly_wake[queue] = asyncio.Event()
+            self._orderly_tasks[queue] = asyncio.create_task(self._consume_orderly(process))
+        self._pull_tasks[queue] = asyncio.create_task(self._pull_loop(process))
+
+    async def _stop(self, queue: MessageQueue) -> None:
+        """Stop pulling and consuming ``queue``; an orderly message in hand is finished first."""
+        self._awaiting_lock.discard(queue)
+        process = self._queues.pop(queue, None)
+        if process is not None:
+            process.dropped = True
+        self._orderly_wake.pop(queue, None)
+        await cancel_and_wait([self._pull_tasks.pop(queue, None), self._orderly_tasks.pop(queue, None)])
+        in_hand = self._orderly_in_hand.pop(queue, None)
+        if in_hand is not None:  # finish the message in hand before its offset is committed and unlocked
+            await in_hand
 
     async def _revoked(self, queues: list[MessageQueue]) -> None:
         for queue in queues:
-            process = self._queues.pop(queue, None)
-            if process is not None:
-                process.dropped = True
-            self._orderly_wake.pop(queue, None)
-            await cancel_and_wait([self._pull_tasks.pop(queue, None), self._orderly_tasks.pop(queue, None)])
-            in_hand = self._orderly_in_hand.pop(queue, None)
-            if in_hand is not None:  # finish the message in hand before its offset is committed and unlocked
-                await in_hand
-        if self.orderly and queues:
+            await self._stop(queue)
+        if self._locking and queues:
             for queue in queues:
                 await self._core.offsets.persist(queue)
             await self._unlock(queues)
 
     async def _reset(self, offsets: dict[MessageQueue, int]) -> None:
-        """Restart each queue at its new offset (what was cached from before is dropped)."""
+        """Restart each queue this member consumes at its new offset (what was cached from before is
+        dropped; an orderly queue keeps its lock). Rebalance lock held."""
         for queue, offset in offsets.items():
-            await self._revoked([queue])
+            if queue not in self._queues:
+                continue  # awaiting its lock: it starts from the broker's (reset) offset when taken
+            await self._stop(queue)
             self._core.offsets.update(queue, offset, increase_only=False)
-            await self._assigned([queue])
+            await self._take(queue, offset)
 
     # -- pulling --------------------------------------------------------------------------------------
 
@@ -199,7 +221,7 @@ class PushConsumer:
             if process.count >= config.pull_threshold_for_queue or process.cached_bytes >= limit_bytes:
                 await asyncio.sleep(FLOW_CONTROL_DELAY_S)
                 continue
-            if self.orderly and not process.locked:
+            if self._locking and not process.locked:  # the lock was lost (not renewed in time)
                 await asyncio.sleep(0.5)
                 continue
             commit = core.offsets.table.get(queue, 0) if core.clustering else 0
@@ -356,7 +378,7 @@ class PushConsumer:
     async def _consume_orderly(self, process: ProcessQueue) -> None:
         wake = self._orderly_wake[process.queue]
         while not process.dropped:
-            message = process.first_pending() if process.locked else None
+            message = process.first_pending() if process.locked or not self._locking else None
             if message is None:
                 wake.clear()
                 with contextlib.suppress(TimeoutError):
@@ -373,9 +395,8 @@ class PushConsumer:
         async with self._slots:
             failed = await self._call_listener([message])
         if failed:
-            attempts = process.local_retries.get(message.queue_offset, 0) + 1
-            process.local_retries[message.queue_offset] = attempts
-            if attempts <= self.config.max_reconsume_times:
+            if message.reconsume_times < self.config.reconsume_limit(orderly=True):
+                message.reconsume_times += 1  # what the listener sees next time, as in RocketMQ
                 await asyncio.sleep(self.config.suspend_current_queue_time_ms / 1000)
                 return  # the same message again, nothing after it overtakes it
             if not await self._core.send_back(message, delay_level=-1):  # exhausted: to the DLQ
@@ -447,9 +468,13 @@ class PushConsumer:
                 min(self.config.lock_renew_interval_s, 1.0) if self._unlocked() else self.config.lock_renew_interval_s
             )
             try:
-                await self._lock(sorted(self._queues))
+                async with self._core.rebalance_lock:
+                    await self._lock(sorted(self._queues.keys() | self._awaiting_lock))
+                    for queue in sorted(self._awaiting_lock & self._locked):  # their previous owner let go
+                        self._awaiting_lock.discard(queue)
+                        await self._take(queue, await self._core.start_offset(queue))
             except Exception as exc:
                 log.warning("lock renewal failed: %s", exc)
 
     def _unlocked(self) -> bool:
-        return any(not process.locked for process in self._queues.values())
+        return bool(self._awaiting_lock) or any(not process.locked for process in self._queues.values())

@@ -23,6 +23,7 @@ from rocketq.client import (
     PushConsumer,
 )
 from rocketq.client.admin import AdminClient
+from rocketq.client.errors import MQClientError
 from rocketq.client.message import MessageExt
 from rocketq.testing import LocalCluster
 
@@ -118,32 +119,63 @@ async def test_group_members_share_queues_and_rebalance(cluster: LocalCluster) -
     assert duplicates <= 20, duplicates  # only around rebalances
 
 
+def broadcasting_config(cluster: LocalCluster, store_dir: Path, instance_name: str) -> ConsumerConfig:
+    client = ClientConfig(namesrv_addr=cluster.namesrv_addr, instance_name=instance_name)
+    return consumer_config(
+        cluster, "B", message_model=MessageModel.BROADCASTING, offset_store_dir=store_dir, client=client
+    )
+
+
 async def test_broadcasting_gives_every_member_everything(cluster: LocalCluster, tmp_path: Path) -> None:
+    """Two members on one host, one offsets folder: each keeps its own file (by instance name), gets
+    every message, and resumes from its own offsets after a restart."""
     store_dir = tmp_path / "offsets"
     got: list[list[bytes]] = [[], []]
     members = []
     for index in range(2):
-        config = consumer_config(
-            cluster, "B", message_model=MessageModel.BROADCASTING, offset_store_dir=store_dir / str(index)
-        )
+        config = broadcasting_config(cluster, store_dir, f"member-{index}")
         member = opened(PushConsumer(config, lambda ms, index=index: got[index].extend(m.body for m in ms)))  # type: ignore[misc]
         member.subscribe(TOPIC)
         members.append(await member.start())
     bodies = await send(cluster, 40)
     await eventually(lambda: all(sorted(g) == sorted(bodies) for g in got))
-    for member in members:
-        await member.aclose()
-    # a restarted member resumes after what it consumed: only new messages arrive
+    await members[0].aclose()
+    more = await send(cluster, 10, "more")  # only member 1 is running
+    await eventually(lambda: sorted(got[1]) == sorted(bodies + more))
+    await members[1].aclose()
+    files = sorted(path.relative_to(store_dir).as_posix() for path in store_dir.rglob("offsets.json"))
+    assert [name.split("/", 1)[0].split("@")[1] for name in files] == ["member-0", "member-1"]
+    # a restarted member resumes after what it consumed: member 0 gets what it missed, nothing more
     later = await send(cluster, 10, "later")
     again: list[bytes] = []
-    config = consumer_config(cluster, "B", message_model=MessageModel.BROADCASTING, offset_store_dir=store_dir / "0")
-    restarted = opened(PushConsumer(config, lambda ms: again.extend(m.body for m in ms)))
+    restarted = opened(
+        PushConsumer(broadcasting_config(cluster, store_dir, "member-0"), lambda ms: again.extend(m.body for m in ms))
+    )
     restarted.subscribe(TOPIC)
     await restarted.start()
-    await eventually(lambda: sorted(again) == sorted(later))
+    await eventually(lambda: sorted(again) == sorted(more + later))
     await asyncio.sleep(0.3)
-    assert sorted(again) == sorted(later)
+    assert sorted(again) == sorted(more + later)
     await restarted.aclose()
+
+
+async def test_broadcasting_members_with_one_identity_on_one_host_are_refused(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """Same group, same client address and instance name, same folder: the second member would overwrite
+    the first one's offsets, so it does not start, with an error that says what to change."""
+    first = opened(PushConsumer(broadcasting_config(cluster, tmp_path, "twin"), lambda ms: None))
+    first.subscribe(TOPIC)
+    await first.start()
+    second = PushConsumer(broadcasting_config(cluster, tmp_path, "twin"), lambda ms: None)
+    second.subscribe(TOPIC)
+    with pytest.raises(MQClientError, match="give each member its own instance_name"):
+        await second.start()
+    await first.aclose()
+    third = opened(PushConsumer(broadcasting_config(cluster, tmp_path, "twin"), lambda ms: None))
+    third.subscribe(TOPIC)
+    await third.start()  # the first one let go when it closed
+    await third.aclose()
 
 
 async def test_group_resumes_from_committed_offsets_after_restarts(cluster: LocalCluster) -> None:

@@ -76,7 +76,7 @@ class ConsumerConfig:
     broker_suspend_max_time_ms: int = 15_000  # long-polling hold asked of the broker
     consumer_timeout_when_suspend_s: float = 30.0
     pull_time_delay_when_exception_s: float = 3.0
-    offset_store_dir: Path = Path.home() / ".rocketq_offsets"  # broadcasting offsets
+    offset_store_dir: Path = Path.home() / ".rocketq_offsets"  # broadcasting: <dir>/<ip>@<instance>/<group>/
 
     def reconsume_limit(self, *, orderly: bool) -> int:
         """Deliveries after the first before a failing message becomes a dead letter. Unset (-1), RocketMQ's

@@ -82,7 +82,9 @@ class ConsumerCore:
         self.offsets: OffsetStore = (
             RemoteOffsetStore(config.group, self.invoke_master)
             if config.message_model is MessageModel.CLUSTERING
-            else LocalFileOffsetStore(config.offset_store_dir, config.group)
+            else LocalFileOffsetStore(
+                config.offset_store_dir, f"{self.instance.client_ip}@{config.client.instance_name}", config.group
+            )
         )
 
     @property
@@ -96,6 +98,7 @@ class ConsumerCore:
     # -- lifecycle ------------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        self.offsets.open()
         if self.clustering:
             self.subscriptions.setdefault(retry_topic(self.config.group), "*")
         await self.instance.start()
@@ -116,6 +119,7 @@ class ConsumerCore:
     async def aclose(self) -> None:
         await self.stop_background()
         await self.offsets.persist_all()
+        self.offsets.close()
         await self.instance.unregister(consumer_group=self.config.group)
         await self.instance.aclose()
 

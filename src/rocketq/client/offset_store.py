@@ -4,12 +4,14 @@ broadcasting (LocalFileOffsetStore). Both keep a table in memory and persist eve
 from __future__ import annotations
 
 import abc
+import fcntl
 import json
 import logging
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from rocketq.client.errors import MQClientError
 from rocketq.client.message import MessageQueue
 from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, make_request
 from rocketq.protocol.headers import QueryConsumerOffsetRequestHeader, UpdateConsumerOffsetRequestHeader
@@ -35,6 +37,12 @@ class OffsetStore(abc.ABC):
 
     def remove(self, queue: MessageQueue) -> None:
         self.table.pop(queue, None)
+
+    def open(self) -> None:  # noqa: B027 - a store with nothing to claim keeps this
+        """Claim where the offsets are kept (the consumer's start, before any read)."""
+
+    def close(self) -> None:  # noqa: B027
+        """Let go of it (the consumer's close, after the last persist)."""
 
     @abc.abstractmethod
     async def read(self, queue: MessageQueue) -> int:
@@ -86,12 +94,33 @@ class RemoteOffsetStore(OffsetStore):
 
 
 class LocalFileOffsetStore(OffsetStore):
-    """Broadcasting offsets in ``<directory>/<group>/offsets.json``, written atomically."""
+    """Broadcasting offsets in ``<directory>/<ip>@<instance name>/<group>/offsets.json`` (RocketMQ's
+    layout), written atomically. A member holds ``offsets.lock`` beside the file while it runs, so a
+    second member of the group with the same instance name on the same host fails to start instead of
+    overwriting the first one's offsets."""
 
-    def __init__(self, directory: Path, group: str) -> None:
+    def __init__(self, directory: Path, owner: str, group: str) -> None:
         super().__init__()
-        self.path = directory / group / "offsets.json"
+        self.owner = owner
+        self.group = group
+        self.path = directory / owner / group / "offsets.json"
         self._loaded: dict[str, int] = {}
+        self._lock_fd: int | None = None
+
+    def open(self) -> None:
+        if self._lock_fd is not None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock_fd = os.open(self.path.with_name("offsets.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(lock_fd)
+            raise MQClientError(
+                f"{self.path} is in use by another broadcasting member of group {self.group!r} with the same"
+                f" client address and instance name ({self.owner}); give each member its own instance_name"
+            ) from None
+        self._lock_fd = lock_fd
         try:
             document = json.loads(self.path.read_text())
             self._loaded = {str(key): int(value) for key, value in document.get("offsetTable", {}).items()}
@@ -99,6 +128,11 @@ class LocalFileOffsetStore(OffsetStore):
             pass
         except (ValueError, AttributeError) as exc:
             log.warning("%s is unreadable (%s); starting without local offsets", self.path, exc)
+
+    def close(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     @staticmethod
     def _key(queue: MessageQueue) -> str:

@@ -115,6 +115,7 @@ class PullConsumer:
             raise MQClientError("subscribe() or assign() before start()")
         self._started = True
         if self._manual:
+            self._core.offsets.open()
             await self._core.instance.start()
             for topic in self._core.subscriptions:
                 await self._core.instance.update_route(topic)
@@ -134,6 +135,7 @@ class PullConsumer:
         await self._revoked(sorted(self._states))
         if self._manual:
             await self._core.offsets.persist_all()
+            self._core.offsets.close()
             await self._core.instance.aclose()
         else:
             await self._core.aclose()

@@ -119,6 +119,29 @@ async def test_group_members_share_queues_and_rebalance(cluster: LocalCluster) -
     assert duplicates <= 20, duplicates  # only around rebalances
 
 
+async def test_a_member_joining_is_rebalanced_at_once_not_at_the_next_period(cluster: LocalCluster) -> None:
+    """With a 60 s rebalance period, only the broker's NOTIFY_CONSUMER_IDS_CHANGED can make the first
+    member give up half its queues within a couple of seconds of the second one's start."""
+    members = [opened(PushConsumer(consumer_config(cluster, "N", rebalance_interval_s=60.0), lambda ms: None))]
+    members[0].subscribe(TOPIC)
+    await members[0].start()
+    total = len([q for q in members[0].assigned_queues if q.topic == TOPIC])
+    assert total == 8  # two brokers, four queues each
+    members.append(opened(PushConsumer(consumer_config(cluster, "N", rebalance_interval_s=60.0), lambda ms: None)))
+    members[1].subscribe(TOPIC)
+    began = time.monotonic()
+    await members[1].start()
+
+    def split() -> bool:
+        owned = [{q for q in m.assigned_queues if q.topic == TOPIC} for m in members]
+        return len(owned[0]) == len(owned[1]) == total // 2 and not owned[0] & owned[1]
+
+    await eventually(split, timeout=3.0)
+    assert time.monotonic() - began < 3.0
+    for member in members:
+        await member.aclose()
+
+
 def broadcasting_config(cluster: LocalCluster, store_dir: Path, instance_name: str) -> ConsumerConfig:
     client = ClientConfig(namesrv_addr=cluster.namesrv_addr, instance_name=instance_name)
     return consumer_config(

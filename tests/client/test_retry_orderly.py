@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from rocketq.admin.cli import admin
 from rocketq.client import ConsumeStatus, Message, Producer, PullConsumer, PushConsumer
 from rocketq.client.admin import AdminClient
 from rocketq.client.config import ConsumerConfig
@@ -185,3 +189,51 @@ async def test_after_sixteen_retries_the_message_is_a_dead_letter(tmp_path: Path
         assert attempts == list(range(17))  # the first delivery and 16 retries, then no more
         broker = cluster.brokers[0]
         assert broker.store.get_max_offset_in_queue("%DLQ%SIXTEEN", 0) == 1
+
+
+async def test_query_by_id_shows_a_message_and_its_retries(cluster: LocalCluster) -> None:
+    """``rocketq admin queryMsgById`` finds the message, then its copies in the group's retry topic (and
+    in the delay topic, where each retry waited), by the client id they keep."""
+    attempts: list[int] = []
+
+    def listener(messages: list[MessageExt]) -> bool:
+        attempts.append(messages[0].reconsume_times)
+        return len(attempts) > 2  # two failures, then it works
+
+    consumer = PushConsumer(consumer_config(cluster, "QR"), listener)
+    consumer.subscribe("Jobs")
+    await consumer.start()
+    try:
+        async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+            sent = await producer.send(Message("Jobs", b"flaky"))
+        await eventually(lambda: attempts == [0, 1, 2])
+    finally:
+        await consumer.aclose()
+
+    def query(*args: str) -> str:
+        command = ["queryMsgById", "-n", cluster.namesrv_addr, "-i", *args]
+        result = CliRunner().invoke(admin, command, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    rows: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 10
+    while len(rows) < 5 and time.monotonic() < deadline:  # the index is built behind the stores
+        rows = json.loads(await asyncio.to_thread(query, sent.msg_id, "-t", "Jobs", "--json"))
+    assert [(row["topic"], row["reconsumeTimes"]) for row in rows] == [
+        ("Jobs", 0),
+        ("SCHEDULE_TOPIC_XXXX", 1),
+        ("%RETRY%QR", 1),
+        ("SCHEDULE_TOPIC_XXXX", 2),
+        ("%RETRY%QR", 2),
+    ]
+    assert {row["msgId"] for row in rows} == {sent.msg_id}
+    assert [row["realTopic"] for row in rows if row["topic"] == "SCHEDULE_TOPIC_XXXX"] == ["%RETRY%QR"] * 2
+    assert {row["originMessageId"] for row in rows[1:]} == {sent.offset_msg_id}  # as a Java broker sets it
+    by_offset_id = json.loads(await asyncio.to_thread(query, sent.offset_msg_id, "--json"))
+    assert by_offset_id == rows  # no topic needed: the broker's id leads to the message, then to its copies
+    alone = json.loads(await asyncio.to_thread(query, sent.offset_msg_id, "--no-retries", "--json"))
+    assert alone == rows[:1]
+    assert "SCHEDULE_TOPIC_XXXX (for %RETRY%QR)" in await asyncio.to_thread(query, sent.offset_msg_id)
+    async with AdminClient(cluster.namesrv_addr) as admin_client:  # the group is gone, its offsets stay
+        assert await admin_client.groups_consuming("Jobs") == ["QR"]

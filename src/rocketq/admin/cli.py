@@ -16,6 +16,7 @@ from rocketq.client import Message, MQClientError, Producer
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.common.errors import RocketqError
+from rocketq.common.message import SCHEDULE_TOPIC
 from rocketq.protocol.bodies import SubscriptionGroupConfigBody
 
 T = TypeVar("T")
@@ -172,6 +173,7 @@ def _message_rows(messages: list[MessageExt]) -> tuple[list[dict[str, Any]], lis
             "properties": m.user_properties,
             "reconsumeTimes": m.reconsume_times,
             "retryTopic": m.properties.get("RETRY_TOPIC"),
+            "realTopic": m.properties.get("REAL_TOPIC"),  # of a copy waiting in the delay topic
             "originMessageId": m.properties.get("ORIGIN_MESSAGE_ID"),
             "bornHost": m.born_host,
             "storeHost": m.store_host,
@@ -183,7 +185,7 @@ def _message_rows(messages: list[MessageExt]) -> tuple[list[dict[str, Any]], lis
     rows = [
         [
             m.msg_id,
-            m.topic,
+            _placed(m),
             m.queue_id,
             m.queue_offset,
             m.reconsume_times,
@@ -200,24 +202,31 @@ def _message_rows(messages: list[MessageExt]) -> tuple[list[dict[str, Any]], lis
 _MESSAGE_HEADERS = ["msgId", "topic", "queue", "offset", "retries", "tags", "keys", "stored", "body"]
 
 
+def _placed(message: MessageExt) -> str:
+    """The topic a message is stored under, and where a delayed copy will go when it is due."""
+    real = message.properties.get("REAL_TOPIC") if message.topic == SCHEDULE_TOPIC else None
+    return f"{message.topic} (for {real})" if real else message.topic
+
+
 @admin.command("queryMsgById")
 @namesrv_option
 @click.option("-t", "--topic", help="topic of a client message id (UNIQ_KEY); not needed for an offset id")
 @click.option("-i", "--msg-id", required=True)
+@click.option(
+    "--retries/--no-retries",
+    default=True,
+    show_default=True,
+    help="also its copies in the retry, dead-letter and delay topics of the groups consuming it",
+)
 @json_option
-def query_msg_by_id(namesrv: str, topic: str | None, msg_id: str, as_json: bool) -> None:
-    """A message by its id: the broker's offset id, or with --topic the client's unique id."""
-    messages = run(
-        namesrv, (lambda a: a.query_by_id(topic, msg_id)) if topic else (lambda a: _one(a.view_message(msg_id)))
-    )
+def query_msg_by_id(namesrv: str, topic: str | None, msg_id: str, retries: bool, as_json: bool) -> None:
+    """A message by its id (the broker's offset id, or with --topic the client's unique id), then its
+    retries: one row per copy, in store order, with how many deliveries came before each."""
+    messages = run(namesrv, lambda a: a.query_by_id(topic, msg_id, with_retries=retries))
     if not messages:
         raise click.ClickException(f"message {msg_id} not found")
     documents, rows = _message_rows(messages)
     emit(as_json, documents, _MESSAGE_HEADERS, rows)
-
-
-async def _one(coroutine: Awaitable[MessageExt]) -> list[MessageExt]:
-    return [await coroutine]
 
 
 @admin.command("queryMsgByKey")

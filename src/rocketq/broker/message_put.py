@@ -7,8 +7,9 @@ import logging
 from collections.abc import Sequence
 
 from rocketq.broker.context import BrokerContext
-from rocketq.broker.topic_config import PERM_READ, PERM_WRITE, SCHEDULE_TOPIC, dlq_topic
-from rocketq.common.message import Property
+from rocketq.broker.topic_config import PERM_READ, PERM_WRITE
+from rocketq.common.group_topics import dlq_topic
+from rocketq.common.message import SCHEDULE_TOPIC, Property
 from rocketq.common.record import SysFlag
 from rocketq.protocol import ResponseCode, TopicConfig
 from rocketq.store import MeasuredBatch, MessageToStore, PutMessageResult, PutStatus

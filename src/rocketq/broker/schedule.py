@@ -13,8 +13,7 @@ import logging
 import time
 
 from rocketq.broker.context import BrokerContext
-from rocketq.broker.topic_config import SCHEDULE_TOPIC
-from rocketq.common.message import Property, decode_properties, encode_properties
+from rocketq.common.message import SCHEDULE_TOPIC, Property, decode_properties, encode_properties
 from rocketq.store import MessageToStore
 from rocketq.store.config_file import read_json, write_json_atomically
 from rocketq.store.consume_queue import PADDING_SIZE

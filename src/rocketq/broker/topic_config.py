@@ -9,6 +9,7 @@ import threading
 import time
 from pathlib import Path
 
+from rocketq.common.message import SCHEDULE_TOPIC
 from rocketq.protocol import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from rocketq.store.config_file import read_json, write_json_atomically
 
@@ -22,9 +23,6 @@ DEFAULT_TOPIC = "TBW102"
 SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
 BENCHMARK_TOPIC = "BenchmarkTest"
 OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
-DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 _VALID_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 
 
@@ -34,14 +32,6 @@ def is_readable(perm: int) -> bool:
 
 def is_writeable(perm: int) -> bool:
     return bool(perm & PERM_WRITE)
-
-
-def retry_topic(group: str) -> str:
-    return RETRY_GROUP_TOPIC_PREFIX + group
-
-
-def dlq_topic(group: str) -> str:
-    return DLQ_GROUP_TOPIC_PREFIX + group
 
 
 def topic_name_problem(topic: str, cluster_name: str) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from dataclasses import dataclass
@@ -12,6 +13,8 @@ from rocketq.client.errors import MQClientError, broker_error
 from rocketq.client.instance import ClientInstance
 from rocketq.client.message import MessageExt, MessageQueue, decode_messages
 from rocketq.client.route import MASTER_ID, PERM_READ, PERM_WRITE, subscribe_queues
+from rocketq.common.group_topics import dlq_topic, retry_topic
+from rocketq.common.message import SCHEDULE_TOPIC, Property
 from rocketq.common.message_id import parse_offset_message_id
 from rocketq.protocol import (
     ClusterInfo,
@@ -25,6 +28,7 @@ from rocketq.protocol import (
 from rocketq.protocol.bodies import (
     ConsumerConnection,
     ConsumeStats,
+    GroupList,
     MessageQueueOffset,
     QueueConsumeStats,
     ResetOffsetBody,
@@ -38,6 +42,7 @@ from rocketq.protocol.headers import (
     GetMaxOffsetRequestHeader,
     GetMinOffsetRequestHeader,
     QueryMessageRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
     ViewMessageRequestHeader,
 )
@@ -253,15 +258,42 @@ class AdminClient:
             found = [m for m in found if m.msg_id == key]
         return sorted(found, key=lambda m: m.store_timestamp)
 
-    async def query_by_id(self, topic: str, msg_id: str) -> list[MessageExt]:
-        """By the client's unique id (UNIQ_KEY) if ``msg_id`` is one, else as an offset id."""
-        found = await self.query_by_key(topic, msg_id, unique=True)
-        if found:
+    async def query_by_id(self, topic: str | None, msg_id: str, *, with_retries: bool = True) -> list[MessageExt]:
+        """By the client's unique id (UNIQ_KEY) in ``topic``, else as an offset id (no topic needed).
+        ``with_retries``: also the message's copies, found by its unique id, in the retry and dead-letter
+        topics of every group consuming its topic and in the delay topic (retries not yet due), all in
+        store order."""
+        found = await self.query_by_key(topic, msg_id, unique=True) if topic else []
+        if not found:
+            try:
+                found = [await self.view_message(msg_id)]
+            except MQClientError:
+                return []
+        if not with_retries:
             return found
-        try:
-            return [await self.view_message(msg_id)]
-        except MQClientError:
-            return []
+        unique_id = found[0].properties.get(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        if unique_id is None:  # no client id to follow it by
+            return found
+        places = [SCHEDULE_TOPIC]
+        for group in await self.groups_consuming(found[0].topic):
+            places += [retry_topic(group), dlq_topic(group)]
+        seen = {(m.store_host, m.commit_log_offset) for m in found}
+        for place in places:
+            with contextlib.suppress(MQClientError):  # the group never had a retry or a dead letter
+                for copy in await self.query_by_key(place, unique_id, unique=True):
+                    if (copy.store_host, copy.commit_log_offset) not in seen:
+                        seen.add((copy.store_host, copy.commit_log_offset))
+                        found.append(copy)
+        return sorted(found, key=lambda m: m.store_timestamp)
+
+    async def groups_consuming(self, topic: str) -> list[str]:
+        """Consumer groups of ``topic`` on any master: members subscribed now, or offsets committed."""
+        fields = QueryTopicConsumeByWhoRequestHeader(topic=topic).to_ext_fields()
+        groups: set[str] = set()
+        for address in (await self.master_addresses()).values():
+            response = await self._broker(address, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, fields)
+            groups.update(GroupList.decode(response.body).group_list)
+        return sorted(groups)
 
     # -- consumer groups ------------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, Remot
 from rocketq.client.pull import PullResult, pull_request, pull_result
 from rocketq.client.rebalance import STRATEGIES
 from rocketq.client.route import MASTER_ID, subscribe_queues
+from rocketq.common.group_topics import RETRY_PREFIX, retry_topic
 from rocketq.protocol import (
     ConsumerListBody,
     RemotingCommand,
@@ -44,13 +45,8 @@ from rocketq.remoting.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
-RETRY_PREFIX = "%RETRY%"
 QueuesCallback = Callable[[list[MessageQueue]], Awaitable[None]]
 ResetCallback = Callable[[dict[MessageQueue, int]], Awaitable[None]]
-
-
-def retry_topic(group: str) -> str:
-    return RETRY_PREFIX + group
 
 
 class ConsumerCore:

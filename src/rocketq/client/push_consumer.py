@@ -21,11 +21,12 @@ from typing import Any
 
 from rocketq.client.config import ConsumerConfig
 from rocketq.client.consume_threads import ConsumeThreads
-from rocketq.client.consumer_core import RETRY_PREFIX, ConsumerCore
+from rocketq.client.consumer_core import ConsumerCore
 from rocketq.client.errors import MQClientError
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.process_queue import ProcessQueue
 from rocketq.client.pull import PullStatus, parse_tags
+from rocketq.common.group_topics import RETRY_PREFIX
 from rocketq.common.message import Property
 from rocketq.protocol import (
     LockBatchRequestBody,

@@ -341,6 +341,12 @@ class ConsumerListBody(JsonBody, frozen=True, kw_only=True):
 GetConsumerListByGroupResponseBody = ConsumerListBody
 
 
+class GroupList(JsonBody, frozen=True, kw_only=True):
+    """QUERY_TOPIC_CONSUME_BY_WHO response body."""
+
+    group_list: list[str] = msgspec.field(default_factory=list)
+
+
 class MessageQueue(JsonBody, frozen=True, kw_only=True):
     """A (topic, broker, queue id) triple; hashable, so it can live in sets."""
 

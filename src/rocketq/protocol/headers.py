@@ -408,6 +408,14 @@ class GetConsumerConnectionListRequestHeader(RequestHeader, frozen=True, kw_only
     consumer_group: str
 
 
+class QueryTopicConsumeByWhoRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    """QUERY_TOPIC_CONSUME_BY_WHO (300): the consumer groups of a topic."""
+
+    CODE = RequestCode.QUERY_TOPIC_CONSUME_BY_WHO
+
+    topic: str
+
+
 class GetConsumeStatsRequestHeader(RequestHeader, frozen=True, kw_only=True):
     """GET_CONSUME_STATS (208); without ``topic`` every topic the group has offsets for."""
 

@@ -8,7 +8,7 @@ import time
 
 from rocketq.broker.client_manager import ClientChannel, build_subscription
 from rocketq.broker.context import BrokerContext, parsed, reply
-from rocketq.broker.topic_config import retry_topic
+from rocketq.common.group_topics import retry_topic
 from rocketq.protocol import (
     ConsumerListBody,
     HeartbeatData,

@@ -1,6 +1,6 @@
-"""Consumer group administration: GET_CONSUMER_CONNECTION_LIST (203), GET_CONSUME_STATS (208) and
-INVOKE_BROKER_TO_RESET_OFFSET (222), which also sends RESET_CONSUMER_CLIENT_OFFSET (220) to the group's
-members (AdminBrokerProcessor, Broker2Client).
+"""Consumer group administration: GET_CONSUMER_CONNECTION_LIST (203), GET_CONSUME_STATS (208),
+QUERY_TOPIC_CONSUME_BY_WHO (300) and INVOKE_BROKER_TO_RESET_OFFSET (222), which also sends
+RESET_CONSUMER_CLIENT_OFFSET (220) to the group's members (AdminBrokerProcessor, Broker2Client).
 
 Java keys the ``offsetTable`` maps of these bodies by MessageQueue objects, which is not standard
 JSON; rocketq writes a list of objects that carry the queue's ``topic``, ``brokerName`` and ``queueId``
@@ -16,7 +16,7 @@ import logging
 
 from rocketq.broker.client_manager import ConsumerGroup, Subscription
 from rocketq.broker.context import BrokerContext, parsed, reply
-from rocketq.broker.topic_config import retry_topic
+from rocketq.common.group_topics import retry_topic
 from rocketq.common.message import tags_hash_code
 from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, make_request
 from rocketq.protocol.bodies import (
@@ -25,6 +25,7 @@ from rocketq.protocol.bodies import (
     ConsumerConnection,
     ConsumeStats,
     ConsumeType,
+    GroupList,
     MessageModel,
     MessageQueueOffset,
     QueueConsumeStats,
@@ -34,6 +35,7 @@ from rocketq.protocol.bodies import (
 from rocketq.protocol.headers import (
     GetConsumerConnectionListRequestHeader,
     GetConsumeStatsRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
 )
 from rocketq.remoting import Connection, RequestHandler
@@ -147,8 +149,15 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
         )
         return reply(request, ResponseCode.SUCCESS, body=body)
 
+    def consumed_by(request: RemotingCommand, header: QueryTopicConsumeByWhoRequestHeader) -> RemotingCommand:
+        """Groups with a member subscribed to the topic now, or with offsets committed for it."""
+        online = {group for group, info in context.clients.consumers.items() if header.topic in info.subscriptions}
+        groups = sorted(online.union(context.offsets.groups_of_topic(header.topic)))
+        return reply(request, ResponseCode.SUCCESS, body=GroupList(group_list=groups).encode())
+
     return {
         RequestCode.GET_CONSUMER_CONNECTION_LIST: parsed(GetConsumerConnectionListRequestHeader, connection_list),
+        RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: parsed(QueryTopicConsumeByWhoRequestHeader, consumed_by),
         RequestCode.GET_CONSUME_STATS: parsed(GetConsumeStatsRequestHeader, consume_stats),
         RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: parsed(ResetOffsetRequestHeader, reset_offset),
     }

@@ -16,7 +16,8 @@ import re
 from rocketq.broker.context import BrokerContext, reply
 from rocketq.broker.message_put import dead_letter_topic, put_and_wait, redirect_delayed, response_code
 from rocketq.broker.retry import DEFAULT_MAX_RECONSUME_TIMES, V3_4_9
-from rocketq.broker.topic_config import RETRY_GROUP_TOPIC_PREFIX, is_writeable, topic_name_problem
+from rocketq.broker.topic_config import is_writeable, topic_name_problem
+from rocketq.common.group_topics import RETRY_PREFIX
 from rocketq.common.message import (
     NAME_VALUE_SEPARATOR,
     PROPERTY_SEPARATOR,
@@ -130,8 +131,8 @@ async def _send(
     topic = header.topic
     topic_config = context.topics.get(topic)
     if topic_config is None:
-        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            group_config = context.groups.find(topic[len(RETRY_GROUP_TOPIC_PREFIX) :])
+        if topic.startswith(RETRY_PREFIX):
+            group_config = context.groups.find(topic[len(RETRY_PREFIX) :])
             queues = group_config.retry_queue_nums if group_config else 1
             topic_config, _ = context.topics.create_system_topic(topic, max(1, queues))
         elif config.auto_create_topic_enable:
@@ -149,8 +150,8 @@ async def _send(
 
     reconsume_times = header.reconsume_times or 0
     dead_letter = False
-    if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-        group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+    if topic.startswith(RETRY_PREFIX):
+        group = topic[len(RETRY_PREFIX) :]
         group_config = context.groups.find(group)
         max_times = group_config.retry_max_times if group_config else DEFAULT_MAX_RECONSUME_TIMES
         if request.version >= V3_4_9 and header.max_reconsume_times is not None:

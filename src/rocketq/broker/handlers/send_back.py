@@ -13,7 +13,8 @@ import random
 from rocketq.broker.context import BrokerContext, parsed, reply
 from rocketq.broker.message_put import dead_letter_topic, put_and_wait, redirect_delayed, response_code
 from rocketq.broker.retry import V3_4_9, plan_send_back, send_back_properties
-from rocketq.broker.topic_config import PERM_READ, PERM_WRITE, is_writeable, retry_topic
+from rocketq.broker.topic_config import PERM_READ, PERM_WRITE, is_writeable
+from rocketq.common.group_topics import retry_topic
 from rocketq.common.message import decode_properties, encode_properties
 from rocketq.common.message_id import offset_message_id
 from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode

@@ -41,7 +41,8 @@ async def test_survivor_takes_over_the_queues(tmp_path: Path, failure: str) -> N
     ) as cluster:
         async with AdminClient(cluster.namesrv_addr) as admin:
             await admin.update_topic("Work", cluster="DefaultCluster", read_queues=8, write_queues=8)
-        survivor = PushConsumer(consumer_config(cluster, "F"), lambda messages: None)
+        # a 60 s rebalance period: only the broker's notification can move the queues in time
+        survivor = PushConsumer(consumer_config(cluster, "F", rebalance_interval_s=60.0), lambda messages: None)
         survivor.subscribe("Work")
         await survivor.start()
         child = await start_child(cluster, "F")

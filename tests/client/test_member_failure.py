@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rocketq.client import PushConsumer
+from rocketq.client import ClientConfig, PushConsumer
 from rocketq.client.admin import AdminClient
 from rocketq.testing import LocalCluster
 
@@ -41,8 +41,13 @@ async def test_survivor_takes_over_the_queues(tmp_path: Path, failure: str) -> N
     ) as cluster:
         async with AdminClient(cluster.namesrv_addr) as admin:
             await admin.update_topic("Work", cluster="DefaultCluster", read_queues=8, write_queues=8)
-        # a 60 s rebalance period: only the broker's notification can move the queues in time
-        survivor = PushConsumer(consumer_config(cluster, "F", rebalance_interval_s=60.0), lambda messages: None)
+        # a 60 s rebalance period: only the broker's notification can move the queues in time; heartbeats
+        # every 0.5 s keep the survivor itself inside the 2 s channel expiry
+        client = ClientConfig(
+            namesrv_addr=cluster.namesrv_addr, instance_name="survivor", heartbeat_broker_interval_s=0.5
+        )
+        config = consumer_config(cluster, "F", rebalance_interval_s=60.0, client=client)
+        survivor = PushConsumer(config, lambda messages: None)
         survivor.subscribe("Work")
         await survivor.start()
         child = await start_child(cluster, "F")

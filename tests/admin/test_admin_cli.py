@@ -97,8 +97,21 @@ def test_consumer_group_commands(cluster: ThreadedCluster) -> None:
         assert {r["offset"] for r in reset} == {0}
         wait_until(lambda: len(received) >= 20)  # the running member went back and consumed everything again
         assert sorted(received[10:]) == sorted(received[:10])
+
+    # with the member gone: --no-force moves offsets back only, the default (forced) either way
+    def reset(when: str, *flags: str) -> list[int]:
+        rows = json.loads(
+            invoke(cluster, "resetOffsetByTime", "-g", "AG", "-t", "ProgTopic", "-s", when, *flags, "--json")
+        )
+        return [row["offset"] for row in rows]
+
+    assert set(reset("0", "--no-force")) == {0}
+    assert set(reset("now", "--no-force")) == {0}  # forward: not without force
+    assert sum(reset("now")) == 10  # forced: to the end of every queue, past all ten messages
     created = json.loads(invoke(cluster, "updateSubGroup", "-g", "NewGroup", "-r", "3", "--json"))
     assert created["group"] == "NewGroup" and len(created["brokers"]) == 2
+    one = json.loads(invoke(cluster, "updateSubGroup", "-g", "OneBroker", "-b", created["brokers"][0], "--json"))
+    assert one["brokers"] == created["brokers"][:1]
     missing = CliRunner().invoke(admin, ["consumerConnection", "-n", cluster.namesrv_addr, "-g", "Nobody"])
     assert missing.exit_code == 1 and "Nobody" in missing.output
 

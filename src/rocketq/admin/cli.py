@@ -340,10 +340,17 @@ def consumer_connection(namesrv: str, group: str, as_json: bool) -> None:
     required=True,
     help="ms since the epoch, 'now', or an ISO time such as 2026-11-21T10:00:00",
 )
+@click.option(
+    "-f",
+    "--force/--no-force",
+    default=True,
+    show_default=True,
+    help="--no-force only moves offsets back, never past what the group has consumed",
+)
 @json_option
-def reset_offset_by_time(namesrv: str, group: str, topic: str, when: str, as_json: bool) -> None:
+def reset_offset_by_time(namesrv: str, group: str, topic: str, when: str, force: bool, as_json: bool) -> None:
     """Move a group's offsets of a topic to a point in time; running members continue from there."""
-    offsets = run(namesrv, lambda a: a.reset_offset_by_time(group, topic, _parse_time(when)))
+    offsets = run(namesrv, lambda a: a.reset_offset_by_time(group, topic, _parse_time(when), force=force))
     documents = [{"broker": o.broker_name, "queueId": o.queue_id, "offset": o.offset} for o in offsets]
     emit(as_json, documents, ["broker", "queue", "offset"], [list(d.values()) for d in documents])
 
@@ -363,6 +370,7 @@ def _parse_time(text: str) -> int:
 @namesrv_option
 @click.option("-g", "--group", required=True)
 @click.option("-c", "--cluster", help="on every master of this cluster (default: all)")
+@click.option("-b", "--broker-addr", help="on this broker only")
 @click.option("--consume-enable/--consume-disable", default=True, show_default=True)
 @click.option("--broadcast-enable/--broadcast-disable", default=True, show_default=True)
 @click.option("-q", "--retry-queue-nums", default=1, show_default=True)
@@ -372,6 +380,7 @@ def update_sub_group(
     namesrv: str,
     group: str,
     cluster: str | None,
+    broker_addr: str | None,
     consume_enable: bool,
     broadcast_enable: bool,
     retry_queue_nums: int,
@@ -386,5 +395,5 @@ def update_sub_group(
         retry_queue_nums=retry_queue_nums,
         retry_max_times=retry_max_times,
     )
-    brokers = run(namesrv, lambda a: a.update_subscription_group(config, cluster=cluster))
+    brokers = run(namesrv, lambda a: a.update_subscription_group(config, cluster=cluster, broker_addr=broker_addr))
     emit(as_json, {"group": group, "brokers": brokers}, ["group", "broker"], [[group, b] for b in brokers])

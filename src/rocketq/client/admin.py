@@ -335,9 +335,11 @@ class AdminClient:
         return sorted(offsets, key=lambda o: (o.broker_name, o.queue_id))
 
     async def update_subscription_group(
-        self, config: SubscriptionGroupConfigBody, *, cluster: str | None = None
+        self, config: SubscriptionGroupConfigBody, *, cluster: str | None = None, broker_addr: str | None = None
     ) -> list[str]:
-        targets = list((await self.master_addresses(cluster)).values())
+        """Create or change a consumer group's settings on one broker, or on every master of a cluster
+        (all clusters by default); returns the brokers."""
+        targets = [broker_addr] if broker_addr else list((await self.master_addresses(cluster)).values())
         request_body = config.encode()
         for address in targets:
             response = await self._instance.invoke_broker(

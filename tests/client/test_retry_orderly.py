@@ -19,6 +19,7 @@ from rocketq.client import ConsumeStatus, Message, Producer, PullConsumer, PushC
 from rocketq.client.admin import AdminClient
 from rocketq.client.config import ConsumerConfig
 from rocketq.client.message import MessageExt
+from rocketq.protocol import MessageQueue as WireQueue
 from rocketq.testing import LocalCluster
 
 from .test_consumers import consumer_config, eventually
@@ -237,3 +238,42 @@ async def test_query_by_id_shows_a_message_and_its_retries(cluster: LocalCluster
     assert "SCHEDULE_TOPIC_XXXX (for %RETRY%QR)" in await asyncio.to_thread(query, sent.offset_msg_id)
     async with AdminClient(cluster.namesrv_addr) as admin_client:  # the group is gone, its offsets stay
         assert await admin_client.groups_consuming("Jobs") == ["QR"]
+
+
+async def test_an_orderly_member_keeps_its_locks_by_renewing_them_and_hands_them_over(tmp_path: Path) -> None:
+    """Broker locks live 1 s here; renewing every 0.3 s, a member holds all its queues for 3 s. A second
+    member joining gets half of them (the first unlocks what it gives up), all of them once the first
+    leaves, and closing unlocks everything."""
+    async with LocalCluster(tmp_path, brokers=1, rebalance_lock_max_live_time_ms=1000) as cluster:
+        async with AdminClient(cluster.namesrv_addr) as admin_client:
+            await admin_client.update_topic("Jobs", cluster="DefaultCluster", read_queues=4, write_queues=4)
+        broker = cluster.brokers[0]
+        assert broker.context is not None
+        locks = broker.context.locks
+        queues = [WireQueue(topic="Jobs", broker_name=broker.config.broker_name, queue_id=q) for q in range(4)]
+
+        def held_by(member: PushConsumer) -> set[int]:
+            now_ms = int(time.monotonic() * 1000)  # the broker's lock clock
+            return {q.queue_id for q in queues if locks.holder("LR", q, now_ms) == member.client_id}
+
+        def orderly_member() -> PushConsumer:
+            config = consumer_config(cluster, "LR", lock_renew_interval_s=0.3, rebalance_interval_s=60.0)
+            member = PushConsumer(config, lambda messages: None, orderly=True)
+            member.subscribe("Jobs")
+            return member
+
+        first = await orderly_member().start()
+        second = orderly_member()
+        try:
+            await eventually(lambda: held_by(first) == {0, 1, 2, 3}, timeout=5)
+            for _ in range(6):  # 3 s: three lock lifetimes
+                await asyncio.sleep(0.5)
+                assert held_by(first) == {0, 1, 2, 3}
+            await second.start()
+            await eventually(lambda: len(held_by(first)) == len(held_by(second)) == 2, timeout=5)
+            assert held_by(first) | held_by(second) == {0, 1, 2, 3}
+        finally:
+            await first.aclose()
+        await eventually(lambda: held_by(second) == {0, 1, 2, 3}, timeout=5)
+        await second.aclose()
+        assert held_by(second) == set()

@@ -23,6 +23,7 @@ from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, Remot
 from rocketq.client.pull import PullResult, pull_request, pull_result
 from rocketq.client.rebalance import STRATEGIES
 from rocketq.client.route import MASTER_ID, subscribe_queues
+from rocketq.common.message import java_string_hash
 from rocketq.protocol import (
     ConsumerListBody,
     RemotingCommand,
@@ -53,6 +54,20 @@ def retry_topic(group: str) -> str:
     return RETRY_PREFIX + group
 
 
+def subscription_data(topic: str, expression: str) -> SubscriptionData:
+    """A subscription as heartbeats carry it (Java's FilterAPI.buildSubscriptionData): its tags, each
+    tag's Java ``String.hashCode`` (the code the broker's ConsumeQueue filter compares), and a version
+    stamped now, in milliseconds, that stays with the subscription until it is made again."""
+    tags = sorted({part.strip() for part in expression.split("||")} - {"", "*"})
+    return SubscriptionData(
+        topic=topic,
+        sub_string=expression,
+        sub_version=int(time.time() * 1000),
+        tags_set=tags,
+        code_set=[java_string_hash(tag) for tag in tags],
+    )
+
+
 class ConsumerCore:
     def __init__(
         self, config: ConsumerConfig, *, consume_type: str, on_assigned: QueuesCallback, on_revoked: QueuesCallback
@@ -64,6 +79,7 @@ class ConsumerCore:
         self.config = config
         self.consume_type = consume_type
         self.subscriptions: dict[str, str] = {}  # topic -> tag expression
+        self._subscription_data: dict[str, SubscriptionData] = {}  # topic -> as heartbeats carry it
         self.assigned: set[MessageQueue] = set()
         self._on_assigned = on_assigned
         self._on_revoked = on_revoked
@@ -90,8 +106,19 @@ class ConsumerCore:
         return self.config.message_model is MessageModel.CLUSTERING
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
-        self.subscriptions[topic] = expression or "*"
+        expression = expression or "*"
+        self.subscriptions[topic] = expression
+        self._subscription_data[topic] = subscription_data(topic, expression)  # a new version, as in Java
         self._rebalance_wanted.set()
+
+    def subscription(self, topic: str) -> SubscriptionData:
+        """The subscription of ``topic`` as heartbeats and pulls carry it. One made without
+        ``subscribe()`` (the retry topic, ``assign()``) is stamped the first time it is asked for."""
+        expression = self.subscriptions.get(topic, "*")
+        data = self._subscription_data.get(topic)
+        if data is None or data.sub_string != expression:
+            data = self._subscription_data[topic] = subscription_data(topic, expression)
+        return data
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -161,16 +188,7 @@ class ConsumerCore:
     # -- heartbeats -----------------------------------------------------------------------------------
 
     def _consumer_data(self) -> list[ConsumerData]:
-        version = int(time.time() * 1000)
-        subscriptions = [
-            SubscriptionData(
-                topic=topic,
-                sub_string=expression,
-                sub_version=version,
-                tags_set=sorted(t.strip() for t in expression.split("||") if t.strip() and t.strip() != "*"),
-            )
-            for topic, expression in sorted(self.subscriptions.items())
-        ]
+        subscriptions = [self.subscription(topic) for topic in sorted(self.subscriptions)]
         return [
             ConsumerData(
                 group_name=self.config.group,
@@ -293,6 +311,7 @@ class ConsumerCore:
             expression,
             commit_offset=commit_offset,
             suspend_ms=config.broker_suspend_max_time_ms,
+            sub_version=self.subscription(queue.topic).sub_version,
         )
         try:
             if address is None:

@@ -1,0 +1,78 @@
+"""What consumers tell brokers about themselves: heartbeats (subscriptions) and unregistering on close."""
+
+from __future__ import annotations
+
+import time
+
+from rocketq.client import ClientConfig, PushConsumer
+from rocketq.client.admin import AdminClient
+from rocketq.protocol import HeartbeatData, RemotingCommand, RequestCode
+from rocketq.protocol.bodies import SubscriptionData
+from rocketq.remoting import Connection
+from rocketq.remoting.server import BlockingHandler
+from rocketq.testing import LocalCluster
+
+from . import test_consumers
+from .test_consumers import TOPIC, consumer_config, eventually, opened
+
+cluster = test_consumers.cluster
+
+TAG_A_HASH = 2598919  # Java: "TagA".hashCode()
+TAG_B_HASH = 2598920
+TAG_C_HASH = 2598921
+
+
+def record_heartbeats(cluster: LocalCluster, group: str) -> list[SubscriptionData]:
+    """Every subscription of ``group`` that the first broker receives in a heartbeat, as sent (the
+    broker's own HEART_BEAT handler still handles each heartbeat)."""
+    server = cluster.brokers[0]._server
+    assert server is not None
+    handle = server.handlers[RequestCode.HEART_BEAT]
+    assert not isinstance(handle, BlockingHandler)
+    received: list[SubscriptionData] = []
+
+    async def recording(request: RemotingCommand, connection: Connection) -> RemotingCommand | None:
+        for consumer in HeartbeatData.decode(request.body).consumer_data_set:
+            if consumer.group_name == group:
+                received.extend(consumer.subscription_data_set)
+        return await handle(request, connection)
+
+    server.handlers[RequestCode.HEART_BEAT] = recording
+    return received
+
+
+def of_topic(subscriptions: list[SubscriptionData], topic: str) -> list[SubscriptionData]:
+    return [s for s in subscriptions if s.topic == topic]
+
+
+async def test_heartbeat_carries_tag_hash_codes_and_a_version_fixed_per_subscription(cluster: LocalCluster) -> None:
+    """Like Java's SubscriptionData: ``codeSet`` holds each tag's ``String.hashCode`` and ``subVersion``
+    is stamped when the subscription is made, so every heartbeat repeats it until it changes."""
+    received = record_heartbeats(cluster, "HB")
+    client = ClientConfig(
+        namesrv_addr=cluster.namesrv_addr, instance_name=f"hb{time.monotonic_ns()}", heartbeat_broker_interval_s=0.1
+    )
+    before = int(time.time() * 1000)
+    consumer = opened(PushConsumer(consumer_config(cluster, "HB", client=client), lambda messages: None))
+    consumer.subscribe(TOPIC, "TagA || TagB")
+    await consumer.start()
+    await eventually(lambda: len(of_topic(received, TOPIC)) >= 3)
+
+    heartbeats = of_topic(received, TOPIC)
+    first = heartbeats[0]
+    assert first.sub_string == "TagA || TagB"
+    assert first.tags_set == ["TagA", "TagB"]
+    assert first.code_set == [TAG_A_HASH, TAG_B_HASH]
+    assert before <= first.sub_version <= int(time.time() * 1000)
+    assert all(heartbeat == first for heartbeat in heartbeats)  # the same version every time
+    retry = of_topic(received, "%RETRY%HB")
+    assert retry and retry[0].code_set == [] and {s.sub_version for s in retry} == {retry[0].sub_version}
+    async with AdminClient(cluster.namesrv_addr) as admin:
+        seen = (await admin.consumer_connection("HB")).subscription_table[TOPIC]
+    assert (seen.sub_version, seen.code_set) == (first.sub_version, first.code_set)
+
+    consumer.subscribe(TOPIC, "TagC")  # a changed subscription is a new version
+    await eventually(lambda: of_topic(received, TOPIC)[-1].sub_string == "TagC")
+    changed = of_topic(received, TOPIC)[-1]
+    assert changed.code_set == [TAG_C_HASH] and changed.sub_version > first.sub_version
+    await consumer.aclose()

@@ -8,11 +8,10 @@ from rocketq.client import ClientConfig, PushConsumer
 from rocketq.client.admin import AdminClient
 from rocketq.protocol import HeartbeatData, RemotingCommand, RequestCode
 from rocketq.protocol.bodies import SubscriptionData
-from rocketq.remoting import Connection
-from rocketq.remoting.server import BlockingHandler
 from rocketq.testing import LocalCluster
 
 from . import test_consumers
+from .broker_taps import tap
 from .test_consumers import TOPIC, consumer_config, eventually, opened
 
 cluster = test_consumers.cluster
@@ -23,21 +22,15 @@ TAG_C_HASH = 2598921
 
 
 def record_heartbeats(cluster: LocalCluster, group: str) -> list[SubscriptionData]:
-    """Every subscription of ``group`` that the first broker receives in a heartbeat, as sent (the
-    broker's own HEART_BEAT handler still handles each heartbeat)."""
-    server = cluster.brokers[0]._server
-    assert server is not None
-    handle = server.handlers[RequestCode.HEART_BEAT]
-    assert not isinstance(handle, BlockingHandler)
+    """Every subscription of ``group`` that the first broker receives in a heartbeat, as sent."""
     received: list[SubscriptionData] = []
 
-    async def recording(request: RemotingCommand, connection: Connection) -> RemotingCommand | None:
+    def seen(request: RemotingCommand, response: RemotingCommand | None) -> None:
         for consumer in HeartbeatData.decode(request.body).consumer_data_set:
             if consumer.group_name == group:
                 received.extend(consumer.subscription_data_set)
-        return await handle(request, connection)
 
-    server.handlers[RequestCode.HEART_BEAT] = recording
+    tap(cluster.brokers[0], RequestCode.HEART_BEAT, seen)
     return received
 
 

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rocketq.client.config import ConsumeFromWhere, ConsumerConfig, MessageModel
-from rocketq.client.errors import MQClientError
+from rocketq.client.errors import BrokerResponseError, MQClientError
 from rocketq.client.instance import ClientInstance
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteOffsetStore
@@ -319,8 +319,12 @@ class ConsumerCore:
             response = await self.instance.invoke_broker(address, request, config.consumer_timeout_when_suspend_s)
             return pull_result(response, tags, address)
         except (RemotingError, MQClientError) as exc:
-            log.info("pull of %s failed: %s; retrying in %.0fs", queue, exc, config.pull_time_delay_when_exception_s)
-            await asyncio.sleep(config.pull_time_delay_when_exception_s)
+            # a refusal (NO_PERMISSION: the group may not consume, or not by broadcast) is the operator's
+            # to see; either way the queue waits, as Java's executePullRequestLater does, never spins
+            level = logging.WARNING if isinstance(exc, BrokerResponseError) else logging.INFO
+            delay = config.pull_time_delay_when_exception_s
+            log.log(level, "pull of %s failed: %s; retrying in %.1fs", queue, exc, delay)
+            await asyncio.sleep(delay)
             return None
 
     async def send_back(self, message: MessageExt, delay_level: int = 0) -> bool:

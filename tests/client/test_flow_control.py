@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from rocketq.client import Message, MessageQueue, Producer, PullConsumer
+from rocketq.client import Message, MessageQueue, Producer, PullConsumer, PushConsumer
+from rocketq.client.message import MessageExt
 from rocketq.protocol import PullMessageRequestHeader, RemotingCommand, RequestCode, ResponseCode
 from rocketq.testing import LocalCluster
 
 from . import test_consumers
 from .broker_taps import tap
-from .test_consumers import TOPIC, consumer_config, eventually, opened
+from .test_consumers import TOPIC, consumer_config, eventually, opened, send
 
 cluster = test_consumers.cluster
 
@@ -110,4 +112,33 @@ async def test_pull_consumer_pauses_a_queue_at_its_size_threshold(cluster: Local
         assert batch, f"{len(got)} of {len(big)} polled"
         got.extend(m.body for m in batch)
     assert got == big
+    await consumer.aclose()
+
+
+async def test_push_consumer_caches_at_most_threshold_plus_one_batch_while_its_listener_blocks(
+    cluster: LocalCluster,
+) -> None:
+    bodies = await send(cluster, 8 * 60)  # 60 a queue
+    pulled = pulled_per_queue(cluster, "Blocked")
+    release = threading.Event()
+    consumed: list[bytes] = []
+    lock = threading.Lock()
+
+    def listener(messages: list[MessageExt]) -> None:
+        release.wait()
+        with lock:
+            consumed.extend(m.body for m in messages)
+
+    config = consumer_config(cluster, "Blocked", pull_threshold_for_queue=20, pull_batch_size=8)
+    consumer = opened(PushConsumer(config, listener))
+    consumer.subscribe(TOPIC)
+    try:
+        await consumer.start()
+        await settle(pulled, 8)
+        assert all(20 <= count <= 20 + 8 for count in pulled.values()), pulled
+        assert consumed == []
+    finally:
+        release.set()
+    await eventually(lambda: len(consumed) >= len(bodies), timeout=10)
+    assert sorted(consumed) == sorted(bodies)
     await consumer.aclose()

@@ -85,6 +85,7 @@ class ConsumerCore:
         self._on_revoked = on_revoked
         self.on_reset: ResetCallback | None = None  # set by the consumer: move assigned queues
         self._rebalance_wanted = asyncio.Event()
+        self._subscribed_since_start = False  # tell the brokers (heartbeat) before the next rebalance
         self._rebalance_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[Any]] = []
         self.instance = ClientInstance(
@@ -109,6 +110,7 @@ class ConsumerCore:
         expression = expression or "*"
         self.subscriptions[topic] = expression
         self._subscription_data[topic] = subscription_data(topic, expression)  # a new version, as in Java
+        self._subscribed_since_start = bool(self._tasks)
         self._rebalance_wanted.set()
 
     def subscription(self, topic: str) -> SubscriptionData:
@@ -161,6 +163,11 @@ class ConsumerCore:
                     await self._rebalance_wanted.wait()
             self._rebalance_wanted.clear()
             try:
+                if self._subscribed_since_start:  # like Java's subscribe() after start: heartbeat at once
+                    self._subscribed_since_start = False
+                    for topic in list(self.subscriptions):
+                        await self._route(topic)  # a new topic may live on brokers not yet known
+                    await self.instance.heartbeat()
                 await self.rebalance()
             except Exception as exc:
                 log.warning("group %s: rebalance failed: %s", self.config.group, exc)

@@ -1,5 +1,6 @@
 """Blocking facades over the async clients. Each runs its client on a private event-loop thread and
-every method hops into that loop (like anyio's blocking portal)."""
+every method hops into that loop (like anyio's blocking portal): the clients' state belongs to that
+loop, and only a call made on it can wake the loop's waiting tasks."""
 
 from __future__ import annotations
 
@@ -106,7 +107,8 @@ class SyncPushConsumer:
         self._consumer = PushConsumer(config, listener, orderly=orderly)
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
-        self._consumer.subscribe(topic, expression)
+        """Subscribe (on the loop: after ``start()`` the consumer rebalances at once for a new topic)."""
+        self._loop.call(_run(self._consumer.subscribe, topic, expression))
 
     def start(self) -> SyncPushConsumer:
         self._loop.call(self._consumer.start())
@@ -114,7 +116,7 @@ class SyncPushConsumer:
 
     @property
     def assigned_queues(self) -> set[MessageQueue]:
-        return self._consumer.assigned_queues
+        return self._loop.call(_run(lambda: self._consumer.assigned_queues))
 
     def close(self) -> None:
         try:
@@ -137,7 +139,8 @@ class SyncPullConsumer:
         self._consumer = self._loop.call(_build_pull_consumer(config, auto_commit))
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
-        self._consumer.subscribe(topic, expression)
+        """Subscribe (on the loop: after ``start()`` the consumer rebalances at once for a new topic)."""
+        self._loop.call(_run(self._consumer.subscribe, topic, expression))
 
     def assign(self, queues: Sequence[MessageQueue], expression: str = "*") -> None:
         self._loop.call(self._consumer.assign(queues, expression))
@@ -172,7 +175,7 @@ class SyncPullConsumer:
 
     @property
     def assignment(self) -> set[MessageQueue]:
-        return self._consumer.assignment
+        return self._loop.call(_run(lambda: self._consumer.assignment))
 
     def close(self) -> None:
         try:

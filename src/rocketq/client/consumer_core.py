@@ -279,14 +279,19 @@ class ConsumerCore:
         return await self.instance.invoke_broker(address, request, self.config.client.request_timeout_s)
 
     async def start_offset(self, queue: MessageQueue) -> int:
-        """Where to start a newly assigned queue: the stored offset, else per consume_from_where."""
+        """Where to start a newly assigned queue: the stored offset, else per consume_from_where
+        (RebalancePushImpl.computePullFromWhere). A retry topic starts at 0, or at its end when
+        consuming from a timestamp."""
         stored = await self.offsets.read(queue)
         if stored >= 0:
             return stored
         where = self.config.consume_from_where
-        if queue.topic.startswith(RETRY_PREFIX) or where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
+        retry = queue.topic.startswith(RETRY_PREFIX)
+        if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET or (
+            retry and where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+        ):
             offset = 0
-        elif where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET:
+        elif where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET or retry:
             fields = GetMaxOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id).to_ext_fields()
             response = await self.invoke_master(
                 queue, make_request(RequestCode.GET_MAX_OFFSET, opaque=next_opaque(), ext_fields=fields)

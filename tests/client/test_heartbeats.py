@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import time
 
-from rocketq.client import ClientConfig, PushConsumer
+from rocketq.broker.server import Broker
+from rocketq.client import ClientConfig, MessageQueue, PushConsumer
 from rocketq.client.admin import AdminClient
 from rocketq.protocol import HeartbeatData, RemotingCommand, RequestCode
 from rocketq.protocol.bodies import SubscriptionData
+from rocketq.protocol.headers import UnregisterClientRequestHeader
 from rocketq.testing import LocalCluster
 
 from . import test_consumers
@@ -69,3 +71,45 @@ async def test_heartbeat_carries_tag_hash_codes_and_a_version_fixed_per_subscrip
     changed = of_topic(received, TOPIC)[-1]
     assert changed.code_set == [TAG_C_HASH] and changed.sub_version > first.sub_version
     await consumer.aclose()
+
+
+def topic_queues(consumer: PushConsumer) -> set[MessageQueue]:
+    return {q for q in consumer.assigned_queues if q.topic == TOPIC}
+
+
+async def test_a_closing_member_unregisters_and_the_others_take_its_queues_at_once(cluster: LocalCluster) -> None:
+    """aclose() sends UNREGISTER_CLIENT while its connections are still open: each broker drops the
+    member from the group then, not when the connection closes, and tells the remaining member
+    (NOTIFY_CONSUMER_IDS_CHANGED), which takes every queue without waiting for its next rebalance."""
+    members = [
+        opened(PushConsumer(consumer_config(cluster, "Leave", rebalance_interval_s=60.0), lambda messages: None))
+        for _ in range(2)
+    ]
+    for consumer in members:
+        consumer.subscribe(TOPIC)
+        await consumer.start()
+    await eventually(lambda: [len(topic_queues(m)) for m in members] == [4, 4], timeout=5)
+    leaving, staying = members
+
+    unregistered: list[tuple[str, list[str], bool]] = []  # broker, the group's members then, connection open
+    for broker in cluster.brokers:
+
+        def seen(request: RemotingCommand, response: RemotingCommand | None, broker: Broker = broker) -> None:
+            client_id = UnregisterClientRequestHeader.from_ext_fields(request.ext_fields).client_id
+            assert broker._server is not None
+            connection_open = any(
+                c.attributes.get("client_id") == client_id and c.is_open for c in broker._server.connections
+            )
+            if client_id == leaving.client_id:
+                unregistered.append((broker.config.broker_name, broker.clients.consumer_ids("Leave"), connection_open))
+
+        tap(broker, RequestCode.UNREGISTER_CLIENT, seen)
+
+    await leaving.aclose()
+    closed_at = time.monotonic()
+    assert sorted(unregistered) == [
+        ("broker-a", [staying.client_id], True),
+        ("broker-b", [staying.client_id], True),
+    ]
+    await eventually(lambda: len(topic_queues(staying)) == 8, timeout=5)
+    assert time.monotonic() - closed_at < 1.5

@@ -116,3 +116,5 @@ def test_sync_push_consumer_takes_a_topic_subscribed_after_start_at_once(tmp_pat
             # and the brokers were told at once, as Java's subscribe() after start sends a heartbeat
             assert SECOND in cluster.call(subscribed_topics(cluster.namesrv_addr, "SyncPush"))
             assert {q.topic for q in consumer.assigned_queues} == {FIRST, SECOND, "%RETRY%SyncPush"}
+        consumer.subscribe(FIRST)  # after close(): answered here, not on the stopped loop
+        assert {q.topic for q in consumer.assigned_queues} <= {FIRST, SECOND, "%RETRY%SyncPush"}

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rocketq.client.config import ConsumeFromWhere, ConsumerConfig, MessageModel
-from rocketq.client.errors import MQClientError
+from rocketq.client.errors import BrokerResponseError, MQClientError
 from rocketq.client.instance import ClientInstance
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteOffsetStore
@@ -24,6 +24,7 @@ from rocketq.client.pull import PullResult, pull_request, pull_result
 from rocketq.client.rebalance import STRATEGIES
 from rocketq.client.route import MASTER_ID, subscribe_queues
 from rocketq.common.group_topics import RETRY_PREFIX, retry_topic
+from rocketq.common.message import java_string_hash
 from rocketq.protocol import (
     ConsumerListBody,
     RemotingCommand,
@@ -49,6 +50,20 @@ QueuesCallback = Callable[[list[MessageQueue]], Awaitable[None]]
 ResetCallback = Callable[[dict[MessageQueue, int]], Awaitable[None]]
 
 
+def subscription_data(topic: str, expression: str) -> SubscriptionData:
+    """A subscription as heartbeats carry it (Java's FilterAPI.buildSubscriptionData): its tags, each
+    tag's Java ``String.hashCode`` (the code the broker's ConsumeQueue filter compares), and a version
+    stamped now, in milliseconds, that stays with the subscription until it is made again."""
+    tags = sorted({part.strip() for part in expression.split("||")} - {"", "*"})
+    return SubscriptionData(
+        topic=topic,
+        sub_string=expression,
+        sub_version=int(time.time() * 1000),
+        tags_set=tags,
+        code_set=[java_string_hash(tag) for tag in tags],
+    )
+
+
 class ConsumerCore:
     def __init__(
         self, config: ConsumerConfig, *, consume_type: str, on_assigned: QueuesCallback, on_revoked: QueuesCallback
@@ -60,11 +75,13 @@ class ConsumerCore:
         self.config = config
         self.consume_type = consume_type
         self.subscriptions: dict[str, str] = {}  # topic -> tag expression
+        self._subscription_data: dict[str, SubscriptionData] = {}  # topic -> as heartbeats carry it
         self.assigned: set[MessageQueue] = set()
         self._on_assigned = on_assigned
         self._on_revoked = on_revoked
         self.on_reset: ResetCallback | None = None  # set by the consumer: move assigned queues
         self._rebalance_wanted = asyncio.Event()
+        self._subscribed_since_start = False  # tell the brokers (heartbeat) before the next rebalance
         self.rebalance_lock = asyncio.Lock()  # held while the assignment changes (rebalance, reset)
         self._tasks: list[asyncio.Task[Any]] = []
         self.instance = ClientInstance(
@@ -88,8 +105,20 @@ class ConsumerCore:
         return self.config.message_model is MessageModel.CLUSTERING
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
-        self.subscriptions[topic] = expression or "*"
+        expression = expression or "*"
+        self.subscriptions[topic] = expression
+        self._subscription_data[topic] = subscription_data(topic, expression)  # a new version, as in Java
+        self._subscribed_since_start = bool(self._tasks)
         self._rebalance_wanted.set()
+
+    def subscription(self, topic: str) -> SubscriptionData:
+        """The subscription of ``topic`` as heartbeats and pulls carry it. One made without
+        ``subscribe()`` (the retry topic, ``assign()``) is stamped the first time it is asked for."""
+        expression = self.subscriptions.get(topic, "*")
+        data = self._subscription_data.get(topic)
+        if data is None or data.sub_string != expression:
+            data = self._subscription_data[topic] = subscription_data(topic, expression)
+        return data
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -134,6 +163,11 @@ class ConsumerCore:
                     await self._rebalance_wanted.wait()
             self._rebalance_wanted.clear()
             try:
+                if self._subscribed_since_start:  # like Java's subscribe() after start: heartbeat at once
+                    self._subscribed_since_start = False
+                    for topic in list(self.subscriptions):
+                        await self._route(topic)  # a new topic may live on brokers not yet known
+                    await self.instance.heartbeat()
                 await self.rebalance()
             except Exception as exc:
                 log.warning("group %s: rebalance failed: %s", self.config.group, exc)
@@ -162,16 +196,7 @@ class ConsumerCore:
     # -- heartbeats -----------------------------------------------------------------------------------
 
     def _consumer_data(self) -> list[ConsumerData]:
-        version = int(time.time() * 1000)
-        subscriptions = [
-            SubscriptionData(
-                topic=topic,
-                sub_string=expression,
-                sub_version=version,
-                tags_set=sorted(t.strip() for t in expression.split("||") if t.strip() and t.strip() != "*"),
-            )
-            for topic, expression in sorted(self.subscriptions.items())
-        ]
+        subscriptions = [self.subscription(topic) for topic in sorted(self.subscriptions)]
         return [
             ConsumerData(
                 group_name=self.config.group,
@@ -255,14 +280,19 @@ class ConsumerCore:
         return await self.instance.invoke_broker(address, request, self.config.client.request_timeout_s)
 
     async def start_offset(self, queue: MessageQueue) -> int:
-        """Where to start a newly assigned queue: the stored offset, else per consume_from_where."""
+        """Where to start a newly assigned queue: the stored offset, else per consume_from_where
+        (RebalancePushImpl.computePullFromWhere). A retry topic starts at 0, or at its end when
+        consuming from a timestamp."""
         stored = await self.offsets.read(queue)
         if stored >= 0:
             return stored
         where = self.config.consume_from_where
-        if queue.topic.startswith(RETRY_PREFIX) or where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
+        retry = queue.topic.startswith(RETRY_PREFIX)
+        if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET or (
+            retry and where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+        ):
             offset = 0
-        elif where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET:
+        elif where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET or retry:
             fields = GetMaxOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id).to_ext_fields()
             response = await self.invoke_master(
                 queue, make_request(RequestCode.GET_MAX_OFFSET, opaque=next_opaque(), ext_fields=fields)
@@ -294,6 +324,7 @@ class ConsumerCore:
             expression,
             commit_offset=commit_offset,
             suspend_ms=config.broker_suspend_max_time_ms,
+            sub_version=self.subscription(queue.topic).sub_version,
         )
         try:
             if address is None:
@@ -301,8 +332,12 @@ class ConsumerCore:
             response = await self.instance.invoke_broker(address, request, config.consumer_timeout_when_suspend_s)
             return pull_result(response, tags, address)
         except (RemotingError, MQClientError) as exc:
-            log.info("pull of %s failed: %s; retrying in %.0fs", queue, exc, config.pull_time_delay_when_exception_s)
-            await asyncio.sleep(config.pull_time_delay_when_exception_s)
+            # a refusal (NO_PERMISSION: the group may not consume, or not by broadcast) is the operator's
+            # to see; either way the queue waits, as Java's executePullRequestLater does, never spins
+            level = logging.WARNING if isinstance(exc, BrokerResponseError) else logging.INFO
+            delay = config.pull_time_delay_when_exception_s
+            log.log(level, "pull of %s failed: %s; retrying in %.1fs", queue, exc, delay)
+            await asyncio.sleep(delay)
             return None
 
     async def send_back(self, message: MessageExt, delay_level: int = 0) -> bool:

@@ -57,6 +57,7 @@ def pull_request(
     *,
     commit_offset: int = 0,
     suspend_ms: int = 0,
+    sub_version: int = 0,
 ) -> RemotingCommand:
     sys_flag = FLAG_SUBSCRIPTION
     if commit_offset > 0:
@@ -73,7 +74,7 @@ def pull_request(
         commit_offset=max(commit_offset, 0),
         suspend_timeout_millis=suspend_ms,
         subscription=expression or MATCH_ALL,
-        sub_version=0,
+        sub_version=sub_version,
         expression_type="TAG",
     )
     return make_request(RequestCode.PULL_MESSAGE, opaque=next_opaque(), ext_fields=header.to_ext_fields())

@@ -30,6 +30,7 @@ from rocketq.remoting.tasks import cancel_and_wait
 log = logging.getLogger(__name__)
 
 PULL_THRESHOLD_FOR_ALL = 10_000  # buffered messages across queues before prefetching pauses
+FLOW_CONTROL_DELAY_S = 0.02  # a paused prefetcher looks again after this
 
 
 @dataclass(slots=True)
@@ -41,6 +42,26 @@ class _QueueState:
     generation: int = 0  # bumped by seek(): batches pulled before it are discarded
     consumed_offset: int = -1  # offset after the last message poll() returned
     buffered: collections.deque[tuple[int, list[MessageExt]]] = field(default_factory=collections.deque)
+    buffered_count: int = 0  # messages in ``buffered``
+    buffered_bytes: int = 0  # their bodies' bytes
+
+    def buffer(self, next_offset: int, batch: list[MessageExt]) -> None:
+        self.buffered.append((next_offset, batch))
+        self.buffered_count += len(batch)
+        self.buffered_bytes += sum(len(message.body) for message in batch)
+
+    def take(self) -> tuple[int, list[MessageExt]]:
+        next_offset, batch = self.buffered.popleft()
+        self.buffered_count -= len(batch)
+        self.buffered_bytes -= sum(len(message.body) for message in batch)
+        return next_offset, batch
+
+    def drop_buffered(self) -> int:
+        """Forget what was prefetched; returns how many messages that was."""
+        dropped = self.buffered_count
+        self.buffered.clear()
+        self.buffered_count = self.buffered_bytes = 0
+        return dropped
 
 
 class PullConsumer:
@@ -103,7 +124,7 @@ class PullConsumer:
             if state is None:
                 continue
             await cancel_and_wait([state.task])
-            self._buffered -= sum(len(batch) for _, batch in state.buffered)
+            self._buffered -= state.drop_buffered()
             if self.auto_commit and state.consumed_offset >= 0:
                 self._core.offsets.update(queue, state.consumed_offset)
                 await self._core.offsets.persist(queue)
@@ -149,14 +170,20 @@ class PullConsumer:
     # -- prefetching ----------------------------------------------------------------------------------
 
     async def _prefetch(self, state: _QueueState) -> None:
+        """Long-poll ``state``'s queue into its buffer. Like Java's lite pull consumer, a queue pauses
+        while its buffer holds ``pull_threshold_for_queue`` messages or ``pull_threshold_size_for_queue_mib``
+        of bodies, and every queue while the consumer holds PULL_THRESHOLD_FOR_ALL messages: at most one
+        pull batch more than a threshold is ever buffered."""
         core, config, queue = self._core, self.config, state.queue
         tags = parse_tags(state.expression)
+        limit_bytes = config.pull_threshold_size_for_queue_mib * 1024 * 1024
         while True:
             if (
                 self._buffered >= PULL_THRESHOLD_FOR_ALL
-                or len(state.buffered) * config.pull_batch_size >= config.pull_threshold_for_queue
+                or state.buffered_count >= config.pull_threshold_for_queue
+                or state.buffered_bytes >= limit_bytes
             ):
-                await asyncio.sleep(0.02)
+                await asyncio.sleep(FLOW_CONTROL_DELAY_S)
                 continue
             generation, offset = state.generation, state.next_offset
             result = await core.pull_once(queue, offset, state.expression, tags)
@@ -168,7 +195,7 @@ class PullConsumer:
                 log.warning("offset %d of %s is illegal; moving to %d", offset, queue, result.next_begin_offset)
             state.next_offset = result.next_begin_offset
             if result.messages:
-                state.buffered.append((result.next_begin_offset, result.messages))
+                state.buffer(result.next_begin_offset, result.messages)
                 self._buffered += len(result.messages)
                 self._arrived.set()
             elif result.status is not PullStatus.NO_NEW_MSG and not state.buffered:
@@ -185,7 +212,7 @@ class PullConsumer:
         while True:
             for state in sorted(self._states.values(), key=lambda s: (not s.buffered, s.queue)):
                 if state.buffered:
-                    next_offset, batch = state.buffered.popleft()
+                    next_offset, batch = state.take()
                     self._buffered -= len(batch)
                     state.consumed_offset = next_offset
                     if self.auto_commit:
@@ -217,8 +244,7 @@ class PullConsumer:
         Call it on the consumer's event loop."""
         state = self._state(queue)
         state.generation += 1
-        self._buffered -= sum(len(batch) for _, batch in state.buffered)
-        state.buffered.clear()
+        self._buffered -= state.drop_buffered()
         state.next_offset = offset
         state.consumed_offset = offset
         if state.task is not None:  # a long poll in flight would hold the old position for seconds

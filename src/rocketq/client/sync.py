@@ -1,5 +1,6 @@
 """Blocking facades over the async clients. Each runs its client on a private event-loop thread and
-every method hops into that loop (like anyio's blocking portal)."""
+every method hops into that loop (like anyio's blocking portal): the clients' state belongs to that
+loop, and only a call made on it can wake the loop's waiting tasks."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ class LoopThread:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=name, daemon=True)
         self._thread.start()
+        self._stopped = False
 
     def call(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coroutine`` on the loop thread and wait for its result."""
@@ -34,7 +36,15 @@ class LoopThread:
         future: Future[T] = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
         return future.result(timeout)
 
+    def run(self, function: Callable[[], T]) -> T:
+        """Call ``function`` on the loop thread and wait for its result (once the loop has stopped, here:
+        nothing else touches the client's state any more)."""
+        if self._stopped:
+            return function()
+        return self.call(_call(function))
+
     def stop(self) -> None:
+        self._stopped = True
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
         if not self._loop.is_running():
@@ -106,7 +116,8 @@ class SyncPushConsumer:
         self._consumer = PushConsumer(config, listener, orderly=orderly)
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
-        self._consumer.subscribe(topic, expression)
+        """Subscribe (on the loop: after ``start()`` the consumer rebalances at once for a new topic)."""
+        self._loop.run(lambda: self._consumer.subscribe(topic, expression))
 
     def start(self) -> SyncPushConsumer:
         self._loop.call(self._consumer.start())
@@ -114,7 +125,7 @@ class SyncPushConsumer:
 
     @property
     def assigned_queues(self) -> set[MessageQueue]:
-        return self._consumer.assigned_queues
+        return self._loop.run(lambda: self._consumer.assigned_queues)
 
     def close(self) -> None:
         try:
@@ -137,7 +148,8 @@ class SyncPullConsumer:
         self._consumer = self._loop.call(_build_pull_consumer(config, auto_commit))
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
-        self._consumer.subscribe(topic, expression)
+        """Subscribe (on the loop: after ``start()`` the consumer rebalances at once for a new topic)."""
+        self._loop.run(lambda: self._consumer.subscribe(topic, expression))
 
     def assign(self, queues: Sequence[MessageQueue], expression: str = "*") -> None:
         self._loop.call(self._consumer.assign(queues, expression))
@@ -153,7 +165,7 @@ class SyncPullConsumer:
         return self._loop.call(self._consumer.poll(timeout))
 
     def seek(self, queue: MessageQueue, offset: int) -> None:
-        self._loop.call(_run(self._consumer.seek, queue, offset))
+        self._loop.run(lambda: self._consumer.seek(queue, offset))
 
     def seek_to_begin(self, queue: MessageQueue) -> None:
         self._loop.call(self._consumer.seek_to_begin(queue))
@@ -172,7 +184,7 @@ class SyncPullConsumer:
 
     @property
     def assignment(self) -> set[MessageQueue]:
-        return self._consumer.assignment
+        return self._loop.run(lambda: self._consumer.assignment)
 
     def close(self) -> None:
         try:
@@ -191,5 +203,5 @@ async def _build_pull_consumer(config: ConsumerConfig, auto_commit: bool) -> Pul
     return PullConsumer(config, auto_commit=auto_commit)  # built on the loop: it owns asyncio primitives
 
 
-async def _run(function: Callable[..., T], *args: Any) -> T:
-    return function(*args)
+async def _call(function: Callable[[], T]) -> T:
+    return function()

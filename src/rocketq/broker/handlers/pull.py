@@ -12,6 +12,7 @@ from rocketq.broker.client_manager import build_subscription
 from rocketq.broker.context import BrokerContext, reply
 from rocketq.broker.topic_config import is_readable
 from rocketq.protocol import PullMessageRequestHeader, RemoteProtocolError, RemotingCommand, RequestCode, ResponseCode
+from rocketq.protocol.bodies import MessageModel
 from rocketq.protocol.headers import PullMessageResponseHeader
 from rocketq.remoting import Connection, RequestHandler
 from rocketq.store import GetStatus
@@ -46,8 +47,8 @@ def pull(
             ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
             f"subscription group [{header.consumer_group}] does not exist",
         )
-    if not group_config.consume_enable:
-        return reply(request, ResponseCode.NO_PERMISSION, f"subscription group [{header.consumer_group}] no permission")
+    if not group_config.consume_enable:  # ``updateSubGroup --consume-disable``: nobody in the group may pull
+        return reply(request, ResponseCode.NO_PERMISSION, f"subscription group no permission, {header.consumer_group}")
     topic_config = context.topics.get(header.topic)
     if topic_config is None:
         return reply(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist, apply first please!")
@@ -58,6 +59,21 @@ def pull(
             request,
             ResponseCode.SYSTEM_ERROR,
             f"queueId[{header.queue_id}] is illegal, topic {header.topic} has {topic_config.read_queue_nums}",
+        )
+
+    # ``updateSubGroup --broadcast-disable``: members that heartbeat as BROADCASTING may not pull. Java
+    # checks this only for pulls without a subscription (its push consumers'); rocketq's consumers always
+    # send theirs, so the check is made whenever the group's members are known here.
+    registered = context.clients.consumers.get(header.consumer_group)
+    if (
+        registered is not None
+        and registered.message_model == MessageModel.BROADCASTING
+        and not group_config.consume_broadcast_enable
+    ):
+        return reply(
+            request,
+            ResponseCode.NO_PERMISSION,
+            f"the consumer group[{header.consumer_group}] can not consume by broadcast way",
         )
 
     if header.sys_flag & FLAG_SUBSCRIPTION:

@@ -1,0 +1,144 @@
+"""Consumers stop pulling a queue while too much of it waits unconsumed (pull_threshold_for_queue,
+pull_threshold_size_for_queue_mib), and take it up again once some is consumed. What was pulled is
+counted from the broker's answers: every message of TOPIC is stored before the consumer starts, so
+each pull is answered at once (none is held by long polling)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from rocketq.client import Message, MessageQueue, Producer, PullConsumer, PushConsumer
+from rocketq.client.message import MessageExt
+from rocketq.protocol import PullMessageRequestHeader, RemotingCommand, RequestCode, ResponseCode
+from rocketq.testing import LocalCluster
+
+from . import test_consumers
+from .broker_taps import tap
+from .test_consumers import TOPIC, consumer_config, eventually, opened, send
+
+cluster = test_consumers.cluster
+
+QueueKey = tuple[str, int]  # broker name, queue id
+
+
+def pulled_per_queue(cluster: LocalCluster, group: str) -> Counter[QueueKey]:
+    """How many messages of TOPIC the brokers handed to ``group``, per queue."""
+    pulled: Counter[QueueKey] = Counter()
+    for broker in cluster.brokers:
+
+        def seen(
+            request: RemotingCommand, response: RemotingCommand | None, name: str = broker.config.broker_name
+        ) -> None:
+            header = PullMessageRequestHeader.from_ext_fields(request.ext_fields)
+            if header.consumer_group != group or header.topic != TOPIC or response is None:
+                return
+            if response.code == ResponseCode.SUCCESS:
+                pulled[name, header.queue_id] += int(response.ext_fields["nextBeginOffset"]) - header.queue_offset
+
+        tap(broker, RequestCode.PULL_MESSAGE, seen)
+    return pulled
+
+
+async def settle(pulled: Counter[QueueKey], queues: int) -> None:
+    """Wait until ``queues`` queues are being pulled and the pulling has stopped."""
+    await eventually(lambda: len(pulled) == queues, timeout=5)
+    while True:
+        before = dict(pulled)
+        await asyncio.sleep(0.5)
+        if dict(pulled) == before:
+            return
+
+
+async def send_bodies(cluster: LocalCluster, bodies: list[bytes]) -> None:
+    async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+        for body in bodies:
+            await producer.send(Message(TOPIC, body))
+
+
+async def test_pull_consumer_buffers_at_most_threshold_plus_one_batch_per_queue(cluster: LocalCluster) -> None:
+    """Messages, not pulls, are counted: 16 KiB bodies come some 16 to a pull (the broker's 256 KiB
+    max_pull_bytes) however many the consumer asks for (32), and a queue still fills to 50."""
+    bodies = [os.urandom(16 * 1024) for _ in range(8 * 80)]  # 80 a queue
+    await send_bodies(cluster, bodies)
+    pulled = pulled_per_queue(cluster, "Buffered")
+    consumer = opened(
+        PullConsumer(consumer_config(cluster, "Buffered", pull_threshold_for_queue=50, pull_batch_size=32))
+    )
+    consumer.subscribe(TOPIC)
+    await consumer.start()
+    await settle(pulled, 8)
+    assert all(50 <= count <= 50 + 32 for count in pulled.values()), pulled
+
+    first = await consumer.poll(1.0)
+    broker_names = {broker.address: broker.config.broker_name for broker in cluster.brokers}
+    polled_queue = (broker_names[first[0].store_host], first[0].queue_id)
+    before = pulled[polled_queue]
+    await eventually(lambda: pulled[polled_queue] > before, timeout=5)  # that queue is pulled again
+    got = [m.body for m in first]
+    while len(got) < len(bodies):
+        batch = await consumer.poll(5.0)
+        assert batch, f"{len(got)} of {len(bodies)} polled"
+        got.extend(m.body for m in batch)
+    assert sorted(got) == sorted(bodies)
+    await consumer.aclose()
+
+
+def queue_a0(queues: Sequence[MessageQueue], message: Message, arg: Any) -> MessageQueue:
+    return next(q for q in queues if q.broker_name == "broker-a" and q.queue_id == 0)
+
+
+async def test_pull_consumer_pauses_a_queue_at_its_size_threshold(cluster: LocalCluster) -> None:
+    big = [os.urandom(64 * 1024) for _ in range(40)]  # 2.5 MiB, over a 1 MiB threshold
+    async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+        for body in big:
+            await producer.send_orderly(Message(TOPIC, body), selector=queue_a0)
+    pulled = pulled_per_queue(cluster, "Sized")
+    config = consumer_config(cluster, "Sized", pull_threshold_size_for_queue_mib=1, pull_batch_size=6)
+    consumer = opened(PullConsumer(config))
+    queue = queue_a0(await consumer.fetch_queues(TOPIC), Message(TOPIC, b""), None)
+    await consumer.assign([queue])
+    await consumer.start()
+    await settle(pulled, 1)
+    assert 16 <= pulled["broker-a", 0] < 16 + 6  # 1 MiB is 16 bodies: the pull that reached it was the last
+
+    got: list[bytes] = []
+    while len(got) < len(big):
+        batch = await consumer.poll(5.0)
+        assert batch, f"{len(got)} of {len(big)} polled"
+        got.extend(m.body for m in batch)
+    assert got == big
+    await consumer.aclose()
+
+
+async def test_push_consumer_caches_at_most_threshold_plus_one_batch_while_its_listener_blocks(
+    cluster: LocalCluster,
+) -> None:
+    bodies = await send(cluster, 8 * 60)  # 60 a queue
+    pulled = pulled_per_queue(cluster, "Blocked")
+    release = threading.Event()
+    consumed: list[bytes] = []
+    lock = threading.Lock()
+
+    def listener(messages: list[MessageExt]) -> None:
+        release.wait()
+        with lock:
+            consumed.extend(m.body for m in messages)
+
+    config = consumer_config(cluster, "Blocked", pull_threshold_for_queue=20, pull_batch_size=8)
+    consumer = opened(PushConsumer(config, listener))
+    consumer.subscribe(TOPIC)
+    try:
+        await consumer.start()
+        await settle(pulled, 8)
+        assert all(20 <= count <= 20 + 8 for count in pulled.values()), pulled
+        assert consumed == []
+    finally:
+        release.set()
+    await eventually(lambda: len(consumed) >= len(bodies), timeout=10)
+    assert sorted(consumed) == sorted(bodies)
+    await consumer.aclose()

@@ -1,0 +1,120 @@
+"""The blocking consumer facades against a cluster on its own loop thread (ThreadedCluster)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rocketq.client import (
+    ClientConfig,
+    ConsumeFromWhere,
+    ConsumerConfig,
+    Message,
+    SyncProducer,
+    SyncPullConsumer,
+    SyncPushConsumer,
+)
+from rocketq.client.admin import AdminClient
+from rocketq.client.message import MessageExt
+from rocketq.testing import ThreadedCluster
+
+FIRST, SECOND = "SyncFirst", "SyncSecond"
+QUIET = 60.0  # no periodic task of the consumer's wakes its loop meanwhile (rebalancing, commits)
+
+
+async def create_topics(namesrv_addr: str) -> None:
+    async with AdminClient(namesrv_addr) as admin:
+        for topic in (FIRST, SECOND):
+            await admin.update_topic(topic, cluster="DefaultCluster", read_queues=2, write_queues=2)
+
+
+async def subscribed_topics(namesrv_addr: str, group: str) -> set[str]:
+    """The group's topics as the brokers know them from its heartbeats."""
+    async with AdminClient(namesrv_addr) as admin:
+        return set((await admin.consumer_connection(group)).subscription_table)
+
+
+def config(cluster: ThreadedCluster, group: str) -> ConsumerConfig:
+    return ConsumerConfig(
+        group=group,
+        client=ClientConfig(namesrv_addr=cluster.namesrv_addr, instance_name=f"s{time.monotonic_ns()}"),
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        rebalance_interval_s=QUIET,
+        persist_consumer_offset_interval_s=QUIET,
+    )
+
+
+def send(cluster: ThreadedCluster, topic: str, count: int) -> list[bytes]:
+    bodies = [f"{topic}-{i}".encode() for i in range(count)]
+    with SyncProducer(group="SP", namesrv_addr=cluster.namesrv_addr) as producer:
+        for body in bodies:
+            producer.send(Message(topic, body))
+    return bodies
+
+
+def wait_until(condition: Callable[[], bool], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.02)
+
+
+def poll_all(consumer: SyncPullConsumer, count: int, timeout: float) -> list[bytes]:
+    got: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < count and time.monotonic() < deadline:
+        got.extend(m.body for m in consumer.poll(0.2))
+    return got
+
+
+def test_sync_pull_consumer_subscribe_poll_commit_close(tmp_path: Path) -> None:
+    with ThreadedCluster(tmp_path) as cluster:
+        cluster.call(create_topics(cluster.namesrv_addr))
+        first = send(cluster, FIRST, 20)
+        with SyncPullConsumer(config(cluster, "SyncPull"), auto_commit=False) as consumer:
+            consumer.subscribe(FIRST)
+            consumer.start()
+            assert sorted(poll_all(consumer, 20, 10)) == sorted(first)
+            assert consumer.poll(0.2) == []
+            queues = sorted(q for q in consumer.assignment if q.topic == FIRST)
+            assert len(queues) == 2 and [consumer.committed(q) for q in queues] == [0, 0]
+            consumer.commit()
+            assert sum(consumer.committed(q) for q in queues) == 20
+
+            consumer.subscribe(SECOND)  # after start: assigned and pulled without waiting for a rebalance
+            second = send(cluster, SECOND, 10)
+            assert sorted(poll_all(consumer, 10, 2.0)) == sorted(second)
+        with SyncPullConsumer(config(cluster, "SyncPull")) as restarted:  # resumes after the commit
+            restarted.subscribe(FIRST)
+            restarted.start()
+            assert restarted.poll(1.0) == []
+
+
+def test_sync_push_consumer_takes_a_topic_subscribed_after_start_at_once(tmp_path: Path) -> None:
+    with ThreadedCluster(tmp_path) as cluster:
+        cluster.call(create_topics(cluster.namesrv_addr))
+        received: list[bytes] = []
+        lock = threading.Lock()
+
+        def listener(messages: list[MessageExt]) -> None:
+            with lock:
+                received.extend(m.body for m in messages)
+
+        with SyncPushConsumer(config(cluster, "SyncPush"), listener) as consumer:
+            consumer.subscribe(FIRST)
+            consumer.start()
+            first = send(cluster, FIRST, 10)
+            wait_until(lambda: sorted(received) == sorted(first), 10)
+            time.sleep(0.5)  # the consumer's loop is idle: its pulls are held by the broker
+
+            consumer.subscribe(SECOND)
+            second = send(cluster, SECOND, 10)
+            wait_until(lambda: len(received) >= 20, 2.0)
+            assert sorted(received) == sorted(first + second)
+            # and the brokers were told at once, as Java's subscribe() after start sends a heartbeat
+            assert SECOND in cluster.call(subscribed_topics(cluster.namesrv_addr, "SyncPush"))
+            assert {q.topic for q in consumer.assigned_queues} == {FIRST, SECOND, "%RETRY%SyncPush"}
+        consumer.subscribe(FIRST)  # after close(): answered here, not on the stopped loop
+        assert {q.topic for q in consumer.assigned_queues} <= {FIRST, SECOND, "%RETRY%SyncPush"}

@@ -142,6 +142,55 @@ async def test_a_member_joining_is_rebalanced_at_once_not_at_the_next_period(clu
         await member.aclose()
 
 
+async def test_subscribing_again_with_other_tags_changes_what_a_running_consumer_gets(cluster: LocalCluster) -> None:
+    got: list[bytes] = []
+    config = consumer_config(cluster, "RETAG", broker_suspend_max_time_ms=500)
+    consumer = opened(PushConsumer(config, lambda ms: got.extend(m.body for m in ms)))
+    consumer.subscribe(TOPIC, "TagA")
+    await consumer.start()
+    async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+
+        async def send_tagged(body: bytes, tags: str) -> None:
+            await producer.send(Message(TOPIC, body, tags=tags))
+
+        await send_tagged(b"a1", "TagA")
+        await send_tagged(b"b1", "TagB")
+        await eventually(lambda: got == [b"a1"])
+        consumer.subscribe(TOPIC, "TagB")  # the queues keep going; their next pulls filter by TagB
+        await asyncio.sleep(1.0)  # pulls held with the old filter return (0.5 s here)
+        await send_tagged(b"a2", "TagA")
+        await send_tagged(b"b2", "TagB")
+        await eventually(lambda: b"b2" in got, timeout=5)
+    await asyncio.sleep(0.3)
+    assert got == [b"a1", b"b2"]
+    await consumer.aclose()
+
+
+async def test_a_pull_consumer_subscribing_again_with_other_tags_gets_the_new_ones(cluster: LocalCluster) -> None:
+    consumer = opened(PullConsumer(consumer_config(cluster, "RETAGP", broker_suspend_max_time_ms=500)))
+    consumer.subscribe(TOPIC, "TagA")
+    await consumer.start()
+    got: list[bytes] = []
+
+    async def poll_until(body: bytes) -> None:
+        deadline = time.monotonic() + 5
+        while body not in got and time.monotonic() < deadline:
+            got.extend(m.body for m in await consumer.poll(0.2))
+
+    async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+        await producer.send(Message(TOPIC, b"a1", tags="TagA"))
+        await producer.send(Message(TOPIC, b"b1", tags="TagB"))
+        await poll_until(b"a1")
+        consumer.subscribe(TOPIC, "TagB")
+        await asyncio.sleep(1.0)  # pulls held with the old filter return (0.5 s here)
+        await producer.send(Message(TOPIC, b"a2", tags="TagA"))
+        await producer.send(Message(TOPIC, b"b2", tags="TagB"))
+        await poll_until(b"b2")
+    got.extend(m.body for m in await consumer.poll(0.3))
+    assert got == [b"a1", b"b2"]
+    await consumer.aclose()
+
+
 def broadcasting_config(cluster: LocalCluster, store_dir: Path, instance_name: str) -> ConsumerConfig:
     client = ClientConfig(namesrv_addr=cluster.namesrv_addr, instance_name=instance_name)
     return consumer_config(

@@ -185,6 +185,9 @@ class PullConsumer:
             ):
                 await asyncio.sleep(FLOW_CONTROL_DELAY_S)
                 continue
+            if not self._manual and core.subscriptions.get(queue.topic, "*") != state.expression:
+                state.expression = core.subscriptions.get(queue.topic, "*")  # subscribed again with new tags
+                tags = parse_tags(state.expression)
             generation, offset = state.generation, state.next_offset
             result = await core.pull_once(queue, offset, state.expression, tags)
             if result is None:

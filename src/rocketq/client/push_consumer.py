@@ -215,8 +215,7 @@ class PushConsumer:
 
     async def _pull_loop(self, process: ProcessQueue) -> None:
         core, config, queue = self._core, self.config, process.queue
-        expression = core.subscriptions.get(queue.topic, "*")
-        tags = parse_tags(expression)
+        expression, tags = "", frozenset[str]()
         limit_bytes = config.pull_threshold_size_for_queue_mib * 1024 * 1024
         while not process.dropped:
             if process.count >= config.pull_threshold_for_queue or process.cached_bytes >= limit_bytes:
@@ -225,6 +224,9 @@ class PushConsumer:
             if self._locking and not process.locked:  # the lock was lost (not renewed in time)
                 await asyncio.sleep(0.5)
                 continue
+            if core.subscriptions.get(queue.topic, "*") != expression:  # subscribe() again changes it at once
+                expression = core.subscriptions.get(queue.topic, "*")
+                tags = parse_tags(expression)
             commit = core.offsets.table.get(queue, 0) if core.clustering else 0
             result = await core.pull_once(queue, process.next_pull_offset, expression, tags, commit_offset=commit)
             if result is None:

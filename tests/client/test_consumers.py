@@ -23,8 +23,9 @@ from rocketq.client import (
     PushConsumer,
 )
 from rocketq.client.admin import AdminClient
+from rocketq.client.consumer_core import ConsumerCore
 from rocketq.client.errors import MQClientError
-from rocketq.client.message import MessageExt
+from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.testing import LocalCluster
 
 TOPIC = "Orders"
@@ -414,3 +415,25 @@ async def test_pull_consumer_async_iterator(cluster: LocalCluster) -> None:
                 break
     assert sorted(got) == sorted(bodies)
     await consumer.aclose()
+
+
+async def test_a_queue_whose_start_offset_is_unknown_is_left_for_the_next_rebalance(cluster: LocalCluster) -> None:
+    """No broker answers for the queue: it leaves the assignment (a later rebalance tries it again)
+    instead of starting at 0, which would replay it whole."""
+
+    async def nothing(queues: list[MessageQueue]) -> None:
+        return None
+
+    for where in ConsumeFromWhere:
+        config = consumer_config(cluster, "SKIP", consume_from_where=where)
+        core = ConsumerCore(config, consume_type="CONSUME_PASSIVELY", on_assigned=nothing, on_revoked=nothing)
+        await core.instance.start()
+        try:
+            gone = MessageQueue(TOPIC, "broker-gone", 0)
+            here = MessageQueue(TOPIC, "broker-a", 0)
+            core.assigned = {gone, here}
+            assert await core.start_offset_or_skip(gone) is None
+            assert core.assigned == {here}
+            assert await core.start_offset_or_skip(here) == 0
+        finally:
+            await core.instance.aclose()

@@ -64,6 +64,15 @@ def subscription_data(topic: str, expression: str) -> SubscriptionData:
     )
 
 
+def _offset_of(response: RemotingCommand | None, request: str, queue: MessageQueue) -> int:
+    if response is None:
+        raise MQClientError(f"{request} for {queue}: no master broker is known")
+    offset = response.ext_fields.get("offset")
+    if response.code != ResponseCode.SUCCESS or offset is None:
+        raise MQClientError(f"{request} for {queue} answered {response.code}: {response.remark}")
+    return int(offset)
+
+
 class ConsumerCore:
     def __init__(
         self, config: ConsumerConfig, *, consume_type: str, on_assigned: QueuesCallback, on_revoked: QueuesCallback
@@ -297,7 +306,7 @@ class ConsumerCore:
             response = await self.invoke_master(
                 queue, make_request(RequestCode.GET_MAX_OFFSET, opaque=next_opaque(), ext_fields=fields)
             )
-            offset = int(response.ext_fields.get("offset", 0)) if response is not None else 0
+            offset = _offset_of(response, "GET_MAX_OFFSET", queue)
         else:
             timestamp = self.config.consume_timestamp_ms or int(time.time() * 1000) - 30 * 60 * 1000
             fields = SearchOffsetRequestHeader(
@@ -306,9 +315,20 @@ class ConsumerCore:
             response = await self.invoke_master(
                 queue, make_request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, opaque=next_opaque(), ext_fields=fields)
             )
-            offset = int(response.ext_fields.get("offset", 0)) if response is not None else 0
+            offset = _offset_of(response, "SEARCH_OFFSET_BY_TIMESTAMP", queue)
         self.offsets.update(queue, offset, increase_only=False)
         return offset
+
+    async def start_offset_or_skip(self, queue: MessageQueue) -> int | None:
+        """``start_offset``, or None when the broker cannot tell it now: the queue then leaves this
+        member's assignment and the next rebalance tries again (Java skips such a queue too; starting it
+        at 0 would replay it whole)."""
+        try:
+            return await self.start_offset(queue)
+        except (RemotingError, MQClientError) as exc:
+            log.warning("%s is not consumed for now: its start offset is unknown (%s)", queue, exc)
+            self.assigned.discard(queue)
+            return None
 
     async def pull_once(
         self, queue: MessageQueue, offset: int, expression: str, tags: frozenset[str], *, commit_offset: int = 0

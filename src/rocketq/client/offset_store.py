@@ -70,7 +70,9 @@ class RemoteOffsetStore(OffsetStore):
         response = await self._invoke(
             queue, make_request(RequestCode.QUERY_CONSUMER_OFFSET, opaque=next_opaque(), ext_fields=fields)
         )
-        if response is None or response.code == ResponseCode.QUERY_NOT_FOUND:
+        if response is None:
+            raise MQClientError(f"QUERY_CONSUMER_OFFSET for {queue}: no master broker is known")
+        if response.code == ResponseCode.QUERY_NOT_FOUND:
             return -1
         if response.code != ResponseCode.SUCCESS:
             raise RemotingError(f"QUERY_CONSUMER_OFFSET for {queue} answered {response.code}: {response.remark}")

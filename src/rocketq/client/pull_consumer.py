@@ -113,7 +113,12 @@ class PullConsumer:
 
     async def _assigned(self, queues: list[MessageQueue]) -> None:
         for queue in queues:
-            offset = await self._core.start_offset(queue)
+            # assigned by hand: an unknown start offset is the caller's error; by the group: a later
+            # rebalance tries the queue again
+            core = self._core
+            offset = await (core.start_offset(queue) if self._manual else core.start_offset_or_skip(queue))
+            if offset is None:
+                continue
             state = _QueueState(queue, offset, self._core.subscriptions.get(queue.topic, "*"), consumed_offset=offset)
             self._states[queue] = state
             state.task = asyncio.create_task(self._prefetch(state))

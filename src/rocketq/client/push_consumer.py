@@ -171,7 +171,16 @@ class PushConsumer:
             self._awaiting_lock.update(queue for queue in queues if queue not in held)
             queues = [queue for queue in queues if queue in held]
         for queue in queues:
-            await self._take(queue, await self._core.start_offset(queue))
+            await self._take_from_start(queue)
+
+    async def _take_from_start(self, queue: MessageQueue) -> None:
+        """Take ``queue`` from its committed offset (or per consume_from_where); when the broker cannot
+        say where that is, leave it for the next rebalance (and let go of its lock)."""
+        offset = await self._core.start_offset_or_skip(queue)
+        if offset is not None:
+            await self._take(queue, offset)
+        elif self._locking:
+            await self._unlock([queue])
 
     async def _take(self, queue: MessageQueue, offset: int) -> None:
         """Start pulling (and, orderly, consuming) ``queue`` from ``offset``."""
@@ -475,7 +484,7 @@ class PushConsumer:
                     await self._lock(sorted(self._queues.keys() | self._awaiting_lock))
                     for queue in sorted(self._awaiting_lock & self._locked):  # their previous owner let go
                         self._awaiting_lock.discard(queue)
-                        await self._take(queue, await self._core.start_offset(queue))
+                        await self._take_from_start(queue)
             except Exception as exc:
                 log.warning("lock renewal failed: %s", exc)
 

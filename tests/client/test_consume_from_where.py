@@ -30,10 +30,7 @@ from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.testing import LocalCluster
 
-from . import test_consumers
-from .test_consumers import TOPIC, consumer_config, eventually, opened, send
-
-cluster = test_consumers.cluster
+from .helpers import TOPIC, close_opened, consumer_config, eventually, opened, send
 
 LAST = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
 TIMESTAMP = ConsumeFromWhere.CONSUME_FROM_TIMESTAMP
@@ -134,8 +131,7 @@ async def aged(tmp_path: Path) -> AsyncIterator[LocalCluster]:
         try:
             yield running
         finally:
-            while test_consumers._open:
-                await asyncio.wait_for(test_consumers._open.pop().aclose(), 30)
+            await close_opened()
 
 
 async def send_aged(cluster: LocalCluster, count: int, prefix: str) -> list[bytes]:

@@ -6,9 +6,7 @@ import asyncio
 import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -22,64 +20,12 @@ from rocketq.client import (
     PullConsumer,
     PushConsumer,
 )
-from rocketq.client.admin import AdminClient
 from rocketq.client.consumer_core import ConsumerCore
 from rocketq.client.errors import MQClientError
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.testing import LocalCluster
 
-TOPIC = "Orders"
-
-
-_open: list[PushConsumer | PullConsumer] = []
-
-
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
-    async with LocalCluster(tmp_path, brokers=2) as running:
-        async with AdminClient(running.namesrv_addr) as admin:
-            await admin.update_topic(TOPIC, cluster="DefaultCluster", read_queues=4, write_queues=4)  # 8 queues
-        try:
-            yield running
-        finally:  # a failed test still closes its consumers
-            while _open:
-                await asyncio.wait_for(_open.pop().aclose(), 30)
-
-
-Consumer = TypeVar("Consumer", PushConsumer, PullConsumer)
-
-
-def opened(consumer: Consumer) -> Consumer:
-    _open.append(consumer)
-    return consumer
-
-
-def consumer_config(cluster: LocalCluster, group: str = "G", **overrides: object) -> ConsumerConfig:
-    settings: dict[str, object] = {
-        "group": group,
-        "client": ClientConfig(namesrv_addr=cluster.namesrv_addr, instance_name=f"c{time.monotonic_ns()}"),
-        "consume_from_where": ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-        "rebalance_interval_s": 1.0,
-        "persist_consumer_offset_interval_s": 0.2,
-    }
-    settings.update(overrides)
-    return ConsumerConfig(**settings)  # type: ignore[arg-type]
-
-
-async def send(cluster: LocalCluster, count: int, prefix: str = "m", topic: str = TOPIC) -> list[bytes]:
-    bodies = [f"{prefix}{i}".encode() for i in range(count)]
-    async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
-        for body in bodies:
-            await producer.send(Message(topic, body, keys=body.decode()))
-    return bodies
-
-
-async def eventually(condition: Callable[[], bool], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.05)
+from .helpers import TOPIC, consumer_config, eventually, opened, send
 
 
 def topic_queues(consumer: PushConsumer) -> set[object]:

@@ -10,7 +10,7 @@ from rocketq.client import Message, Producer, PullConsumer
 from rocketq.client.message import MessageExt
 from rocketq.testing import LocalCluster
 
-from .test_consumers import consumer_config
+from .helpers import consumer_config
 
 
 async def test_level_two_waits_five_seconds_even_across_a_restart(tmp_path: Path) -> None:

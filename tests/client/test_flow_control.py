@@ -17,11 +17,8 @@ from rocketq.client.message import MessageExt
 from rocketq.protocol import PullMessageRequestHeader, RemotingCommand, RequestCode, ResponseCode
 from rocketq.testing import LocalCluster
 
-from . import test_consumers
 from .broker_taps import tap
-from .test_consumers import TOPIC, consumer_config, eventually, opened, send
-
-cluster = test_consumers.cluster
+from .helpers import TOPIC, consumer_config, eventually, opened, send
 
 QueueKey = tuple[str, int]  # broker name, queue id
 

@@ -16,11 +16,8 @@ from rocketq.protocol import PullMessageRequestHeader, RemotingCommand, RequestC
 from rocketq.protocol.bodies import SubscriptionGroupConfigBody
 from rocketq.testing import LocalCluster
 
-from . import test_consumers
 from .broker_taps import tap
-from .test_consumers import TOPIC, consumer_config, eventually, opened, send
-
-cluster = test_consumers.cluster
+from .helpers import TOPIC, consumer_config, eventually, opened, send
 
 RETRY_DELAY_S = 0.5
 QUEUES = 8  # TOPIC's queues over both brokers

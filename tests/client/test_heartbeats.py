@@ -12,11 +12,8 @@ from rocketq.protocol.bodies import SubscriptionData
 from rocketq.protocol.headers import UnregisterClientRequestHeader
 from rocketq.testing import LocalCluster
 
-from . import test_consumers
 from .broker_taps import tap
-from .test_consumers import TOPIC, consumer_config, eventually, opened
-
-cluster = test_consumers.cluster
+from .helpers import TOPIC, consumer_config, eventually, opened
 
 TAG_A_HASH = 2598919  # Java: "TagA".hashCode()
 TAG_B_HASH = 2598920

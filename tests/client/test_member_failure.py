@@ -18,7 +18,7 @@ from rocketq.client import ClientConfig, PushConsumer
 from rocketq.client.admin import AdminClient
 from rocketq.testing import LocalCluster
 
-from .test_consumers import consumer_config, eventually
+from .helpers import consumer_config, eventually
 
 CHILD = Path(__file__).with_name("consumer_child.py")
 

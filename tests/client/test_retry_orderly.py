@@ -22,7 +22,7 @@ from rocketq.client.message import MessageExt
 from rocketq.protocol import MessageQueue as WireQueue
 from rocketq.testing import LocalCluster
 
-from .test_consumers import consumer_config, eventually
+from .helpers import consumer_config, eventually
 
 FAST_LEVELS = " ".join(f"{100 * (i + 1)}ms" for i in range(18))  # level n waits n x 100 ms
 

@@ -1,0 +1,58 @@
+"""What the client tests share: the topic of the ``cluster`` fixture (conftest.py), consumer settings
+for fast tests, a registry that closes consumers a failed test left open, and small waiting helpers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from rocketq.client import ClientConfig, ConsumeFromWhere, ConsumerConfig, Message, Producer, PullConsumer, PushConsumer
+from rocketq.testing import LocalCluster
+
+TOPIC = "Orders"
+"""Created by the ``cluster`` fixture with four queues on each of its two brokers."""
+
+_open: list[PushConsumer | PullConsumer] = []
+
+Consumer = TypeVar("Consumer", PushConsumer, PullConsumer)
+
+
+def opened(consumer: Consumer) -> Consumer:
+    """``consumer``, closed by ``close_opened`` (the fixtures' teardown) if the test does not close it."""
+    _open.append(consumer)
+    return consumer
+
+
+async def close_opened() -> None:
+    while _open:
+        await asyncio.wait_for(_open.pop().aclose(), 30)
+
+
+def consumer_config(cluster: LocalCluster, group: str = "G", **overrides: object) -> ConsumerConfig:
+    settings: dict[str, object] = {
+        "group": group,
+        "client": ClientConfig(namesrv_addr=cluster.namesrv_addr, instance_name=f"c{time.monotonic_ns()}"),
+        "consume_from_where": ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        "rebalance_interval_s": 1.0,
+        "persist_consumer_offset_interval_s": 0.2,
+    }
+    settings.update(overrides)
+    return ConsumerConfig(**settings)  # type: ignore[arg-type]
+
+
+async def send(cluster: LocalCluster, count: int, prefix: str = "m", topic: str = TOPIC) -> list[bytes]:
+    bodies = [f"{prefix}{i}".encode() for i in range(count)]
+    async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+        for body in bodies:
+            await producer.send(Message(topic, body, keys=body.decode()))
+    return bodies
+
+
+async def eventually(condition: Callable[[], bool], timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.05)

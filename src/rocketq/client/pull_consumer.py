@@ -111,6 +111,10 @@ class PullConsumer:
     def assignment(self) -> set[MessageQueue]:
         return set(self._states)
 
+    @property
+    def client_id(self) -> str:
+        return self._core.instance.client_id
+
     async def _assigned(self, queues: list[MessageQueue]) -> None:
         for queue in queues:
             # assigned by hand: an unknown start offset is the caller's error; by the group: a later

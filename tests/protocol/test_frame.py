@@ -27,12 +27,16 @@ CAPTURED = captured_frames()
 
 
 def decode_all(chunks: list[bytes], **kwargs: int) -> list[RemotingCommand]:
-    decoder = FrameDecoder(**kwargs)
+    """The commands of ``chunks`` through both ways in: feed()/next_command() and decode() per read."""
+    decoder, reader = FrameDecoder(**kwargs), FrameDecoder(**kwargs)
     commands: list[RemotingCommand] = []
+    read: list[RemotingCommand] = []
     for chunk in chunks:
         decoder.feed(chunk)
         commands.extend(decoder)
-    assert decoder.buffered == 0
+        read.extend(reader.decode(chunk))
+    assert decoder.buffered == 0 and reader.buffered == 0
+    assert read == commands
     return commands
 
 
@@ -198,6 +202,29 @@ def test_decoder_stays_failed() -> None:
         decoder.feed(encode_frame(RemotingCommand(code=1)))
 
 
+def test_decode_serves_the_frames_before_a_malformed_one_then_stays_failed() -> None:
+    good = [encode_frame(RemotingCommand(code=code, opaque=code)) for code in (1, 2)]
+    decoder = FrameDecoder()
+    served = decoder.decode(good[0] + good[1] + struct.pack(">i", -1))
+    assert [command.code for command in served] == [1, 2]
+    assert decoder.failed and "invalid frame length -1" in str(decoder.error)
+    with pytest.raises(RemoteProtocolError, match="failed earlier"):
+        decoder.decode(good[0])
+    alone = FrameDecoder()
+    with pytest.raises(RemoteProtocolError, match="invalid frame length -1"):
+        alone.decode(struct.pack(">i", -1))  # nothing to serve first: raised at once
+    assert alone.failed
+
+
+def test_decode_keeps_an_incomplete_tail_of_a_read() -> None:
+    frame = encode_frame(RemotingCommand(code=7, body=b"x" * 100))
+    decoder = FrameDecoder()
+    assert [c.code for c in decoder.decode(frame + frame[:30])] == [7]
+    assert decoder.buffered == 30
+    assert [c.code for c in decoder.decode(frame[30:] + frame)] == [7, 7]
+    assert decoder.buffered == 0
+
+
 def test_constructor_rejects_silly_limit() -> None:
     with pytest.raises(ValueError):
         FrameDecoder(max_frame_size=4)
@@ -250,6 +277,11 @@ def test_garbage_only_raises_protocol_errors(garbage: bytes, limit: int) -> None
         list(decoder)
     except ProtocolError:
         assert decoder.failed
+    reader = FrameDecoder(max_frame_size=limit)
+    try:
+        reader.decode(garbage)
+    except ProtocolError:
+        assert reader.failed
 
 
 @given(st.binary(max_size=500))

@@ -5,7 +5,15 @@ import threading
 
 import pytest
 
-from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, make_request, make_response
+from rocketq.protocol import (
+    FrameDecoder,
+    RemotingCommand,
+    RequestCode,
+    ResponseCode,
+    encode_frame,
+    make_request,
+    make_response,
+)
 from rocketq.remoting import ConnectionClosedError, RemotingClient, RemotingServer, RemotingTimeoutError
 from rocketq.remoting.connection import Connection, next_opaque
 from rocketq.remoting.server import BlockingHandler
@@ -132,6 +140,22 @@ async def test_bad_frames_close_only_their_connection(
         assert await reader.read() == b""  # the server closed it
     writer.close()
     assert (await client.invoke(address, request(ECHO), 3)).code == ResponseCode.SUCCESS
+
+
+async def test_requests_before_a_bad_frame_in_the_same_write_are_answered_then_it_closes(
+    server: RemotingServer,
+) -> None:
+    reader, writer = await raw_connection(server.port)
+    asked = request(ECHO)
+    good = encode_frame(asked)
+    writer.write(good + b"\xff\xff\xff\xff" + b"x" * 8)
+    await writer.drain()
+    async with asyncio.timeout(3):
+        answered = await reader.read()  # the answer, then the server closes
+    writer.close()
+    decoder = FrameDecoder()
+    (response,) = decoder.decode(answered)
+    assert response.opaque == asked.opaque and response.code == ResponseCode.SUCCESS
 
 
 async def test_silent_and_half_frame_clients_do_not_block_others(

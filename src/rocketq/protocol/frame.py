@@ -15,6 +15,8 @@ The size limit counts the whole frame including the 4-byte prefix, as Netty's
 The decoder keeps one ``bytearray`` and a read index. Bytes are appended on
 :meth:`FrameDecoder.feed` and consumed frame by frame; the consumed prefix is dropped
 only when it is large, so feeding byte by byte or in huge chunks stays linear.
+:meth:`FrameDecoder.decode` parses a read that starts on a frame boundary straight from
+its ``bytes`` and buffers only an incomplete tail.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ class FrameDecoder:
             handle(command)
     """
 
-    __slots__ = ("_buffer", "_error", "_max_frame_size", "_pos")
+    __slots__ = ("_buffer", "_max_frame_size", "_pos", "error")
 
     def __init__(self, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         """Create a decoder.
@@ -70,7 +72,7 @@ class FrameDecoder:
         self._max_frame_size = max_frame_size
         self._buffer = bytearray()
         self._pos = 0
-        self._error: ProtocolError | None = None
+        self.error: ProtocolError | None = None  # the malformed frame met, once there was one
 
     @property
     def max_frame_size(self) -> int:
@@ -84,8 +86,8 @@ class FrameDecoder:
 
     @property
     def failed(self) -> bool:
-        """True once the decoder has raised a protocol error."""
-        return self._error is not None
+        """True once the decoder has met a malformed frame."""
+        return self.error is not None
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Append received bytes.
@@ -105,12 +107,39 @@ class FrameDecoder:
         """
         self._raise_if_failed()
         try:
-            command = self._parse()
+            parsed = self._parse_at(self._buffer, self._pos)
         except ProtocolError as exc:
-            self._error = exc
+            self.error = exc
             raise
+        if parsed is None:
+            return None
+        command, self._pos = parsed
         self._compact()
         return command
+
+    def decode(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
+        """``feed(data)``, then every command now complete, in order: a transport's one call per read.
+
+        When nothing partial is buffered (the usual case) the frames are parsed from ``data`` itself,
+        and only an incomplete tail is kept. A malformed frame that follows complete ones does not
+        lose them: they are returned and ``failed`` is set (the next call raises).
+
+        Raises:
+            FrameTooLargeError, RemoteProtocolError: As ``next_command``, when no command came before.
+        """
+        if self.error is not None:
+            self._raise_if_failed()
+        if self._pos == len(self._buffer) and type(data) is bytes:
+            commands, used = self._parse_all(data, 0)
+            if used < len(data) and self.error is None:
+                self._buffer.clear()
+                self._pos = 0
+                self._buffer += memoryview(data)[used:]
+            return commands
+        self._buffer += data
+        commands, self._pos = self._parse_all(self._buffer, self._pos)
+        self._compact()
+        return commands
 
     def __iter__(self) -> Iterator[RemotingCommand]:
         """Yield every complete command currently buffered."""
@@ -118,11 +147,24 @@ class FrameDecoder:
             yield command
 
     def _raise_if_failed(self) -> None:
-        if self._error is not None:
-            raise RemoteProtocolError(f"frame decoder failed earlier: {self._error}") from self._error
+        if self.error is not None:
+            raise RemoteProtocolError(f"frame decoder failed earlier: {self.error}") from self.error
 
-    def _parse(self) -> RemotingCommand | None:
-        buffer, pos = self._buffer, self._pos
+    def _parse_all(self, buffer: bytes | bytearray, pos: int) -> tuple[list[RemotingCommand], int]:
+        commands: list[RemotingCommand] = []
+        try:
+            while pos < len(buffer) and (parsed := self._parse_at(buffer, pos)) is not None:
+                command, pos = parsed
+                commands.append(command)
+        except ProtocolError as exc:
+            self.error = exc
+            if not commands:
+                raise
+        return commands, pos
+
+    def _parse_at(self, buffer: bytes | bytearray, pos: int) -> tuple[RemotingCommand, int] | None:
+        """The command framed at ``buffer[pos:]`` and where the next frame starts, or None if the frame is
+        not complete yet."""
         available = len(buffer) - pos
         if available < 4:
             return None
@@ -146,12 +188,13 @@ class FrameDecoder:
         header_start = pos + _PREFIX_SIZE
         body_start = header_start + header_length
         end = pos + frame_size
-        with memoryview(buffer) as view:
-            header = view[header_start:body_start].tobytes()
-            body = view[body_start:end].tobytes() if end > body_start else b""
-        command = decode_command(serialize_type, header, body)
-        self._pos = end
-        return command
+        if type(buffer) is bytes:  # slices of bytes are bytes
+            header, body = buffer[header_start:body_start], buffer[body_start:end]
+        else:
+            with memoryview(buffer) as view:
+                header = view[header_start:body_start].tobytes()
+                body = view[body_start:end].tobytes() if end > body_start else b""
+        return decode_command(serialize_type, header, body), end
 
     def _compact(self) -> None:
         pos = self._pos

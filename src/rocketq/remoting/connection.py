@@ -70,12 +70,17 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_activity = time.monotonic()
+        decoder = self._decoder
         try:
-            self._decoder.feed(data)
-            while (command := self._decoder.next_command()) is not None:
-                self._dispatch(command)
+            commands = decoder.decode(data)
         except ProtocolError as exc:
             log.warning("closing connection from %s: %s", self.remote_address, exc)
+            self.close()
+            return
+        for command in commands:
+            self._dispatch(command)
+        if decoder.error is not None:  # a malformed frame after these: they were served, now close
+            log.warning("closing connection from %s: %s", self.remote_address, decoder.error)
             self.close()
 
     def _dispatch(self, command: RemotingCommand) -> None:

@@ -60,6 +60,17 @@ def member(cluster: LocalCluster, group: str, received: list[bytes], **settings:
     return opened(PushConsumer(consumer_config(cluster, group, **settings), listener))
 
 
+async def broadcasting_member(
+    cluster: LocalCluster, group: str, received: list[bytes], offsets: Path, **settings: object
+) -> PushConsumer:
+    """A started broadcasting member of ``group`` on ``TOPIC``, its offsets under ``offsets``."""
+    consumer = member(
+        cluster, group, received, message_model=MessageModel.BROADCASTING, offset_store_dir=offsets, **settings
+    )
+    consumer.subscribe(TOPIC)
+    return await consumer.start()
+
+
 @pytest.mark.parametrize("where", [LAST, TIMESTAMP])
 async def test_a_new_clustering_group_starts_a_young_queue_at_zero(
     cluster: LocalCluster, where: ConsumeFromWhere
@@ -80,16 +91,7 @@ async def test_a_new_broadcasting_member_with_last_offset_gets_only_later_messag
 ) -> None:
     await send(cluster, 16, "before")
     received: list[bytes] = []
-    consumer = member(
-        cluster,
-        "LateB",
-        received,
-        consume_from_where=LAST,
-        message_model=MessageModel.BROADCASTING,
-        offset_store_dir=tmp_path,
-    )
-    consumer.subscribe(TOPIC)
-    await consumer.start()
+    consumer = await broadcasting_member(cluster, "LateB", received, tmp_path, consume_from_where=LAST)
     after = await send(cluster, 16, "after")
     await consume(consumer, received, after)
 
@@ -101,17 +103,9 @@ async def test_a_new_broadcasting_member_from_a_timestamp_gets_what_was_stored_s
     stamp = started_between_sends()
     since = await send(cluster, 16, "since")
     received: list[bytes] = []
-    consumer = member(
-        cluster,
-        "StampedB",
-        received,
-        consume_from_where=TIMESTAMP,
-        consume_timestamp_ms=stamp,
-        message_model=MessageModel.BROADCASTING,
-        offset_store_dir=tmp_path,
+    consumer = await broadcasting_member(
+        cluster, "StampedB", received, tmp_path, consume_from_where=TIMESTAMP, consume_timestamp_ms=stamp
     )
-    consumer.subscribe(TOPIC)
-    await consumer.start()
     after = await send(cluster, 8, "after")
     await consume(consumer, received, since + after)
 

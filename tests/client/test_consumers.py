@@ -20,6 +20,7 @@ from rocketq.client import (
     PullConsumer,
     PushConsumer,
 )
+from rocketq.client.admin import AdminClient
 from rocketq.client.consumer_core import ConsumerCore
 from rocketq.client.errors import MQClientError
 from rocketq.client.message import MessageExt, MessageQueue
@@ -383,3 +384,76 @@ async def test_a_queue_whose_start_offset_is_unknown_is_left_for_the_next_rebala
             assert await core.start_offset_or_skip(here) == 0
         finally:
             await core.instance.aclose()
+
+
+@pytest.mark.parametrize("kind", ["orderly", "pull"])
+async def test_a_reset_by_time_moves_a_running_orderly_or_pull_consumer_back(cluster: LocalCluster, kind: str) -> None:
+    """The operator's RESET_CONSUMER_CLIENT_OFFSET reaches a running member, which consumes from the new
+    offset at once (an orderly one in queue order again) and commits from there."""
+    group = f"RESET-{kind}"
+    first = await send(cluster, 12, "r")
+    got: list[MessageExt] = []
+    consumer: PushConsumer | PullConsumer
+    if kind == "orderly":
+        consumer = opened(PushConsumer(consumer_config(cluster, group), got.extend, orderly=True))
+    else:
+        consumer = opened(PullConsumer(consumer_config(cluster, group)))
+    consumer.subscribe(TOPIC)
+    await consumer.start()
+
+    async def collect(count: int) -> None:
+        deadline = time.monotonic() + 15
+        while len(got) < count and time.monotonic() < deadline:
+            if isinstance(consumer, PullConsumer):
+                got.extend(await consumer.poll(0.2))
+            else:
+                await asyncio.sleep(0.05)
+        assert len(got) == count
+
+    await collect(12)
+    if isinstance(consumer, PullConsumer):
+        await consumer.commit()
+    await asyncio.sleep(0.5)  # committed
+    async with AdminClient(cluster.namesrv_addr) as admin:
+        offsets = await admin.reset_offset_by_time(group, TOPIC, 0)
+    assert {o.offset for o in offsets} == {0}
+    await collect(24)
+    again = got[12:]
+    assert sorted(m.body for m in again) == sorted(first)  # every message once more
+    if kind == "orderly":
+        by_queue: dict[tuple[str, int], list[int]] = {}
+        for message in again:
+            by_queue.setdefault((message.store_host, message.queue_id), []).append(message.queue_offset)
+        assert all(offsets == list(range(len(offsets))) for offsets in by_queue.values()), by_queue
+    await asyncio.sleep(0.5)
+    assert len(got) == 24  # and nothing beyond
+    await consumer.aclose()
+
+
+async def test_a_reset_during_orderly_consumption_is_not_undone_by_the_message_in_hand(cluster: LocalCluster) -> None:
+    """A slow orderly listener has messages in hand when the reset arrives: finishing them must not
+    move the queues' offsets past the reset, so every message is consumed (again) after it."""
+    seen: Counter[tuple[str, int, int]] = Counter()
+
+    def slow(messages: list[MessageExt]) -> None:
+        time.sleep(0.1)
+        for message in messages:
+            seen[(message.store_host, message.queue_id, message.queue_offset)] += 1
+
+    await send(cluster, 24, "slow")
+    consumer = opened(PushConsumer(consumer_config(cluster, "RESET-busy"), slow, orderly=True))
+    consumer.subscribe(TOPIC)
+    await consumer.start()
+    await eventually(lambda: sum(seen.values()) >= 8)  # in the middle of it: a message in hand per queue
+    async with AdminClient(cluster.namesrv_addr) as admin:
+        await admin.reset_offset_by_time("RESET-busy", TOPIC, 0)
+    before_reset = Counter(seen)  # a message finishing right now may count here: harmless, it only asks more
+
+    def all_again() -> bool:
+        return len(seen) == 24 and all(seen[key] > before_reset[key] for key in seen)
+
+    try:
+        await eventually(all_again, timeout=20)
+    except AssertionError:
+        raise AssertionError(sorted((key, before_reset[key], seen[key]) for key in seen)) from None
+    await consumer.aclose()

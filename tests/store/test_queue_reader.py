@@ -19,10 +19,10 @@ TAGS = ["a", "b", "c"]
 
 @settings(max_examples=40, deadline=None)
 @given(
-    puts=st.lists(st.tuples(st.integers(0, 1), st.sampled_from(TAGS), st.integers(1, 300)), min_size=1, max_size=60),
+    puts=st.lists(st.tuples(st.integers(0, 1), st.sampled_from(TAGS), st.integers(1, 300)), min_size=1, max_size=120),
     start=st.integers(0, 40),
-    max_count=st.integers(1, 40),
-    max_bytes=st.integers(1, 6000),
+    max_count=st.integers(1, 80),  # both sides of SCALAR_MAX_ENTRIES (32)
+    max_bytes=st.integers(1, 12000),
     wanted=st.none() | st.sets(st.sampled_from(TAGS), max_size=2),
 )
 def test_get_messages_matches_the_model(

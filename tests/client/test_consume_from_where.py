@@ -6,11 +6,12 @@ ConsumerManageProcessor.queryConsumerOffset):
 1. The consumer reads its stored offset: clustering asks the broker (QUERY_CONSUMER_OFFSET),
    broadcasting reads its local file. An offset found is where it starts, whatever consume_from_where.
 2. A broker asked about a group it has no offset for answers **0** when the queue still holds its
-   first message (min offset 0) -- Java adds "and that message is still in memory", a test rocketq's
-   broker does not make. So a new clustering group on a young queue starts at 0 with every
-   consume_from_where, and gets the messages sent before it started.
+   first message (min offset 0) and that message is still "in memory": within the newest
+   ``accessMessageInMemoryMaxRatio`` (40) % of RAM worth of CommitLog. So a new clustering group on a
+   young queue starts at 0 with every consume_from_where, and gets the messages sent before it started.
 3. Only when no offset is found (the broker answers QUERY_NOT_FOUND because the queue's first
-   messages were deleted, or a broadcasting member has no local offset) does consume_from_where
+   messages were deleted or are on disk only, or a broadcasting member has no local offset) does
+   consume_from_where
    decide: LAST_OFFSET starts at the queue's max offset, FIRST_OFFSET at 0, TIMESTAMP at the first
    message stored at or after consume_timestamp_ms. A retry topic starts at 0 (at its max offset for
    TIMESTAMP).
@@ -58,6 +59,26 @@ def member(cluster: LocalCluster, group: str, received: list[bytes], **settings:
         received.extend(m.body for m in messages)
 
     return opened(PushConsumer(consumer_config(cluster, group, **settings), listener))
+
+
+async def test_a_new_clustering_group_whose_queue_start_is_on_disk_only_follows_consume_from_where(
+    tmp_path: Path,
+) -> None:
+    """Rule 2's memory condition: with ``accessMessageInMemoryMaxRatio`` 0 every stored byte counts as
+    on disk only, so the broker answers QUERY_NOT_FOUND and LAST_OFFSET starts at the end."""
+    async with LocalCluster(tmp_path, brokers=1, access_message_in_memory_max_ratio=0) as running:
+        async with AdminClient(running.namesrv_addr) as admin:
+            await admin.update_topic(TOPIC, cluster="DefaultCluster", read_queues=2, write_queues=2)
+        try:
+            await send(running, 8, "before")
+            received: list[bytes] = []
+            consumer = member(running, "OnDisk", received, consume_from_where=LAST)
+            consumer.subscribe(TOPIC)
+            await consumer.start()
+            after = await send(running, 8, "after")
+            await consume(consumer, received, after)
+        finally:
+            await close_opened()
 
 
 async def broadcasting_member(

@@ -37,6 +37,7 @@ class BrokerConfig:
     max_hash_slot_num: int = 5_000_000  # IndexFile slots
     max_index_num: int = 20_000_000  # IndexFile entries per file
     file_reserved_time: float = 72.0  # hours
+    access_message_in_memory_max_ratio: int = 40  # % of RAM: older CommitLog bytes count as on disk only
     delete_when: str = "04"
     auto_create_topic_enable: bool = True
     auto_create_subscription_group: bool = True

@@ -3,6 +3,8 @@ AdminBrokerProcessor)."""
 
 from __future__ import annotations
 
+import os
+
 from rocketq.broker.context import BrokerContext, parsed, reply
 from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketq.protocol.headers import (
@@ -23,12 +25,22 @@ from rocketq.remoting import RequestHandler
 
 def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
     store = context.store
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    in_memory_bytes = ram * context.config.access_message_in_memory_max_ratio // 100
+
+    def on_disk_only(topic: str, queue_id: int, queue_offset: int) -> bool:
+        """Java's checkInDiskByConsumeOffset: the record is older than the newest
+        ``accessMessageInMemoryMaxRatio`` % of RAM worth of CommitLog."""
+        physical = store.get_commit_log_offset_in_queue(topic, queue_id, queue_offset)
+        return physical is not None and store.commit_log.max_offset - physical > in_memory_bytes
 
     def query_consumer_offset(request: RemotingCommand, header: QueryConsumerOffsetRequestHeader) -> RemotingCommand:
         offset = context.offsets.query(header.consumer_group, header.topic, header.queue_id)
         if offset is None:
-            # Like Java: a group new to a queue whose first message is still here starts at 0.
-            if store.get_min_offset_in_queue(header.topic, header.queue_id) <= 0:
+            # Like Java: a group new to a queue whose first message is still here, and still in memory,
+            # starts at 0; otherwise the client applies its consume_from_where
+            first_kept = store.get_min_offset_in_queue(header.topic, header.queue_id) <= 0
+            if first_kept and not on_disk_only(header.topic, header.queue_id, 0):
                 offset = 0
             else:
                 return reply(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from rocketq.client import ClientConfig, ConsumeFromWhere, ConsumerConfig, Message, Producer, PullConsumer, PushConsumer
 from rocketq.testing import LocalCluster
@@ -30,7 +30,14 @@ async def close_opened() -> None:
         await asyncio.wait_for(_open.pop().aclose(), 30)
 
 
-def consumer_config(cluster: LocalCluster, group: str = "G", **overrides: object) -> ConsumerConfig:
+class Cluster(Protocol):
+    """A LocalCluster, or a ClusterProcess (cluster in a child process): all the config needs."""
+
+    @property
+    def namesrv_addr(self) -> str: ...
+
+
+def consumer_config(cluster: Cluster, group: str = "G", **overrides: object) -> ConsumerConfig:
     settings: dict[str, object] = {
         "group": group,
         "client": ClientConfig(namesrv_addr=cluster.namesrv_addr, instance_name=f"c{time.monotonic_ns()}"),

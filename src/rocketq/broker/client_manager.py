@@ -89,10 +89,14 @@ class ClientManager:
         key = id(channel.channel)
         is_new = key not in info.channels or info.channels[key].client_id != channel.client_id
         info.channels[key] = channel
+        topics = set()
         for subscription in subscriptions:
+            topics.add(subscription.topic)
             current = info.subscriptions.get(subscription.topic)
             if current is None or current.sub_version <= subscription.sub_version or current != subscription:
                 info.subscriptions[subscription.topic] = subscription
+        for gone in info.subscriptions.keys() - topics:  # unsubscribed (RocketMQ: the group's members agree)
+            del info.subscriptions[gone]
         return is_new
 
     def register_producer(self, group: str, channel: ClientChannel) -> None:

@@ -90,7 +90,7 @@ class ConsumerCore:
         self._on_revoked = on_revoked
         self.on_reset: ResetCallback | None = None  # set by the consumer: move assigned queues
         self._rebalance_wanted = asyncio.Event()
-        self._subscribed_since_start = False  # tell the brokers (heartbeat) before the next rebalance
+        self._subscriptions_changed = False  # tell the brokers (heartbeat) before the next rebalance
         self.rebalance_lock = asyncio.Lock()  # held while the assignment changes (rebalance, reset)
         self._tasks: list[asyncio.Task[Any]] = []
         self.instance = ClientInstance(
@@ -117,7 +117,15 @@ class ConsumerCore:
         expression = expression or "*"
         self.subscriptions[topic] = expression
         self._subscription_data[topic] = subscription_data(topic, expression)  # a new version, as in Java
-        self._subscribed_since_start = bool(self._tasks)
+        self._subscriptions_changed = bool(self._tasks)
+        self._rebalance_wanted.set()
+
+    def unsubscribe(self, topic: str) -> None:
+        """Stop consuming ``topic``: the next rebalance (at once when running) drops its queues, each
+        committed first, and the next heartbeat leaves it out, so the brokers forget it for the group."""
+        self.subscriptions.pop(topic, None)
+        self._subscription_data.pop(topic, None)
+        self._subscriptions_changed = bool(self._tasks)
         self._rebalance_wanted.set()
 
     def subscription(self, topic: str) -> SubscriptionData:
@@ -172,8 +180,8 @@ class ConsumerCore:
                     await self._rebalance_wanted.wait()
             self._rebalance_wanted.clear()
             try:
-                if self._subscribed_since_start:  # like Java's subscribe() after start: heartbeat at once
-                    self._subscribed_since_start = False
+                if self._subscriptions_changed:  # like Java's subscribe() after start: heartbeat at once
+                    self._subscriptions_changed = False
                     for topic in list(self.subscriptions):
                         await self._route(topic)  # a new topic may live on brokers not yet known
                     await self.instance.heartbeat()

@@ -12,7 +12,7 @@ import asyncio
 import collections
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from rocketq.client.config import ConsumerConfig
@@ -78,6 +78,7 @@ class PullConsumer:
         self._buffered = 0
         self._started = False
         self._commit_task: asyncio.Task[None] | None = None
+        self._paused: set[MessageQueue] = set()
 
     # -- assignment -----------------------------------------------------------------------------------
 
@@ -86,6 +87,25 @@ class PullConsumer:
             raise MQClientError("this consumer uses assign(); subscribe() and assign() do not mix")
         self._manual = False
         self._core.subscribe(topic, expression)
+
+    def unsubscribe(self, topic: str) -> None:
+        """Stop consuming ``topic`` (subscribe() mode): its queues are committed and dropped at the next
+        rebalance, at once when started."""
+        if self._manual:
+            raise MQClientError("this consumer uses assign(); assign the queues it should keep instead")
+        self._core.unsubscribe(topic)
+
+    def pause(self, queues: Iterable[MessageQueue]) -> None:
+        """Stop fetching ``queues`` and keep poll() from returning their messages until ``resume``."""
+        self._paused.update(queues)
+
+    def resume(self, queues: Iterable[MessageQueue]) -> None:
+        self._paused.difference_update(queues)
+        self._arrived.set()  # a poll waiting now may have buffered messages of these to return
+
+    @property
+    def paused(self) -> set[MessageQueue]:
+        return set(self._paused)
 
     async def assign(self, queues: Sequence[MessageQueue], expression: str = "*") -> None:
         """Consume exactly these queues (no group rebalancing)."""
@@ -188,7 +208,8 @@ class PullConsumer:
         limit_bytes = config.pull_threshold_size_for_queue_mib * 1024 * 1024
         while True:
             if (
-                self._buffered >= PULL_THRESHOLD_FOR_ALL
+                queue in self._paused
+                or self._buffered >= PULL_THRESHOLD_FOR_ALL
                 or state.buffered_count >= config.pull_threshold_for_queue
                 or state.buffered_bytes >= limit_bytes
             ):
@@ -223,7 +244,7 @@ class PullConsumer:
         deadline = loop.time() + timeout
         while True:
             for state in sorted(self._states.values(), key=lambda s: (not s.buffered, s.queue)):
-                if state.buffered:
+                if state.buffered and state.queue not in self._paused:
                     next_offset, batch = state.take()
                     self._buffered -= len(batch)
                     state.consumed_offset = next_offset

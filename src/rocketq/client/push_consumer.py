@@ -26,20 +26,9 @@ from rocketq.client.errors import MQClientError
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.process_queue import ProcessQueue
 from rocketq.client.pull import PullStatus, parse_tags
+from rocketq.client.queue_locks import QueueLocks
 from rocketq.common.group_topics import RETRY_PREFIX
 from rocketq.common.message import Property
-from rocketq.protocol import (
-    LockBatchRequestBody,
-    LockBatchResponseBody,
-    RemotingCommand,
-    RequestCode,
-    ResponseCode,
-    make_request,
-)
-from rocketq.protocol import MessageQueue as WireQueue
-from rocketq.protocol.bodies import UnlockBatchRequestBody
-from rocketq.remoting import RemotingError
-from rocketq.remoting.connection import next_opaque
 from rocketq.remoting.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -102,15 +91,28 @@ class PushConsumer:
         self._thread_results_called = False  # a wake-up to take them is already on its way
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock_task: asyncio.Task[None] | None = None
-        self._locked: set[MessageQueue] = set()  # orderly: queues whose broker lock this client holds
+        self._locks = QueueLocks(self._core)  # orderly clustering: this client's queue locks on the brokers
         self._awaiting_lock: set[MessageQueue] = set()  # orderly: assigned, taken once their lock is held
         self._started = False
+        self.suspended = False  # suspend(): no pulls until resume()
         self.consumed = 0
 
     # -- setup ----------------------------------------------------------------------------------------
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
         self._core.subscribe(topic, expression)
+
+    def unsubscribe(self, topic: str) -> None:
+        """Stop consuming ``topic`` (its queues are committed and dropped at the next rebalance, at once
+        when started)."""
+        self._core.unsubscribe(topic)
+
+    def suspend(self) -> None:
+        """Stop pulling (RocketMQ's ``suspend``): what is already cached is still consumed."""
+        self.suspended = True
+
+    def resume(self) -> None:
+        self.suspended = False
 
     def register_listener(self, listener: Listener) -> None:
         self._listener = listener
@@ -180,11 +182,13 @@ class PushConsumer:
         if offset is not None:
             await self._take(queue, offset)
         elif self._locking:
-            await self._unlock([queue])
+            await self._locks.unlock([queue])
 
     async def _take(self, queue: MessageQueue, offset: int) -> None:
         """Start pulling (and, orderly, consuming) ``queue`` from ``offset``."""
-        process = self._queues[queue] = ProcessQueue(queue, offset, locked=not self._locking or queue in self._locked)
+        process = self._queues[queue] = ProcessQueue(
+            queue, offset, locked=not self._locking or queue in self._locks.held
+        )
         if self.orderly:
             self._orderly_wake[queue] = asyncio.Event()
             self._orderly_tasks[queue] = asyncio.create_task(self._consume_orderly(process))
@@ -208,7 +212,7 @@ class PushConsumer:
         if self._locking and queues:
             for queue in queues:
                 await self._core.offsets.persist(queue)
-            await self._unlock(queues)
+            await self._locks.unlock(queues)
 
     async def _reset(self, offsets: dict[MessageQueue, int]) -> None:
         """Restart each queue this member consumes at its new offset (what was cached from before is
@@ -227,7 +231,11 @@ class PushConsumer:
         expression, tags = "", frozenset[str]()
         limit_bytes = config.pull_threshold_size_for_queue_mib * 1024 * 1024
         while not process.dropped:
-            if process.count >= config.pull_threshold_for_queue or process.cached_bytes >= limit_bytes:
+            if (
+                self.suspended
+                or process.count >= config.pull_threshold_for_queue
+                or process.cached_bytes >= limit_bytes
+            ):
                 await asyncio.sleep(FLOW_CONTROL_DELAY_S)
                 continue
             if self._locking and not process.locked:  # the lock was lost (not renewed in time)
@@ -421,44 +429,9 @@ class PushConsumer:
 
     # -- broker locks (orderly) -----------------------------------------------------------------------
 
-    async def _per_broker(
-        self,
-        code: int,
-        body_type: type[LockBatchRequestBody] | type[UnlockBatchRequestBody],
-        queues: Sequence[MessageQueue],
-    ) -> list[RemotingCommand]:
-        """Send one LOCK/UNLOCK_BATCH_MQ per master broker for its queues; the responses that came."""
-        core = self._core
-        by_broker: dict[str, list[MessageQueue]] = {}
-        for queue in queues:
-            by_broker.setdefault(queue.broker_name, []).append(queue)
-        responses = []
-        for broker_name, group in by_broker.items():
-            address = core.instance.master_address(broker_name)
-            if address is None:
-                continue
-            body = body_type(
-                consumer_group=self.config.group,
-                client_id=core.instance.client_id,
-                mq_set=[WireQueue(topic=q.topic, broker_name=q.broker_name, queue_id=q.queue_id) for q in group],
-            ).encode()
-            request = make_request(code, opaque=next_opaque(), body=body)
-            try:
-                responses.append(
-                    await core.instance.invoke_broker(address, request, self.config.client.request_timeout_s)
-                )
-            except RemotingError as exc:
-                log.info("request %d about queues on %s failed: %s", code, broker_name, exc)
-        return responses
-
     async def _lock(self, queues: Sequence[MessageQueue]) -> set[MessageQueue]:
-        """LOCK_BATCH_MQ per broker; returns (and records) the queues this client now holds."""
-        held: set[MessageQueue] = set()
-        for response in await self._per_broker(RequestCode.LOCK_BATCH_MQ, LockBatchRequestBody, queues):
-            if response.code == ResponseCode.SUCCESS:
-                for wire in LockBatchResponseBody.decode(response.body).lock_ok_mq_set:
-                    held.add(MessageQueue(wire.topic, wire.broker_name, wire.queue_id))
-        self._locked = (self._locked - set(queues)) | held
+        """Lock or renew ``queues`` on their brokers; returns those held, and marks their process queues."""
+        held = await self._locks.lock(queues)
         for queue in queues:
             process = self._queues.get(queue)
             if process is not None:
@@ -469,10 +442,6 @@ class PushConsumer:
                         wake.set()
         return held
 
-    async def _unlock(self, queues: Sequence[MessageQueue]) -> None:
-        await self._per_broker(RequestCode.UNLOCK_BATCH_MQ, UnlockBatchRequestBody, queues)
-        self._locked -= set(queues)
-
     async def _renew_locks(self) -> None:
         """Re-lock every assigned queue (renews held locks, retries ones another member still holds)."""
         while True:
@@ -482,7 +451,7 @@ class PushConsumer:
             try:
                 async with self._core.rebalance_lock:
                     await self._lock(sorted(self._queues.keys() | self._awaiting_lock))
-                    for queue in sorted(self._awaiting_lock & self._locked):  # their previous owner let go
+                    for queue in sorted(self._awaiting_lock & self._locks.held):  # their previous owner let go
                         self._awaiting_lock.discard(queue)
                         await self._take_from_start(queue)
             except Exception as exc:

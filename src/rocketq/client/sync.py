@@ -119,6 +119,15 @@ class SyncPushConsumer:
         """Subscribe (on the loop: after ``start()`` the consumer rebalances at once for a new topic)."""
         self._loop.run(lambda: self._consumer.subscribe(topic, expression))
 
+    def unsubscribe(self, topic: str) -> None:
+        self._loop.run(lambda: self._consumer.unsubscribe(topic))
+
+    def suspend(self) -> None:
+        self._loop.run(self._consumer.suspend)
+
+    def resume(self) -> None:
+        self._loop.run(self._consumer.resume)
+
     def start(self) -> SyncPushConsumer:
         self._loop.call(self._consumer.start())
         return self
@@ -150,6 +159,15 @@ class SyncPullConsumer:
     def subscribe(self, topic: str, expression: str = "*") -> None:
         """Subscribe (on the loop: after ``start()`` the consumer rebalances at once for a new topic)."""
         self._loop.run(lambda: self._consumer.subscribe(topic, expression))
+
+    def unsubscribe(self, topic: str) -> None:
+        self._loop.run(lambda: self._consumer.unsubscribe(topic))
+
+    def pause(self, queues: Sequence[MessageQueue]) -> None:
+        self._loop.run(lambda: self._consumer.pause(queues))
+
+    def resume(self, queues: Sequence[MessageQueue]) -> None:
+        self._loop.run(lambda: self._consumer.resume(queues))
 
     def assign(self, queues: Sequence[MessageQueue], expression: str = "*") -> None:
         self._loop.call(self._consumer.assign(queues, expression))

@@ -139,3 +139,36 @@ async def test_push_consumer_caches_at_most_threshold_plus_one_batch_while_its_l
     await eventually(lambda: len(consumed) >= len(bodies), timeout=10)
     assert sorted(consumed) == sorted(bodies)
     await consumer.aclose()
+
+
+async def test_unfinished_messages_spread_wider_than_the_max_span_stop_the_queue_from_pulling(
+    cluster: LocalCluster,
+) -> None:
+    """consume_concurrently_max_span (RocketMQ's, over the messages not yet consumed): with every listener
+    call blocked, a queue is pulled until its unfinished messages span more than 10 offsets, then no
+    more; released, everything is consumed."""
+    queue = MessageQueue(TOPIC, cluster.brokers[0].config.broker_name, 0)
+    async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+        for number in range(60):
+            await producer.send_orderly(Message(TOPIC, b"span-%d" % number), selector=lambda qs, m, a: a, arg=queue)
+    release = threading.Event()
+    started: list[int] = []
+    done: list[int] = []
+
+    def listener(messages: list[MessageExt]) -> None:
+        started.append(messages[0].queue_offset)
+        release.wait(20)
+        done.extend(message.queue_offset for message in messages)
+
+    config = consumer_config(cluster, "SPAN", consume_concurrently_max_span=10, pull_batch_size=4)
+    consumer = opened(PushConsumer(config, listener))
+    consumer.subscribe(TOPIC)
+    await consumer.start()
+    await asyncio.sleep(1.5)
+    in_flight = sorted(started)
+    release.set()
+    await eventually(lambda: sorted(done) == list(range(60)))
+    await consumer.aclose()
+    # batches of 4 from offset 0: pulling stops after the one reaching offset 11 (span 11 > 10); one
+    # consume thread per batch, so three listener calls were waiting (fifteen without the limit)
+    assert in_flight == [0, 4, 8], in_flight

@@ -64,5 +64,6 @@ def test_commit_offset_and_cache_follow_the_model(data: st.DataObject) -> None:
             assert result == (min(pending) if pending else highest + 1)
         assert queue.count == len(pending)
         assert queue.cached_bytes == sum(len(m.body) for m in pending.values())
+        assert queue.max_span == (max(pending) - min(pending) if pending else 0)
     if pending:
         assert queue.first_pending() is pending[min(pending)]

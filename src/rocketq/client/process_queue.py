@@ -35,6 +35,15 @@ class ProcessQueue:
         """Messages pulled and not yet consumed (flow control counts these)."""
         return len(self._messages) - len(self._finished)
 
+    @property
+    def max_span(self) -> int:
+        """Offsets between the first and the last message still being consumed (RocketMQ's maxSpan)."""
+        order, finished = self._order, self._finished
+        for last in reversed(order):
+            if last not in finished:
+                return last - order[0]
+        return 0
+
     def add(self, messages: list[MessageExt]) -> None:
         """Cache newly pulled messages (offsets at or below ``max_offset`` are already here or done)."""
         cached, order_append = self._messages, self._order.append

@@ -235,6 +235,7 @@ class PushConsumer:
                 self.suspended
                 or process.count >= config.pull_threshold_for_queue
                 or process.cached_bytes >= limit_bytes
+                or (not self.orderly and process.max_span > config.consume_concurrently_max_span)
             ):
                 await asyncio.sleep(FLOW_CONTROL_DELAY_S)
                 continue

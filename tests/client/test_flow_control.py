@@ -10,15 +10,17 @@ import os
 import threading
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from rocketq.client import Message, MessageQueue, Producer, PullConsumer, PushConsumer
+from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.protocol import PullMessageRequestHeader, RemotingCommand, RequestCode, ResponseCode
 from rocketq.testing import LocalCluster
 
 from .broker_taps import tap
-from .helpers import TOPIC, consumer_config, eventually, opened, send
+from .helpers import TOPIC, close_opened, consumer_config, eventually, opened, send
 
 QueueKey = tuple[str, int]  # broker name, queue id
 
@@ -172,3 +174,50 @@ async def test_unfinished_messages_spread_wider_than_the_max_span_stop_the_queue
     # batches of 4 from offset 0: pulling stops after the one reaching offset 11 (span 11 > 10); one
     # consume thread per batch, so three listener calls were waiting (fifteen without the limit)
     assert in_flight == [0, 4, 8], in_flight
+
+
+async def test_a_listener_call_running_past_the_consume_timeout_is_given_up_and_retried(tmp_path: Path) -> None:
+    """consume_timeout_s (RocketMQ's consumeTimeout): a call that does not return in time has its message
+    sent back for a retry and counted as consumed, so its queue's commit offset moves past it."""
+    fast_levels = " ".join(f"{100 * (i + 1)}ms" for i in range(18))  # the retry (level 3) in 0.3 s
+    async with LocalCluster(tmp_path, brokers=1, message_delay_level=fast_levels) as cluster:
+        async with AdminClient(cluster.namesrv_addr) as admin:
+            await admin.update_topic(TOPIC, cluster="DefaultCluster", read_queues=1, write_queues=1)
+        try:
+            await give_up_and_retry(cluster)
+        finally:
+            await close_opened()
+
+
+async def give_up_and_retry(cluster: LocalCluster) -> None:
+    queue = MessageQueue(TOPIC, cluster.brokers[0].config.broker_name, 0)
+    release = threading.Event()
+    seen: list[tuple[bytes, int]] = []
+
+    def listener(messages: list[MessageExt]) -> None:
+        (message,) = messages
+        if message.body == b"stuck" and message.reconsume_times == 0:
+            release.wait(20)  # never returns in time
+        seen.append((message.body, message.reconsume_times))
+
+    consumer = opened(PushConsumer(consumer_config(cluster, "TIMEOUT", consume_timeout_s=1.0), listener))
+    consumer.subscribe(TOPIC)
+    await consumer.start()
+    try:
+        async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+
+            async def send_to_queue(body: bytes) -> None:
+                await producer.send_orderly(Message(TOPIC, body), selector=lambda qs, m, a: a, arg=queue)
+
+            await send_to_queue(b"before")
+            await eventually(lambda: (b"before", 0) in seen)
+            await send_to_queue(b"stuck")
+            await asyncio.sleep(0.2)
+            await send_to_queue(b"after")  # its own pull: consumed while "stuck" hangs
+            await eventually(lambda: (b"after", 0) in seen)
+        assert consumer._core.offsets.table.get(queue) == 1  # held at "stuck"
+        await eventually(lambda: (b"stuck", 1) in seen, timeout=10)  # given up after 1 s, retried
+        await eventually(lambda: consumer._core.offsets.table.get(queue) == 3, timeout=5)
+    finally:
+        release.set()
+    await consumer.aclose()

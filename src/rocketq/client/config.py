@@ -69,6 +69,7 @@ class ConsumerConfig:
     pull_threshold_for_queue: int = 1000  # cached messages per queue before pulling pauses
     pull_threshold_size_for_queue_mib: int = 100
     consume_concurrently_max_span: int = 2000  # concurrent: pulling pauses while unfinished offsets span more
+    consume_timeout_s: float = 900.0  # concurrent: a listener call running longer is given up (retried)
     max_reconsume_times: int = -1  # -1: 16 for concurrent consumption, no limit for orderly (see reconsume_limit)
     suspend_current_queue_time_ms: int = 1000  # orderly: pause after a failed message
     persist_consumer_offset_interval_s: float = 5.0

@@ -23,6 +23,7 @@ from rocketq.client.config import ConsumerConfig
 from rocketq.client.consume_threads import ConsumeThreads
 from rocketq.client.consumer_core import ConsumerCore
 from rocketq.client.errors import MQClientError
+from rocketq.client.listener_calls import ListenerCalls
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.process_queue import ProcessQueue
 from rocketq.client.pull import PullStatus, parse_tags
@@ -91,6 +92,8 @@ class PushConsumer:
         self._thread_results_called = False  # a wake-up to take them is already on its way
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock_task: asyncio.Task[None] | None = None
+        self._calls = ListenerCalls()  # concurrent: the listener calls running now
+        self._timeout_task: asyncio.Task[None] | None = None
         self._locks = QueueLocks(self._core)  # orderly clustering: this client's queue locks on the brokers
         self._awaiting_lock: set[MessageQueue] = set()  # orderly: assigned, taken once their lock is held
         self._started = False
@@ -136,6 +139,8 @@ class PushConsumer:
         await self._core.start()
         if self._locking:
             self._lock_task = asyncio.create_task(self._renew_locks())
+        if not self.orderly:
+            self._timeout_task = asyncio.create_task(self._give_up_overdue_calls())
         return self
 
     async def aclose(self) -> None:
@@ -143,7 +148,7 @@ class PushConsumer:
             return
         self._started = False
         await self._core.stop_background()
-        await cancel_and_wait([self._lock_task])
+        await cancel_and_wait([self._lock_task, self._timeout_task])
         await self._revoked(sorted(self._queues))
         if self._consume_tasks:
             await asyncio.wait(set(self._consume_tasks), timeout=10)
@@ -297,17 +302,20 @@ class PushConsumer:
             return [[message] for message in messages]
         return [messages[start : start + size] for start in range(0, len(messages), size)]
 
-    def _run_listener(self, messages: list[MessageExt]) -> Failed:
+    def _run_listener(self, messages: list[MessageExt], process: ProcessQueue | None) -> Failed:
         """Call a plain-function listener on each sub-batch (on a consume thread); returns the failed
-        sub-batches. Never raises."""
+        sub-batches. Never raises. Calls on a ``process``'s messages can be given up when overdue."""
         listener: Callable[[list[MessageExt]], Any] = self._listener  # type: ignore[assignment]
         failed = []
         for batch in self._batches(messages):
+            token = self._calls.begin(process, batch) if process is not None else -1
             try:
                 result = listener(batch)
             except Exception:
                 log.exception("listener failed on %d message(s) of %s", len(batch), batch[0].topic)
                 result = False
+            finally:
+                self._calls.end(token)
             if not _succeeded(result):
                 failed.append(batch)
         return failed
@@ -325,7 +333,7 @@ class PushConsumer:
     def _on_thread(self, process: ProcessQueue | None, messages: list[MessageExt], future: SyncResult) -> None:
         """A consume thread: the listener on ``messages``, the outcome handed back to the loop."""
         skip = process is not None and process.dropped
-        self._thread_results.append((future, None if skip else self._run_listener(messages)))
+        self._thread_results.append((future, None if skip else self._run_listener(messages, process)))
         if not self._thread_results_called:
             self._thread_results_called = True
             assert self._loop is not None  # set by start(), before any pull
@@ -340,18 +348,22 @@ class PushConsumer:
             if not future.done():  # its consumer task may have been cancelled meanwhile
                 future.set_result(failed)
 
-    async def _call_listener(self, messages: list[MessageExt]) -> Failed:
-        """The listener on every sub-batch of ``messages``; returns the sub-batches that failed."""
+    async def _call_listener(self, messages: list[MessageExt], process: ProcessQueue | None = None) -> Failed:
+        """The listener on every sub-batch of ``messages``; returns the sub-batches that failed. Calls
+        on a ``process``'s messages can be given up when overdue (concurrent consumption)."""
         if not self._listener_is_async:
-            return await self._to_thread(None, messages) or []
+            return await self._to_thread(process, messages) or []
         listener: Callable[[list[MessageExt]], Any] = self._listener  # type: ignore[assignment]
         failed = []
         for batch in self._batches(messages):
+            token = self._calls.begin(process, batch) if process is not None else -1
             try:
                 result = await listener(batch)
             except Exception:
                 log.exception("listener failed on %d message(s) of %s", len(batch), batch[0].topic)
                 result = False
+            finally:
+                self._calls.end(token)
             if not _succeeded(result):
                 failed.append(batch)
         return failed
@@ -361,7 +373,7 @@ class PushConsumer:
         async with self._slots:
             if process.dropped:
                 return
-            failed = await self._call_listener(messages)
+            failed = await self._call_listener(messages, process)
         await self._settle(process, messages, failed)
 
     async def _consumed_on_thread(self, process: ProcessQueue, messages: list[MessageExt], result: SyncResult) -> None:
@@ -391,6 +403,26 @@ class PushConsumer:
         offset = process.finish(finished)
         if offset >= 0 and not process.dropped:
             self._core.offsets.update(process.queue, offset)
+
+    async def _give_up_overdue_calls(self) -> None:
+        """Every so often, give up listener calls running longer than ``consume_timeout_s``: their messages
+        go back to the broker for a retry and count as consumed here, so the queue's offset moves on."""
+        timeout = self.config.consume_timeout_s
+        while True:
+            await asyncio.sleep(min(max(timeout / 4, 0.05), 60.0))
+            for process, batch in self._calls.overdue(timeout):
+                if process.dropped:
+                    continue
+                log.warning(
+                    "a listener call on %d message(s) of %s ran over %.0f s: retried",
+                    len(batch),
+                    process.queue,
+                    timeout,
+                )
+                sent_back = [message for message in batch if await self._core.send_back(message, delay_level=3)]
+                offset = process.finish(sent_back)
+                if offset >= 0 and not process.dropped:
+                    self._core.offsets.update(process.queue, offset)
 
     def _retry_locally(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
         if not process.dropped:

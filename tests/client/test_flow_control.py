@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -221,3 +222,35 @@ async def give_up_and_retry(cluster: LocalCluster) -> None:
     finally:
         release.set()
     await consumer.aclose()
+
+
+async def test_a_burst_into_one_queue_is_consumed_by_many_threads_at_once(cluster: LocalCluster) -> None:
+    """Twenty messages stored together in one queue come in one pull; with idle consume threads they are
+    spread over them (as RocketMQ's one request per message would be), not consumed one after another."""
+    running = most = 0
+    lock = threading.Lock()
+    done: list[bytes] = []
+
+    def slow(messages: list[MessageExt]) -> None:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        time.sleep(0.2)  # a listener waiting on I/O
+        with lock:
+            running -= 1
+            done.extend(m.body for m in messages)
+
+    consumer = opened(PushConsumer(consumer_config(cluster, "BURST"), slow))
+    consumer.subscribe(TOPIC)
+    await consumer.start()
+    await eventually(lambda: len(consumer.assigned_queues) >= 8)
+    bodies = [b"burst-%d" % number for number in range(20)]
+    async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+        await producer.send_batch([Message(TOPIC, body) for body in bodies])  # one queue, one request
+    began = time.monotonic()
+    await eventually(lambda: sorted(done) == sorted(bodies))
+    took = time.monotonic() - began
+    await consumer.aclose()
+    assert most >= 10, most
+    assert took < 2.0, took  # one after another would take 4 s

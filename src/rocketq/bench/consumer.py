@@ -53,7 +53,7 @@ from rocketq.client import (
     PushConsumer,
 )
 from rocketq.client.admin import AdminClient
-from rocketq.client.push_consumer import Listener
+from rocketq.client.listener import Listener
 from rocketq.remoting.tasks import cancel_and_wait
 from rocketq.testing.cluster import LocalCluster
 from rocketq.testing.cluster_process import ClusterProcess

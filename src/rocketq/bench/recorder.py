@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 
 from rocketq.client import MessageExt
-from rocketq.client.push_consumer import Listener
+from rocketq.client.listener import Listener
 
 SENT_PROPERTY = "benchSentNs"
 """User property carrying the sender's ``time.perf_counter_ns()`` (the latency stream's messages)."""

@@ -2,10 +2,11 @@
 
 from rocketq.client.config import ClientConfig, ConsumeFromWhere, ConsumerConfig, MessageModel, ProducerConfig
 from rocketq.client.errors import BrokerResponseError, MQClientError
+from rocketq.client.listener import ConsumeStatus
 from rocketq.client.message import Message, MessageExt, MessageQueue, SendResult, SendStatus, decode_messages
 from rocketq.client.producer import Producer
 from rocketq.client.pull_consumer import PullConsumer
-from rocketq.client.push_consumer import ConsumeStatus, PushConsumer
+from rocketq.client.push_consumer import PushConsumer
 from rocketq.client.sync import SyncProducer, SyncPullConsumer, SyncPushConsumer
 
 __all__ = [

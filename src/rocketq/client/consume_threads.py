@@ -54,6 +54,12 @@ class ConsumeThreads:
         """Consume threads alive and waiting for work now."""
         return self._idle
 
+    @property
+    def spare(self) -> int:
+        """How many pieces of work submitted now would start at once: idle threads no submitted work is
+        waiting for, and threads that may still be started."""
+        return max(0, self._idle - self._pending) + self.max_threads - self._threads
+
     def submit(self, work: Work) -> None:
         """Run ``work`` on a consume thread, starting one if every live thread has work waiting for it.
         ``work`` must not raise (anything it raises is logged). RuntimeError once closed."""

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from rocketq.client.config import ConsumerConfig
 from rocketq.client.consumer_core import ConsumerCore
 from rocketq.client.errors import MQClientError
+from rocketq.client.listener import user_view
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.pull import PullStatus, parse_tags
-from rocketq.client.push_consumer import user_view
 from rocketq.client.route import subscribe_queues
 from rocketq.protocol import RequestCode, make_request
 from rocketq.protocol.headers import GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader, SearchOffsetRequestHeader

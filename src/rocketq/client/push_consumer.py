@@ -13,57 +13,28 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import enum
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rocketq.client.config import ConsumerConfig
 from rocketq.client.consume_threads import ConsumeThreads
 from rocketq.client.consumer_core import ConsumerCore
 from rocketq.client.errors import MQClientError
+from rocketq.client.listener import Failed, Listener, succeeded, user_view
 from rocketq.client.listener_calls import ListenerCalls
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.process_queue import ProcessQueue
 from rocketq.client.pull import PullStatus, parse_tags
 from rocketq.client.queue_locks import QueueLocks
 from rocketq.common.group_topics import RETRY_PREFIX
-from rocketq.common.message import Property
 from rocketq.remoting.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
-
-class ConsumeStatus(enum.Enum):
-    CONSUME_SUCCESS = "CONSUME_SUCCESS"
-    RECONSUME_LATER = "RECONSUME_LATER"
-
-
-ListenerResult = ConsumeStatus | bool | None
-Listener = Callable[[list[MessageExt]], ListenerResult | Awaitable[ListenerResult]]
-"""Gets a batch (``consume_message_batch_max_size``, 1 by default). Returning None, True or
-CONSUME_SUCCESS acknowledges it; False, RECONSUME_LATER or an exception asks for redelivery."""
-
 FLOW_CONTROL_DELAY_S = 0.05
 LOCAL_RETRY_DELAY_S = 5.0
-
-
-def _succeeded(result: ListenerResult) -> bool:
-    return result is None or result is True or result is ConsumeStatus.CONSUME_SUCCESS
-
-
-def user_view(message: MessageExt) -> MessageExt:
-    """A retried message as its consumer expects it: under its original topic."""
-    if message.topic.startswith(RETRY_PREFIX):  # only then are the properties worth decoding here
-        original = message.properties.get(Property.RETRY_TOPIC)
-        if original:
-            return message.with_topic(original)
-    return message
-
-
-Failed = list[list[MessageExt]]
-"""The sub-batches of a pulled batch that its listener failed."""
 SyncResult = asyncio.Future[Failed | None]
 """A consume thread's answer for one batch: its failed sub-batches, or None if its queue was dropped
 before a thread got to it (nothing was consumed)."""
@@ -287,8 +258,9 @@ class PushConsumer:
         loop = asyncio.get_running_loop()
         if self._listener_is_async:
             task = loop.create_task(self._consume(process, messages))
-        else:  # a consume thread is woken now, while the loop goes on to send the queue's next pull
-            task = loop.create_task(self._consumed_on_thread(process, messages, self._to_thread(process, messages)))
+        else:  # consume threads are woken now, while the loop goes on to send the queue's next pull
+            parts = [self._to_thread(process, part) for part in self._thread_parts(messages)]
+            task = loop.create_task(self._consumed_on_thread(process, messages, parts))
         self._consume_tasks.add(task)
         task.add_done_callback(self._consume_tasks.discard)
 
@@ -316,9 +288,21 @@ class PushConsumer:
                 result = False
             finally:
                 self._calls.end(token)
-            if not _succeeded(result):
+            if not succeeded(result):
                 failed.append(batch)
         return failed
+
+    def _thread_parts(self, messages: list[MessageExt]) -> list[list[MessageExt]]:
+        """A pulled batch cut for the consume threads: whole while every thread is busy (one hand-over
+        per pull), else spread over the threads that can start on it now, so a burst into one queue is
+        consumed as concurrently as RocketMQ's one request per listener call would be."""
+        size = max(1, self.config.consume_message_batch_max_size)
+        calls = -(-len(messages) // size)
+        parts = min(calls, max(1, self._threads.spare))
+        if parts == 1:
+            return [messages]
+        per_part = -(-calls // parts) * size  # whole listener calls in each part
+        return [messages[start : start + per_part] for start in range(0, len(messages), per_part)]
 
     def _to_thread(self, process: ProcessQueue | None, messages: list[MessageExt]) -> SyncResult:
         """Hand ``messages`` to a consume thread; a batch of ``process`` is skipped if that queue is
@@ -364,7 +348,7 @@ class PushConsumer:
                 result = False
             finally:
                 self._calls.end(token)
-            if not _succeeded(result):
+            if not succeeded(result):
                 failed.append(batch)
         return failed
 
@@ -376,11 +360,14 @@ class PushConsumer:
             failed = await self._call_listener(messages, process)
         await self._settle(process, messages, failed)
 
-    async def _consumed_on_thread(self, process: ProcessQueue, messages: list[MessageExt], result: SyncResult) -> None:
-        """A pulled batch handed to the consume threads: settled once a thread has run the listener."""
-        failed = await result
-        if failed is not None:
-            await self._settle(process, messages, failed)
+    async def _consumed_on_thread(
+        self, process: ProcessQueue, messages: list[MessageExt], parts: list[SyncResult]
+    ) -> None:
+        """A pulled batch handed to the consume threads: settled once threads have run the listener on
+        all its parts (none was skipped: the queue is still this member's)."""
+        outcomes = [await part for part in parts]
+        if all(failed is not None for failed in outcomes):
+            await self._settle(process, messages, [batch for failed in outcomes if failed for batch in failed])
 
     async def _settle(self, process: ProcessQueue, messages: list[MessageExt], failed: Failed) -> None:
         """After the listener: failed messages back to the broker (or retried here), the queue's

@@ -11,10 +11,11 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from rocketq.client.config import ConsumerConfig, ProducerConfig
+from rocketq.client.listener import Listener
 from rocketq.client.message import Message, MessageExt, MessageQueue, SendResult
 from rocketq.client.producer import Producer, QueueSelector
 from rocketq.client.pull_consumer import PullConsumer
-from rocketq.client.push_consumer import Listener, PushConsumer
+from rocketq.client.push_consumer import PushConsumer
 
 T = TypeVar("T")
 

@@ -172,9 +172,9 @@ async def test_unfinished_messages_spread_wider_than_the_max_span_stop_the_queue
     release.set()
     await eventually(lambda: sorted(done) == list(range(60)))
     await consumer.aclose()
-    # batches of 4 from offset 0: pulling stops after the one reaching offset 11 (span 11 > 10); one
-    # consume thread per batch, so three listener calls were waiting (fifteen without the limit)
-    assert in_flight == [0, 4, 8], in_flight
+    # batches of 4 from offset 0: pulling stops after the one reaching offset 11 (span 11 > 10); each
+    # message had a thread of its own, so twelve calls were waiting (twenty, every thread, without it)
+    assert in_flight == list(range(12)), in_flight
 
 
 async def test_a_listener_call_running_past_the_consume_timeout_is_given_up_and_retried(tmp_path: Path) -> None:

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from rocketq.client import Message, MessageQueue, Producer, PullConsumer, PushConsumer
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
@@ -224,24 +226,41 @@ async def give_up_and_retry(cluster: LocalCluster) -> None:
     await consumer.aclose()
 
 
-async def test_a_burst_into_one_queue_is_consumed_by_many_threads_at_once(cluster: LocalCluster) -> None:
-    """Twenty messages stored together in one queue come in one pull; with idle consume threads they are
-    spread over them (as RocketMQ's one request per message would be), not consumed one after another."""
+@pytest.mark.parametrize("kind", ["plain", "coroutine"])
+async def test_a_burst_into_one_queue_is_consumed_by_many_listener_calls_at_once(
+    cluster: LocalCluster, kind: str
+) -> None:
+    """Twenty messages stored together in one queue come in one pull; with idle consume threads (or free
+    coroutine slots) they are spread over them, as RocketMQ's one request per message would be, not
+    consumed one after another."""
     running = most = 0
     lock = threading.Lock()
     done: list[bytes] = []
 
-    def slow(messages: list[MessageExt]) -> None:
+    def enter() -> None:
         nonlocal running, most
         with lock:
             running += 1
             most = max(most, running)
-        time.sleep(0.2)  # a listener waiting on I/O
+
+    def leave(messages: list[MessageExt]) -> None:
+        nonlocal running
         with lock:
             running -= 1
             done.extend(m.body for m in messages)
 
-    consumer = opened(PushConsumer(consumer_config(cluster, "BURST"), slow))
+    def slow(messages: list[MessageExt]) -> None:
+        enter()
+        time.sleep(0.2)  # a listener waiting on I/O
+        leave(messages)
+
+    async def slow_coroutine(messages: list[MessageExt]) -> None:
+        enter()
+        await asyncio.sleep(0.2)
+        leave(messages)
+
+    listener = slow if kind == "plain" else slow_coroutine
+    consumer = opened(PushConsumer(consumer_config(cluster, f"BURST-{kind}"), listener))
     consumer.subscribe(TOPIC)
     await consumer.start()
     await eventually(lambda: len(consumer.assigned_queues) >= 8)

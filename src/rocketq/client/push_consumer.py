@@ -57,6 +57,7 @@ class PushConsumer:
         self._orderly_wake: dict[MessageQueue, asyncio.Event] = {}
         self._orderly_in_hand: dict[MessageQueue, asyncio.Task[None]] = {}  # the message being consumed
         self._slots = asyncio.Semaphore(config.consume_thread_max)  # coroutine listeners running at once
+        self._coroutine_parts = 0  # parts of pulled batches given to a coroutine listener, not yet done
         self._threads = ConsumeThreads(config.consume_thread_min, config.consume_thread_max, name="rocketq-consume")
         # what consume threads hand back, taken by the loop in one wake-up however many are waiting
         self._thread_results: collections.deque[tuple[SyncResult, Failed | None]] = collections.deque()
@@ -259,7 +260,7 @@ class PushConsumer:
         if self._listener_is_async:
             task = loop.create_task(self._consume(process, messages))
         else:  # consume threads are woken now, while the loop goes on to send the queue's next pull
-            parts = [self._to_thread(process, part) for part in self._thread_parts(messages)]
+            parts = [self._to_thread(process, part) for part in self._parts(messages, self._threads.spare)]
             task = loop.create_task(self._consumed_on_thread(process, messages, parts))
         self._consume_tasks.add(task)
         task.add_done_callback(self._consume_tasks.discard)
@@ -292,13 +293,14 @@ class PushConsumer:
                 failed.append(batch)
         return failed
 
-    def _thread_parts(self, messages: list[MessageExt]) -> list[list[MessageExt]]:
-        """A pulled batch cut for the consume threads: whole while every thread is busy (one hand-over
-        per pull), else spread over the threads that can start on it now, so a burst into one queue is
-        consumed as concurrently as RocketMQ's one request per listener call would be."""
+    def _parts(self, messages: list[MessageExt], spare: int) -> list[list[MessageExt]]:
+        """A pulled batch cut for ``spare`` consume threads (or coroutine slots) that could start on it
+        now: whole when none could (one hand-over per pull while all are busy), else spread over them,
+        so a burst into one queue is consumed as concurrently as RocketMQ's one request per listener
+        call would be. Parts hold whole listener calls."""
         size = max(1, self.config.consume_message_batch_max_size)
         calls = -(-len(messages) // size)
-        parts = min(calls, max(1, self._threads.spare))
+        parts = min(calls, max(1, spare))
         if parts == 1:
             return [messages]
         per_part = -(-calls // parts) * size  # whole listener calls in each part
@@ -353,12 +355,25 @@ class PushConsumer:
         return failed
 
     async def _consume(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
-        """A pulled batch through a coroutine listener, at most ``consume_thread_max`` at a time."""
+        """A pulled batch through a coroutine listener, in parts over the free slots (at most
+        ``consume_thread_max`` listener calls at a time), settled once every part is done."""
+        parts = self._parts(messages, self.config.consume_thread_max - self._coroutine_parts)
+        self._coroutine_parts += len(parts)
+        try:
+            if len(parts) == 1:
+                outcomes = [await self._consume_part(process, parts[0])]
+            else:
+                outcomes = await asyncio.gather(*(self._consume_part(process, part) for part in parts))
+        finally:
+            self._coroutine_parts -= len(parts)
+        if all(failed is not None for failed in outcomes):
+            await self._settle(process, messages, [batch for failed in outcomes if failed for batch in failed])
+
+    async def _consume_part(self, process: ProcessQueue, part: list[MessageExt]) -> Failed | None:
         async with self._slots:
             if process.dropped:
-                return
-            failed = await self._call_listener(messages, process)
-        await self._settle(process, messages, failed)
+                return None
+            return await self._call_listener(part, process)
 
     async def _consumed_on_thread(
         self, process: ProcessQueue, messages: list[MessageExt], parts: list[SyncResult]

@@ -10,10 +10,14 @@ returns, what it returns changes nothing more.
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 
+from rocketq.client.consumer_core import ConsumerCore
 from rocketq.client.message import MessageExt
 from rocketq.client.process_queue import ProcessQueue
+
+log = logging.getLogger(__name__)
 
 
 class ListenerCalls:
@@ -40,3 +44,28 @@ class ListenerCalls:
             if entry is not None:
                 overdue.append((entry[0], entry[1]))
         return overdue
+
+    async def give_up_overdue(self, core: ConsumerCore, timeout_s: float) -> None:
+        """Give up the calls running longer than ``timeout_s``: their messages go back to the broker
+        (clustering; broadcasting drops them, as it drops failed ones) and count as consumed, so their
+        queue's offset moves on. Messages the broker does not take are tried again a timeout later."""
+        for process, batch in self.overdue(timeout_s):
+            if process.dropped:
+                continue
+            log.warning("a listener call on %d message(s) of %s ran over %.0f s", len(batch), process.queue, timeout_s)
+            if core.clustering:
+                returned = [message for message in batch if await _send_back(core, message)]
+                if len(returned) < len(batch):
+                    self.begin(process, [message for message in batch if message not in returned])
+                batch = returned
+            offset = process.finish(batch)
+            if offset >= 0 and not process.dropped:
+                core.offsets.update(process.queue, offset)
+
+
+async def _send_back(core: ConsumerCore, message: MessageExt) -> bool:
+    try:
+        return await core.send_back(message, delay_level=3)
+    except Exception:
+        log.exception("sending back %s failed", message.msg_id)
+        return False

@@ -407,24 +407,11 @@ class PushConsumer:
             self._core.offsets.update(process.queue, offset)
 
     async def _give_up_overdue_calls(self) -> None:
-        """Every so often, give up listener calls running longer than ``consume_timeout_s``: their messages
-        go back to the broker for a retry and count as consumed here, so the queue's offset moves on."""
+        """Every so often, give up listener calls running longer than ``consume_timeout_s``."""
         timeout = self.config.consume_timeout_s
         while True:
             await asyncio.sleep(min(max(timeout / 4, 0.05), 60.0))
-            for process, batch in self._calls.overdue(timeout):
-                if process.dropped:
-                    continue
-                log.warning(
-                    "a listener call on %d message(s) of %s ran over %.0f s: retried",
-                    len(batch),
-                    process.queue,
-                    timeout,
-                )
-                sent_back = [message for message in batch if await self._core.send_back(message, delay_level=3)]
-                offset = process.finish(sent_back)
-                if offset >= 0 and not process.dropped:
-                    self._core.offsets.update(process.queue, offset)
+            await self._calls.give_up_overdue(self._core, timeout)
 
     def _retry_locally(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
         if not process.dropped:

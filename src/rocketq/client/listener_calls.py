@@ -3,8 +3,8 @@ given up after ``consume_timeout_s`` (RocketMQ's consumeTimeout, 15 minutes).
 
 A stuck call holds its queue's commit offset back for good. Giving it up, as Java's cleanExpireMsg does,
 sends its messages back to the broker (they are retried through the group's retry topic) and counts
-them as consumed in their queue, so the offset moves on. The call itself cannot be stopped: if it ever
-returns, what it returns changes nothing more.
+them as consumed in their queue, so the offset moves on. The call itself cannot be stopped; if it ever
+returns, a failure it reports sends its messages back once more, as in Java.
 """
 
 from __future__ import annotations

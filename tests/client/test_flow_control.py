@@ -273,3 +273,26 @@ async def test_a_burst_into_one_queue_is_consumed_by_many_listener_calls_at_once
     await consumer.aclose()
     assert most >= 10, most
     assert took < 2.0, took  # one after another would take 4 s
+
+
+async def test_a_spread_batch_keeps_whole_listener_calls(cluster: LocalCluster) -> None:
+    """With consume_message_batch_max_size 3, the twenty messages of one pull reach the listener as six
+    calls of three and one of two, however the pulled batch is spread over the threads."""
+    sizes: list[int] = []
+    lock = threading.Lock()
+
+    def listener(messages: list[MessageExt]) -> None:
+        time.sleep(0.05)
+        with lock:
+            sizes.append(len(messages))
+
+    config = consumer_config(cluster, "WHOLE", consume_message_batch_max_size=3)
+    consumer = opened(PushConsumer(config, listener))
+    consumer.subscribe(TOPIC)
+    await consumer.start()
+    await eventually(lambda: len(consumer.assigned_queues) >= 8)
+    async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+        await producer.send_batch([Message(TOPIC, b"whole-%d" % number) for number in range(20)])
+    await eventually(lambda: sum(sizes) == 20)
+    await consumer.aclose()
+    assert sorted(sizes) == [2, 3, 3, 3, 3, 3, 3]

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from rocketq.admin.cli import admin
-from rocketq.client import ConsumeStatus, Message, Producer, PullConsumer, PushConsumer
+from rocketq.client import ConsumeStatus, Message, Producer, PullConsumer, PushConsumer, Reconsume
 from rocketq.client.admin import AdminClient
 from rocketq.client.config import ConsumerConfig
 from rocketq.client.message import MessageExt
@@ -277,3 +277,33 @@ async def test_an_orderly_member_keeps_its_locks_by_renewing_them_and_hands_them
         await eventually(lambda: held_by(second) == {0, 1, 2, 3}, timeout=5)
         await second.aclose()
         assert held_by(second) == set()
+
+
+async def test_a_listener_chooses_the_retry_delay_or_the_dead_letter_queue(cluster: LocalCluster) -> None:
+    """Reconsume(delay_level=10) redelivers after level 10 (1 s here, not level 3's 0.3 s);
+    Reconsume(delay_level=-1) sends the message straight to the DLQ, with no redelivery."""
+    deliveries: dict[bytes, list[float]] = defaultdict(list)
+
+    def listener(messages: list[MessageExt]) -> ConsumeStatus | Reconsume:
+        (message,) = messages
+        deliveries[message.body].append(time.monotonic())
+        if message.reconsume_times == 0:
+            return Reconsume(delay_level=10) if message.body == b"later" else Reconsume(delay_level=-1)
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer(consumer_config(cluster, "CHOOSE"), listener)
+    consumer.subscribe("Jobs")
+    await consumer.start()
+    try:
+        async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+            await producer.send(Message("Jobs", b"later"))
+            await producer.send(Message("Jobs", b"dead"))
+        await eventually(lambda: len(deliveries[b"later"]) == 2, timeout=10)
+        await asyncio.sleep(0.5)
+    finally:
+        await consumer.aclose()
+    first, again = deliveries[b"later"]
+    assert again - first >= 0.9  # level 10, not the broker's default level 3 (0.3 s)
+    assert len(deliveries[b"dead"]) == 1
+    dead = sum(broker.store.get_max_offset_in_queue("%DLQ%CHOOSE", 0) for broker in cluster.brokers)
+    assert dead == 1

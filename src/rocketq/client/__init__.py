@@ -2,7 +2,7 @@
 
 from rocketq.client.config import ClientConfig, ConsumeFromWhere, ConsumerConfig, MessageModel, ProducerConfig
 from rocketq.client.errors import BrokerResponseError, MQClientError
-from rocketq.client.listener import ConsumeStatus
+from rocketq.client.listener import ConsumeStatus, Reconsume
 from rocketq.client.message import Message, MessageExt, MessageQueue, SendResult, SendStatus, decode_messages
 from rocketq.client.producer import Producer
 from rocketq.client.pull_consumer import PullConsumer
@@ -24,6 +24,7 @@ __all__ = [
     "ProducerConfig",
     "PullConsumer",
     "PushConsumer",
+    "Reconsume",
     "SendResult",
     "SendStatus",
     "SyncProducer",

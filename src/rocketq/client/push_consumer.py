@@ -22,7 +22,7 @@ from rocketq.client.config import ConsumerConfig
 from rocketq.client.consume_threads import ConsumeThreads
 from rocketq.client.consumer_core import ConsumerCore
 from rocketq.client.errors import MQClientError
-from rocketq.client.listener import Failed, Listener, succeeded, user_view
+from rocketq.client.listener import Failed, Listener, retry_level, user_view
 from rocketq.client.listener_calls import ListenerCalls
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.process_queue import ProcessQueue
@@ -289,8 +289,9 @@ class PushConsumer:
                 result = False
             finally:
                 self._calls.end(token)
-            if not succeeded(result):
-                failed.append(batch)
+            level = retry_level(result)
+            if level is not None:
+                failed.append((batch, level))
         return failed
 
     def _parts(self, messages: list[MessageExt], spare: int) -> list[list[MessageExt]]:
@@ -350,8 +351,9 @@ class PushConsumer:
                 result = False
             finally:
                 self._calls.end(token)
-            if not succeeded(result):
-                failed.append(batch)
+            level = retry_level(result)
+            if level is not None:
+                failed.append((batch, level))
         return failed
 
     async def _consume(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
@@ -367,7 +369,7 @@ class PushConsumer:
         finally:
             self._coroutine_parts -= len(parts)
         if all(failed is not None for failed in outcomes):
-            await self._settle(process, messages, [batch for failed in outcomes if failed for batch in failed])
+            await self._settle(process, messages, [call for failed in outcomes if failed for call in failed])
 
     async def _consume_part(self, process: ProcessQueue, part: list[MessageExt]) -> Failed | None:
         async with self._slots:
@@ -382,7 +384,7 @@ class PushConsumer:
         all its parts (none was skipped: the queue is still this member's)."""
         outcomes = [await part for part in parts]
         if all(failed is not None for failed in outcomes):
-            await self._settle(process, messages, [batch for failed in outcomes if failed for batch in failed])
+            await self._settle(process, messages, [call for failed in outcomes if failed for call in failed])
 
     async def _settle(self, process: ProcessQueue, messages: list[MessageExt], failed: Failed) -> None:
         """After the listener: failed messages back to the broker (or retried here), the queue's
@@ -390,12 +392,12 @@ class PushConsumer:
         finished = messages
         retry_here: list[MessageExt] = []
         if failed:
-            failed_offsets = {message.queue_offset for batch in failed for message in batch}
+            failed_offsets = {message.queue_offset for batch, _ in failed for message in batch}
             finished = [message for message in messages if message.queue_offset not in failed_offsets]
-            for batch in failed:
+            for batch, level in failed:
                 if self._core.clustering:
                     for message in batch:  # back to the broker, which redelivers it through the retry topic
-                        (finished if await self._core.send_back(message) else retry_here).append(message)
+                        (finished if await self._core.send_back(message, level) else retry_here).append(message)
                 else:
                     log.warning("broadcasting: %d failed message(s) of %s are dropped", len(batch), process.queue)
                     finished.extend(batch)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import threading
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
@@ -307,3 +308,36 @@ async def test_a_listener_chooses_the_retry_delay_or_the_dead_letter_queue(clust
     assert len(deliveries[b"dead"]) == 1
     dead = sum(broker.store.get_max_offset_in_queue("%DLQ%CHOOSE", 0) for broker in cluster.brokers)
     assert dead == 1
+
+
+async def test_failures_in_a_pulled_batch_spread_over_threads_are_retried_alone(cluster: LocalCluster) -> None:
+    """Ten messages stored together come in one pull and are spread over the consume threads; the odd
+    ones fail once. Each odd one comes back once (reconsume_times 1), the even ones never, and the
+    queue's offset passes all ten."""
+    seen: list[tuple[bytes, int]] = []
+    lock = threading.Lock()
+
+    def listener(messages: list[MessageExt]) -> bool:
+        (message,) = messages
+        time.sleep(0.05)
+        with lock:
+            seen.append((message.body, message.reconsume_times))
+        return message.reconsume_times > 0 or int(message.body.split(b"-")[1]) % 2 == 0
+
+    consumer = PushConsumer(consumer_config(cluster, "SPREADFAIL"), listener)
+    consumer.subscribe("Jobs")
+    await consumer.start()
+    try:
+        async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+            sent = await producer.send_batch([Message("Jobs", b"batch-%d" % n) for n in range(10)])
+        await eventually(lambda: len(seen) == 15, timeout=15)
+        await asyncio.sleep(0.5)
+        queue = sent.message_queue
+        await eventually(lambda: consumer._core.offsets.table.get(queue) == 10)
+    finally:
+        await consumer.aclose()
+    firsts = sorted(body for body, times in seen if times == 0)
+    retries = sorted(body for body, times in seen if times == 1)
+    assert firsts == sorted(b"batch-%d" % n for n in range(10))
+    assert retries == sorted(b"batch-%d" % n for n in range(1, 10, 2))
+    assert len(seen) == 15

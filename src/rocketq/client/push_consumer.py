@@ -300,6 +300,8 @@ class PushConsumer:
         so a burst into one queue is consumed as concurrently as RocketMQ's one request per listener
         call would be. Parts hold whole listener calls."""
         size = max(1, self.config.consume_message_batch_max_size)
+        if len(messages) <= size:  # one listener call (a caught-up queue's usual pull)
+            return [messages]
         calls = -(-len(messages) // size)
         parts = min(calls, max(1, spare))
         if parts == 1:

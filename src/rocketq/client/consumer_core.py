@@ -64,15 +64,6 @@ def subscription_data(topic: str, expression: str) -> SubscriptionData:
     )
 
 
-def _offset_of(response: RemotingCommand | None, request: str, queue: MessageQueue) -> int:
-    if response is None:
-        raise MQClientError(f"{request} for {queue}: no master broker is known")
-    offset = response.ext_fields.get("offset")
-    if response.code != ResponseCode.SUCCESS or offset is None:
-        raise MQClientError(f"{request} for {queue} answered {response.code}: {response.remark}")
-    return int(offset)
-
-
 class ConsumerCore:
     def __init__(
         self, config: ConsumerConfig, *, consume_type: str, on_assigned: QueuesCallback, on_revoked: QueuesCallback
@@ -311,21 +302,26 @@ class ConsumerCore:
             offset = 0
         elif where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET or retry:
             fields = GetMaxOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id).to_ext_fields()
-            response = await self.invoke_master(
-                queue, make_request(RequestCode.GET_MAX_OFFSET, opaque=next_opaque(), ext_fields=fields)
-            )
-            offset = _offset_of(response, "GET_MAX_OFFSET", queue)
+            offset = await self.queue_offset(RequestCode.GET_MAX_OFFSET, queue, fields)
         else:
             timestamp = self.config.consume_timestamp_ms or int(time.time() * 1000) - 30 * 60 * 1000
             fields = SearchOffsetRequestHeader(
                 topic=queue.topic, queue_id=queue.queue_id, timestamp=timestamp
             ).to_ext_fields()
-            response = await self.invoke_master(
-                queue, make_request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, opaque=next_opaque(), ext_fields=fields)
-            )
-            offset = _offset_of(response, "SEARCH_OFFSET_BY_TIMESTAMP", queue)
+            offset = await self.queue_offset(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, queue, fields)
         self.offsets.update(queue, offset, increase_only=False)
         return offset
+
+    async def queue_offset(self, code: RequestCode, queue: MessageQueue, fields: dict[str, str]) -> int:
+        """A queue offset the queue's master answers (GET_MIN/MAX_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP);
+        MQClientError when no master is known or it does not answer with one."""
+        response = await self.invoke_master(queue, make_request(code, opaque=next_opaque(), ext_fields=fields))
+        if response is None:
+            raise MQClientError(f"{code.name} for {queue}: no master broker is known")
+        offset = response.ext_fields.get("offset")
+        if response.code != ResponseCode.SUCCESS or offset is None:
+            raise MQClientError(f"{code.name} for {queue} answered {response.code}: {response.remark}")
+        return int(offset)
 
     async def start_offset_or_skip(self, queue: MessageQueue) -> int | None:
         """``start_offset``, or None when the broker cannot tell it now: the queue then leaves this

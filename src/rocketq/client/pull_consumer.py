@@ -22,9 +22,8 @@ from rocketq.client.listener import user_view
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.pull import PullStatus, parse_tags
 from rocketq.client.route import subscribe_queues
-from rocketq.protocol import RequestCode, make_request
+from rocketq.protocol import RequestCode
 from rocketq.protocol.headers import GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader, SearchOffsetRequestHeader
-from rocketq.remoting.connection import next_opaque
 from rocketq.remoting.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -286,12 +285,6 @@ class PullConsumer:
         if self.auto_commit:
             self._core.offsets.update(queue, offset, increase_only=False)
 
-    async def _queue_offset(self, code: int, queue: MessageQueue, fields: dict[str, str]) -> int:
-        response = await self._core.invoke_master(queue, make_request(code, opaque=next_opaque(), ext_fields=fields))
-        if response is None:
-            raise MQClientError(f"no broker for {queue}")
-        return int(response.ext_fields.get("offset", 0))
-
     async def _reset(self, offsets: dict[MessageQueue, int]) -> None:
         for queue, offset in offsets.items():
             if queue in self._states:
@@ -299,17 +292,17 @@ class PullConsumer:
 
     async def seek_to_begin(self, queue: MessageQueue) -> None:
         fields = GetMinOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id).to_ext_fields()
-        self.seek(queue, await self._queue_offset(RequestCode.GET_MIN_OFFSET, queue, fields))
+        self.seek(queue, await self._core.queue_offset(RequestCode.GET_MIN_OFFSET, queue, fields))
 
     async def seek_to_end(self, queue: MessageQueue) -> None:
         fields = GetMaxOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id).to_ext_fields()
-        self.seek(queue, await self._queue_offset(RequestCode.GET_MAX_OFFSET, queue, fields))
+        self.seek(queue, await self._core.queue_offset(RequestCode.GET_MAX_OFFSET, queue, fields))
 
     async def offset_for_timestamp(self, queue: MessageQueue, timestamp_ms: int) -> int:
         fields = SearchOffsetRequestHeader(
             topic=queue.topic, queue_id=queue.queue_id, timestamp=timestamp_ms
         ).to_ext_fields()
-        return await self._queue_offset(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, queue, fields)
+        return await self._core.queue_offset(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, queue, fields)
 
     async def commit(self) -> None:
         """Commit, for every assigned queue, the position after what poll() returned."""

@@ -214,9 +214,9 @@ class PullConsumer:
             ):
                 await asyncio.sleep(FLOW_CONTROL_DELAY_S)
                 continue
-            if not self._manual and core.subscriptions.get(queue.topic, "*") != state.expression:
-                state.expression = core.subscriptions.get(queue.topic, "*")  # subscribed again with new tags
-                tags = parse_tags(state.expression)
+            subscribed = state.expression if self._manual else core.subscriptions.get(queue.topic, "*")
+            if subscribed != state.expression:  # subscribed again with new tags
+                state.expression, tags = subscribed, parse_tags(subscribed)
             generation, offset = state.generation, state.next_offset
             result = await core.pull_once(queue, offset, state.expression, tags)
             if result is None:

@@ -216,12 +216,12 @@ class PushConsumer:
             ):
                 await asyncio.sleep(FLOW_CONTROL_DELAY_S)
                 continue
-            if self._locking and not process.locked:  # the lock was lost (not renewed in time)
+            if not process.locked:  # orderly: the lock was lost (not renewed in time)
                 await asyncio.sleep(0.5)
                 continue
-            if core.subscriptions.get(queue.topic, "*") != expression:  # subscribe() again changes it at once
-                expression = core.subscriptions.get(queue.topic, "*")
-                tags = parse_tags(expression)
+            subscribed = core.subscriptions.get(queue.topic, "*")
+            if subscribed != expression:  # subscribe() again changes it at once
+                expression, tags = subscribed, parse_tags(subscribed)
             commit = core.offsets.table.get(queue, 0) if core.clustering else 0
             result = await core.pull_once(queue, process.next_pull_offset, expression, tags, commit_offset=commit)
             if result is None:
@@ -370,8 +370,7 @@ class PushConsumer:
                 outcomes = await asyncio.gather(*(self._consume_part(process, part) for part in parts))
         finally:
             self._coroutine_parts -= len(parts)
-        if all(failed is not None for failed in outcomes):
-            await self._settle(process, messages, [call for failed in outcomes if failed for call in failed])
+        await self._settle_parts(process, messages, outcomes)
 
     async def _consume_part(self, process: ProcessQueue, part: list[MessageExt]) -> Failed | None:
         async with self._slots:
@@ -384,7 +383,12 @@ class PushConsumer:
     ) -> None:
         """A pulled batch handed to the consume threads: settled once threads have run the listener on
         all its parts (none was skipped: the queue is still this member's)."""
-        outcomes = [await part for part in parts]
+        await self._settle_parts(process, messages, [await part for part in parts])
+
+    async def _settle_parts(
+        self, process: ProcessQueue, messages: list[MessageExt], outcomes: Sequence[Failed | None]
+    ) -> None:
+        """Settle a pulled batch from its parts' outcomes, unless a part was skipped (queue dropped)."""
         if all(failed is not None for failed in outcomes):
             await self._settle(process, messages, [call for failed in outcomes if failed for call in failed])
 
@@ -424,7 +428,7 @@ class PushConsumer:
     async def _consume_orderly(self, process: ProcessQueue) -> None:
         wake = self._orderly_wake[process.queue]
         while not process.dropped:
-            message = process.first_pending() if process.locked or not self._locking else None
+            message = process.first_pending() if process.locked else None
             if message is None:
                 wake.clear()
                 with contextlib.suppress(TimeoutError):

@@ -16,7 +16,7 @@ from rocketq.client import Message, MQClientError, Producer
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.common.errors import RocketqError
-from rocketq.common.message import SCHEDULE_TOPIC
+from rocketq.common.message import SCHEDULE_TOPIC, Property
 from rocketq.protocol.bodies import SubscriptionGroupConfigBody
 
 T = TypeVar("T")
@@ -172,9 +172,9 @@ def _message_rows(messages: list[MessageExt]) -> tuple[list[dict[str, Any]], lis
             "keys": m.keys,
             "properties": m.user_properties,
             "reconsumeTimes": m.reconsume_times,
-            "retryTopic": m.properties.get("RETRY_TOPIC"),
-            "realTopic": m.properties.get("REAL_TOPIC"),  # of a copy waiting in the delay topic
-            "originMessageId": m.properties.get("ORIGIN_MESSAGE_ID"),
+            "retryTopic": m.properties.get(Property.RETRY_TOPIC),
+            "realTopic": m.properties.get(Property.REAL_TOPIC),  # of a copy waiting in the delay topic
+            "originMessageId": m.properties.get(Property.ORIGIN_MESSAGE_ID),
             "bornHost": m.born_host,
             "storeHost": m.store_host,
             "storeTime": timestamp(m.store_timestamp),
@@ -204,7 +204,7 @@ _MESSAGE_HEADERS = ["msgId", "topic", "queue", "offset", "retries", "tags", "key
 
 def _placed(message: MessageExt) -> str:
     """The topic a message is stored under, and where a delayed copy will go when it is due."""
-    real = message.properties.get("REAL_TOPIC") if message.topic == SCHEDULE_TOPIC else None
+    real = message.properties.get(Property.REAL_TOPIC) if message.topic == SCHEDULE_TOPIC else None
     return f"{message.topic} (for {real})" if real else message.topic
 
 

@@ -14,7 +14,6 @@ from rocketq.common.message import Property
 
 V3_4_9 = 121  # from this client version on, a maxReconsumeTimes in the request header is honoured
 RETRY_DELAY_LEVEL_BASE = 3  # the first retry waits at level 3 (10 s with the default table)
-DEFAULT_MAX_RECONSUME_TIMES = 16
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

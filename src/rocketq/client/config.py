@@ -7,6 +7,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from rocketq.common.group_topics import DEFAULT_MAX_RECONSUME_TIMES
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClientConfig:
@@ -48,10 +50,6 @@ class ConsumeFromWhere(enum.Enum):
     CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
     CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
     CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
-
-
-DEFAULT_MAX_RECONSUME_TIMES = 16
-"""A concurrent consumer's failing message is retried this many times before it is a dead letter."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

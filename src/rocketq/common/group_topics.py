@@ -1,9 +1,12 @@
-"""The topics the broker keeps for each consumer group: its retry topic and its dead-letter topic."""
+"""The topics the broker keeps for each consumer group: its retry topic and its dead-letter topic,
+and how many retries lead from one to the other by default."""
 
 from __future__ import annotations
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
+DEFAULT_MAX_RECONSUME_TIMES = 16
+"""Retries of a failing message before it is a dead letter, unless the group or consumer sets another."""
 
 
 def retry_topic(group: str) -> str:

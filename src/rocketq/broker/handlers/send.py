@@ -15,9 +15,9 @@ import re
 
 from rocketq.broker.context import BrokerContext, reply
 from rocketq.broker.message_put import dead_letter_topic, put_and_wait, redirect_delayed, response_code
-from rocketq.broker.retry import DEFAULT_MAX_RECONSUME_TIMES, V3_4_9
+from rocketq.broker.retry import V3_4_9
 from rocketq.broker.topic_config import is_writeable, topic_name_problem
-from rocketq.common.group_topics import RETRY_PREFIX
+from rocketq.common.group_topics import DEFAULT_MAX_RECONSUME_TIMES, RETRY_PREFIX
 from rocketq.common.message import (
     NAME_VALUE_SEPARATOR,
     PROPERTY_SEPARATOR,

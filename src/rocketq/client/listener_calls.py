@@ -9,7 +9,6 @@ returns, a failure it reports sends its messages back once more, as in Java.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import time
 
@@ -20,29 +19,43 @@ from rocketq.client.process_queue import ProcessQueue
 log = logging.getLogger(__name__)
 
 
+class CallSlot:
+    """One run of listener calls (a consume thread's part of a pulled batch, or a coroutine's): the call
+    it is in now, as (batch, when it started), which the run sets before each call; no lock, one store."""
+
+    __slots__ = ("current", "given_up", "process", "rearmed")
+
+    def __init__(self, process: ProcessQueue, *, rearmed: bool = False) -> None:
+        self.process = process
+        self.current: tuple[list[MessageExt], float] | None = None
+        self.given_up: tuple[list[MessageExt], float] | None = None  # the call already given up
+        self.rearmed = rearmed  # messages the broker did not take back: not a run, closed when due
+
+
 class ListenerCalls:
     def __init__(self) -> None:
-        self._running: dict[int, tuple[ProcessQueue, list[MessageExt], float]] = {}
-        self._tokens = itertools.count()
+        self._slots: set[CallSlot] = set()
 
-    def begin(self, process: ProcessQueue, batch: list[MessageExt]) -> int:
-        """A call on ``batch`` (messages of ``process``) starts now; its token is for ``end``. Any thread."""
-        token = next(self._tokens)
-        self._running[token] = (process, batch, time.monotonic())
-        return token
+    def open(self, process: ProcessQueue) -> CallSlot:
+        """A run of calls on ``process``'s messages starts (any thread); ``close`` it when it ends."""
+        slot = CallSlot(process)
+        self._slots.add(slot)
+        return slot
 
-    def end(self, token: int) -> None:
-        self._running.pop(token, None)
+    def close(self, slot: CallSlot) -> None:
+        self._slots.discard(slot)
 
     def overdue(self, timeout_s: float) -> list[tuple[ProcessQueue, list[MessageExt]]]:
-        """The calls running longer than ``timeout_s``, each returned once (then forgotten here)."""
+        """The calls running longer than ``timeout_s``, each returned once."""
         started_before = time.monotonic() - timeout_s
-        due = [token for token, (_, _, began) in list(self._running.items()) if began < started_before]
         overdue = []
-        for token in due:
-            entry = self._running.pop(token, None)
-            if entry is not None:
-                overdue.append((entry[0], entry[1]))
+        for slot in list(self._slots):
+            current = slot.current  # read once: the run may move on to its next call meanwhile
+            if current is not None and current is not slot.given_up and current[1] < started_before:
+                slot.given_up = current
+                overdue.append((slot.process, current[0]))
+                if slot.rearmed:
+                    self._slots.discard(slot)
         return overdue
 
     async def give_up_overdue(self, core: ConsumerCore, timeout_s: float) -> None:
@@ -56,7 +69,9 @@ class ListenerCalls:
             if core.clustering:
                 returned = [message for message in batch if await _send_back(core, message)]
                 if len(returned) < len(batch):
-                    self.begin(process, [message for message in batch if message not in returned])
+                    slot = CallSlot(process, rearmed=True)
+                    slot.current = ([message for message in batch if message not in returned], time.monotonic())
+                    self._slots.add(slot)
                 batch = returned
             offset = process.finish(batch)
             if offset >= 0 and not process.dropped:

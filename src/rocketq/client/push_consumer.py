@@ -15,6 +15,7 @@ import collections
 import contextlib
 import inspect
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -280,18 +281,22 @@ class PushConsumer:
         sub-batches. Never raises. Calls on a ``process``'s messages can be given up when overdue."""
         listener: Callable[[list[MessageExt]], Any] = self._listener  # type: ignore[assignment]
         failed = []
-        for batch in self._batches(messages):
-            token = self._calls.begin(process, batch) if process is not None else -1
-            try:
-                result = listener(batch)
-            except Exception:
-                log.exception("listener failed on %d message(s) of %s", len(batch), batch[0].topic)
-                result = False
-            finally:
-                self._calls.end(token)
-            level = retry_level(result)
-            if level is not None:
-                failed.append((batch, level))
+        slot = self._calls.open(process) if process is not None else None
+        try:
+            for batch in self._batches(messages):
+                if slot is not None:
+                    slot.current = (batch, time.monotonic())
+                try:
+                    result = listener(batch)
+                except Exception:
+                    log.exception("listener failed on %d message(s) of %s", len(batch), batch[0].topic)
+                    result = False
+                level = retry_level(result)
+                if level is not None:
+                    failed.append((batch, level))
+        finally:
+            if slot is not None:
+                self._calls.close(slot)
         return failed
 
     def _parts(self, messages: list[MessageExt], spare: int) -> list[list[MessageExt]]:
@@ -344,18 +349,22 @@ class PushConsumer:
             return await self._to_thread(process, messages) or []
         listener: Callable[[list[MessageExt]], Any] = self._listener  # type: ignore[assignment]
         failed = []
-        for batch in self._batches(messages):
-            token = self._calls.begin(process, batch) if process is not None else -1
-            try:
-                result = await listener(batch)
-            except Exception:
-                log.exception("listener failed on %d message(s) of %s", len(batch), batch[0].topic)
-                result = False
-            finally:
-                self._calls.end(token)
-            level = retry_level(result)
-            if level is not None:
-                failed.append((batch, level))
+        slot = self._calls.open(process) if process is not None else None
+        try:
+            for batch in self._batches(messages):
+                if slot is not None:
+                    slot.current = (batch, time.monotonic())
+                try:
+                    result = await listener(batch)
+                except Exception:
+                    log.exception("listener failed on %d message(s) of %s", len(batch), batch[0].topic)
+                    result = False
+                level = retry_level(result)
+                if level is not None:
+                    failed.append((batch, level))
+        finally:
+            if slot is not None:
+                self._calls.close(slot)
         return failed
 
     async def _consume(self, process: ProcessQueue, messages: list[MessageExt]) -> None:

@@ -9,7 +9,7 @@ import click
 
 from rocketq import __version__
 from rocketq.admin.cli import admin
-from rocketq.bench import Measurement, table_header, table_row
+from rocketq.bench import Measurement, message_path_note, table_header, table_row
 from rocketq.runner import broker_command, namesrv_command, up_command
 
 log = logging.getLogger(__name__)
@@ -129,6 +129,7 @@ def bench_store(
         click.echo(measurement.to_json() if as_json else table_row(measurement))
 
     if not as_json:
+        click.echo(message_path_note())
         for note in NOTES:
             click.echo(note)
         if flush != "async":
@@ -234,6 +235,7 @@ def bench_consumer(
         click.echo(measurement.to_json() if as_json else table_row(measurement))
 
     if not as_json:
+        click.echo(message_path_note())
         for note in NOTES:
             click.echo(note)
         click.echo()

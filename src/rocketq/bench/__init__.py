@@ -12,6 +12,8 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from rocketq.native import STATUS as NATIVE_STATUS
+
 log = logging.getLogger(__name__)
 
 MB = 1_000_000
@@ -79,12 +81,20 @@ class Measurement:
             "mb_per_s": round(self.mb_per_s, 3),
             "p50_us": None if self.p50_us is None else round(self.p50_us, 2),
             "p99_us": None if self.p99_us is None else round(self.p99_us, 2),
+            "compiled": NATIVE_STATUS.compiled,
         }
         data.update({key: round(value, 4) if isinstance(value, float) else value for key, value in self.extra.items()})
         return data
 
     def to_json(self) -> str:
         return json.dumps(self.as_dict(), separators=(",", ":"))
+
+
+def message_path_note() -> str:
+    """The line a table starts with: whether the compiled (mypyc) message path is measured."""
+    if NATIVE_STATUS.compiled:
+        return "Message path: compiled with mypyc (ROCKETQ_NATIVE=off measures plain Python)."
+    return f"Message path: plain Python ({NATIVE_STATUS.reason})."
 
 
 Sink = Callable[[Measurement], None]

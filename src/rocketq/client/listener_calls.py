@@ -32,6 +32,11 @@ class CallSlot:
         self.rearmed = rearmed  # messages the broker did not take back: not a run, closed when due
 
 
+def _same_call(call: tuple[list[MessageExt], float], other: tuple[list[MessageExt], float] | None) -> bool:
+    # By the batch's identity and the start time, not the tuple's: compiled code boxes a new tuple per read.
+    return other is not None and call[0] is other[0] and call[1] == other[1]
+
+
 class ListenerCalls:
     def __init__(self) -> None:
         self._slots: set[CallSlot] = set()
@@ -51,7 +56,7 @@ class ListenerCalls:
         overdue = []
         for slot in list(self._slots):
             current = slot.current  # read once: the run may move on to its next call meanwhile
-            if current is not None and current is not slot.given_up and current[1] < started_before:
+            if current is not None and current[1] < started_before and not _same_call(current, slot.given_up):
                 slot.given_up = current
                 overdue.append((slot.process, current[0]))
                 if slot.rearmed:

@@ -64,8 +64,9 @@ class RemotingServer:
     @property
     def port(self) -> int:
         assert self._server is not None, "server not started"
-        sockets = self._server.sockets
-        return int(sockets[0].getsockname()[1])
+        # Any: typeshed says tuple, uvloop returns a list, and compiled code would check the declared type
+        server: Any = self._server
+        return int(server.sockets[0].getsockname()[1])
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()

@@ -58,13 +58,13 @@ class Dispatcher:
         self._wakeup = threading.Condition()
         self._pending = False
         self._stopping = False
-        self._thread: threading.Thread | None = None
+        self._worker_thread: threading.Thread | None = None
         self._dispatch_lock = threading.Lock()  # the thread and dispatch_now() callers take turns
         self.dispatched_count = 0
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="rocketq-dispatch", daemon=True)
-        self._thread.start()
+        self._worker_thread = threading.Thread(target=self._run, name="rocketq-dispatch", daemon=True)
+        self._worker_thread.start()
 
     def wake(self) -> None:
         """Called after a put: dispatch without waiting for the next interval."""
@@ -239,5 +239,5 @@ class Dispatcher:
         with self._wakeup:
             self._stopping = True
             self._wakeup.notify()
-        if self._thread is not None:
-            self._thread.join()
+        if self._worker_thread is not None:
+            self._worker_thread.join()

@@ -80,12 +80,12 @@ class CommitLogFlusher:
         self._loop_waiters: dict[EventLoop, list[tuple[int, LoopFuture]]] = {}
         self._failure: BaseException | None = None
         self._stopping = False
-        self._thread = threading.Thread(target=self._run, name="rocketq-commitlog-flush", daemon=True)
+        self._worker_thread = threading.Thread(target=self._run, name="rocketq-commitlog-flush", daemon=True)
         self.flush_count = 0
 
     def start(self) -> None:
         self._flushed = self._files.flushed_where  # recovery has set it by now
-        self._thread.start()
+        self._worker_thread.start()
 
     # -- SYNC_FLUSH: callers --------------------------------------------------------------------------
 
@@ -215,7 +215,7 @@ class CommitLogFlusher:
         with self._lock:
             self._stopping = True
             self._wakeup.notify()
-        self._thread.join()
+        self._worker_thread.join()
         self._fail_waiting(RuntimeError("store closed"))
 
 
@@ -239,10 +239,10 @@ class PeriodicTask:
         self._action = action
         self._run_at_stop = run_at_stop
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._worker_thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def start(self) -> None:
-        self._thread.start()
+        self._worker_thread.start()
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
@@ -254,9 +254,9 @@ class PeriodicTask:
         try:
             self._action()
         except Exception:
-            log.exception("%s failed; retrying next round", self._thread.name)
+            log.exception("%s failed; retrying next round", self._worker_thread.name)
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
+        if self._worker_thread.is_alive():
+            self._worker_thread.join()

@@ -1,0 +1,124 @@
+"""Compile the message-path modules with mypyc: ``python -m rocketq.native.build``.
+
+Needs mypy (which brings mypyc), setuptools, a C compiler and the Python headers; ``make`` runs it after
+installing the dev extras. The result goes to ``rocketq/_native/``: one shared library for the group,
+one small library per module, and a manifest with the hash of each source it was compiled from (see
+``rocketq.native.loader``). The previous build is replaced only once the new one is complete.
+
+Exit status: 0 built (or up to date with ``--if-stale``); 2 this machine cannot build (no C compiler,
+no Python headers, no mypyc), said in one line, and rocketq runs interpreted; 1 the build failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.machinery
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import sysconfig
+import time
+from pathlib import Path
+from typing import Final
+
+from rocketq.native.loader import check_build, source_hash
+from rocketq.native.modules import COMPILED_MODULES, GROUP_NAME, MANIFEST_NAME, NATIVE_DIR, source_path
+
+
+def _library_paths(build_lib: Path) -> dict[str, str]:
+    """Module name -> library path relative to ``build_lib``, for every library the build made."""
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    libraries = {}
+    for library in build_lib.rglob(f"*{suffix}"):
+        relative = library.relative_to(build_lib)
+        name = ".".join(relative.parts)[: -len(suffix)]
+        libraries[name] = str(relative)
+    return libraries
+
+
+CANNOT_BUILD: Final = 2
+
+
+def missing_tools() -> str | None:
+    """What this machine lacks to build the compiled modules, or None."""
+    if importlib.util.find_spec("mypyc") is None or importlib.util.find_spec("setuptools") is None:
+        return "mypy and setuptools are needed (pip install -e '.[dev]')"
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        return f"no C compiler ({compiler})"
+    headers = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    if not headers.is_file():
+        return f"no Python headers ({headers}; Debian: apt install python3-dev)"
+    return None
+
+
+def build(work_dir: Path, native_dir: Path = NATIVE_DIR, *, opt_level: str = "3") -> float:
+    """Compile every module of ``COMPILED_MODULES`` into ``native_dir``; returns the seconds taken."""
+    from mypyc.build import mypycify  # build-time only dependencies
+    from setuptools import Distribution  # type: ignore[import-untyped]
+    from setuptools.command.build_ext import build_ext  # type: ignore[import-untyped]
+
+    started = time.monotonic()
+    paths = [source_path(module) for module in COMPILED_MODULES]
+    hashes = {module: source_hash(path) for module, path in zip(COMPILED_MODULES, paths, strict=True)}
+    shutil.rmtree(work_dir, ignore_errors=True)
+    work_dir.mkdir(parents=True)
+    staging = work_dir / "lib"
+    previous_cwd = Path.cwd()
+    os.chdir(work_dir)  # mypy's cache and mypyc's C files stay in the work folder
+    try:
+        extensions = mypycify(
+            [str(path) for path in paths], opt_level=opt_level, group_name=GROUP_NAME, target_dir=str(work_dir / "c")
+        )
+        command = build_ext(Distribution({"name": "rocketq-native", "ext_modules": extensions}))
+        command.build_lib = str(staging)
+        command.build_temp = str(work_dir / "obj")
+        command.ensure_finalized()
+        command.run()
+    finally:
+        os.chdir(previous_cwd)
+    manifest = {
+        "ext_suffix": importlib.machinery.EXTENSION_SUFFIXES[0],
+        "python": sys.version,
+        "sources": hashes,
+        "libraries": _library_paths(staging),
+    }
+    (staging / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    libraries, reason = check_build(staging)
+    if libraries is None:  # a source was edited during the build, or a library is missing
+        raise RuntimeError(f"the new build does not match: {reason}")
+    old = native_dir.with_name(native_dir.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if native_dir.exists():
+        native_dir.rename(old)
+    shutil.move(str(staging), native_dir)
+    shutil.rmtree(old, ignore_errors=True)
+    return time.monotonic() - started
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rocketq.native.build", description=__doc__.splitlines()[0])
+    parser.add_argument("--work-dir", type=Path, default=Path("build") / "mypyc", help="C files and objects")
+    parser.add_argument("--if-stale", action="store_true", help="do nothing when the build matches its sources")
+    args = parser.parse_args(argv)
+    if args.if_stale and check_build(NATIVE_DIR)[0] is not None:
+        print("rocketq: compiled modules are up to date")
+        return 0
+    lacking = missing_tools()
+    if lacking is not None:
+        print(f"rocketq: compiled modules not built: {lacking}; running plain Python", file=sys.stderr)
+        return CANNOT_BUILD
+    try:
+        seconds = build(args.work_dir.resolve())
+    except Exception as exc:  # any failure means: run interpreted, and say why
+        reason = f"{type(exc).__name__}: {exc}"
+        print(f"rocketq: compiled modules not built ({reason}); running plain Python", file=sys.stderr)
+        return 1
+    print(f"rocketq: compiled {len(COMPILED_MODULES)} modules in {seconds:.0f} s into {NATIVE_DIR}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""Load the compiled modules when a build matches its sources; run the plain Python otherwise.
+
+``install()`` runs first thing when ``rocketq`` is imported. It reads the build's manifest and puts a
+finder in front of ``sys.meta_path`` that loads each compiled module from the build folder, but only
+when every compiled module's source still has the hash it had when it was compiled, and the build is
+for this Python. The compiled modules call each other directly, so it is all or nothing: a single
+edited source means the whole message path runs interpreted (with a warning saying to rebuild) until
+the next build.
+
+``ROCKETQ_NATIVE`` chooses: ``auto`` (default) loads a matching build if there is one, ``off`` never
+loads it, ``required`` raises ImportError when there is no matching build (the compiled test run uses
+it, so it cannot quietly test the interpreted code).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Final
+
+from rocketq.native.modules import COMPILED_MODULES, MANIFEST_NAME, NATIVE_DIR, SHARED_LIBRARY, source_path
+
+log = logging.getLogger(__name__)
+
+MODES: Final = ("auto", "off", "required")
+
+
+@dataclass(frozen=True, slots=True)
+class NativeStatus:
+    """Whether this process runs the compiled modules, and if not, why."""
+
+    compiled: bool
+    reason: str
+
+
+class _CompiledModuleFinder:
+    """Finds the compiled modules (and their shared library) in the build folder: a ``sys.meta_path``
+    finder (duck-typed: ``importlib.abc`` alone costs more to import than the rest of this module)."""
+
+    def __init__(self, libraries: dict[str, Path]) -> None:
+        self._libraries = libraries
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        library = self._libraries.get(fullname)
+        if library is None:
+            return None
+        return importlib.util.spec_from_file_location(fullname, library)
+
+
+def source_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def check_build(native_dir: Path) -> tuple[dict[str, Path] | None, str]:
+    """The libraries of a build in ``native_dir`` that matches its sources, or None and why not."""
+    try:
+        manifest = json.loads((native_dir / MANIFEST_NAME).read_text())
+    except FileNotFoundError:
+        return None, "not built (python -m rocketq.native.build)"
+    except (OSError, ValueError) as exc:
+        return None, f"unreadable build manifest: {exc}"
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    if manifest.get("ext_suffix") != suffix:
+        return None, f"built for {manifest.get('ext_suffix')}, this Python loads {suffix}"
+    sources: dict[str, str] = manifest.get("sources", {})
+    if sorted(sources) != sorted(COMPILED_MODULES):
+        return None, "built from another module list; rebuild"
+    changed = [module for module in COMPILED_MODULES if source_hash(source_path(module)) != sources[module]]
+    if changed:
+        return None, f"{len(changed)} source(s) changed since the build ({', '.join(changed[:3])}); rebuild"
+    libraries = {name: native_dir / relative for name, relative in manifest.get("libraries", {}).items()}
+    missing = [name for name in [*COMPILED_MODULES, SHARED_LIBRARY] if not libraries.get(name, Path()).is_file()]
+    if missing:
+        return None, f"build incomplete, no library for {', '.join(missing[:3])}"
+    return libraries, "compiled"
+
+
+def install(native_dir: Path = NATIVE_DIR) -> NativeStatus:
+    """Put the compiled modules in front of the plain ones if the build matches (see the module doc)."""
+    mode = os.environ.get("ROCKETQ_NATIVE", "auto").strip().lower() or "auto"
+    if mode not in MODES:
+        raise ImportError(f"ROCKETQ_NATIVE={mode!r}: expected one of {', '.join(MODES)}")
+    if mode == "off":
+        return NativeStatus(False, "ROCKETQ_NATIVE=off")
+    already = [module for module in COMPILED_MODULES if module in sys.modules]
+    if already:  # imported before rocketq itself: too late to choose
+        return NativeStatus(False, f"{already[0]} was imported before rocketq")
+    libraries, reason = check_build(native_dir)
+    if libraries is None:
+        if mode == "required":
+            raise ImportError(f"ROCKETQ_NATIVE=required, but the compiled modules are {reason}")
+        if (native_dir / MANIFEST_NAME).exists():
+            log.warning("rocketq runs interpreted: its compiled modules are %s", reason)
+        return NativeStatus(False, reason)
+    sys.meta_path.insert(0, _CompiledModuleFinder(libraries))
+    return NativeStatus(True, reason)

@@ -8,13 +8,14 @@ retried (``retry_times_when_send_failed``) on another broker. An unknown topic i
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rocketq.client.config import ClientConfig, ProducerConfig
+from rocketq.client.config import ProducerConfig
 from rocketq.client.errors import BrokerResponseError, MQClientError, broker_error
 from rocketq.client.instance import ClientInstance
 from rocketq.client.latency import LatencyFaultTolerance
@@ -58,10 +59,9 @@ class Producer:
     ) -> None:
         config = config or ProducerConfig()
         if group is not None:
-            config = ProducerConfig(**{**_fields(config), "group": group})
+            config = dataclasses.replace(config, group=group)
         if namesrv_addr is not None:
-            client = ClientConfig(**{**_fields(config.client), "namesrv_addr": namesrv_addr})
-            config = ProducerConfig(**{**_fields(config), "client": client})
+            config = dataclasses.replace(config, client=dataclasses.replace(config.client, namesrv_addr=namesrv_addr))
         self.config = config
         self._instance: ClientInstance | None = None
         self._publish: dict[str, TopicPublishInfo] = {}
@@ -363,7 +363,3 @@ class Producer:
             except (RemotingError, MQClientError) as exc:
                 last_error = exc
         raise MQClientError(f"batch send to {topic!r} failed: {last_error}") from last_error
-
-
-def _fields(config: Any) -> dict[str, Any]:
-    return {name: getattr(config, name) for name in config.__slots__}

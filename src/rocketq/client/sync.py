@@ -25,13 +25,13 @@ class LoopThread:
 
     def __init__(self, name: str) -> None:
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name=name, daemon=True)
-        self._thread.start()
+        self._loop_thread = threading.Thread(target=self._loop.run_forever, name=name, daemon=True)
+        self._loop_thread.start()
         self._stopped = False
 
     def call(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coroutine`` on the loop thread and wait for its result."""
-        if threading.current_thread() is self._thread:
+        if threading.current_thread() is self._loop_thread:
             coroutine.close()
             raise RuntimeError("LoopThread.call() from its own loop thread would deadlock")
         future: Future[T] = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
@@ -47,7 +47,7 @@ class LoopThread:
     def stop(self) -> None:
         self._stopped = True
         self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
+        self._loop_thread.join(timeout=10)
         if not self._loop.is_running():
             self._loop.close()
 

@@ -20,8 +20,9 @@ import shutil
 import sys
 import sysconfig
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from rocketq.native.loader import check_build, source_hash
 from rocketq.native.modules import COMPILED_MODULES, GROUP_NAME, MANIFEST_NAME, NATIVE_DIR, source_path
@@ -54,6 +55,26 @@ def missing_tools() -> str | None:
     return None
 
 
+def _parallel(build_ext: type[Any]) -> type[Any]:
+    """setuptools' build_ext, but compiling the C files of one extension in parallel (its ``parallel``
+    only spreads whole extensions, and the group's one extension holds nearly all the code)."""
+
+    class ParallelBuildExt(build_ext):  # type: ignore[misc]
+        def build_extensions(self) -> None:
+            compile_files = self.compiler.compile
+
+            def compile_in_parallel(sources: list[str], *args: Any, **kwargs: Any) -> list[str]:
+                largest_first = sorted(sources, key=lambda source: -Path(source).stat().st_size)
+                with ThreadPoolExecutor(os.cpu_count() or 1) as pool:  # each file is a gcc process
+                    objects = pool.map(lambda source: compile_files([source], *args, **kwargs), largest_first)
+                    return [name for names in objects for name in names]
+
+            self.compiler.compile = compile_in_parallel
+            super().build_extensions()
+
+    return ParallelBuildExt
+
+
 def build(work_dir: Path, native_dir: Path = NATIVE_DIR, *, opt_level: str = "3") -> float:
     """Compile every module of ``COMPILED_MODULES`` into ``native_dir``; returns the seconds taken."""
     from mypyc.build import mypycify  # build-time only dependencies
@@ -70,9 +91,14 @@ def build(work_dir: Path, native_dir: Path = NATIVE_DIR, *, opt_level: str = "3"
     os.chdir(work_dir)  # mypy's cache and mypyc's C files stay in the work folder
     try:
         extensions = mypycify(
-            [str(path) for path in paths], opt_level=opt_level, group_name=GROUP_NAME, target_dir=str(work_dir / "c")
+            [str(path) for path in paths],
+            opt_level=opt_level,
+            group_name=GROUP_NAME,
+            target_dir=str(work_dir / "c"),
+            multi_file=True,  # a C file per module, compiled in parallel below
         )
-        command = build_ext(Distribution({"name": "rocketq-native", "ext_modules": extensions}))
+        command = _parallel(build_ext)(Distribution({"name": "rocketq-native", "ext_modules": extensions}))
+        command.parallel = os.cpu_count() or 1
         command.build_lib = str(staging)
         command.build_temp = str(work_dir / "obj")
         command.ensure_finalized()
@@ -112,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         return CANNOT_BUILD
     try:
         seconds = build(args.work_dir.resolve())
-    except Exception as exc:  # any failure means: run interpreted, and say why
+    except (Exception, SystemExit) as exc:  # any failure (mypyc exits on errors): run interpreted, say why
         reason = f"{type(exc).__name__}: {exc}"
         print(f"rocketq: compiled modules not built ({reason}); running plain Python", file=sys.stderr)
         return 1

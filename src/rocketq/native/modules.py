@@ -12,7 +12,8 @@ catching up on a backlog would hold the event loop up for as long (store bench: 
 returns within a batch.
 
 Modules that define msgspec Structs stay interpreted (mypyc checks the class-body defaults of such
-classes against their declared types, which ``msgspec.field(...)`` is not), as do the numba kernels.
+classes against their declared types, which ``msgspec.field(...)`` is not), as do the numba kernels and
+modules with async generators (which mypyc does not compile: the pull consumer's ``__aiter__``).
 """
 
 from __future__ import annotations
@@ -32,20 +33,31 @@ COMPILED_MODULES: Final = (
     "rocketq.store.commit_log",
     "rocketq.store.consume_queue",
     "rocketq.store.flush",
+    "rocketq.store.index_file",
+    "rocketq.store.index_service",
+    "rocketq.store.key_hash",
     "rocketq.store.mapped_file",
+    "rocketq.store.mapped_file_queue",
     "rocketq.store.message_store",
     "rocketq.store.queue_reader",
+    "rocketq.store.results",
     "rocketq.store.wire_batches",
+    "rocketq.broker.consumer_offsets",
     "rocketq.broker.grouped_puts",
+    "rocketq.broker.handlers.offsets",
+    "rocketq.broker.handlers.pull",
+    "rocketq.broker.handlers.send",
     "rocketq.broker.long_polling",
     "rocketq.broker.loop_dispatch",
     "rocketq.broker.message_put",
     "rocketq.broker.server",
-    "rocketq.broker.handlers.pull",
-    "rocketq.broker.handlers.send",
+    "rocketq.broker.subscription_groups",
+    "rocketq.broker.topic_config",
     "rocketq.client.consume_threads",
     "rocketq.client.consumer_core",
     "rocketq.client.instance",
+    "rocketq.client.latency",
+    "rocketq.client.listener",
     "rocketq.client.listener_calls",
     "rocketq.client.message",
     "rocketq.client.offset_store",
@@ -53,6 +65,9 @@ COMPILED_MODULES: Final = (
     "rocketq.client.producer",
     "rocketq.client.pull",
     "rocketq.client.push_consumer",
+    "rocketq.client.route",
+    "rocketq.client.sync",
+    "rocketq.client.unique_id",
 )
 """Dotted names of the compiled modules; none of them is a package ``__init__``."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -168,7 +168,7 @@ class StoreStats:
     put_latency_ms_max: float
 
     def as_dict(self) -> dict[str, object]:
-        return {name: getattr(self, name) for name in self.__slots__}
+        return {item.name: getattr(self, item.name) for item in fields(self)}
 
 
 @dataclass(slots=True)

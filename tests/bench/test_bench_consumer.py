@@ -7,6 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+import rocketq
 from rocketq.cli import main
 
 NUMBERS = ("msgs_per_s", "mb_per_s", "seconds")
@@ -56,6 +57,9 @@ def test_bench_consumer_json(tmp_path: Path) -> None:
     assert drain["messages"] == 2000
     assert drain["members"] == 1
     assert drain["per_member"] == "2000"
+    for row in (drain, by_name["e2e_latency"]):  # CPU per message: the bench process and the broker child
+        assert positive(row["cpu_us_per_msg"]) and positive(row["broker_cpu_us_per_msg"]), row
+        assert row["compiled"] is rocketq.native.STATUS.compiled
 
     latency = by_name["e2e_latency"]
     for key in ("p50_us", "p99_us", "p999_us", "max_us"):

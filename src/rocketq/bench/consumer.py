@@ -15,7 +15,9 @@ consumer member share the bench process's event loop (uvloop when installed). Fo
 - ``e2e_latency``: one producer sends ``rate`` messages per second for ``latency_seconds``, one at a
   time with ``Producer.send`` (each awaited; ``send_rate`` is what it achieved) and
   ``time.perf_counter_ns()`` in a property taken just before the send; one member's listener records
-  ``now - sent``. ``cpu_util`` is process CPU time over wall time (1.0 = one core busy).
+  ``now - sent``. ``cpu_util`` is process CPU time over wall time (1.0 = one core busy);
+  ``cpu_us_per_msg`` the bench process's CPU per message (producer and consumer), ``broker_cpu_us_per_msg``
+  the broker child's (Linux, ``--broker process``), which the host's noise moves far less than latency.
 - ``loopback_echo``: the floor of ``e2e_latency`` on this machine: round trips of 64 bytes to a trivial
   asyncio echo server in a child process, paced at ``rate`` (``rocketq.bench.echo``).
 - ``rebalance_join``: one member consumes a steady stream at ``rate``; a second member of the same
@@ -134,6 +136,7 @@ class ConsumerBench:
         self.namesrv_addr = ""
         self._admin: AdminClient | None = None
         self._drain_rates: dict[int, float] = {}
+        self._broker_pid: int | None = None  # the child's, when the broker runs in one
 
     async def run(self) -> None:
         """All measurements, in a scratch directory that is removed afterwards."""
@@ -147,6 +150,7 @@ class ConsumerBench:
             if self.options.broker == "process":
                 with ClusterProcess(root, **overrides) as child:
                     self.namesrv_addr = child.namesrv_addr
+                    self._broker_pid = child.pid
                     await self._run_sizes()
             else:
                 async with LocalCluster(root, **overrides) as cluster:
@@ -242,6 +246,23 @@ class ConsumerBench:
         """Build a measurement from raw counts (and per-message latencies in ns) and emit it."""
         self.emit(Measurement.from_counts(name, size, messages, seconds, nbytes, latencies, batch=batch, extra=extra))
 
+    def _broker_cpu_s(self) -> float:
+        """CPU seconds the broker child's threads have run so far (Linux schedstat, ns resolution); 0
+        without a child or on other systems."""
+        if self._broker_pid is None:
+            return 0.0
+        total_ns = 0
+        for task in Path(f"/proc/{self._broker_pid}/task").glob("*"):
+            with contextlib.suppress(OSError, ValueError, IndexError):  # a thread may end meanwhile
+                total_ns += int((task / "schedstat").read_text().split()[0])
+        return total_ns / 1e9
+
+    def _cpu_per_message(self, cpu_s: float, broker_cpu_s: float, messages: int) -> Extra:
+        extra: Extra = {"cpu_us_per_msg": cpu_s / messages * 1e6}
+        if broker_cpu_s > 0:
+            extra["broker_cpu_us_per_msg"] = broker_cpu_s / messages * 1e6
+        return extra
+
     @staticmethod
     async def _wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> int:
         """Poll ``condition`` until true; returns the ``perf_counter_ns`` then."""
@@ -309,7 +330,7 @@ class ConsumerBench:
             self._consumer(group, f"{group}-{i}", listener, ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, topic)
             for i in range(members)
         ]
-        cpu_before = time.process_time()
+        cpu_before, broker_cpu_before = time.process_time(), self._broker_cpu_s()
         began = time.perf_counter_ns()
         try:
             await asyncio.gather(*(consumer.start() for consumer in consumers))
@@ -321,7 +342,7 @@ class ConsumerBench:
                     last, last_progress = len(seen), time.monotonic()
                 elif time.monotonic() - last_progress > STALL_TIMEOUT_S:
                     raise BenchError(f"drain stalled at {last:,} of {total:,} messages")
-            cpu = time.process_time() - cpu_before
+            cpu, broker_cpu = time.process_time() - cpu_before, self._broker_cpu_s() - broker_cpu_before
             with contextlib.suppress(BenchError):  # ``consumed`` counts a batch after its listener returned
                 await self._wait_for(lambda: sum(c.consumed for c in consumers) >= total, 5.0, "the counters")
             delivered = sum(consumer.consumed for consumer in consumers)
@@ -337,6 +358,7 @@ class ConsumerBench:
             "duplicates": max(0, delivered - total),
             "per_member": per_member,
             "cpu_util": cpu / seconds,
+            **self._cpu_per_message(cpu, broker_cpu, total),
         }
         if members != 1 and 1 in self._drain_rates:
             extra["vs_1_member"] = rate / self._drain_rates[1]
@@ -356,9 +378,9 @@ class ConsumerBench:
             await self._wait_for(lambda: _owned(consumer, topic) == QUEUES, REBALANCE_TIMEOUT_S, "the assignment")
             await self._paced_send(producer, topic, size, WARMUP_MESSAGES, stamp=False)
             await self._wait_for(lambda: len(recorder.seen) >= WARMUP_MESSAGES, STALL_TIMEOUT_S, "the warm-up")
-            cpu_before = time.process_time()
+            cpu_before, broker_cpu_before = time.process_time(), self._broker_cpu_s()
             seconds = await self._paced_send(producer, topic, size, count, stamp=True)
-            cpu = time.process_time() - cpu_before
+            cpu, broker_cpu = time.process_time() - cpu_before, self._broker_cpu_s() - broker_cpu_before
             with contextlib.suppress(BenchError):
                 await self._wait_for(lambda: len(recorder.latencies) >= count, 10.0, "the last messages")
         latencies = recorder.latencies
@@ -374,6 +396,7 @@ class ConsumerBench:
             "sent": count,
             "lost": count - received,
             "cpu_util": cpu / seconds,
+            **self._cpu_per_message(cpu, broker_cpu, count),
             "listener": self.options.listener,
         }
         nbytes = received * recorder.record_size

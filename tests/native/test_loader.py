@@ -141,3 +141,29 @@ def test_an_edited_source_runs_interpreted_with_a_warning(tmp_path: Path) -> Non
     required = run_python(probe, mode="required", pythonpath=copy)
     assert required.returncode != 0
     assert "1 source(s) changed" in required.stderr
+
+
+def test_the_public_client_classes_can_be_subclassed(tmp_path: Path) -> None:
+    # compiled classes refuse interpreted subclasses unless they allow them (mypyc_attr)
+    from rocketq.client import ClientConfig, ConsumerConfig, ConsumeStatus, Message, Producer, PushConsumer
+    from rocketq.client.sync import SyncProducer, SyncPullConsumer, SyncPushConsumer
+
+    class TracedMessage(Message):
+        def label(self) -> str:
+            return f"{self.topic}/{self.tags}"
+
+    class NamedProducer(Producer):
+        def describe(self) -> str:
+            return f"producer of {self.config.group}"
+
+    class CountingConsumer(PushConsumer):
+        pass
+
+    assert TracedMessage("T", b"x", tags="a").label() == "T/a"
+    assert NamedProducer(group="g").describe() == "producer of g"
+    config = ConsumerConfig(group="g", client=ClientConfig(namesrv_addr="127.0.0.1:1"))
+    consumer = CountingConsumer(config, lambda messages: ConsumeStatus.CONSUME_SUCCESS)
+    assert isinstance(consumer, PushConsumer)
+    for base in (SyncProducer, SyncPushConsumer, SyncPullConsumer):  # made without __init__: no cluster here
+        subclass = type("Sub", (base,), {})
+        assert type(base.__new__(subclass)) is subclass

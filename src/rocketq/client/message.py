@@ -8,11 +8,14 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Final
 
+from mypy_extensions import mypyc_attr
+
 from rocketq.common.message import KEY_SEPARATOR, Property, decode_properties
 from rocketq.common.message_id import decode_host, offset_message_id
 from rocketq.common.record import HEAD_SIZE, SysFlag, head_reader
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # users may subclass it; see rocketq.native
 @dataclass(slots=True)
 class Message:
     """A message to send. ``properties`` are user properties; tags, keys and delay have their own fields."""

@@ -15,6 +15,8 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from rocketq.client.config import ProducerConfig
 from rocketq.client.errors import BrokerResponseError, MQClientError, broker_error
 from rocketq.client.instance import ClientInstance
@@ -51,6 +53,7 @@ _RETRY_CODES = frozenset(
 )
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # users may subclass it; see rocketq.native
 class Producer:
     """Use from one event loop. ``async with Producer(group="g", namesrv_addr="127.0.0.1:9876") as p:``."""
 

@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from rocketq.client.config import ConsumerConfig
 from rocketq.client.consume_threads import ConsumeThreads
 from rocketq.client.consumer_core import ConsumerCore
@@ -41,6 +43,7 @@ SyncResult = asyncio.Future[Failed | None]
 before a thread got to it (nothing was consumed)."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # users may subclass it; see rocketq.native
 class PushConsumer:
     def __init__(self, config: ConsumerConfig, listener: Listener | None = None, *, orderly: bool = False) -> None:
         self.config = config

@@ -10,6 +10,8 @@ from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+from mypy_extensions import mypyc_attr
+
 from rocketq.client.config import ConsumerConfig, ProducerConfig
 from rocketq.client.listener import Listener
 from rocketq.client.message import Message, MessageExt, MessageQueue, SendResult
@@ -52,6 +54,7 @@ class LoopThread:
             self._loop.close()
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # users may subclass it; see rocketq.native
 class SyncProducer:
     """Blocking twin of ``Producer``: the same methods, without ``await``."""
 
@@ -109,6 +112,7 @@ class SyncProducer:
         self.close()
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # users may subclass it; see rocketq.native
 class SyncPushConsumer:
     """Blocking twin of ``PushConsumer``: a plain-function listener runs on the consume threads."""
 
@@ -150,6 +154,7 @@ class SyncPushConsumer:
         self.close()
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # users may subclass it; see rocketq.native
 class SyncPullConsumer:
     """Blocking twin of ``PullConsumer``."""
 

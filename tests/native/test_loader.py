@@ -15,6 +15,7 @@ import pytest
 
 import rocketq
 from rocketq.client import push_consumer
+from rocketq.native.build import main as build_main
 from rocketq.native.loader import check_build, source_hash
 from rocketq.native.modules import COMPILED_MODULES, MANIFEST_NAME, NATIVE_DIR, SHARED_LIBRARY, source_path
 
@@ -36,7 +37,7 @@ def fake_build(native_dir: Path, **changes: object) -> None:
     for relative in libraries.values():
         (native_dir / relative).parent.mkdir(parents=True, exist_ok=True)
         (native_dir / relative).write_bytes(b"")
-    manifest = {
+    manifest: dict[str, object] = {
         "ext_suffix": SUFFIX,
         "sources": {module: source_hash(source_path(module)) for module in COMPILED_MODULES},
         "libraries": libraries,
@@ -167,3 +168,14 @@ def test_the_public_client_classes_can_be_subclassed(tmp_path: Path) -> None:
     for base in (SyncProducer, SyncPushConsumer, SyncPullConsumer):  # made without __init__: no cluster here
         subclass = type("Sub", (base,), {})
         assert type(base.__new__(subclass)) is subclass
+
+
+@pytest.mark.skipif(not (NATIVE_DIR / MANIFEST_NAME).exists(), reason="no compiled build on this machine")
+def test_the_build_does_nothing_when_up_to_date(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if check_build(NATIVE_DIR)[0] is None:
+        pytest.skip("the build is stale (a source was edited since); make rebuilds it")
+    manifest = (NATIVE_DIR / MANIFEST_NAME).read_bytes()
+    assert build_main(["--if-stale", "--work-dir", str(tmp_path / "work")]) == 0
+    assert "up to date" in capsys.readouterr().out
+    assert (NATIVE_DIR / MANIFEST_NAME).read_bytes() == manifest
+    assert (tmp_path / "work.lock").exists() and not (tmp_path / "work").exists()

@@ -12,6 +12,7 @@ no Python headers, no mypyc), said in one line, and rocketq runs interpreted; 1 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import importlib.machinery
 import importlib.util
 import json
@@ -129,7 +130,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work-dir", type=Path, default=Path("build") / "mypyc", help="C files and objects")
     parser.add_argument("--if-stale", action="store_true", help="do nothing when the build matches its sources")
     args = parser.parse_args(argv)
-    if args.if_stale and check_build(NATIVE_DIR)[0] is not None:
+    work_dir: Path = args.work_dir.resolve()
+    work_dir.parent.mkdir(parents=True, exist_ok=True)
+    with (work_dir.parent / f"{work_dir.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # a second make waits, then finds the build up to date
+        return _build_once(work_dir, if_stale=args.if_stale)
+
+
+def _build_once(work_dir: Path, *, if_stale: bool) -> int:
+    if if_stale and check_build(NATIVE_DIR)[0] is not None:
         print("rocketq: compiled modules are up to date")
         return 0
     lacking = missing_tools()
@@ -137,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rocketq: compiled modules not built: {lacking}; running plain Python", file=sys.stderr)
         return CANNOT_BUILD
     try:
-        seconds = build(args.work_dir.resolve())
+        seconds = build(work_dir)
     except (Exception, SystemExit) as exc:  # any failure (mypyc exits on errors): run interpreted, say why
         reason = f"{type(exc).__name__}: {exc}"
         print(f"rocketq: compiled modules not built ({reason}); running plain Python", file=sys.stderr)

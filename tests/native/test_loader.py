@@ -119,7 +119,7 @@ def test_required_without_a_matching_build_fails_at_import(tmp_path: Path) -> No
     )
     result = run_python(code, mode="off")
     assert result.returncode != 0
-    assert "ROCKETQ_NATIVE=required, but the compiled modules are not built" in result.stderr
+    assert "ROCKETQ_NATIVE=required, but there is no matching compiled build: not built" in result.stderr
 
 
 @pytest.mark.skipif(not (NATIVE_DIR / MANIFEST_NAME).exists(), reason="no compiled build on this machine")
@@ -179,3 +179,15 @@ def test_the_build_does_nothing_when_up_to_date(tmp_path: Path, capsys: pytest.C
     assert "up to date" in capsys.readouterr().out
     assert (NATIVE_DIR / MANIFEST_NAME).read_bytes() == manifest
     assert (tmp_path / "work.lock").exists() and not (tmp_path / "work").exists()
+
+
+def test_a_listed_source_that_is_gone_counts_as_changed(tmp_path: Path) -> None:
+    copy = tmp_path / "src"
+    shutil.copytree(SRC / "rocketq", copy / "rocketq", ignore=shutil.ignore_patterns("__pycache__", "_native"))
+    (copy / "rocketq" / "client" / "latency.py").unlink()
+    native_dir = tmp_path / "native"
+    fake_build(native_dir)
+    probe = f"import pathlib, rocketq.native.loader as l; print(l.check_build(pathlib.Path({str(native_dir)!r}))[1])"
+    result = run_python(probe, mode="off", pythonpath=copy)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "1 source(s) changed since the build (rocketq.client.latency); rebuild"

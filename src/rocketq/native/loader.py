@@ -62,6 +62,13 @@ def source_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _source_hash_or_none(module: str) -> str | None:
+    try:
+        return source_hash(source_path(module))
+    except OSError:  # a listed source that is gone: not the build's source any more
+        return None
+
+
 def check_build(native_dir: Path) -> tuple[dict[str, Path] | None, str]:
     """The libraries of a build in ``native_dir`` that matches its sources, or None and why not."""
     try:
@@ -76,7 +83,7 @@ def check_build(native_dir: Path) -> tuple[dict[str, Path] | None, str]:
     sources: dict[str, str] = manifest.get("sources", {})
     if sorted(sources) != sorted(COMPILED_MODULES):
         return None, "built from another module list; rebuild"
-    changed = [module for module in COMPILED_MODULES if source_hash(source_path(module)) != sources[module]]
+    changed = [module for module in COMPILED_MODULES if _source_hash_or_none(module) != sources[module]]
     if changed:
         return None, f"{len(changed)} source(s) changed since the build ({', '.join(changed[:3])}); rebuild"
     libraries = {name: native_dir / relative for name, relative in manifest.get("libraries", {}).items()}
@@ -99,9 +106,9 @@ def install(native_dir: Path = NATIVE_DIR) -> NativeStatus:
     libraries, reason = check_build(native_dir)
     if libraries is None:
         if mode == "required":
-            raise ImportError(f"ROCKETQ_NATIVE=required, but the compiled modules are {reason}")
+            raise ImportError(f"ROCKETQ_NATIVE=required, but there is no matching compiled build: {reason}")
         if (native_dir / MANIFEST_NAME).exists():
-            log.warning("rocketq runs interpreted: its compiled modules are %s", reason)
+            log.warning("rocketq runs interpreted, its compiled build does not match: %s", reason)
         return NativeStatus(False, reason)
     sys.meta_path.insert(0, _CompiledModuleFinder(libraries))
     return NativeStatus(True, reason)

@@ -122,6 +122,7 @@ def build(work_dir: Path, native_dir: Path = NATIVE_DIR, *, opt_level: str = "3"
         native_dir.rename(old)
     shutil.move(str(staging), native_dir)
     shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(work_dir, ignore_errors=True)  # the C files and objects (about 50 MB) are not reused
     return time.monotonic() - started
 
 

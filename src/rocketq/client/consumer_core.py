@@ -2,8 +2,13 @@
 subscriptions, heartbeats carrying them, queue rebalancing, offset storage and send-back.
 
 Rebalancing runs every ``rebalance_interval_s`` and at once when a broker sends
-NOTIFY_CONSUMER_IDS_CHANGED. Revoked queues are handed back (their offsets committed) before new
-ones are taken, so that within one member a queue is never consumed from two places.
+NOTIFY_CONSUMER_IDS_CHANGED. While a subscribed topic has no route (the NameServer does not know it
+yet: it is about to be created, or was created a moment ago and its broker has not registered it
+yet), rebalancing runs sooner: after 1 s, then 2, 4, ... up to ``rebalance_interval_s``, so a consumer
+started before its topic gets the first messages within seconds rather than a full interval later.
+
+Revoked queues are handed back (their offsets committed) before new ones are taken, so that within
+one member a queue is never consumed from two places.
 """
 
 from __future__ import annotations
@@ -45,6 +50,9 @@ from rocketq.remoting.connection import next_opaque
 from rocketq.remoting.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
+
+MISSING_ROUTE_RETRY_S = 1.0
+"""The first wait before asking again for a subscribed topic's missing route (doubling after)."""
 
 QueuesCallback = Callable[[list[MessageQueue]], Awaitable[None]]
 ResetCallback = Callable[[dict[MessageQueue, int]], Awaitable[None]]
@@ -164,10 +172,20 @@ class ConsumerCore:
             except Exception as exc:
                 log.warning("group %s: offset persist failed: %s", self.config.group, exc)
 
+    def _topics_without_route(self) -> bool:
+        return any(topic not in self.instance.routes for topic in self.subscriptions)
+
     async def _rebalance_loop(self) -> None:
+        interval = self.config.rebalance_interval_s
+        route_retry = MISSING_ROUTE_RETRY_S
         while True:
+            wait = interval
+            if self._topics_without_route():
+                wait, route_retry = min(interval, route_retry), min(interval, route_retry * 2)
+            else:
+                route_retry = MISSING_ROUTE_RETRY_S
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.config.rebalance_interval_s):
+                async with asyncio.timeout(wait):
                     await self._rebalance_wanted.wait()
             self._rebalance_wanted.clear()
             try:

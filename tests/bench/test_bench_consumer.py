@@ -57,8 +57,9 @@ def test_bench_consumer_json(tmp_path: Path) -> None:
     assert drain["messages"] == 2000
     assert drain["members"] == 1
     assert drain["per_member"] == "2000"
-    for row in (drain, by_name["e2e_latency"]):  # CPU per message: the bench process and the broker child
+    for row in (drain, by_name["e2e_latency"]):  # CPU and runs per message: the bench process and the broker
         assert positive(row["cpu_us_per_msg"]) and positive(row["broker_cpu_us_per_msg"]), row
+        assert positive(row["runs_per_msg"]) and positive(row["broker_runs_per_msg"]), row
         assert row["compiled"] is rocketq.native.STATUS.compiled
 
     latency = by_name["e2e_latency"]

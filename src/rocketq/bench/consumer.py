@@ -46,6 +46,7 @@ from rocketq.bench import Extra, Measurement, Sink, percentile
 from rocketq.bench.echo import PAYLOAD, measure_echo
 from rocketq.bench.pacing import paced
 from rocketq.bench.recorder import SENT_PROPERTY, Recorder
+from rocketq.bench.usage import Usage
 from rocketq.client import (
     ClientConfig,
     ConsumeFromWhere,
@@ -246,23 +247,6 @@ class ConsumerBench:
         """Build a measurement from raw counts (and per-message latencies in ns) and emit it."""
         self.emit(Measurement.from_counts(name, size, messages, seconds, nbytes, latencies, batch=batch, extra=extra))
 
-    def _broker_cpu_s(self) -> float:
-        """CPU seconds the broker child's threads have run so far (Linux schedstat, ns resolution); 0
-        without a child or on other systems."""
-        if self._broker_pid is None:
-            return 0.0
-        total_ns = 0
-        for task in Path(f"/proc/{self._broker_pid}/task").glob("*"):
-            with contextlib.suppress(OSError, ValueError, IndexError):  # a thread may end meanwhile
-                total_ns += int((task / "schedstat").read_text().split()[0])
-        return total_ns / 1e9
-
-    def _cpu_per_message(self, cpu_s: float, broker_cpu_s: float, messages: int) -> Extra:
-        extra: Extra = {"cpu_us_per_msg": cpu_s / messages * 1e6}
-        if broker_cpu_s > 0:
-            extra["broker_cpu_us_per_msg"] = broker_cpu_s / messages * 1e6
-        return extra
-
     @staticmethod
     async def _wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> int:
         """Poll ``condition`` until true; returns the ``perf_counter_ns`` then."""
@@ -330,7 +314,7 @@ class ConsumerBench:
             self._consumer(group, f"{group}-{i}", listener, ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, topic)
             for i in range(members)
         ]
-        cpu_before, broker_cpu_before = time.process_time(), self._broker_cpu_s()
+        before = Usage.now(self._broker_pid)
         began = time.perf_counter_ns()
         try:
             await asyncio.gather(*(consumer.start() for consumer in consumers))
@@ -342,7 +326,7 @@ class ConsumerBench:
                     last, last_progress = len(seen), time.monotonic()
                 elif time.monotonic() - last_progress > STALL_TIMEOUT_S:
                     raise BenchError(f"drain stalled at {last:,} of {total:,} messages")
-            cpu, broker_cpu = time.process_time() - cpu_before, self._broker_cpu_s() - broker_cpu_before
+            used = Usage.now(self._broker_pid)
             with contextlib.suppress(BenchError):  # ``consumed`` counts a batch after its listener returned
                 await self._wait_for(lambda: sum(c.consumed for c in consumers) >= total, 5.0, "the counters")
             delivered = sum(consumer.consumed for consumer in consumers)
@@ -357,8 +341,7 @@ class ConsumerBench:
             "listener": self.options.listener,
             "duplicates": max(0, delivered - total),
             "per_member": per_member,
-            "cpu_util": cpu / seconds,
-            **self._cpu_per_message(cpu, broker_cpu, total),
+            **used.since(before, seconds, total),
         }
         if members != 1 and 1 in self._drain_rates:
             extra["vs_1_member"] = rate / self._drain_rates[1]
@@ -378,9 +361,9 @@ class ConsumerBench:
             await self._wait_for(lambda: _owned(consumer, topic) == QUEUES, REBALANCE_TIMEOUT_S, "the assignment")
             await self._paced_send(producer, topic, size, WARMUP_MESSAGES, stamp=False)
             await self._wait_for(lambda: len(recorder.seen) >= WARMUP_MESSAGES, STALL_TIMEOUT_S, "the warm-up")
-            cpu_before, broker_cpu_before = time.process_time(), self._broker_cpu_s()
+            before = Usage.now(self._broker_pid)
             seconds = await self._paced_send(producer, topic, size, count, stamp=True)
-            cpu, broker_cpu = time.process_time() - cpu_before, self._broker_cpu_s() - broker_cpu_before
+            used = Usage.now(self._broker_pid)
             with contextlib.suppress(BenchError):
                 await self._wait_for(lambda: len(recorder.latencies) >= count, 10.0, "the last messages")
         latencies = recorder.latencies
@@ -395,8 +378,7 @@ class ConsumerBench:
             "send_rate": count / seconds,
             "sent": count,
             "lost": count - received,
-            "cpu_util": cpu / seconds,
-            **self._cpu_per_message(cpu, broker_cpu, count),
+            **used.since(before, seconds, count),
             "listener": self.options.listener,
         }
         nbytes = received * recorder.record_size

@@ -1,0 +1,56 @@
+"""What the bench process and the broker child have used: CPU time, and how many times their threads
+were put on a CPU (Linux ``/proc/<pid>/task/<tid>/schedstat``).
+
+The second count is mostly wake-ups: a thread that sleeps in ``epoll_wait`` or on a lock and is woken
+runs once more. On this VM a wake-up costs far more than the Python it runs (the benchmark notes), so
+runs per message says what CPU per message alone does not: how much of it is waking up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rocketq.bench import Extra
+
+
+def thread_totals(pid: int) -> tuple[int, int]:
+    """(CPU ns, times put on a CPU) summed over the live threads of ``pid``; (0, 0) where Linux's
+    schedstat is missing. Threads that ended are no longer counted."""
+    cpu_ns = runs = 0
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError, ValueError, IndexError):  # a thread may end meanwhile
+            fields = (task / "schedstat").read_text().split()
+            cpu_ns += int(fields[0])
+            runs += int(fields[2])
+    return cpu_ns, runs
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    cpu_s: float  # the bench process, every thread (ended ones too)
+    runs: int  # the bench process's live threads
+    broker_cpu_s: float  # 0 without a broker child
+    broker_runs: int
+
+    @classmethod
+    def now(cls, broker_pid: int | None) -> Usage:
+        _, runs = thread_totals(os.getpid())
+        broker_cpu_ns, broker_runs = thread_totals(broker_pid) if broker_pid is not None else (0, 0)
+        return cls(time.process_time(), runs, broker_cpu_ns / 1e9, broker_runs)
+
+    def since(self, before: Usage, seconds: float, messages: int) -> Extra:
+        """The usage between ``before`` and this snapshot, per message (and the bench's share of a core)."""
+        cpu_s = self.cpu_s - before.cpu_s
+        extra: Extra = {
+            "cpu_util": cpu_s / seconds,
+            "cpu_us_per_msg": cpu_s / messages * 1e6,
+            "runs_per_msg": (self.runs - before.runs) / messages,
+        }
+        if self.broker_runs:
+            extra["broker_cpu_us_per_msg"] = (self.broker_cpu_s - before.broker_cpu_s) / messages * 1e6
+            extra["broker_runs_per_msg"] = (self.broker_runs - before.broker_runs) / messages
+        return extra

@@ -2,8 +2,8 @@
 were put on a CPU (Linux ``/proc/<pid>/task/<tid>/schedstat``).
 
 The second count is mostly wake-ups: a thread that sleeps in ``epoll_wait`` or on a lock and is woken
-runs once more. On this VM a wake-up costs far more than the Python it runs (the benchmark notes), so
-runs per message says what CPU per message alone does not: how much of it is waking up.
+runs once more. Per message, the two tell apart a change in how often a process is woken from a
+change in the work it does each time, which CPU per message alone does not.
 """
 
 from __future__ import annotations

@@ -172,7 +172,7 @@ class ConsumerCore:
             except Exception as exc:
                 log.warning("group %s: offset persist failed: %s", self.config.group, exc)
 
-    def _topics_without_route(self) -> bool:
+    def _a_topic_has_no_route(self) -> bool:
         return any(topic not in self.instance.routes for topic in self.subscriptions)
 
     async def _rebalance_loop(self) -> None:
@@ -180,7 +180,7 @@ class ConsumerCore:
         route_retry = MISSING_ROUTE_RETRY_S
         while True:
             wait = interval
-            if self._topics_without_route():
+            if self._a_topic_has_no_route():
                 wait, route_retry = min(interval, route_retry), min(interval, route_retry * 2)
             else:
                 route_retry = MISSING_ROUTE_RETRY_S

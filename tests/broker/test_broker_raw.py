@@ -158,6 +158,15 @@ async def test_oversized_message_is_refused(broker: Broker, client: RemotingClie
     assert ok.code == ResponseCode.SUCCESS
 
 
+async def test_sends_to_the_schedule_topic_or_bad_names_are_refused(broker: Broker, client: RemotingClient) -> None:
+    scheduled = await client.invoke(broker.address, send_request("SCHEDULE_TOPIC_XXXX", b"x"), 3)
+    assert scheduled.code == ResponseCode.NO_PERMISSION and "forbidden" in (scheduled.remark or "")
+    bad = await client.invoke(broker.address, send_request("no spaces", b"x"), 3)
+    assert bad.code == ResponseCode.SYSTEM_ERROR and "characters outside" in (bad.remark or "")
+    sent = await client.invoke(broker.address, send_request("TopicFine", b"x"), 3)  # and it goes on serving
+    assert sent.code == ResponseCode.SUCCESS, sent.remark
+
+
 async def test_heartbeat_creates_retry_topic_and_lists_consumers(broker: Broker, client: RemotingClient) -> None:
     body = (
         b'{"clientID":"1-127.0.0.1@DEFAULT","consumerDataSet":[{"consumeFromWhere":0,"consumeType":1,'

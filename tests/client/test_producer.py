@@ -124,6 +124,35 @@ async def test_unknown_nameserver_and_bad_messages(cluster: LocalCluster) -> Non
             await lost.send(Message("TopicD", b"x"))
 
 
+@pytest.mark.parametrize(
+    ("message", "problem"),
+    [
+        (Message("bad topic!", b"x"), "characters outside"),
+        (Message("T" * 128, b"x"), "longer than 127"),
+        (Message("SCHEDULE_TOPIC_XXXX", b"x"), "written by the broker"),
+        (Message("TopicE", b"x", properties={"k": "a\x02b"}), "separates properties"),
+        (Message("TopicE", b"x", properties={"k\x01": "v"}), "separates properties"),
+        (Message("TopicE", b"x", tags="a\x01b"), "separates properties"),
+        (Message("TopicE", b"x", keys=["fine", "a\x02"]), "separates properties"),
+        (Message("TopicE", b"x", properties={"k": ""}), "empty name or value"),
+    ],
+)
+async def test_a_message_that_cannot_travel_is_refused_before_anything_is_sent(message: Message, problem: str) -> None:
+    # no NameServer answers at this address: a check that asked anyone would fail differently
+    async with Producer(group="PG", namesrv_addr="127.0.0.1:1") as producer:
+        with pytest.raises(MQClientError, match=problem):
+            await producer.send(message)
+        with pytest.raises(MQClientError, match=problem):
+            await producer.send_batch([Message(message.topic, b"ok"), message])
+
+
+async def test_non_ascii_tags_keys_and_properties_round_trip(cluster: LocalCluster) -> None:
+    async with Producer(group="PG", namesrv_addr=cluster.namesrv_addr) as producer:
+        await producer.send(Message("TopicU", b"x", tags="Tä", keys=["ключ"], properties={"kü": "vé 1"}))
+        [message] = await all_messages(cluster, producer, "TopicU")
+    assert (message.tags, message.keys, message.user_properties) == ("Tä", ["ключ"], {"kü": "vé 1"})
+
+
 def test_sync_producer(tmp_path: Path) -> None:
     with ThreadedCluster(tmp_path) as cluster, SyncProducer(group="PG", namesrv_addr=cluster.namesrv_addr) as producer:
         result = producer.send(Message("TopicS", b"blocking"))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 import time
 from pathlib import Path
 
 from rocketq.common.message import SCHEDULE_TOPIC
+from rocketq.common.names import topic_name_problem
 from rocketq.protocol import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from rocketq.store.config_file import read_json, write_json_atomically
 
@@ -23,7 +23,6 @@ DEFAULT_TOPIC = "TBW102"
 SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
 BENCHMARK_TOPIC = "BenchmarkTest"
 OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
-_VALID_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 
 
 def is_readable(perm: int) -> bool:
@@ -34,17 +33,12 @@ def is_writeable(perm: int) -> bool:
     return bool(perm & PERM_WRITE)
 
 
-def topic_name_problem(topic: str, cluster_name: str) -> str | None:
-    """Why ``topic`` is not a valid name, or None."""
-    if not topic:
-        return "the topic name is empty"
-    if len(topic) > 127:
-        return f"the topic name is longer than 127 characters: {topic[:40]}..."
-    if not _VALID_NAME.match(topic):
-        return f"the topic name {topic!r} contains characters outside [%|a-zA-Z0-9_-]"
-    if topic == cluster_name:
+def topic_name_problem_in_cluster(topic: str, cluster_name: str) -> str | None:
+    """Why ``topic`` is not a valid name on this broker, or None."""
+    problem = topic_name_problem(topic)
+    if problem is None and topic == cluster_name:
         return f"the topic name {topic!r} is the cluster's name"
-    return None
+    return problem
 
 
 class TopicConfigManager:

@@ -25,6 +25,7 @@ from rocketq.client.message import Message, MessageQueue, SendResult, SendStatus
 from rocketq.client.route import TopicPublishInfo, publish_info
 from rocketq.client.unique_id import UniqueIdGenerator
 from rocketq.common.message import Property, encode_properties, java_string_hash
+from rocketq.common.names import NOT_SENDABLE_TOPICS, properties_problem, topic_name_problem
 from rocketq.common.record import SysFlag
 from rocketq.protocol import BatchItem, RemotingCommand, RequestCode, ResponseCode, encode_batch, make_request
 from rocketq.protocol.headers import SendMessageRequestHeaderV2
@@ -71,6 +72,7 @@ class Producer:
         self._fault = LatencyFaultTolerance()
         self._ids: UniqueIdGenerator | None = None
         self._pending: set[asyncio.Task[Any]] = set()
+        self._valid_topics: set[str] = set()
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -153,21 +155,33 @@ class Producer:
 
     # -- message preparation ----------------------------------------------------------------------------
 
-    def _validate(self, message: Message) -> None:
-        if not message.topic:
-            raise MQClientError("the message has no topic")
+    def _checked_properties(self, message: Message) -> dict[str, str]:
+        """``message``'s properties as they travel, once it passed the checks made before a send
+        (MQClientError says what is wrong; nothing is sent)."""
+        topic = message.topic
+        if topic not in self._valid_topics:  # a regular expression per topic, not per message
+            problem = topic_name_problem(topic)
+            if problem is None and topic in NOT_SENDABLE_TOPICS:
+                problem = f"the topic {topic!r} is written by the broker only"
+            if problem is not None:
+                raise MQClientError(problem)
+            self._valid_topics.add(topic)
         if not message.body:
             raise MQClientError("the message body is empty")
         if len(message.body) > self.config.max_message_size:
             raise MQClientError(
                 f"the message body of {len(message.body)} bytes exceeds the maximum {self.config.max_message_size}"
             )
+        properties = message.wire_properties()
+        problem = properties_problem(message.properties, properties)
+        if problem is not None:
+            raise MQClientError(problem)
+        return properties
 
     def _prepare(self, message: Message) -> tuple[bytes, dict[str, str], int, str]:
         """(body, properties, sys_flag, unique id) as they go on the wire."""
-        self._validate(message)
+        properties = self._checked_properties(message)
         assert self._ids is not None
-        properties = message.wire_properties()
         unique_id = properties.setdefault(
             Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, self._ids.next_id(int(time.time() * 1000))
         )
@@ -341,8 +355,7 @@ class Producer:
         assert self._ids is not None
         fresh_ids = self._ids.next_ids(len(messages), int(time.time() * 1000))
         for message, fresh_id in zip(messages, fresh_ids, strict=True):
-            self._validate(message)
-            properties = message.wire_properties()
+            properties = self._checked_properties(message)
             ids.append(properties.setdefault(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, fresh_id))
             items.append(BatchItem(message.body, encode_properties(properties), message.flag))
         body = encode_batch(items)

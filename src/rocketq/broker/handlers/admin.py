@@ -6,7 +6,7 @@ import json
 import logging
 
 from rocketq.broker.context import BrokerContext, parsed, reply
-from rocketq.broker.topic_config import PERM_READ, PERM_WRITE, topic_name_problem
+from rocketq.broker.topic_config import PERM_READ, PERM_WRITE, topic_name_problem_in_cluster
 from rocketq.protocol import (
     RemotingCommand,
     RequestCode,
@@ -24,7 +24,7 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
     topics = context.topics
 
     async def create_topic(request: RemotingCommand, header: CreateTopicRequestHeader) -> RemotingCommand:
-        problem = topic_name_problem(header.topic, context.config.broker_cluster_name)
+        problem = topic_name_problem_in_cluster(header.topic, context.config.broker_cluster_name)
         if problem:
             return reply(request, ResponseCode.SYSTEM_ERROR, problem)
         if header.topic in topics.system_topics:

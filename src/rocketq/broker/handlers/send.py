@@ -16,7 +16,7 @@ import re
 from rocketq.broker.context import BrokerContext, reply
 from rocketq.broker.message_put import dead_letter_topic, put_and_wait, redirect_delayed, response_code
 from rocketq.broker.retry import V3_4_9
-from rocketq.broker.topic_config import is_writeable, topic_name_problem
+from rocketq.broker.topic_config import is_writeable, topic_name_problem_in_cluster
 from rocketq.common.group_topics import DEFAULT_MAX_RECONSUME_TIMES, RETRY_PREFIX
 from rocketq.common.message import (
     NAME_VALUE_SEPARATOR,
@@ -27,6 +27,7 @@ from rocketq.common.message import (
     find_property,
 )
 from rocketq.common.message_id import encode_host, offset_message_ids
+from rocketq.common.names import NOT_SENDABLE_TOPICS
 from rocketq.common.record import SysFlag
 from rocketq.protocol import (
     BatchItem,
@@ -125,9 +126,11 @@ async def _send(
     config = context.config
     if not context.is_master:
         return reply(request, ResponseCode.SERVICE_NOT_AVAILABLE, f"broker {config.broker_name} is a slave")
-    problem = topic_name_problem(header.topic, config.broker_cluster_name)
+    problem = topic_name_problem_in_cluster(header.topic, config.broker_cluster_name)
     if problem:
         return reply(request, ResponseCode.SYSTEM_ERROR, problem)
+    if header.topic in NOT_SENDABLE_TOPICS:  # the broker's own: a message there would be read as one of its
+        return reply(request, ResponseCode.NO_PERMISSION, f"sending to topic {header.topic} is forbidden")
     topic = header.topic
     topic_config = context.topics.get(topic)
     if topic_config is None:

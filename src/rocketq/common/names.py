@@ -1,0 +1,46 @@
+"""What a topic name and a message's properties may hold (RocketMQ's topic rules, and what its property
+encoding can carry).
+
+Pure checks that return the problem as text (None when there is none), so the broker can answer with
+it and a client can raise it before anything is sent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Final
+
+from rocketq.common.message import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, SCHEDULE_TOPIC
+
+TOPIC_MAX_LENGTH: Final = 127
+NAME_CHARACTERS: Final = "[%|a-zA-Z0-9_-]"
+_VALID_NAME: Final = re.compile(f"^{NAME_CHARACTERS}+$")
+
+NOT_SENDABLE_TOPICS: Final = frozenset([SCHEDULE_TOPIC])
+"""Topics the broker writes itself: a message sent there directly would be read as one of its own."""
+
+
+def topic_name_problem(topic: str) -> str | None:
+    """Why ``topic`` is not a valid topic name, or None."""
+    if not topic:
+        return "the topic name is empty"
+    if len(topic) > TOPIC_MAX_LENGTH:
+        return f"the topic name is longer than {TOPIC_MAX_LENGTH} characters: {topic[:40]}..."
+    if not _VALID_NAME.match(topic):
+        return f"the topic name {topic!r} contains characters outside {NAME_CHARACTERS}"
+    return None
+
+
+def properties_problem(user_properties: Mapping[str, str], wire_properties: Mapping[str, str]) -> str | None:
+    """Why a message's properties cannot travel, or None: a user property with an empty name or value
+    (it would be dropped), or any property, tags and keys included, holding one of the two characters
+    that separate properties on the wire (it would be cut apart and change meaning)."""
+    for name, value in user_properties.items():
+        if not name or not value:
+            return f"the property {name!r} has an empty name or value"
+    for name, value in wire_properties.items():
+        for separator in (NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR):
+            if separator in name or separator in value:
+                return f"the property {name!r} holds {separator!r}, which separates properties on the wire"
+    return None

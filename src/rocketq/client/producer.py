@@ -25,7 +25,7 @@ from rocketq.client.message import Message, MessageQueue, SendResult, SendStatus
 from rocketq.client.route import TopicPublishInfo, publish_info
 from rocketq.client.unique_id import UniqueIdGenerator
 from rocketq.common.message import Property, encode_properties, java_string_hash
-from rocketq.common.names import NOT_SENDABLE_TOPICS, properties_problem, topic_name_problem
+from rocketq.common.names import NOT_SENDABLE_TOPICS, empty_property_problem, separator_problem, topic_name_problem
 from rocketq.common.record import SysFlag
 from rocketq.protocol import BatchItem, RemotingCommand, RequestCode, ResponseCode, encode_batch, make_request
 from rocketq.protocol.headers import SendMessageRequestHeaderV2
@@ -157,7 +157,7 @@ class Producer:
 
     def _checked_properties(self, message: Message) -> dict[str, str]:
         """``message``'s properties as they travel, once it passed the checks made before a send
-        (MQClientError says what is wrong; nothing is sent)."""
+        (MQClientError says what is wrong; nothing is sent). ``_properties_text`` makes the last one."""
         topic = message.topic
         if topic not in self._valid_topics:  # a regular expression per topic, not per message
             problem = topic_name_problem(topic)
@@ -172,14 +172,22 @@ class Producer:
             raise MQClientError(
                 f"the message body of {len(message.body)} bytes exceeds the maximum {self.config.max_message_size}"
             )
-        properties = message.wire_properties()
-        problem = properties_problem(message.properties, properties)
+        problem = empty_property_problem(message.properties)
         if problem is not None:
             raise MQClientError(problem)
-        return properties
+        return message.wire_properties()
 
-    def _prepare(self, message: Message) -> tuple[bytes, dict[str, str], int, str]:
-        """(body, properties, sys_flag, unique id) as they go on the wire."""
+    @staticmethod
+    def _properties_text(properties: dict[str, str]) -> str:
+        """``properties`` encoded, or MQClientError when a name or value holds a separator."""
+        text = encode_properties(properties)
+        problem = separator_problem(properties, text)
+        if problem is not None:
+            raise MQClientError(problem)
+        return text
+
+    def _prepare(self, message: Message) -> tuple[bytes, str, int, str]:
+        """(body, properties text, sys_flag, unique id) as they go on the wire."""
         properties = self._checked_properties(message)
         assert self._ids is not None
         unique_id = properties.setdefault(
@@ -190,13 +198,13 @@ class Producer:
             compressed = zlib.compress(body, self.config.compress_level)
             if len(compressed) < len(body):
                 body, sys_flag = compressed, SysFlag.COMPRESSED
-        return body, properties, sys_flag, unique_id
+        return body, self._properties_text(properties), sys_flag, unique_id
 
     def _request(
         self,
         queue: MessageQueue,
         body: bytes,
-        properties: dict[str, str],
+        properties: str,
         sys_flag: int,
         flag: int,
         *,
@@ -212,7 +220,7 @@ class Producer:
             sys_flag=sys_flag,
             born_timestamp=int(time.time() * 1000),
             flag=flag,
-            properties=encode_properties(properties),
+            properties=properties,
             reconsume_times=0,
             batch=batch,
         )
@@ -357,7 +365,7 @@ class Producer:
         for message, fresh_id in zip(messages, fresh_ids, strict=True):
             properties = self._checked_properties(message)
             ids.append(properties.setdefault(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, fresh_id))
-            items.append(BatchItem(message.body, encode_properties(properties), message.flag))
+            items.append(BatchItem(message.body, self._properties_text(properties), message.flag))
         body = encode_batch(items)
         if len(body) > self.config.max_message_size:
             raise MQClientError(f"the batch of {len(body)} bytes exceeds the maximum {self.config.max_message_size}")
@@ -369,7 +377,7 @@ class Producer:
             info = await self._publish_info(topic)
             queue = self._select_queue(info, last_broker)
             last_broker = queue.broker_name
-            request = self._request(queue, body, {}, 0, 0, batch=True)
+            request = self._request(queue, body, "", 0, 0, batch=True)
             try:
                 return await self._send_once(queue, request, ",".join(ids), max(0.001, deadline - time.monotonic()))
             except BrokerResponseError as exc:

@@ -32,15 +32,24 @@ def topic_name_problem(topic: str) -> str | None:
     return None
 
 
-def properties_problem(user_properties: Mapping[str, str], wire_properties: Mapping[str, str]) -> str | None:
-    """Why a message's properties cannot travel, or None: a user property with an empty name or value
-    (it would be dropped), or any property, tags and keys included, holding one of the two characters
-    that separate properties on the wire (it would be cut apart and change meaning)."""
+def empty_property_problem(user_properties: Mapping[str, str]) -> str | None:
+    """Why a user property would be dropped on the way (an empty name or value), or None."""
     for name, value in user_properties.items():
         if not name or not value:
             return f"the property {name!r} has an empty name or value"
-    for name, value in wire_properties.items():
+    return None
+
+
+def separator_problem(properties: Mapping[str, str], text: str) -> str | None:
+    """Why ``text``, ``encode_properties(properties)`` of names and values that are not empty, does not
+    carry them intact, or None. Each entry brings one name-value separator and the entries are joined by
+    property separators, so any more of either means a name or value (tags and keys included) holds
+    one and would be cut apart. Two counts in C per message; the entry is looked for only then."""
+    count = len(properties)
+    if text.count(NAME_VALUE_SEPARATOR) == count and text.count(PROPERTY_SEPARATOR) == (count - 1 if count else 0):
+        return None
+    for name, value in properties.items():
         for separator in (NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR):
             if separator in name or separator in value:
                 return f"the property {name!r} holds {separator!r}, which separates properties on the wire"
-    return None
+    return "a property has an empty name or value"

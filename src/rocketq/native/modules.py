@@ -24,6 +24,7 @@ from typing import Final
 COMPILED_MODULES: Final = (
     "rocketq.common.message",
     "rocketq.common.message_id",
+    "rocketq.common.names",
     "rocketq.common.record",
     "rocketq.protocol.batch",
     "rocketq.protocol.frame",

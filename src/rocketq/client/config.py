@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocketq.common.group_topics import DEFAULT_MAX_RECONSUME_TIMES
+from rocketq.common.names import group_name_problem
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,6 +38,9 @@ class ProducerConfig:
     default_topic_queue_nums: int = 4
     send_latency_fault_enable: bool = True
     create_topic_key: str = "TBW102"
+
+    def __post_init__(self) -> None:
+        _check_group(self.group)
 
 
 class MessageModel(enum.Enum):
@@ -86,8 +90,17 @@ class ConsumerConfig:
         return sys.maxsize if orderly else DEFAULT_MAX_RECONSUME_TIMES
 
     def __post_init__(self) -> None:
+        _check_group(self.group)
         if not 1 <= self.consume_thread_min <= self.consume_thread_max:
             raise ValueError(
                 f"consume_thread_min ({self.consume_thread_min}) must be at least 1 and at most"
                 f" consume_thread_max ({self.consume_thread_max})"
             )
+
+
+def _check_group(group: str) -> None:
+    """A group name RocketMQ refuses (its retry and dead-letter topics are named after it) fails here,
+    when the config is made, rather than at the broker later."""
+    problem = group_name_problem(group)
+    if problem is not None:
+        raise ValueError(problem)

@@ -1,4 +1,4 @@
-"""What a topic name and a message's properties may hold (RocketMQ's topic rules, and what its property
+"""What topic and group names and a message's properties may hold (RocketMQ's topic rules, and what its property
 encoding can carry).
 
 Pure checks that return the problem as text (None when there is none), so the broker can answer with
@@ -21,14 +21,26 @@ NOT_SENDABLE_TOPICS: Final = frozenset([SCHEDULE_TOPIC])
 """Topics the broker writes itself: a message sent there directly would be read as one of its own."""
 
 
+GROUP_MAX_LENGTH: Final = 255
+
+
 def topic_name_problem(topic: str) -> str | None:
     """Why ``topic`` is not a valid topic name, or None."""
-    if not topic:
-        return "the topic name is empty"
-    if len(topic) > TOPIC_MAX_LENGTH:
-        return f"the topic name is longer than {TOPIC_MAX_LENGTH} characters: {topic[:40]}..."
-    if not _VALID_NAME.match(topic):
-        return f"the topic name {topic!r} contains characters outside {NAME_CHARACTERS}"
+    return _name_problem("topic", topic, TOPIC_MAX_LENGTH)
+
+
+def group_name_problem(group: str) -> str | None:
+    """Why ``group`` is not a valid producer or consumer group name, or None."""
+    return _name_problem("group", group, GROUP_MAX_LENGTH)
+
+
+def _name_problem(kind: str, name: str, max_length: int) -> str | None:
+    if not name:
+        return f"the {kind} name is empty"
+    if len(name) > max_length:
+        return f"the {kind} name is longer than {max_length} characters: {name[:40]}..."
+    if not _VALID_NAME.match(name):
+        return f"the {kind} name {name!r} contains characters outside {NAME_CHARACTERS}"
     return None
 
 

@@ -1,5 +1,5 @@
-"""What topic and group names and a message's properties may hold (RocketMQ's topic rules, and what its property
-encoding can carry).
+"""What topic and group names and a message's properties may hold: RocketMQ's name rules, and what
+its property encoding can carry.
 
 Pure checks that return the problem as text (None when there is none), so the broker can answer with
 it and a client can raise it before anything is sent.
@@ -14,14 +14,12 @@ from typing import Final
 from rocketq.common.message import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, SCHEDULE_TOPIC
 
 TOPIC_MAX_LENGTH: Final = 127
+GROUP_MAX_LENGTH: Final = 255
 NAME_CHARACTERS: Final = "[%|a-zA-Z0-9_-]"
 _VALID_NAME: Final = re.compile(f"^{NAME_CHARACTERS}+$")
 
 NOT_SENDABLE_TOPICS: Final = frozenset([SCHEDULE_TOPIC])
 """Topics the broker writes itself: a message sent there directly would be read as one of its own."""
-
-
-GROUP_MAX_LENGTH: Final = 255
 
 
 def topic_name_problem(topic: str) -> str | None:

@@ -114,6 +114,10 @@ def test_consumer_group_commands(cluster: ThreadedCluster) -> None:
     assert one["brokers"] == created["brokers"][:1]
     missing = CliRunner().invoke(admin, ["consumerConnection", "-n", cluster.namesrv_addr, "-g", "Nobody"])
     assert missing.exit_code == 1 and "Nobody" in missing.output
+    no_progress = CliRunner().invoke(admin, ["consumerProgress", "-n", cluster.namesrv_addr, "-g", "Nobody"])
+    assert no_progress.exit_code == 1 and "no consume progress for group 'Nobody'" in no_progress.output
+    bad = CliRunner().invoke(admin, ["updateSubGroup", "-n", cluster.namesrv_addr, "-g", "bad group"])
+    assert bad.exit_code == 1 and "characters outside" in bad.output
 
 
 def progress(cluster: ThreadedCluster) -> list[dict[str, Any]]:

@@ -282,6 +282,11 @@ def send_message(
 def consumer_progress(namesrv: str, group: str, topic: str | None, as_json: bool) -> None:
     """Per queue: broker offset, consumer offset, lag and the last consumed message's time."""
     rows = run(namesrv, lambda a: a.consumer_progress(group, topic))
+    if not rows:  # a mistyped group would otherwise read as "no lag"
+        where = f" on topic {topic!r}" if topic else ""
+        raise click.ClickException(
+            f"no consume progress for group {group!r}{where}: it has committed no offset, or does not exist"
+        )
     documents: list[dict[str, Any]] = [
         {
             "topic": r.topic,

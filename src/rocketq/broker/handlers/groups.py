@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from rocketq.broker.context import BrokerContext, parsed, reply
+from rocketq.common.names import group_name_problem
 from rocketq.protocol import ProtocolError, RemotingCommand, RequestCode, ResponseCode
 from rocketq.protocol.bodies import SubscriptionGroupConfigBody, SubscriptionGroupWrapper
 from rocketq.protocol.headers import DeleteSubscriptionGroupRequestHeader
@@ -22,8 +23,9 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
             body = SubscriptionGroupConfigBody.decode(request.body)
         except ProtocolError as exc:
             return reply(request, ResponseCode.SYSTEM_ERROR, f"bad subscription group body: {exc}")
-        if not body.group_name.strip():
-            return reply(request, ResponseCode.SYSTEM_ERROR, "the subscription group name is empty")
+        problem = group_name_problem(body.group_name)
+        if problem is not None:
+            return reply(request, ResponseCode.SYSTEM_ERROR, problem)
         if body.retry_queue_nums < 0 or body.retry_max_times < 0:
             return reply(request, ResponseCode.SYSTEM_ERROR, "retryQueueNums and retryMaxTimes must not be negative")
         groups.put(body)

@@ -349,6 +349,21 @@ async def test_pull_consumer_assign_and_seek(cluster: LocalCluster) -> None:
     await consumer.aclose()
 
 
+async def test_pull_consumer_started_first_then_assigned_as_in_java(cluster: LocalCluster) -> None:
+    await send(cluster, 12)
+    consumer = opened(PullConsumer(consumer_config(cluster, "S2"), auto_commit=False))
+    await consumer.start()  # Java's order: start, fetch the queues, assign
+    assert await consumer.poll(0.2) == []
+    queue = next(q for q in await consumer.fetch_queues(TOPIC) if q.broker_name == "broker-b")
+    await consumer.assign([queue])
+    consumer.seek(queue, 0)
+    polled = await consumer.poll(5.0)
+    assert polled and {(m.topic, m.queue_id) for m in polled} == {(TOPIC, queue.queue_id)}
+    with pytest.raises(MQClientError, match="do not mix"):
+        consumer.subscribe(TOPIC)
+    await consumer.aclose()
+
+
 async def test_pull_consumer_async_iterator(cluster: LocalCluster) -> None:
     bodies = await send(cluster, 12)
     consumer = opened(PullConsumer(consumer_config(cluster, "I")))

@@ -83,7 +83,10 @@ class PullConsumer:
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
         if self._manual:
-            raise MQClientError("this consumer uses assign(); subscribe() and assign() do not mix")
+            raise MQClientError(
+                "this consumer uses assign() (or was started before any subscribe());"
+                " subscribe() and assign() do not mix"
+            )
         self._manual = False
         self._core.subscribe(topic, expression)
 
@@ -160,8 +163,8 @@ class PullConsumer:
     # -- lifecycle ------------------------------------------------------------------------------------
 
     async def start(self) -> PullConsumer:
-        if not self._core.subscriptions:
-            raise MQClientError("subscribe() or assign() before start()")
+        if self._manual is None:  # neither subscribe() nor assign() yet: assign() follows, as in Java's
+            self._manual = True  # lite pull consumer (start, fetch_queues, assign)
         self._started = True
         if self._manual:
             self._core.offsets.open()

@@ -89,3 +89,25 @@ async def test_unsubscribing_a_topic_drops_its_queues_and_the_brokers_forget_it(
     await asyncio.sleep(0.5)
     assert not set(dropped) & set(got)
     await consumer.aclose()
+
+
+async def test_closing_stops_a_slow_listener_after_its_current_call_not_its_whole_share(
+    cluster: LocalCluster,
+) -> None:
+    await send(cluster, 320)  # 40 per queue: a pulled batch of 32 holds 32 listener calls
+    calls: list[float] = []
+
+    def slow(messages: list[object]) -> None:
+        calls.append(time.monotonic())
+        time.sleep(0.3)
+
+    # two threads: each pulled batch is split in two, many listener calls of 0.3 s for each thread
+    consumer = opened(PushConsumer(consumer_config(cluster, "SLOW", consume_thread_max=2, consume_thread_min=1), slow))
+    consumer.subscribe(TOPIC)
+    await consumer.start()
+    await eventually(lambda: len(calls) >= 2)
+    began = time.monotonic()
+    await consumer.aclose()
+    closed = time.monotonic()
+    assert closed - began < 3.0  # the calls in progress end; the rest of their shares is not consumed
+    assert not [at for at in calls if at > began + 1.0]  # no call starts once the queues are dropped

@@ -9,7 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from rocketq.client import Message, MQClientError, Producer, SendStatus, SyncProducer, decode_messages
+from rocketq.client import (
+    ClientConfig,
+    ConsumerConfig,
+    Message,
+    MQClientError,
+    Producer,
+    PullConsumer,
+    PushConsumer,
+    SendStatus,
+    SyncProducer,
+    decode_messages,
+)
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.common.message import Property
@@ -151,6 +162,39 @@ async def test_non_ascii_tags_keys_and_properties_round_trip(cluster: LocalClust
         await producer.send(Message("TopicU", b"x", tags="Tä", keys=["ключ"], properties={"kü": "vé 1"}))
         [message] = await all_messages(cluster, producer, "TopicU")
     assert (message.tags, message.keys, message.user_properties) == ("Tä", ["ключ"], {"kü": "vé 1"})
+
+
+async def test_starting_twice_or_after_closing_is_refused_clearly(cluster: LocalCluster) -> None:
+    producer = await Producer(group="PG", namesrv_addr=cluster.namesrv_addr).start()
+    with pytest.raises(MQClientError, match="already started"):
+        await producer.start()
+    await producer.aclose()
+    await producer.aclose()  # twice is fine
+    for attempt in (producer.send(Message("TopicL", b"x")), producer.start()):
+        with pytest.raises(MQClientError, match="closed"):
+            await attempt
+    config = ConsumerConfig(group="CL", client=ClientConfig(namesrv_addr=cluster.namesrv_addr))
+    push = PushConsumer(config, lambda messages: None)
+    push.subscribe("TopicL")
+    pull = PullConsumer(config)
+    for consumer in (push, pull):
+        await consumer.start()
+        with pytest.raises(MQClientError, match="already started"):
+            await consumer.start()
+        await consumer.aclose()
+        with pytest.raises(MQClientError, match="closed"):
+            await consumer.start()
+
+
+def test_a_closed_sync_producer_says_so(tmp_path: Path) -> None:
+    with ThreadedCluster(tmp_path) as cluster:
+        producer = SyncProducer(group="PG", namesrv_addr=cluster.namesrv_addr)
+        producer.close()
+        producer.close()  # twice is fine
+        with pytest.raises(MQClientError, match="closed"):
+            producer.send(Message("TopicL", b"x"))
+        with pytest.raises(MQClientError, match="closed"):
+            producer.send_async(Message("TopicL", b"x"))
 
 
 def test_sync_producer(tmp_path: Path) -> None:

@@ -73,10 +73,15 @@ class Producer:
         self._ids: UniqueIdGenerator | None = None
         self._pending: set[asyncio.Task[Any]] = set()
         self._valid_topics: set[str] = set()
+        self._closed = False
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
     async def start(self) -> Producer:
+        if self._closed:
+            raise MQClientError("the producer is closed; make a new one")
+        if self._instance is not None:
+            raise MQClientError("the producer is already started")
         instance = ClientInstance(self.config.client)
         instance.producer_groups.add(self.config.group)
         instance.route_listeners.append(self._route_changed)
@@ -88,6 +93,7 @@ class Producer:
     async def aclose(self) -> None:
         if self._instance is None:
             return
+        self._closed = True
         if self._pending:
             await asyncio.wait(set(self._pending), timeout=self.config.send_msg_timeout_s)
         instance, self._instance = self._instance, None
@@ -103,6 +109,8 @@ class Producer:
     @property
     def instance(self) -> ClientInstance:
         if self._instance is None:
+            if self._closed:
+                raise MQClientError("the producer is closed")
             raise MQClientError("the producer is not started (call start() or use 'async with')")
         return self._instance
 

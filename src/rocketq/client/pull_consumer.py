@@ -76,6 +76,7 @@ class PullConsumer:
         self._arrived = asyncio.Event()
         self._buffered = 0
         self._started = False
+        self._closed = False
         self._commit_task: asyncio.Task[None] | None = None
         self._paused: set[MessageQueue] = set()
 
@@ -163,6 +164,8 @@ class PullConsumer:
     # -- lifecycle ------------------------------------------------------------------------------------
 
     async def start(self) -> PullConsumer:
+        if self._started or self._closed:
+            raise MQClientError("the consumer is already started" if self._started else "the consumer is closed")
         if self._manual is None:  # neither subscribe() nor assign() yet: assign() follows, as in Java's
             self._manual = True  # lite pull consumer (start, fetch_queues, assign)
         self._started = True
@@ -182,6 +185,7 @@ class PullConsumer:
         if not self._started:
             return
         self._started = False
+        self._closed = True
         await self._core.stop_background()
         await cancel_and_wait([self._commit_task])
         await self._revoked(sorted(self._states))

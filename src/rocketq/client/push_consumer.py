@@ -73,6 +73,7 @@ class PushConsumer:
         self._locks = QueueLocks(self._core)  # orderly clustering: this client's queue locks on the brokers
         self._awaiting_lock: set[MessageQueue] = set()  # orderly: assigned, taken once their lock is held
         self._started = False
+        self._closed = False  # after aclose(): a closed consumer does not start again
         self.suspended = False  # suspend(): no pulls until resume()
         self.consumed = 0
 
@@ -106,6 +107,8 @@ class PushConsumer:
         return set(self._core.assigned)
 
     async def start(self) -> PushConsumer:
+        if self._started or self._closed:
+            raise MQClientError("the consumer is already started" if self._started else "the consumer is closed")
         if self._listener is None:
             raise MQClientError("register a listener before start()")
         if not self._core.subscriptions:
@@ -123,6 +126,7 @@ class PushConsumer:
         if not self._started:
             return
         self._started = False
+        self._closed = True
         await self._core.stop_background()
         await cancel_and_wait([self._lock_task, self._timeout_task])
         await self._revoked(sorted(self._queues))
@@ -279,14 +283,18 @@ class PushConsumer:
             return [[message] for message in messages]
         return [messages[start : start + size] for start in range(0, len(messages), size)]
 
-    def _run_listener(self, messages: list[MessageExt], process: ProcessQueue | None) -> Failed:
+    def _run_listener(self, messages: list[MessageExt], process: ProcessQueue | None) -> Failed | None:
         """Call a plain-function listener on each sub-batch (on a consume thread); returns the failed
-        sub-batches. Never raises. Calls on a ``process``'s messages can be given up when overdue."""
+        sub-batches, or None when ``process`` was dropped (revoked, or the consumer closed) before the
+        last call: the rest is left to the queue's next owner, as RocketMQ checks before each call.
+        Never raises. Calls on a ``process``'s messages can be given up when overdue."""
         listener: Callable[[list[MessageExt]], Any] = self._listener  # type: ignore[assignment]
         failed = []
         slot = self._calls.open(process) if process is not None else None
         try:
             for batch in self._batches(messages):
+                if process is not None and process.dropped:
+                    return None
                 if slot is not None:
                     slot.current = (batch, time.monotonic())
                 try:
@@ -345,16 +353,19 @@ class PushConsumer:
             if not future.done():  # its consumer task may have been cancelled meanwhile
                 future.set_result(failed)
 
-    async def _call_listener(self, messages: list[MessageExt], process: ProcessQueue | None = None) -> Failed:
-        """The listener on every sub-batch of ``messages``; returns the sub-batches that failed. Calls
-        on a ``process``'s messages can be given up when overdue (concurrent consumption)."""
+    async def _call_listener(self, messages: list[MessageExt], process: ProcessQueue | None = None) -> Failed | None:
+        """The listener on every sub-batch of ``messages``; returns the sub-batches that failed, or None
+        when ``process`` was dropped before the last call (see ``_run_listener``). Calls on a
+        ``process``'s messages can be given up when overdue (concurrent consumption)."""
         if not self._listener_is_async:
-            return await self._to_thread(process, messages) or []
+            return await self._to_thread(process, messages)
         listener: Callable[[list[MessageExt]], Any] = self._listener  # type: ignore[assignment]
         failed = []
         slot = self._calls.open(process) if process is not None else None
         try:
             for batch in self._batches(messages):
+                if process is not None and process.dropped:
+                    return None
                 if slot is not None:
                     slot.current = (batch, time.monotonic())
                 try:

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from mypy_extensions import mypyc_attr
 
 from rocketq.client.config import ConsumerConfig, ProducerConfig
+from rocketq.client.errors import MQClientError
 from rocketq.client.listener import Listener
 from rocketq.client.message import Message, MessageExt, MessageQueue, SendResult
 from rocketq.client.producer import Producer, QueueSelector
@@ -36,6 +37,9 @@ class LoopThread:
         if threading.current_thread() is self._loop_thread:
             coroutine.close()
             raise RuntimeError("LoopThread.call() from its own loop thread would deadlock")
+        if self._stopped:
+            coroutine.close()
+            raise MQClientError(f"closed ({self._loop_thread.name})")
         future: Future[T] = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
         return future.result(timeout)
 
@@ -45,6 +49,10 @@ class LoopThread:
         if self._stopped:
             return function()
         return self.call(_call(function))
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
 
     def stop(self) -> None:
         self._stopped = True
@@ -78,6 +86,8 @@ class SyncProducer:
         async def start() -> SendResult:
             return await self._producer.send_async(message, timeout=timeout)
 
+        if self._loop.stopped:
+            raise MQClientError("closed (rocketq-producer)")
         return asyncio.run_coroutine_threadsafe(start(), self._loop._loop)
 
     def send_oneway(self, message: Message) -> None:
@@ -100,6 +110,8 @@ class SyncProducer:
         return self._loop.call(self._producer.send_batch(messages, timeout=timeout))
 
     def close(self) -> None:
+        if self._loop.stopped:  # closed already
+            return
         try:
             self._loop.call(self._producer.aclose())
         finally:
@@ -142,6 +154,8 @@ class SyncPushConsumer:
         return self._loop.run(lambda: self._consumer.assigned_queues)
 
     def close(self) -> None:
+        if self._loop.stopped:  # closed already
+            return
         try:
             self._loop.call(self._consumer.aclose())
         finally:
@@ -211,6 +225,8 @@ class SyncPullConsumer:
         return self._loop.run(lambda: self._consumer.assignment)
 
     def close(self) -> None:
+        if self._loop.stopped:  # closed already
+            return
         try:
             self._loop.call(self._consumer.aclose())
         finally:

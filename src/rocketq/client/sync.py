@@ -32,16 +32,29 @@ class LoopThread:
         self._loop_thread.start()
         self._stopped = False
 
+    def submit(self, coroutine: Coroutine[Any, Any, T]) -> Future[T]:
+        """Start ``coroutine`` on the loop thread; returns its ``concurrent.futures.Future``."""
+        if self._stopped:
+            coroutine.close()
+            raise MQClientError(f"closed ({self._loop_thread.name})")
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+
     def call(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coroutine`` on the loop thread and wait for its result."""
         if threading.current_thread() is self._loop_thread:
             coroutine.close()
             raise RuntimeError("LoopThread.call() from its own loop thread would deadlock")
+        return self.submit(coroutine).result(timeout)
+
+    def close_with(self, aclose: Coroutine[Any, Any, None]) -> None:
+        """Run a client's ``aclose()`` on the loop thread, then stop the loop; nothing once stopped."""
         if self._stopped:
-            coroutine.close()
-            raise MQClientError(f"closed ({self._loop_thread.name})")
-        future: Future[T] = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
-        return future.result(timeout)
+            aclose.close()
+            return
+        try:
+            self.call(aclose)
+        finally:
+            self.stop()
 
     def run(self, function: Callable[[], T]) -> T:
         """Call ``function`` on the loop thread and wait for its result (once the loop has stopped, here:
@@ -49,10 +62,6 @@ class LoopThread:
         if self._stopped:
             return function()
         return self.call(_call(function))
-
-    @property
-    def stopped(self) -> bool:
-        return self._stopped
 
     def stop(self) -> None:
         self._stopped = True
@@ -86,9 +95,7 @@ class SyncProducer:
         async def start() -> SendResult:
             return await self._producer.send_async(message, timeout=timeout)
 
-        if self._loop.stopped:
-            raise MQClientError("closed (rocketq-producer)")
-        return asyncio.run_coroutine_threadsafe(start(), self._loop._loop)
+        return self._loop.submit(start())
 
     def send_oneway(self, message: Message) -> None:
         self._loop.call(self._producer.send_oneway(message))
@@ -110,12 +117,7 @@ class SyncProducer:
         return self._loop.call(self._producer.send_batch(messages, timeout=timeout))
 
     def close(self) -> None:
-        if self._loop.stopped:  # closed already
-            return
-        try:
-            self._loop.call(self._producer.aclose())
-        finally:
-            self._loop.stop()
+        self._loop.close_with(self._producer.aclose())
 
     def __enter__(self) -> SyncProducer:
         return self
@@ -154,12 +156,7 @@ class SyncPushConsumer:
         return self._loop.run(lambda: self._consumer.assigned_queues)
 
     def close(self) -> None:
-        if self._loop.stopped:  # closed already
-            return
-        try:
-            self._loop.call(self._consumer.aclose())
-        finally:
-            self._loop.stop()
+        self._loop.close_with(self._consumer.aclose())
 
     def __enter__(self) -> SyncPushConsumer:
         return self
@@ -225,12 +222,7 @@ class SyncPullConsumer:
         return self._loop.run(lambda: self._consumer.assignment)
 
     def close(self) -> None:
-        if self._loop.stopped:  # closed already
-            return
-        try:
-            self._loop.call(self._consumer.aclose())
-        finally:
-            self._loop.stop()
+        self._loop.close_with(self._consumer.aclose())
 
     def __enter__(self) -> SyncPullConsumer:
         return self

@@ -52,3 +52,31 @@ def user_view(message: MessageExt) -> MessageExt:
 
 Failed = list[tuple[list[MessageExt], int]]
 """The sub-batches of a pulled batch that its listener failed, each with its retry delay level."""
+
+
+def listener_batches(messages: list[MessageExt], batch_size: int) -> list[list[MessageExt]]:
+    """``messages`` cut into listener calls of ``batch_size`` (``consume_message_batch_max_size``), as
+    their users see them (a pulled batch comes from one queue, so only a retry topic's batch needs
+    ``user_view``)."""
+    size = max(1, batch_size)
+    if messages and messages[0].topic.startswith(RETRY_PREFIX):
+        messages = [user_view(m) for m in messages]
+    if size == 1:
+        return [[message] for message in messages]
+    return [messages[start : start + size] for start in range(0, len(messages), size)]
+
+
+def worker_parts(messages: list[MessageExt], batch_size: int, spare: int) -> list[list[MessageExt]]:
+    """A pulled batch cut for ``spare`` consume threads (or coroutine slots) that could start on it
+    now: whole when none could (one hand-over per pull while all are busy), else spread over them, so
+    a burst into one queue is consumed as concurrently as RocketMQ's one request per listener call
+    would be. Parts hold whole listener calls of ``batch_size``."""
+    size = max(1, batch_size)
+    if len(messages) <= size:  # one listener call (a caught-up queue's usual pull)
+        return [messages]
+    calls = -(-len(messages) // size)
+    parts = min(calls, max(1, spare))
+    if parts == 1:
+        return [messages]
+    per_part = -(-calls // parts) * size  # whole listener calls in each part
+    return [messages[start : start + per_part] for start in range(0, len(messages), per_part)]

@@ -25,13 +25,12 @@ from rocketq.client.config import ConsumerConfig
 from rocketq.client.consume_threads import ConsumeThreads
 from rocketq.client.consumer_core import ConsumerCore
 from rocketq.client.errors import MQClientError
-from rocketq.client.listener import Failed, Listener, retry_level, user_view
+from rocketq.client.listener import Failed, Listener, listener_batches, retry_level, worker_parts
 from rocketq.client.listener_calls import ListenerCalls
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.process_queue import ProcessQueue
 from rocketq.client.pull import PullStatus, parse_tags
 from rocketq.client.queue_locks import QueueLocks
-from rocketq.common.group_topics import RETRY_PREFIX
 from rocketq.remoting.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -268,20 +267,13 @@ class PushConsumer:
         if self._listener_is_async:
             task = loop.create_task(self._consume(process, messages))
         else:  # consume threads are woken now, while the loop goes on to send the queue's next pull
-            parts = [self._to_thread(process, part) for part in self._parts(messages, self._threads.spare)]
+            parts = [
+                self._to_thread(process, part)
+                for part in worker_parts(messages, self.config.consume_message_batch_max_size, self._threads.spare)
+            ]
             task = loop.create_task(self._consumed_on_thread(process, messages, parts))
         self._consume_tasks.add(task)
         task.add_done_callback(self._consume_tasks.discard)
-
-    def _batches(self, messages: list[MessageExt]) -> list[list[MessageExt]]:
-        """``messages`` cut into listener calls of ``consume_message_batch_max_size``, as their users see
-        them (a pulled batch comes from one queue, so only a retry topic's batch needs ``user_view``)."""
-        size = max(1, self.config.consume_message_batch_max_size)
-        if messages and messages[0].topic.startswith(RETRY_PREFIX):
-            messages = [user_view(m) for m in messages]
-        if size == 1:
-            return [[message] for message in messages]
-        return [messages[start : start + size] for start in range(0, len(messages), size)]
 
     def _run_listener(self, messages: list[MessageExt], process: ProcessQueue | None) -> Failed | None:
         """Call a plain-function listener on each sub-batch (on a consume thread); returns the failed
@@ -292,7 +284,7 @@ class PushConsumer:
         failed = []
         slot = self._calls.open(process) if process is not None else None
         try:
-            for batch in self._batches(messages):
+            for batch in listener_batches(messages, self.config.consume_message_batch_max_size):
                 if process is not None and process.dropped:
                     return None
                 if slot is not None:
@@ -309,21 +301,6 @@ class PushConsumer:
             if slot is not None:
                 self._calls.close(slot)
         return failed
-
-    def _parts(self, messages: list[MessageExt], spare: int) -> list[list[MessageExt]]:
-        """A pulled batch cut for ``spare`` consume threads (or coroutine slots) that could start on it
-        now: whole when none could (one hand-over per pull while all are busy), else spread over them,
-        so a burst into one queue is consumed as concurrently as RocketMQ's one request per listener
-        call would be. Parts hold whole listener calls."""
-        size = max(1, self.config.consume_message_batch_max_size)
-        if len(messages) <= size:  # one listener call (a caught-up queue's usual pull)
-            return [messages]
-        calls = -(-len(messages) // size)
-        parts = min(calls, max(1, spare))
-        if parts == 1:
-            return [messages]
-        per_part = -(-calls // parts) * size  # whole listener calls in each part
-        return [messages[start : start + per_part] for start in range(0, len(messages), per_part)]
 
     def _to_thread(self, process: ProcessQueue | None, messages: list[MessageExt]) -> SyncResult:
         """Hand ``messages`` to a consume thread; a batch of ``process`` is skipped if that queue is
@@ -363,7 +340,7 @@ class PushConsumer:
         failed = []
         slot = self._calls.open(process) if process is not None else None
         try:
-            for batch in self._batches(messages):
+            for batch in listener_batches(messages, self.config.consume_message_batch_max_size):
                 if process is not None and process.dropped:
                     return None
                 if slot is not None:
@@ -384,7 +361,9 @@ class PushConsumer:
     async def _consume(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
         """A pulled batch through a coroutine listener, in parts over the free slots (at most
         ``consume_thread_max`` listener calls at a time), settled once every part is done."""
-        parts = self._parts(messages, self.config.consume_thread_max - self._coroutine_parts)
+        parts = worker_parts(
+            messages, self.config.consume_message_batch_max_size, self.config.consume_thread_max - self._coroutine_parts
+        )
         self._coroutine_parts += len(parts)
         try:
             if len(parts) == 1:

@@ -49,10 +49,13 @@ class BrokerContext:
     register_now: Callable[[], Awaitable[object]] = _nothing  # re-register and wait for it
     background: set[asyncio.Task[object]] = field(default_factory=set)
 
-    @property
-    def store_host(self) -> bytes:
-        host, _, port = self.address.rpartition(":")
-        return encode_host(host, int(port))
+    store_host: bytes = bytes(8)  # ``address`` packed as records store it: set with ``address`` by advertise()
+
+    def advertise(self, address: str) -> None:
+        """Set the broker's advertised ``ip:port`` (known once its server listens)."""
+        host, _, port = address.rpartition(":")
+        self.store_host = encode_host(host, int(port))
+        self.address = address
 
     @property
     def is_master(self) -> bool:

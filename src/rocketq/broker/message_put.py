@@ -32,6 +32,8 @@ PUT_STATUS_CODES = {
 
 
 def response_code(status: PutStatus) -> int:
+    if status is PutStatus.PUT_OK:  # every good put, without hashing the enum (Enum.__hash__ is Python)
+        return ResponseCode.SUCCESS
     return PUT_STATUS_CODES.get(status, ResponseCode.SYSTEM_ERROR)
 
 

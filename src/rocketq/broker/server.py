@@ -100,7 +100,7 @@ class Broker:
             on_close=self._channel_closed,
         )
         await self._server.start()
-        self.context.address = f"{config.advertised_ip}:{self._server.port}"
+        self.context.advertise(f"{config.advertised_ip}:{self._server.port}")
         self.store.add_arrival_listener(long_polling.on_arrival)
         self.registrar = Registrar(self.context, self._client)
         self.context.request_registration = self.registrar.trigger

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 # latency (ms) at or above which a broker is avoided for the matching duration (ms)
 LATENCY_MAX_MS = (50, 100, 550, 1000, 2000, 3000, 15000)
@@ -14,16 +13,20 @@ FAILURE_LATENCY_MS = 30000  # a failed send counts as this latency
 
 
 def backoff_for(latency_ms: float) -> float:
-    for limit, backoff in zip(reversed(LATENCY_MAX_MS), reversed(NOT_AVAILABLE_MS), strict=True):
-        if latency_ms >= limit:
-            return backoff
+    if latency_ms < LATENCY_MAX_MS[2]:  # every healthy send: no back-off, and no walk of the table
+        return 0
+    for step in range(len(LATENCY_MAX_MS) - 1, -1, -1):
+        if latency_ms >= LATENCY_MAX_MS[step]:
+            return NOT_AVAILABLE_MS[step]
     return 0
 
 
-@dataclass(slots=True)
 class _FaultItem:
-    latency_ms: float
-    available_from: float  # monotonic seconds
+    __slots__ = ("available_from", "latency_ms")
+
+    def __init__(self, latency_ms: float, available_from: float) -> None:
+        self.latency_ms = latency_ms
+        self.available_from = available_from  # monotonic seconds
 
 
 class LatencyFaultTolerance:

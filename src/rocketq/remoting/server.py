@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from rocketq.protocol import DEFAULT_MAX_FRAME_SIZE, RemotingCommand, ResponseCode, make_response
+from rocketq.protocol import DEFAULT_MAX_FRAME_SIZE, ONEWAY_FLAG, RemotingCommand, ResponseCode, make_response
 from rocketq.remoting.connection import Connection, RequestHandler
 from rocketq.remoting.tasks import cancel_and_wait, start_eagerly
 
@@ -114,7 +114,7 @@ class RemotingServer:
             except Exception as exc:
                 log.exception("handler for code=%d failed (opaque=%d)", request.code, request.opaque)
                 response = make_response(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
-        if response is not None and not request.is_oneway and connection.is_open:
+        if response is not None and not request.flag & ONEWAY_FLAG and connection.is_open:
             try:
                 connection.send(response)
             except Exception:

@@ -9,6 +9,7 @@ UNIQ_KEY and KEYS) take a scalar path too: numpy's per-call overhead would cost 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 import numpy as np
 
@@ -32,12 +33,14 @@ def _powers(length: int) -> np.ndarray:
 
 
 SCALAR_MAX_KEYS = 8
+INT_MIN: Final = -0x8000_0000
+"""Java's Integer.MIN_VALUE, whose abs() is itself: the IndexFile stores 0 for it."""
 
 
 def key_hash(key: str) -> int:
     """abs(Java hashCode), with Integer.MIN_VALUE mapped to 0: what an IndexFile stores for a key."""
     h = java_string_hash(key)
-    return 0 if h == -(2**31) else abs(h)
+    return 0 if h == INT_MIN else (h if h >= 0 else -h)
 
 
 def index_key_hashes(keys: Sequence[str]) -> list[int]:
@@ -62,7 +65,7 @@ def index_key_hashes(keys: Sequence[str]) -> list[int]:
         sums[nonempty] = np.add.reduceat(weighted, starts[nonempty]).astype(np.uint32)
     signed = sums.view(np.int32).astype(np.int64)
     hashes = np.abs(signed)
-    hashes[signed == -(2**31)] = 0
+    hashes[signed == INT_MIN] = 0
     result: list[int] = hashes.tolist()
     return result
 

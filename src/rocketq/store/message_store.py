@@ -36,7 +36,8 @@ from rocketq.store.commit_log import CommitLog
 from rocketq.store.config import StoreConfig
 from rocketq.store.config_file import read_json, write_json_atomically
 from rocketq.store.consume_queue import ConsumeQueue
-from rocketq.store.dispatch import ArrivalListener, Dispatcher
+from rocketq.store.dispatch import Dispatcher
+from rocketq.store.dispatch_apply import ArrivalListener
 from rocketq.store.errors import StoreError
 from rocketq.store.flush import CommitLogFlusher, EventLoop, PeriodicTask
 from rocketq.store.index_service import IndexService

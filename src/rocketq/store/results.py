@@ -13,7 +13,7 @@ from rocketq.common.offsets import PhysicalOffset, QueueOffset
 NO_HOST = bytes(8)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, init=False)
 class MessageToStore:
     """A message as the broker hands it to the store (RocketMQ's MessageExtBrokerInner).
 
@@ -24,14 +24,41 @@ class MessageToStore:
     topic: str
     queue_id: int
     body: bytes
-    properties: str = ""
-    flag: int = 0
-    sys_flag: int = 0
-    born_timestamp: int = 0
-    born_host: bytes = NO_HOST
-    store_host: bytes = NO_HOST
-    reconsume_times: int = 0
-    prepared_transaction_offset: int = 0
+    properties: str
+    flag: int
+    sys_flag: int
+    born_timestamp: int
+    born_host: bytes
+    store_host: bytes
+    reconsume_times: int
+    prepared_transaction_offset: int
+
+    def __init__(  # written out: see rocketq.native.modules
+        self,
+        *,
+        topic: str,
+        queue_id: int,
+        body: bytes,
+        properties: str = "",
+        flag: int = 0,
+        sys_flag: int = 0,
+        born_timestamp: int = 0,
+        born_host: bytes = NO_HOST,
+        store_host: bytes = NO_HOST,
+        reconsume_times: int = 0,
+        prepared_transaction_offset: int = 0,
+    ) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.body = body
+        self.properties = properties
+        self.flag = flag
+        self.sys_flag = sys_flag
+        self.born_timestamp = born_timestamp
+        self.born_host = born_host
+        self.store_host = store_host
+        self.reconsume_times = reconsume_times
+        self.prepared_transaction_offset = prepared_transaction_offset
 
 
 @dataclass(slots=True, kw_only=True)
@@ -75,18 +102,37 @@ class PutStatus(enum.Enum):
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, init=False)
 class PutMessageResult:
     """Outcome of a put. For a batch, the lists hold one entry per message, in order. With SYNC_FLUSH,
     wait for its fsync with ``MessageStore.wait_flushed`` or ``MessageStore.flushed_on_loop``."""
 
     status: PutStatus
-    physical_offsets: list[PhysicalOffset] = field(default_factory=list)
-    queue_offsets: list[QueueOffset] = field(default_factory=list)
-    sizes: list[int] = field(default_factory=list)
-    store_timestamp: int = 0
-    wrote_bytes: int = 0
-    remark: str = ""
+    physical_offsets: list[PhysicalOffset]
+    queue_offsets: list[QueueOffset]
+    sizes: list[int]
+    store_timestamp: int
+    wrote_bytes: int
+    remark: str
+
+    def __init__(  # written out: see rocketq.native.modules
+        self,
+        *,
+        status: PutStatus,
+        physical_offsets: list[PhysicalOffset] | None = None,
+        queue_offsets: list[QueueOffset] | None = None,
+        sizes: list[int] | None = None,
+        store_timestamp: int = 0,
+        wrote_bytes: int = 0,
+        remark: str = "",
+    ) -> None:
+        self.status = status
+        self.physical_offsets = [] if physical_offsets is None else physical_offsets
+        self.queue_offsets = [] if queue_offsets is None else queue_offsets
+        self.sizes = [] if sizes is None else sizes
+        self.store_timestamp = store_timestamp
+        self.wrote_bytes = wrote_bytes
+        self.remark = remark
 
     @property
     def ok(self) -> bool:
@@ -110,7 +156,7 @@ class GetStatus(enum.Enum):
     NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"  # queue exists, empty
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True, init=False)
 class GetMessageResult:
     """Records read from one queue, as zero-copy views into the CommitLog's mapped files.
 
@@ -124,12 +170,36 @@ class GetMessageResult:
     next_begin_offset: QueueOffset
     min_offset: QueueOffset
     max_offset: QueueOffset
-    buffers: list[memoryview] = field(default_factory=list)
-    message_count: int = 0
-    total_bytes: int = 0
-    queue_offsets: list[QueueOffset] = field(default_factory=list)
-    physical_offsets: list[PhysicalOffset] = field(default_factory=list)
-    _releases: list[object] = field(default_factory=list, repr=False)
+    buffers: list[memoryview]
+    message_count: int
+    total_bytes: int
+    queue_offsets: list[QueueOffset]
+    physical_offsets: list[PhysicalOffset]
+    _releases: list[object] = field(repr=False)
+
+    def __init__(  # written out: see rocketq.native.modules
+        self,
+        *,
+        status: GetStatus,
+        next_begin_offset: QueueOffset,
+        min_offset: QueueOffset,
+        max_offset: QueueOffset,
+        buffers: list[memoryview] | None = None,
+        message_count: int = 0,
+        total_bytes: int = 0,
+        queue_offsets: list[QueueOffset] | None = None,
+        physical_offsets: list[PhysicalOffset] | None = None,
+    ) -> None:
+        self.status = status
+        self.next_begin_offset = next_begin_offset
+        self.min_offset = min_offset
+        self.max_offset = max_offset
+        self.buffers = [] if buffers is None else buffers
+        self.message_count = message_count
+        self.total_bytes = total_bytes
+        self.queue_offsets = [] if queue_offsets is None else queue_offsets
+        self.physical_offsets = [] if physical_offsets is None else physical_offsets
+        self._releases = []
 
     def release(self) -> None:
         """Drop the views and unpin the mapped files they came from. Safe to call twice."""
@@ -171,7 +241,7 @@ class StoreStats:
         return {item.name: getattr(self, item.name) for item in fields(self)}
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class DispatchRequest:
     """One CommitLog record as the dispatcher sees it (RocketMQ's DispatchRequest)."""
 
@@ -185,3 +255,27 @@ class DispatchRequest:
     keys: Sequence[str]
     uniq_key: str | None
     sys_flag: int
+
+    def __init__(  # written out: see rocketq.native.modules
+        self,
+        topic: str,
+        queue_id: int,
+        commit_log_offset: int,
+        size: int,
+        tags_code: int,
+        store_timestamp: int,
+        queue_offset: int,
+        keys: Sequence[str],
+        uniq_key: str | None,
+        sys_flag: int,
+    ) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.commit_log_offset = commit_log_offset
+        self.size = size
+        self.tags_code = tags_code
+        self.store_timestamp = store_timestamp
+        self.queue_offset = queue_offset
+        self.keys = keys
+        self.uniq_key = uniq_key
+        self.sys_flag = sys_flag

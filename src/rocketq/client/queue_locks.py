@@ -15,7 +15,7 @@ from rocketq.client.message import MessageQueue
 from rocketq.protocol import LockBatchRequestBody, LockBatchResponseBody, RemotingCommand, RequestCode, ResponseCode
 from rocketq.protocol import MessageQueue as WireQueue
 from rocketq.protocol.bodies import UnlockBatchRequestBody
-from rocketq.protocol.command_codec import make_request
+from rocketq.protocol.command import make_request
 from rocketq.remoting import RemotingError
 from rocketq.remoting.connection import next_opaque
 

@@ -32,7 +32,7 @@ COMPILED_MODULES: Final = (
     "rocketq.common.names",
     "rocketq.common.record",
     "rocketq.protocol.batch",
-    "rocketq.protocol.command_codec",
+    "rocketq.protocol.command",
     "rocketq.protocol.frame",
     "rocketq.remoting.client",
     "rocketq.remoting.connection",

@@ -37,8 +37,12 @@ from rocketq.protocol.bodies import (
     UnlockBatchRequestBody,
 )
 from rocketq.protocol.codes import LanguageCode, RequestCode, ResponseCode, SerializeType
-from rocketq.protocol.command import DEFAULT_VERSION, ONEWAY_FLAG, RESPONSE_FLAG, Body, RemotingCommand
-from rocketq.protocol.command_codec import (
+from rocketq.protocol.command import (
+    DEFAULT_VERSION,
+    ONEWAY_FLAG,
+    RESPONSE_FLAG,
+    Body,
+    RemotingCommand,
     decode_command,
     encode_header,
     ext_value_to_str,

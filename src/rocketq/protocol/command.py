@@ -1,17 +1,40 @@
-"""RemotingCommand, the unit every RocketMQ frame carries, and the wire shapes of its JSON header.
+"""RemotingCommand: the unit every RocketMQ frame carries, its header codecs, and the builders of
+requests and responses (compiled: every frame goes through here).
 
-These are msgspec Structs, so this module stays interpreted (``rocketq.native.modules``); the header
-codecs that every frame goes through, and the builders of requests and responses, are compiled in
-:mod:`rocketq.protocol.command_codec`.
+A command is a small header (code, opaque, flags, ``extFields``, ...) plus an opaque
+body. The header travels in one of two encodings, chosen per request by the sender:
+
+* JSON (serialize type 0), what every client uses by default. Keys as fastjson writes
+  them; see protocol-4x.md §1.2. Readers must tolerate unknown keys (Java's
+  ``serializeTypeCurrentRPC``), the C++ client's trailing newline, and ``extFields``
+  values that are numbers or booleans instead of strings.
+* Binary "ROCKETMQ" (serialize type 1), mirroring ``RocketMQSerializable``::
+
+      code            int16
+      language        uint8     LanguageCode value
+      version         int16
+      opaque          int32
+      flag            int32
+      remark_length   int32     0 means null or empty
+      remark          UTF-8
+      ext_length      int32     byte length of the entries that follow
+      entries         key_length int16, key, value_length int32, value (UTF-8)
+
+We always *write* ``extFields`` values as JSON strings: the C++ client ignores numbers
+(protocol-4x.md §7 rule 1).
 """
 
 from __future__ import annotations
 
+import struct
+from collections.abc import Mapping
 from typing import Any, Final, TypeAlias
 
 import msgspec
 
 from rocketq.protocol.codes import LanguageCode, SerializeType
+from rocketq.protocol.errors import LocalProtocolError, RemoteProtocolError
+from rocketq.protocol.json_header import JsonHeader, JsonHeaderFields, TextJsonHeader
 
 RESPONSE_FLAG: Final = 0b01
 """``flag`` bit 0: the command is a response."""
@@ -25,8 +48,10 @@ Body: TypeAlias = bytes | memoryview
 """A command body. Decoders always produce ``bytes``; encoders also accept a ``memoryview``."""
 
 
-class RemotingCommand(msgspec.Struct, frozen=True, kw_only=True):
-    """One request or response.
+class RemotingCommand:
+    """One request or response. Immutable by convention: build a new one rather than change one.
+
+    A plain class, not a msgspec Struct, so that the compiled message path reads its fields natively.
 
     Attributes:
         code: Request code in a request, response code in a response. Kept as a plain
@@ -41,15 +66,30 @@ class RemotingCommand(msgspec.Struct, frozen=True, kw_only=True):
         serialize_type: Encoding of the header on the wire.
     """
 
-    code: int
-    language: LanguageCode = LanguageCode.JAVA
-    version: int = DEFAULT_VERSION
-    opaque: int = 0
-    flag: int = 0
-    remark: str | None = None
-    ext_fields: dict[str, str] = msgspec.field(default_factory=dict)
-    body: Body = b""
-    serialize_type: SerializeType = SerializeType.JSON
+    __slots__ = ("body", "code", "ext_fields", "flag", "language", "opaque", "remark", "serialize_type", "version")
+
+    def __init__(
+        self,
+        *,
+        code: int,
+        language: LanguageCode = LanguageCode.JAVA,
+        version: int = DEFAULT_VERSION,
+        opaque: int = 0,
+        flag: int = 0,
+        remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
+        body: Body = b"",
+        serialize_type: SerializeType = SerializeType.JSON,
+    ) -> None:
+        self.code = code
+        self.language = language
+        self.version = version
+        self.opaque = opaque
+        self.flag = flag
+        self.remark = remark
+        self.ext_fields: dict[str, str] = {} if ext_fields is None else ext_fields
+        self.body = body
+        self.serialize_type = serialize_type
 
     @property
     def is_response(self) -> bool:
@@ -61,6 +101,21 @@ class RemotingCommand(msgspec.Struct, frozen=True, kw_only=True):
         """True if the oneway bit of ``flag`` is set. C++ and ali-ons never set it."""
         return bool(self.flag & ONEWAY_FLAG)
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RemotingCommand):
+            return NotImplemented
+        return (
+            self.code == other.code
+            and self.opaque == other.opaque
+            and self.flag == other.flag
+            and self.language == other.language
+            and self.version == other.version
+            and self.remark == other.remark
+            and self.ext_fields == other.ext_fields
+            and self.body == other.body
+            and self.serialize_type == other.serialize_type
+        )
+
     def __repr__(self) -> str:
         kind = "response" if self.is_response else "request"
         return (
@@ -71,28 +126,288 @@ class RemotingCommand(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
-# --- JSON header wire shapes (decoding only) -----------------------------------------
+_INT16_MIN: Final = -0x8000
+_INT16_MAX: Final = 0x7FFF
+_INT32_MIN: Final = -0x8000_0000
+_INT32_MAX: Final = 0x7FFF_FFFF
+
+# code:h language:B version:h opaque:i flag:i
+_BINARY_FIXED = struct.Struct(">hBhii")
+_INT32 = struct.Struct(">i")
+_INT16 = struct.Struct(">h")
+
+_LANGUAGES_BY_NAME: Final = {member.name: member for member in LanguageCode}
+_LANGUAGE_NAMES: Final[dict[int, str]] = {member: member.name for member in LanguageCode}
 
 
-class JsonHeaderFields(msgspec.Struct):
-    """Wire shape of a JSON header without its extFields, for decoding only. Unknown keys are ignored."""
+def make_request(
+    code: int,
+    *,
+    opaque: int,
+    ext_fields: Mapping[str, str] | None = None,
+    body: Body = b"",
+    oneway: bool = False,
+    remark: str | None = None,
+    version: int = DEFAULT_VERSION,
+    language: LanguageCode = LanguageCode.JAVA,
+    serialize_type: SerializeType = SerializeType.JSON,
+) -> RemotingCommand:
+    """Build a request (client requests and server-initiated ones such as NOTIFY)."""
+    return RemotingCommand(
+        code=code,
+        language=language,
+        version=version,
+        opaque=opaque,
+        flag=ONEWAY_FLAG if oneway else 0,
+        remark=remark,
+        ext_fields=dict(ext_fields) if ext_fields is not None else {},
+        body=body,
+        serialize_type=serialize_type,
+    )
 
-    code: int
-    language: str | int = "JAVA"
-    version: int = 0
-    opaque: int = 0
-    flag: int = 0
-    remark: str | None = None
+
+def make_response(
+    request: RemotingCommand,
+    code: int,
+    remark: str | None = None,
+    *,
+    ext_fields: Mapping[str, str] | None = None,
+    body: Body = b"",
+    version: int = DEFAULT_VERSION,
+    language: LanguageCode = LanguageCode.JAVA,
+) -> RemotingCommand:
+    """Build the response to ``request``.
+
+    Copies the request's opaque and serialize type (as the Java server does) and sets
+    the response flag. ``ext_fields`` defaults to an empty map: Java clients expect a
+    non-null ``extFields`` in every response (protocol-4x.md §1.2 rule 3).
+    """
+    return RemotingCommand(
+        code=code,
+        language=language,
+        version=version,
+        opaque=request.opaque,
+        flag=RESPONSE_FLAG,
+        remark=remark,
+        ext_fields=dict(ext_fields) if ext_fields is not None else {},
+        body=body,
+        serialize_type=request.serialize_type,
+    )
 
 
-class JsonHeader(JsonHeaderFields):
-    """Any JSON header: extFields values of any JSON type, normalised to text after decoding."""
+def ext_value_to_str(value: object) -> str | None:
+    """Normalise one incoming ``extFields`` value to text, Java style.
 
-    ext_fields: dict[str, Any] | None = msgspec.field(default=None, name="extFields")
+    Strings pass through, booleans become ``"true"``/``"false"``, numbers their decimal
+    text, null becomes None (the key is dropped) and anything else compact JSON.
+    """
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    return msgspec.json.encode(value).decode()
 
 
-class TextJsonHeader(JsonHeaderFields):
-    """A JSON header whose extFields values are all strings, as Java and C++ clients send them:
-    decoded without normalising each value."""
+def normalize_ext_fields(fields: Mapping[str, object] | None) -> dict[str, str]:
+    """Apply :func:`ext_value_to_str` to every value, dropping nulls."""
+    if not fields:
+        return {}
+    out: dict[str, str] = {}
+    for key, value in fields.items():
+        text = ext_value_to_str(value)
+        if text is not None:
+            out[str(key)] = text
+    return out
 
-    ext_fields: dict[str, str] | None = msgspec.field(default=None, name="extFields")
+
+_JSON_HEADER_DECODER: Final = msgspec.json.Decoder(JsonHeader, strict=False)
+_TEXT_JSON_HEADER_DECODER: Final = msgspec.json.Decoder(TextJsonHeader)
+_JSON_ENCODER: Final = msgspec.json.Encoder()
+
+
+def _language_from_wire(value: str | int) -> LanguageCode:
+    if isinstance(value, int):
+        try:
+            return LanguageCode(value)
+        except ValueError:
+            return LanguageCode.OTHER
+    # Unknown names (a future client) are not worth dropping the connection for.
+    return _LANGUAGES_BY_NAME.get(value, LanguageCode.OTHER)
+
+
+def _decode_json_header(data: bytes | memoryview) -> JsonHeader:
+    try:
+        return _JSON_HEADER_DECODER.decode(data)
+    except msgspec.DecodeError as exc:  # includes ValidationError
+        raise RemoteProtocolError(f"invalid JSON command header: {exc}") from exc
+
+
+def _check_range(name: str, value: int, low: int, high: int) -> None:
+    if not low <= value <= high:
+        raise LocalProtocolError(f"{name}={value} does not fit the wire field ({low}..{high})")
+
+
+def _outgoing_ext_fields(fields: Mapping[str, str]) -> Mapping[str, str]:
+    # The type says str, but a stray int must still leave as a JSON string (rule 1).
+    values: Any = fields.values()  # Any: compiled code would check each value against the declared str
+    for value in values:
+        if type(value) is not str:
+            return normalize_ext_fields(fields)
+    return fields
+
+
+def encode_json_header(cmd: RemotingCommand) -> bytes:
+    """Encode the header as fastjson would: alphabetical keys, null remark omitted."""
+    code, version, opaque, flag = cmd.code, cmd.version, cmd.opaque, cmd.flag
+    if not (
+        _INT32_MIN <= code <= _INT32_MAX
+        and _INT32_MIN <= version <= _INT32_MAX
+        and _INT32_MIN <= opaque <= _INT32_MAX
+        and _INT32_MIN <= flag <= _INT32_MAX
+    ):
+        for name in ("code", "version", "opaque", "flag"):  # say which
+            _check_range(name, getattr(cmd, name), _INT32_MIN, _INT32_MAX)
+    header: dict[str, object] = {
+        "code": code,
+        "extFields": _outgoing_ext_fields(cmd.ext_fields),
+        "flag": flag,
+        "language": _LANGUAGE_NAMES.get(cmd.language) or LanguageCode(cmd.language).name,
+        "opaque": opaque,
+    }
+    if cmd.remark is not None:
+        header["remark"] = cmd.remark
+    header["serializeTypeCurrentRPC"] = "JSON"
+    header["version"] = version
+    return _JSON_ENCODER.encode(header)
+
+
+# --- binary ROCKETMQ header ---------------------------------------------------------
+
+
+def encode_binary_header(cmd: RemotingCommand) -> bytes:
+    """Encode the header in the binary ROCKETMQ layout (see the module docstring)."""
+    _check_range("code", cmd.code, _INT16_MIN, _INT16_MAX)
+    _check_range("version", cmd.version, _INT16_MIN, _INT16_MAX)
+    _check_range("opaque", cmd.opaque, _INT32_MIN, _INT32_MAX)
+    _check_range("flag", cmd.flag, _INT32_MIN, _INT32_MAX)
+    parts = [_BINARY_FIXED.pack(cmd.code, int(cmd.language), cmd.version, cmd.opaque, cmd.flag)]
+    remark = cmd.remark.encode() if cmd.remark else b""
+    parts += [_INT32.pack(len(remark)), remark]
+    entries: list[bytes] = []
+    for key, value in _outgoing_ext_fields(cmd.ext_fields).items():
+        raw_key, raw_value = key.encode(), value.encode()
+        _check_range("extFields key length", len(raw_key), 0, _INT16_MAX)
+        entries += [_INT16.pack(len(raw_key)), raw_key, _INT32.pack(len(raw_value)), raw_value]
+    block = b"".join(entries)
+    parts += [_INT32.pack(len(block)), block]
+    return b"".join(parts)
+
+
+class _Reader:
+    """Bounds-checked cursor over a binary header."""
+
+    __slots__ = ("data", "pos")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def take(self, size: int, what: str) -> bytes:
+        end = self.pos + size
+        if size < 0 or end > len(self.data):
+            raise RemoteProtocolError(f"binary command header truncated in {what}")
+        chunk = self.data[self.pos : end]
+        self.pos = end
+        return chunk
+
+    def int32(self, what: str) -> int:
+        value: int = _INT32.unpack(self.take(4, what))[0]
+        return value
+
+    def int16(self, what: str) -> int:
+        value: int = _INT16.unpack(self.take(2, what))[0]
+        return value
+
+    def text(self, size: int, what: str) -> str:
+        try:
+            return self.take(size, what).decode()
+        except UnicodeDecodeError as exc:
+            raise RemoteProtocolError(f"binary command header: {what} is not UTF-8") from exc
+
+
+def _decode_binary_header(data: bytes, body: bytes) -> RemotingCommand:
+    reader = _Reader(data)
+    code, language, version, opaque, flag = _BINARY_FIXED.unpack(reader.take(_BINARY_FIXED.size, "fields"))
+    remark_length = reader.int32("remark length")
+    # Like RocketMQSerializable, a length <= 0 means "no remark" / "no extFields".
+    remark = reader.text(remark_length, "remark") if remark_length > 0 else None
+    ext_length = reader.int32("extFields length")
+    ext_fields: dict[str, str] = {}
+    if ext_length > 0:
+        block = _Reader(reader.take(ext_length, "extFields"))
+        while block.pos < len(block.data):
+            key = block.text(block.int16("key length"), "extFields key")
+            ext_fields[key] = block.text(block.int32("value length"), "extFields value")
+    return RemotingCommand(
+        code=code,
+        language=_language_from_wire(language),
+        version=version,
+        opaque=opaque,
+        flag=flag,
+        remark=remark,
+        ext_fields=ext_fields,
+        body=body,
+        serialize_type=SerializeType.ROCKETMQ,
+    )
+
+
+# --- entry points --------------------------------------------------------------------
+
+
+def encode_header(cmd: RemotingCommand) -> bytes:
+    """Encode ``cmd``'s header in its own serialize type.
+
+    Raises:
+        LocalProtocolError: A field does not fit its wire representation.
+    """
+    if cmd.serialize_type == SerializeType.ROCKETMQ:
+        return encode_binary_header(cmd)
+    if cmd.serialize_type == SerializeType.JSON:
+        return encode_json_header(cmd)
+    raise LocalProtocolError(f"unknown serialize type {cmd.serialize_type!r}")
+
+
+def decode_command(serialize_type: int, header: bytes, body: bytes = b"") -> RemotingCommand:
+    """Build a command from a header in the given serialize type and a body.
+
+    Raises:
+        RemoteProtocolError: The header is malformed or the serialize type unknown.
+    """
+    if serialize_type == SerializeType.JSON:
+        wire: JsonHeaderFields
+        try:
+            wire = _TEXT_JSON_HEADER_DECODER.decode(header)
+            ext_fields = wire.ext_fields or {}
+        except msgspec.DecodeError:  # other value types, or not valid at all: the lenient path says which
+            wire = _decode_json_header(header)
+            ext_fields = normalize_ext_fields(wire.ext_fields)
+        return RemotingCommand(
+            code=wire.code,
+            language=_language_from_wire(wire.language),
+            version=wire.version,
+            opaque=wire.opaque,
+            flag=wire.flag,
+            remark=wire.remark,
+            ext_fields=ext_fields,
+            body=body,
+            serialize_type=SerializeType.JSON,
+        )
+    if serialize_type == SerializeType.ROCKETMQ:
+        return _decode_binary_header(header, body)
+    raise RemoteProtocolError(f"unknown serialize type {serialize_type}")

@@ -24,7 +24,7 @@ import msgspec
 import msgspec.structs
 
 from rocketq.protocol.codes import RequestCode
-from rocketq.protocol.command_codec import normalize_ext_fields
+from rocketq.protocol.command import normalize_ext_fields
 from rocketq.protocol.errors import RemoteProtocolError
 
 

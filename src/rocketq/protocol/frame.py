@@ -26,8 +26,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from rocketq.protocol.codes import SerializeType
-from rocketq.protocol.command import Body, RemotingCommand
-from rocketq.protocol.command_codec import decode_command, encode_header
+from rocketq.protocol.command import Body, RemotingCommand, decode_command, encode_header
 from rocketq.protocol.errors import FrameTooLargeError, LocalProtocolError, ProtocolError, RemoteProtocolError
 
 DEFAULT_MAX_FRAME_SIZE: Final = 16 * 1024 * 1024

@@ -100,10 +100,12 @@ def pull(
     if header.sys_flag & FLAG_COMMIT_OFFSET and context.is_master:
         context.offsets.commit(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
 
-    code, fields, body = _read(context, header, tags_codes)
-    allow_suspend = bool(header.sys_flag & FLAG_SUSPEND) and config.long_polling_enable
-    if code != ResponseCode.PULL_NOT_FOUND or not allow_suspend or header.suspend_timeout_millis <= 0:
-        return reply(request, code, ext_fields=fields, body=body)
+    may_hold = bool(header.sys_flag & FLAG_SUSPEND) and config.long_polling_enable and header.suspend_timeout_millis > 0
+    caught_up = header.queue_offset == context.store.get_max_offset_in_queue(header.topic, header.queue_id) > 0
+    if not (may_hold and caught_up):  # (a consumer that caught up is held without reading: the common pull)
+        code, fields, body = _read(context, header, tags_codes)
+        if code != ResponseCode.PULL_NOT_FOUND or not may_hold:
+            return reply(request, code, ext_fields=fields, body=body)
 
     def answer(arrived: bool) -> None:  # read again, whether a message arrived or the wait timed out
         if not connection.is_open:

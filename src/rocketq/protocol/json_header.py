@@ -1,0 +1,32 @@
+"""The wire shapes of a JSON command header, for decoding only (msgspec Structs, so this module stays
+interpreted: ``rocketq.native.modules``). ``rocketq.protocol.command`` decodes with them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class JsonHeaderFields(msgspec.Struct):
+    """Wire shape of a JSON header without its extFields, for decoding only. Unknown keys are ignored."""
+
+    code: int
+    language: str | int = "JAVA"
+    version: int = 0
+    opaque: int = 0
+    flag: int = 0
+    remark: str | None = None
+
+
+class JsonHeader(JsonHeaderFields):
+    """Any JSON header: extFields values of any JSON type, normalised to text after decoding."""
+
+    ext_fields: dict[str, Any] | None = msgspec.field(default=None, name="extFields")
+
+
+class TextJsonHeader(JsonHeaderFields):
+    """A JSON header whose extFields values are all strings, as Java and C++ clients send them:
+    decoded without normalising each value."""
+
+    ext_fields: dict[str, str] | None = msgspec.field(default=None, name="extFields")

@@ -1,8 +1,10 @@
 """ConsumeThreads: the pool grows under load to its maximum, shrinks back to its minimum, runs work in
-submission order, survives work that raises, and drops queued work when closed."""
+submission order, survives work that raises, drops queued work when closed, and hands ``call`` results
+back to the event loop."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
@@ -120,3 +122,24 @@ def test_close_drops_queued_work_and_refuses_more() -> None:
     assert ran == [1]  # the running work finished, the queued one was dropped
     with pytest.raises(RuntimeError, match="closed"):
         pool.submit(lambda: None)
+
+
+async def test_call_hands_results_and_errors_back_to_the_loop_and_is_cancelled_once_closed() -> None:
+    pool = ConsumeThreads(1, 4, name="t-call")
+    loop_thread = threading.get_ident()
+    ran_on: list[int] = []
+
+    def work(value: int) -> int:
+        ran_on.append(threading.get_ident())
+        if value < 0:
+            raise ValueError(f"bad {value}")
+        return value * 2
+
+    futures = [pool.call(lambda value=value: work(value)) for value in (1, 2, -3, 4)]
+    results = await asyncio.gather(*futures, return_exceptions=True)
+    assert results[:2] == [2, 4] and results[3] == 8
+    assert isinstance(results[2], ValueError) and str(results[2]) == "bad -3"
+    assert loop_thread not in ran_on and len(ran_on) == 4
+    pool.close()
+    late = pool.call(lambda: work(5))
+    assert late.cancelled()

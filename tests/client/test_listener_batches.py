@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketq.client.listener import listener_batches, worker_parts
+from rocketq.client.listener import HANDOVER_S, CallTimes, listener_batches, worker_parts
 from rocketq.client.message import MessageExt
 
 
@@ -22,16 +22,34 @@ def test_listener_calls_hold_every_message_once_in_order(count: int, size: int) 
     assert all(len(batch) == max(1, size) for batch in batches[:-1])
 
 
-@given(count=st.integers(1, 300), size=st.integers(1, 40), spare=st.integers(-2, 64))
-def test_worker_parts_hold_whole_listener_calls_and_use_the_spare_workers(count: int, size: int, spare: int) -> None:
+@given(count=st.integers(1, 300), size=st.integers(1, 40), spare=st.integers(-2, 64), calls_per_part=st.integers(0, 50))
+def test_worker_parts_hold_whole_listener_calls_and_use_the_spare_workers(
+    count: int, size: int, spare: int, calls_per_part: int
+) -> None:
     messages = _messages(count)
-    parts = worker_parts(messages, size, spare)
+    parts = worker_parts(messages, size, spare, calls_per_part)
     assert [m for part in parts for m in part] == messages
     assert all(len(part) % size == 0 for part in parts[:-1])  # no listener call is split
     calls = -(-count // size)
-    assert len(parts) <= max(1, min(spare, calls))
-    if spare >= calls:  # enough idle workers: one listener call each
+    assert len(parts) <= max(1, min(spare, calls, calls // max(1, calls_per_part)))
+    if spare >= calls and calls_per_part <= 1:  # enough idle workers and slow calls: one listener call each
         assert len(parts) == calls
+    if len(parts) > 1:  # every part but the last is worth its hand-over
+        assert all(len(part) >= size * max(1, calls_per_part) for part in parts[:-1])
+
+
+def test_fast_calls_are_grouped_and_slow_ones_spread() -> None:
+    times = CallTimes()
+    assert times.calls_per_part() == 1  # nothing measured: spread as widely as allowed
+    times.record(32 * 2e-6, 32)  # 2 us a call
+    assert times.calls_per_part() == int(HANDOVER_S / 2e-6)
+    assert len(worker_parts(_messages(32), 1, 20, times.calls_per_part())) == 1
+    for _ in range(30):  # the listener slows down (it now waits on I/O): the average follows
+        times.record(0.05, 1)
+    assert times.calls_per_part() == 1
+    assert len(worker_parts(_messages(32), 1, 20, times.calls_per_part())) == 16  # two calls each, on 16 of the 20
+    times.record(1.0, 0)  # a run that made no call (its queue was dropped) changes nothing
+    assert times.calls_per_part() == 1
 
 
 def test_a_retry_topic_batch_is_seen_under_its_original_topic() -> None:

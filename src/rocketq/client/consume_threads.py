@@ -4,7 +4,9 @@ Between ``min_threads`` and ``max_threads`` threads take work, in submission ord
 A thread starts when work arrives and no idle thread is waiting for it, up to ``max_threads``; a
 thread above ``min_threads`` ends after ``keep_alive_s`` without work. This is RocketMQ's
 ``consumeThreadMin``/``consumeThreadMax`` as a Python user reads them (a pool that grows under load and
-shrinks back), not Java's (whose unbounded queue keeps the pool at its minimum).
+shrinks back), not Java's (whose unbounded queue keeps the pool at its minimum). ``call`` runs a
+function on a thread and hands its result back to the event loop as a future, with one loop wake-up
+for however many results are waiting.
 
 Why not ``concurrent.futures.ThreadPoolExecutor``: a consume thread answers through the event loop, so
 the executor's per-task Future, its condition variables and its idle semaphore were all overhead, and
@@ -15,10 +17,14 @@ listener; see docs/benchmarks.md, "Seventh round".
 
 from __future__ import annotations
 
+import asyncio
+import collections
+import contextlib
 import logging
 import queue
 import threading
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +32,7 @@ KEEP_ALIVE_S = 60.0
 """How long a thread above the minimum waits for work before it ends (RocketMQ's is a minute too)."""
 
 Work = Callable[[], None]
+T = TypeVar("T")
 
 
 class ConsumeThreads:
@@ -43,6 +50,10 @@ class ConsumeThreads:
         self._pending = 0  # submitted, not yet taken by a thread
         self._started = 0  # for thread names
         self._closed = False
+        # results of ``call`` on their way to the loop, taken by it in one wake-up however many wait
+        self._results: collections.deque[tuple[asyncio.Future[Any], Any]] = collections.deque()
+        self._results_called = False  # a wake-up to take them is already on its way
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def threads(self) -> int:
@@ -76,6 +87,41 @@ class ConsumeThreads:
         if start:
             threading.Thread(target=self._serve, name=f"{self.name}-{number}", daemon=True).start()
         self._work.put(work)
+
+    def call(self, function: Callable[[], T]) -> asyncio.Future[T]:
+        """Run ``function`` on a consume thread; its result (or exception) arrives in the returned future
+        of the calling loop, which is cancelled if the threads are closed first."""
+        self._loop = loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        try:
+            self.submit(lambda: self._run_for(future, function))
+        except RuntimeError:  # closed: nothing waits for this any more
+            future.cancel()
+        return future
+
+    def _run_for(self, future: asyncio.Future[T], function: Callable[[], T]) -> None:
+        try:
+            outcome: Any = function()
+        except Exception as exc:
+            outcome = exc
+        self._results.append((future, outcome))
+        if not self._results_called:
+            self._results_called = True
+            assert self._loop is not None  # set by call()
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                self._loop.call_soon_threadsafe(self._take_results)
+
+    def _take_results(self) -> None:
+        self._results_called = False  # before taking: a result added after this calls again
+        results = self._results
+        while results:
+            future, outcome = results.popleft()
+            if future.done():  # its waiter may have been cancelled meanwhile
+                continue
+            if isinstance(outcome, Exception):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
 
     def close(self) -> None:
         """Stop taking work: what is queued is dropped, each thread ends after the work it is running."""

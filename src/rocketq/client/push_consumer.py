@@ -11,7 +11,6 @@ and is retried locally, so the order is never broken.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import inspect
 import logging
@@ -25,7 +24,7 @@ from rocketq.client.config import ConsumerConfig
 from rocketq.client.consume_threads import ConsumeThreads
 from rocketq.client.consumer_core import ConsumerCore
 from rocketq.client.errors import MQClientError
-from rocketq.client.listener import Failed, Listener, listener_batches, retry_level, worker_parts
+from rocketq.client.listener import CallTimes, Failed, Listener, listener_batches, retry_level, worker_parts
 from rocketq.client.listener_calls import ListenerCalls
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.process_queue import ProcessQueue
@@ -62,12 +61,9 @@ class PushConsumer:
         self._slots = asyncio.Semaphore(config.consume_thread_max)  # coroutine listeners running at once
         self._coroutine_parts = 0  # parts of pulled batches given to a coroutine listener, not yet done
         self._threads = ConsumeThreads(config.consume_thread_min, config.consume_thread_max, name="rocketq-consume")
-        # what consume threads hand back, taken by the loop in one wake-up however many are waiting
-        self._thread_results: collections.deque[tuple[SyncResult, Failed | None]] = collections.deque()
-        self._thread_results_called = False  # a wake-up to take them is already on its way
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._lock_task: asyncio.Task[None] | None = None
         self._calls = ListenerCalls()  # concurrent: the listener calls running now
+        self._call_times = CallTimes()  # how long the listener's calls take: how widely to spread a batch
         self._timeout_task: asyncio.Task[None] | None = None
         self._locks = QueueLocks(self._core)  # orderly clustering: this client's queue locks on the brokers
         self._awaiting_lock: set[MessageQueue] = set()  # orderly: assigned, taken once their lock is held
@@ -113,7 +109,6 @@ class PushConsumer:
         if not self._core.subscriptions:
             raise MQClientError("subscribe to a topic before start()")
         self._started = True
-        self._loop = asyncio.get_running_loop()
         await self._core.start()
         if self._locking:
             self._lock_task = asyncio.create_task(self._renew_locks())
@@ -269,7 +264,12 @@ class PushConsumer:
         else:  # consume threads are woken now, while the loop goes on to send the queue's next pull
             parts = [
                 self._to_thread(process, part)
-                for part in worker_parts(messages, self.config.consume_message_batch_max_size, self._threads.spare)
+                for part in worker_parts(
+                    messages,
+                    self.config.consume_message_batch_max_size,
+                    self._threads.spare,
+                    self._call_times.calls_per_part(),
+                )
             ]
             task = loop.create_task(self._consumed_on_thread(process, messages, parts))
         self._consume_tasks.add(task)
@@ -283,10 +283,12 @@ class PushConsumer:
         listener: Callable[[list[MessageExt]], Any] = self._listener  # type: ignore[assignment]
         failed = []
         slot = self._calls.open(process) if process is not None else None
+        calls, started = 0, time.monotonic()
         try:
             for batch in listener_batches(messages, self.config.consume_message_batch_max_size):
                 if process is not None and process.dropped:
                     return None
+                calls += 1
                 if slot is not None:
                     slot.current = (batch, time.monotonic())
                 try:
@@ -298,37 +300,17 @@ class PushConsumer:
                 if level is not None:
                     failed.append((batch, level))
         finally:
+            self._call_times.record(time.monotonic() - started, calls)
             if slot is not None:
                 self._calls.close(slot)
         return failed
 
     def _to_thread(self, process: ProcessQueue | None, messages: list[MessageExt]) -> SyncResult:
-        """Hand ``messages`` to a consume thread; a batch of ``process`` is skipped if that queue is
+        """Hand ``messages`` to a consume thread; a batch of ``process`` is skipped (None) if that queue is
         dropped before a thread takes it."""
-        future: SyncResult = asyncio.get_running_loop().create_future()
-        try:
-            self._threads.submit(lambda: self._on_thread(process, messages, future))
-        except RuntimeError:  # closed: nothing waits for this batch any more
-            future.cancel()
-        return future
-
-    def _on_thread(self, process: ProcessQueue | None, messages: list[MessageExt], future: SyncResult) -> None:
-        """A consume thread: the listener on ``messages``, the outcome handed back to the loop."""
-        skip = process is not None and process.dropped
-        self._thread_results.append((future, None if skip else self._run_listener(messages, process)))
-        if not self._thread_results_called:
-            self._thread_results_called = True
-            assert self._loop is not None  # set by start(), before any pull
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-                self._loop.call_soon_threadsafe(self._take_thread_results)
-
-    def _take_thread_results(self) -> None:
-        self._thread_results_called = False  # before taking: a result added after this calls again
-        results = self._thread_results
-        while results:
-            future, failed = results.popleft()
-            if not future.done():  # its consumer task may have been cancelled meanwhile
-                future.set_result(failed)
+        return self._threads.call(
+            lambda: None if process is not None and process.dropped else self._run_listener(messages, process)
+        )
 
     async def _call_listener(self, messages: list[MessageExt], process: ProcessQueue | None = None) -> Failed | None:
         """The listener on every sub-batch of ``messages``; returns the sub-batches that failed, or None
@@ -339,10 +321,12 @@ class PushConsumer:
         listener: Callable[[list[MessageExt]], Any] = self._listener  # type: ignore[assignment]
         failed = []
         slot = self._calls.open(process) if process is not None else None
+        calls, started = 0, time.monotonic()
         try:
             for batch in listener_batches(messages, self.config.consume_message_batch_max_size):
                 if process is not None and process.dropped:
                     return None
+                calls += 1
                 if slot is not None:
                     slot.current = (batch, time.monotonic())
                 try:
@@ -354,6 +338,7 @@ class PushConsumer:
                 if level is not None:
                     failed.append((batch, level))
         finally:
+            self._call_times.record(time.monotonic() - started, calls)
             if slot is not None:
                 self._calls.close(slot)
         return failed
@@ -362,7 +347,10 @@ class PushConsumer:
         """A pulled batch through a coroutine listener, in parts over the free slots (at most
         ``consume_thread_max`` listener calls at a time), settled once every part is done."""
         parts = worker_parts(
-            messages, self.config.consume_message_batch_max_size, self.config.consume_thread_max - self._coroutine_parts
+            messages,
+            self.config.consume_message_batch_max_size,
+            self.config.consume_thread_max - self._coroutine_parts,
+            self._call_times.calls_per_part(),
         )
         self._coroutine_parts += len(parts)
         try:

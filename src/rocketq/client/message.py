@@ -288,30 +288,39 @@ _INT32: Final = struct.Struct(">i")
 
 def decode_messages(data: bytes | memoryview) -> list[MessageExt]:
     """Decode concatenated stored records (a pull, view or query body). The consumer's hot path:
-    one small header unpack and a body slice per record, topics from a cache, the rest lazily."""
-    if not isinstance(data, bytes):
-        data = bytes(data)
+    one small header unpack and a body slice per record, topics from a cache, the rest lazily.
+    Compiled, every local here has a declared type, so the arithmetic and slicing are native (as
+    untyped values they cost about 3.5k instructions per record)."""
+    records: bytes = data if isinstance(data, bytes) else bytes(data)
     messages: list[MessageExt] = []
-    append = messages.append
-    end = len(data)
+    end = len(records)
     unpack = _EAGER.unpack_from
     topics = _TOPIC_TEXT
-    compressed = int(SysFlag.COMPRESSED)
+    compressed: int = SysFlag.COMPRESSED
+    total: int
+    queue_id: int
+    flag: int
+    queue_offset: int
+    physical: int
+    sys_flag: int
+    body_length: int
     position = 0
     while position < end:
-        total, queue_id, flag, queue_offset, physical, sys_flag, body_length = unpack(data, position)
+        total, queue_id, flag, queue_offset, physical, sys_flag, body_length = unpack(records, position)
         body_at = position + HEAD_SIZE
         topic_at = body_at + body_length
-        raw_topic = data[topic_at + 1 : topic_at + 1 + data[topic_at]]
+        raw_topic = records[topic_at + 1 : topic_at + 1 + records[topic_at]]
         topic = topics.get(raw_topic)
         if topic is None:
             if len(topics) >= 4096:
                 topics.clear()
             topic = topics[raw_topic] = raw_topic.decode()
-        body = data[body_at:topic_at]
+        body = records[body_at:topic_at]
         if sys_flag & compressed:
             body = zlib.decompress(body)
-        append(MessageExt(topic, body, queue_id, queue_offset, physical, total, sys_flag, flag, data, position))
+        messages.append(
+            MessageExt(topic, body, queue_id, queue_offset, physical, total, sys_flag, flag, records, position)
+        )
         position += total
     return messages
 

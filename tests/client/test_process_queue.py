@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -67,3 +69,19 @@ def test_commit_offset_and_cache_follow_the_model(data: st.DataObject) -> None:
         assert queue.max_span == (max(pending) - min(pending) if pending else 0)
     if pending:
         assert queue.first_pending() is pending[min(pending)]
+
+
+def test_a_long_run_of_batches_keeps_the_commit_offset_and_the_cache_right() -> None:
+    """Thousands of offsets through a queue that is never empty, each batch finished whole at its head:
+    the commit offset and the cache stay right, and the consumed prefix of its bookkeeping is dropped."""
+    queue = ProcessQueue(MessageQueue("T", "b", 1), next_pull_offset=0)
+    batches = [pulled(list(range(start, start + 32))) for start in range(0, 8192, 32)]
+    queue.add(batches[0])
+    for previous, batch in itertools.pairwise(batches):
+        queue.add(batch)
+        assert queue.count == 64 and queue.max_span == 63
+        assert queue.finish(previous) == batch[0].queue_offset
+        assert queue.first_pending() is batch[0]
+        assert queue.cached_bytes == sum(len(m.body) for m in batch)
+    assert len(queue._order) < 4096  # not 8192: the consumed prefix was dropped on the way
+    assert queue.finish(batches[-1]) == 8192 and queue.count == 0

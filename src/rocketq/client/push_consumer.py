@@ -307,10 +307,8 @@ class PushConsumer:
 
     def _to_thread(self, process: ProcessQueue | None, messages: list[MessageExt]) -> SyncResult:
         """Hand ``messages`` to a consume thread; a batch of ``process`` is skipped (None) if that queue is
-        dropped before a thread takes it."""
-        return self._threads.call(
-            lambda: None if process is not None and process.dropped else self._run_listener(messages, process)
-        )
+        dropped before a thread takes it (``_run_listener`` checks before each call)."""
+        return self._threads.call(lambda: self._run_listener(messages, process))
 
     async def _call_listener(self, messages: list[MessageExt], process: ProcessQueue | None = None) -> Failed | None:
         """The listener on every sub-batch of ``messages``; returns the sub-batches that failed, or None
@@ -363,9 +361,7 @@ class PushConsumer:
         await self._settle_parts(process, messages, outcomes)
 
     async def _consume_part(self, process: ProcessQueue, part: list[MessageExt]) -> Failed | None:
-        async with self._slots:
-            if process.dropped:
-                return None
+        async with self._slots:  # (a queue dropped meanwhile: ``_call_listener`` checks before each call)
             return await self._call_listener(part, process)
 
     async def _consumed_on_thread(

@@ -33,18 +33,21 @@ class UniqueIdGenerator:
             self._next_month_ms = int(following.timestamp() * 1000)
         return now_ms - self._month_start_ms
 
-    def next_id(self, now_ms: int) -> str:
+    def _reserve(self, count: int, now_ms: int) -> tuple[int, int]:
+        """(ms since the month began, first counter) for ``count`` ids created at ``now_ms``."""
         with self._lock:
             elapsed = self._since_month_start(now_ms) & 0x7FFFFFFF
-            counter = self._count
-            self._count = counter + 1
+            first = self._count
+            self._count = first + count
+        return elapsed, first
+
+    def next_id(self, now_ms: int) -> str:
+        elapsed, counter = self._reserve(1, now_ms)
         # printf-style: compiled, it formats in one call where an f-string with format specs makes one each
         return "%s%08X%04X" % (self._prefix, elapsed, counter & 0xFFFF)  # noqa: UP031
 
     def next_ids(self, count: int, now_ms: int) -> list[str]:
         """``count`` consecutive ids for messages created at ``now_ms`` (one lock for a whole batch)."""
-        with self._lock:
-            elapsed = self._since_month_start(now_ms) & 0x7FFFFFFF
-            first, self._count = self._count, self._count + count
+        elapsed, first = self._reserve(count, now_ms)
         stem = "%s%08X" % (self._prefix, elapsed)  # noqa: UP031 (as in next_id)
         return ["%s%04X" % (stem, counter & 0xFFFF) for counter in range(first, first + count)]  # noqa: UP031

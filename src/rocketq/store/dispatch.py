@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from rocketq.store.commit_log import CommitLog
 from rocketq.store.consume_queue import ConsumeQueue
-from rocketq.store.dispatch_apply import DispatchApplier
+from rocketq.store.dispatch_apply import ArrivalListener, DispatchApplier
 from rocketq.store.index_service import IndexService
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,6 @@ class Dispatcher:
     ) -> None:
         self._commit_log = commit_log
         self.applier = DispatchApplier(consume_queue_of, index)
-        self.listeners = self.applier.listeners
         self._interval = interval_s
         # at least this much CommitLog goes through the compiled columnar path (below it, numpy's
         # fixed cost per batch outweighs the per-record Python it saves)
@@ -47,6 +46,11 @@ class Dispatcher:
         self._stopping = False
         self._worker_thread: threading.Thread | None = None
         self._dispatch_lock = threading.Lock()  # the thread and dispatch_now() callers take turns
+
+    @property
+    def listeners(self) -> list[ArrivalListener]:
+        """Told of each batch's queues that grew (the applier's list)."""
+        return self.applier.listeners
 
     @property
     def dispatched_timestamp(self) -> int:

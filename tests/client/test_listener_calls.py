@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from rocketq.client.listener_calls import CallSlot, ListenerCalls
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.process_queue import ProcessQueue
@@ -15,23 +13,45 @@ def test_an_overdue_call_is_reported_once_and_the_next_call_of_its_run_anew() ->
     slot = calls.open(process)
     first: list[MessageExt] = []
     second: list[MessageExt] = []
-    slot.current = (first, time.monotonic() - 10)
-    assert calls.overdue(5) == [(process, first)]
-    assert calls.overdue(5) == []  # the same call: given up already
-    slot.current = (second, time.monotonic())
-    assert calls.overdue(5) == []  # the run's next call has just started
-    slot.current = (second, time.monotonic() - 10)
-    assert calls.overdue(5) == [(process, second)]
+    assert calls.overdue(5, now=100) == []  # nothing running yet
+    slot.current = first
+    assert calls.overdue(5, now=101) == []  # first seen: timed from here
+    assert calls.overdue(5, now=105.9) == []
+    assert calls.overdue(5, now=106) == [(process, first)]
+    assert calls.overdue(5, now=200) == []  # the same call: given up already
+    slot.current = second
+    assert calls.overdue(5, now=201) == []  # the run's next call: timed anew
+    assert calls.overdue(5, now=205) == []
+    assert calls.overdue(5, now=206) == [(process, second)]
     calls.close(slot)
-    slot.current = (first, time.monotonic() - 100)
-    assert calls.overdue(5) == []  # a closed run is not watched
+    slot.current = first
+    assert calls.overdue(5, now=300) == [] and calls.overdue(5, now=400) == []  # a closed run is not watched
+
+
+def test_a_call_is_never_given_up_before_its_timeout() -> None:
+    """However the checks fall, a call is given up only once it has run the whole timeout (and at most
+    one check interval more)."""
+    calls = ListenerCalls()
+    slot = calls.open(ProcessQueue(MessageQueue("T", "b", 0), 0))
+    for started in (0.1, 0.9, 1.0, 1.4):
+        batch: list[MessageExt] = []
+        checks = [t / 4 for t in range(0, 40)]  # every 0.25 s
+        given_up_at = None
+        for now in checks:
+            if now >= started:
+                slot.current = batch
+            if calls.overdue(1.0, now=now):
+                given_up_at = now
+                break
+        assert given_up_at is not None and started + 1.0 <= given_up_at <= started + 1.25
 
 
 def test_a_rearmed_slot_is_reported_once_then_forgotten() -> None:
     calls = ListenerCalls()
     process = ProcessQueue(MessageQueue("T", "b", 0), 0)
     rearmed = CallSlot(process, rearmed=True)
-    rearmed.current = ([], time.monotonic() - 10)
+    rearmed.current = []
     calls._slots.add(rearmed)
-    assert len(calls.overdue(5)) == 1
+    assert calls.overdue(5, now=10) == []
+    assert len(calls.overdue(5, now=15)) == 1
     assert rearmed not in calls._slots

@@ -20,21 +20,23 @@ log = logging.getLogger(__name__)
 
 
 class CallSlot:
-    """One run of listener calls (a consume thread's part of a pulled batch, or a coroutine's): the call
-    it is in now, as (batch, when it started), which the run sets before each call; no lock, one store."""
+    """One run of listener calls (a consume thread's part of a pulled batch, or a coroutine's).
 
-    __slots__ = ("current", "given_up", "process", "rearmed")
+    The run stores the batch of the call it is in now in ``current`` before each call: one store, no
+    clock read, no lock. The watcher (``ListenerCalls.overdue``, on the event loop) notes when it first
+    saw each batch there; a batch still there ``timeout`` after that sighting is overdue. So a call is
+    given up between ``timeout`` and ``timeout`` plus one check interval after it started, never before
+    (Java's cleanExpireMsg runs once per timeout, so it gives up between one and two)."""
+
+    __slots__ = ("current", "given_up", "process", "rearmed", "seen", "seen_at")
 
     def __init__(self, process: ProcessQueue, *, rearmed: bool = False) -> None:
         self.process = process
-        self.current: tuple[list[MessageExt], float] | None = None
-        self.given_up: tuple[list[MessageExt], float] | None = None  # the call already given up
+        self.current: list[MessageExt] | None = None
+        self.seen: list[MessageExt] | None = None  # the batch the watcher saw here last, since ``seen_at``
+        self.seen_at = 0.0
+        self.given_up: list[MessageExt] | None = None  # the call already given up
         self.rearmed = rearmed  # messages the broker did not take back: not a run, closed when due
-
-
-def _same_call(call: tuple[list[MessageExt], float], other: tuple[list[MessageExt], float] | None) -> bool:
-    # By the batch's identity and the start time, not the tuple's: compiled code boxes a new tuple per read.
-    return other is not None and call[0] is other[0] and call[1] == other[1]
 
 
 class ListenerCalls:
@@ -50,15 +52,20 @@ class ListenerCalls:
     def close(self, slot: CallSlot) -> None:
         self._slots.discard(slot)
 
-    def overdue(self, timeout_s: float) -> list[tuple[ProcessQueue, list[MessageExt]]]:
-        """The calls running longer than ``timeout_s``, each returned once."""
-        started_before = time.monotonic() - timeout_s
+    def overdue(self, timeout_s: float, now: float | None = None) -> list[tuple[ProcessQueue, list[MessageExt]]]:
+        """The calls seen running for ``timeout_s`` or longer (by ``now``, ``time.monotonic()`` by default),
+        each returned once. Call it every so often: a call is timed from the first call that sees it."""
+        now = time.monotonic() if now is None else now
         overdue = []
         for slot in list(self._slots):
             current = slot.current  # read once: the run may move on to its next call meanwhile
-            if current is not None and current[1] < started_before and not _same_call(current, slot.given_up):
+            if current is None:
+                continue
+            if current is not slot.seen:
+                slot.seen, slot.seen_at = current, now
+            elif now - slot.seen_at >= timeout_s and current is not slot.given_up:
                 slot.given_up = current
-                overdue.append((slot.process, current[0]))
+                overdue.append((slot.process, current))
                 if slot.rearmed:
                     self._slots.discard(slot)
         return overdue
@@ -75,7 +82,7 @@ class ListenerCalls:
                 returned = [message for message in batch if await _send_back(core, message)]
                 if len(returned) < len(batch):
                     slot = CallSlot(process, rearmed=True)
-                    slot.current = ([message for message in batch if message not in returned], time.monotonic())
+                    slot.current = [message for message in batch if message not in returned]
                     self._slots.add(slot)
                 batch = returned
             offset = process.finish(batch)

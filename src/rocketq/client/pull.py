@@ -6,7 +6,7 @@ import enum
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from rocketq.client.errors import broker_error
+from rocketq.client.errors import MQClientError, broker_error
 from rocketq.client.message import MessageExt, MessageQueue, decode_messages
 from rocketq.protocol import PullMessageRequestHeader, RemotingCommand, RequestCode, ResponseCode, make_request
 from rocketq.remoting.connection import next_opaque
@@ -101,13 +101,11 @@ def pull_result(response: RemotingCommand, tags: Collection[str], address: str) 
     if status is None:
         raise broker_error(response.code, response.remark, address)
     fields = response.ext_fields
-    messages = decode_messages(response.body) if status is PullStatus.FOUND else []
+    try:
+        messages = decode_messages(response.body) if status is PullStatus.FOUND else []
+        offsets = [int(fields.get(name, 0)) for name in ("nextBeginOffset", "minOffset", "maxOffset")]
+    except ValueError as exc:  # RecordFormatError is one
+        raise MQClientError(f"malformed pull response from {address}: {exc}") from exc
     if tags:
         messages = [m for m in messages if m.tags in tags]
-    return PullResult(
-        status,
-        int(fields.get("nextBeginOffset", 0)),
-        int(fields.get("minOffset", 0)),
-        int(fields.get("maxOffset", 0)),
-        messages,
-    )
+    return PullResult(status, offsets[0], offsets[1], offsets[2], messages)

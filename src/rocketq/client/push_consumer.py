@@ -290,7 +290,7 @@ class PushConsumer:
                     return None
                 calls += 1
                 if slot is not None:
-                    slot.current = (batch, time.monotonic())
+                    slot.current = batch
                 try:
                     result = listener(batch)
                 except Exception:
@@ -326,7 +326,7 @@ class PushConsumer:
                     return None
                 calls += 1
                 if slot is not None:
-                    slot.current = (batch, time.monotonic())
+                    slot.current = batch
                 try:
                     result = await listener(batch)
                 except Exception:

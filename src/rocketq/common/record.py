@@ -73,14 +73,19 @@ def head_reader(*names: str) -> struct.Struct:
 
 HEAD_SIZE: Final = 88
 assert HEAD.size == HEAD_SIZE
+assert [HEAD_FIELDS[i][0] for i in (3, 4, 14)] == ["queue_id", "flag", "body_length"]
+
 
 SIZE_AND_MAGIC: Final = struct.Struct(">ii")
 BLANK: Final = SIZE_AND_MAGIC  # the end-of-file filler: remaining bytes, BLANK_MAGIC
 
 # Field offsets used for in-place reads.
+QUEUE_ID_AT: Final = 12
+FLAG_AT: Final = 16
 QUEUE_OFFSET_AT: Final = 20
 PHYSICAL_OFFSET_AT: Final = 28
 SYS_FLAG_AT: Final = 36
+BODY_LENGTH_AT: Final = 84
 STORE_TIMESTAMP_AT: Final = 56
 STORE_HOST_AT: Final = 64
 

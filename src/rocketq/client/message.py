@@ -108,6 +108,7 @@ class MessageQueue:
 _LAZY: Final = head_reader("born_timestamp", "born_host", "store_timestamp", "store_host", "reconsume_times")
 
 
+@mypyc_attr(acyclic=True)  # see rocketq.native.modules
 class MessageExt:
     """A stored message as a consumer or a query sees it (body inflated).
 

@@ -16,6 +16,11 @@ still gives it repr and eq): the ``__init__`` that ``dataclasses`` generates run
 compiled class, 0.7-1.5 µs per object against 50-90 ns written out (frozen ones set their fields with
 ``object.__setattr__``, which mypyc turns into a plain store).
 
+Classes built per message or per request that cannot be part of a reference cycle (``MessageExt``,
+``RemotingCommand``) are ``@mypyc_attr(acyclic=True)``: the garbage collector does not track them, so
+making them does not count towards a collection and collections do not walk them. A default drain ran
+217 generation-0 collections per 300k messages before, 80 after (4-6 % of the consumer's CPU before).
+
 Modules that define msgspec Structs stay interpreted (mypyc checks the class-body defaults of such
 classes against their declared types, which ``msgspec.field(...)`` is not), as do the numba kernels and
 modules with async generators (which mypyc does not compile: the pull consumer's ``__aiter__``).

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from typing import Any, Final, TypeAlias
 
 import msgspec
+from mypy_extensions import mypyc_attr
 
 from rocketq.protocol.codes import LanguageCode, SerializeType
 from rocketq.protocol.errors import LocalProtocolError, RemoteProtocolError
@@ -48,6 +49,7 @@ Body: TypeAlias = bytes | memoryview
 """A command body. Decoders always produce ``bytes``; encoders also accept a ``memoryview``."""
 
 
+@mypyc_attr(acyclic=True)  # see rocketq.native.modules
 class RemotingCommand:
     """One request or response. Immutable by convention: build a new one rather than change one.
 

@@ -61,6 +61,7 @@ def test_bench_consumer_json(tmp_path: Path) -> None:
         assert positive(row["cpu_us_per_msg"]) and positive(row["broker_cpu_us_per_msg"]), row
         assert positive(row["runs_per_msg"]) and positive(row["broker_runs_per_msg"]), row
         assert row["compiled"] is rocketq.native.STATUS.compiled
+        assert 0 <= row["host_steal"] <= 1, row  # type: ignore[operator]
 
     latency = by_name["e2e_latency"]
     for key in ("p50_us", "p99_us", "p999_us", "max_us"):

@@ -10,6 +10,7 @@ from pathlib import Path
 from rocketq.broker.server import Broker
 from rocketq.common.message import decode_properties, encode_properties
 from rocketq.protocol import BatchItem, HeartbeatData, RequestCode, ResponseCode, encode_batch, make_request
+from rocketq.protocol.headers import PullMessageResponseHeader, SendMessageResponseHeader
 from rocketq.remoting import RemotingClient
 from rocketq.remoting.connection import next_opaque
 from rocketq.store import FlushDiskType
@@ -30,6 +31,19 @@ async def test_send_then_pull(broker: Broker, client: RemotingClient) -> None:
     assert pulled.ext_fields["nextBeginOffset"] == "1" and pulled.ext_fields["maxOffset"] == "1"
     empty = await client.invoke(broker.address, pull_request("TopicA", 0, 1), 3)
     assert empty.code == ResponseCode.PULL_NOT_FOUND
+
+
+async def test_send_and_pull_responses_carry_exactly_their_headers(broker: Broker, client: RemotingClient) -> None:
+    """The broker writes these headers' fields out (see handlers.send, handlers.pull): the text of each
+    field is what the header Struct would write, and nothing is missing or extra."""
+    sent = await client.invoke(broker.address, send_request("TopicR", b"x"), 3)
+    header = SendMessageResponseHeader.from_ext_fields(sent.ext_fields)
+    assert sent.ext_fields == header.to_ext_fields() | {"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
+    await wait_dispatched(broker)
+    pulled = await client.invoke(broker.address, pull_request("TopicR", header.queue_id, 0), 3)
+    pull_header = PullMessageResponseHeader.from_ext_fields(pulled.ext_fields)
+    assert pulled.ext_fields == pull_header.to_ext_fields()
+    assert (pull_header.next_begin_offset, pull_header.min_offset, pull_header.max_offset) == (1, 0, 1)
 
 
 async def test_c_plus_plus_style_batch_in_code_10(broker: Broker, client: RemotingClient) -> None:

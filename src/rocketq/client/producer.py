@@ -28,7 +28,6 @@ from rocketq.common.message import Property, encode_properties, java_string_hash
 from rocketq.common.names import NOT_SENDABLE_TOPICS, empty_property_problem, separator_problem, topic_name_problem
 from rocketq.common.record import SysFlag
 from rocketq.protocol import BatchItem, RemotingCommand, RequestCode, ResponseCode, encode_batch, make_request
-from rocketq.protocol.headers import SendMessageRequestHeaderV2
 from rocketq.remoting import RemotingError
 from rocketq.remoting.connection import next_opaque
 
@@ -219,21 +218,24 @@ class Producer:
         batch: bool = False,
         oneway: bool = False,
     ) -> RemotingCommand:
-        header = SendMessageRequestHeaderV2(
-            producer_group=self.config.group,
-            topic=queue.topic,
-            default_topic=self.config.create_topic_key,
-            default_topic_queue_nums=self.config.default_topic_queue_nums,
-            queue_id=queue.queue_id,
-            sys_flag=sys_flag,
-            born_timestamp=int(time.time() * 1000),
-            flag=flag,
-            properties=properties,
-            reconsume_times=0,
-            batch=batch,
-        )
+        # SendMessageRequestHeaderV2's fields written out (keys a..m), built here in compiled code (the
+        # header's own to_ext_fields is interpreted); tests/client/test_written_headers.py holds them equal.
+        fields = {
+            "a": self.config.group,
+            "b": queue.topic,
+            "c": self.config.create_topic_key,
+            "d": str(self.config.default_topic_queue_nums),
+            "e": str(queue.queue_id),
+            "f": str(sys_flag),
+            "g": str(int(time.time() * 1000)),
+            "h": str(flag),
+            "i": properties,
+            "j": "0",
+            "k": "false",
+            "m": "true" if batch else "false",
+        }
         code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
-        return make_request(code, opaque=next_opaque(), ext_fields=header.to_ext_fields(), body=body, oneway=oneway)
+        return make_request(code, opaque=next_opaque(), ext_fields=fields, body=body, oneway=oneway)
 
     async def _address(self, queue: MessageQueue) -> str:
         address = self.instance.master_address(queue.broker_name)

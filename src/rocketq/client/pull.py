@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from rocketq.client.errors import MQClientError, broker_error
 from rocketq.client.message import MessageExt, MessageQueue, decode_messages
-from rocketq.protocol import PullMessageRequestHeader, RemotingCommand, RequestCode, ResponseCode, make_request
+from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, make_request
 from rocketq.remoting.connection import next_opaque
 
 FLAG_COMMIT_OFFSET = 0x1
@@ -78,20 +78,22 @@ def pull_request(
         sys_flag |= FLAG_COMMIT_OFFSET
     if suspend_ms > 0:
         sys_flag |= FLAG_SUSPEND
-    header = PullMessageRequestHeader(
-        consumer_group=group,
-        topic=queue.topic,
-        queue_id=queue.queue_id,
-        queue_offset=offset,
-        max_msg_nums=max_nums,
-        sys_flag=sys_flag,
-        commit_offset=max(commit_offset, 0),
-        suspend_timeout_millis=suspend_ms,
-        subscription=expression or MATCH_ALL,
-        sub_version=sub_version,
-        expression_type="TAG",
-    )
-    return make_request(RequestCode.PULL_MESSAGE, opaque=next_opaque(), ext_fields=header.to_ext_fields())
+    # The fields of PullMessageRequestHeader, written out: one dict per pull, built here in compiled code
+    # (the header's own to_ext_fields is interpreted); tests/client/test_written_headers.py holds them equal.
+    fields = {
+        "consumerGroup": group,
+        "topic": queue.topic,
+        "queueId": str(queue.queue_id),
+        "queueOffset": str(offset),
+        "maxMsgNums": str(max_nums),
+        "sysFlag": str(sys_flag),
+        "commitOffset": str(max(commit_offset, 0)),
+        "suspendTimeoutMillis": str(suspend_ms),
+        "subscription": expression or MATCH_ALL,
+        "subVersion": str(sub_version),
+        "expressionType": "TAG",
+    }
+    return make_request(RequestCode.PULL_MESSAGE, opaque=next_opaque(), ext_fields=fields)
 
 
 def pull_result(response: RemotingCommand, tags: Collection[str], address: str) -> PullResult:

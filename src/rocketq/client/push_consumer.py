@@ -55,6 +55,7 @@ class PushConsumer:
         self._queues: dict[MessageQueue, ProcessQueue] = {}
         self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
         self._consume_tasks: set[asyncio.Task[Any]] = set()
+        self._on_thread: set[SyncResult] = set()  # batches handed to a thread whole, until settled
         self._orderly_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
         self._orderly_wake: dict[MessageQueue, asyncio.Event] = {}
         self._orderly_in_hand: dict[MessageQueue, asyncio.Task[None]] = {}  # the message being consumed
@@ -124,8 +125,8 @@ class PushConsumer:
         await self._core.stop_background()
         await cancel_and_wait([self._lock_task, self._timeout_task])
         await self._revoked(sorted(self._queues))
-        if self._consume_tasks:
-            await asyncio.wait(set(self._consume_tasks), timeout=10)
+        if self._consume_tasks or self._on_thread:
+            await asyncio.wait(self._consume_tasks | self._on_thread, timeout=10)
         await self._core.aclose()
         self._threads.close()
 
@@ -271,9 +272,32 @@ class PushConsumer:
                     self._call_times.calls_per_part(),
                 )
             ]
+            if len(parts) == 1:  # the usual hand-over: settled from the part's callback, without a task
+                self._on_thread.add(parts[0])
+                parts[0].add_done_callback(lambda part: self._settle_part(process, messages, part))
+                return
             task = loop.create_task(self._consumed_on_thread(process, messages, parts))
         self._consume_tasks.add(task)
         task.add_done_callback(self._consume_tasks.discard)
+
+    def _settle_part(self, process: ProcessQueue, messages: list[MessageExt], part: SyncResult) -> None:
+        """A pulled batch handed to a thread whole is done: settled here when its listener calls all
+        succeeded, by a task when some failed (they go back to the broker)."""
+        self._on_thread.discard(part)
+        if part.cancelled():  # the threads were closed first
+            return
+        if part.exception() is not None:
+            log.error("consuming %d message(s) of %s failed", len(messages), process.queue, exc_info=part.exception())
+            return
+        failed = part.result()
+        if failed is None:  # the queue was dropped meanwhile
+            return
+        if failed:
+            task = asyncio.get_running_loop().create_task(self._settle(process, messages, failed))
+            self._consume_tasks.add(task)
+            task.add_done_callback(self._consume_tasks.discard)
+        else:
+            self._finish(process, messages)
 
     def _run_listener(self, messages: list[MessageExt], process: ProcessQueue | None) -> Failed | None:
         """Call a plain-function listener on each sub-batch (on a consume thread); returns the failed
@@ -395,6 +419,10 @@ class PushConsumer:
                     finished.extend(batch)
         if retry_here:  # the broker did not take them back: retry here, keep their offsets pending
             asyncio.get_running_loop().call_later(LOCAL_RETRY_DELAY_S, self._retry_locally, process, retry_here)
+        self._finish(process, finished)
+
+    def _finish(self, process: ProcessQueue, finished: list[MessageExt]) -> None:
+        """Count ``finished`` as consumed and move its queue's consumed offset forward."""
         self.consumed += len(finished)
         offset = process.finish(finished)
         if offset >= 0 and not process.dropped:

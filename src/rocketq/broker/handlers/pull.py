@@ -13,7 +13,6 @@ from rocketq.broker.context import BrokerContext, reply
 from rocketq.broker.topic_config import is_readable
 from rocketq.protocol import PullMessageRequestHeader, RemoteProtocolError, RemotingCommand, RequestCode, ResponseCode
 from rocketq.protocol.bodies import MessageModel
-from rocketq.protocol.headers import PullMessageResponseHeader
 from rocketq.remoting import Connection, RequestHandler
 from rocketq.store import GetStatus
 
@@ -163,7 +162,11 @@ def _read(
             low,
             high,
         )
-    fields = PullMessageResponseHeader(
-        suggest_which_broker_id=0, next_begin_offset=next_offset, min_offset=low, max_offset=high
-    ).to_ext_fields()
+    # PullMessageResponseHeader's fields written out (tests/broker/test_broker_raw.py holds them equal)
+    fields = {
+        "suggestWhichBrokerId": "0",
+        "nextBeginOffset": str(next_offset),
+        "minOffset": str(low),
+        "maxOffset": str(high),
+    }
     return code, fields, body

@@ -38,7 +38,7 @@ from rocketq.protocol import (
     SendMessageRequestHeader,
     decode_batch,
 )
-from rocketq.protocol.headers import SendMessageResponseHeader, parse_send_message_header
+from rocketq.protocol.headers import parse_send_message_header
 from rocketq.remoting import Connection, RequestHandler
 from rocketq.store import BatchToStore, MessageToStore, PutMessageResult, PutStatus
 
@@ -248,10 +248,12 @@ def _response(
     if result.status not in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT):
         return reply(request, code, result.remark or result.status.value)
     message_ids = ",".join(offset_message_ids(context.store_host, result.physical_offsets))
-    response_header = SendMessageResponseHeader(
-        msg_id=message_ids, queue_id=queue_id, queue_offset=result.queue_offsets[0]
-    )
-    fields = response_header.to_ext_fields()
-    fields[Property.MSG_REGION] = DEFAULT_REGION
-    fields[Property.TRACE_SWITCH] = TRACE_ON
+    # SendMessageResponseHeader's fields written out (tests/broker/test_broker_raw.py holds them equal)
+    fields = {
+        "msgId": message_ids,
+        "queueId": str(queue_id),
+        "queueOffset": str(result.queue_offsets[0]),
+        Property.MSG_REGION: DEFAULT_REGION,
+        Property.TRACE_SWITCH: TRACE_ON,
+    }
     return reply(request, code, ext_fields=fields)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from librt.strings import read_i32_be, read_i64_be
-from mypy_extensions import i64, mypyc_attr
+from mypy_extensions import mypyc_attr
 
 from rocketq.common.message import KEY_SEPARATOR, Property, decode_properties
 from rocketq.common.message_id import decode_host, offset_message_id
@@ -305,14 +305,14 @@ def decode_messages(data: bytes | memoryview) -> list[MessageExt]:
     """
     records: bytes = data if isinstance(data, bytes) else bytes(data)
     messages: list[MessageExt] = []
-    end: i64 = len(records)
-    position: i64 = 0
+    end = len(records)
+    position = 0
     last_raw, last_topic = b"", ""
     while position < end:
         if end - position < RECORD_OVERHEAD:
             raise RecordFormatError(position, f"{end - position} bytes left, less than a record")
-        total = i64(read_i32_be(records, position))
-        body_length = i64(read_i32_be(records, position + BODY_LENGTH_AT))
+        total: int = read_i32_be(records, position)  # declared, not i64(...): interpreted, that is a call
+        body_length: int = read_i32_be(records, position + BODY_LENGTH_AT)
         if total < RECORD_OVERHEAD or total > end - position or not 0 <= body_length <= total - RECORD_OVERHEAD:
             raise RecordFormatError(position, f"size {total} and body length {body_length} in {end} bytes")
         body_at = position + HEAD_SIZE
@@ -323,7 +323,7 @@ def decode_messages(data: bytes | memoryview) -> list[MessageExt]:
         else:
             last_raw = raw_topic
             topic = last_topic = _TOPIC_TEXT.get(raw_topic) or _topic_text(raw_topic)
-        sys_flag = i64(read_i32_be(records, position + SYS_FLAG_AT))
+        sys_flag: int = read_i32_be(records, position + SYS_FLAG_AT)
         body = records[body_at:topic_at]
         if sys_flag & SysFlag.COMPRESSED:
             body = _inflate(body, position)

@@ -15,7 +15,7 @@ import contextlib
 import inspect
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from mypy_extensions import mypyc_attr
@@ -258,10 +258,8 @@ class PushConsumer:
         """Consume a pulled batch in its own task (a plain-function listener runs on a consume thread)."""
         if self.orderly:
             self._orderly_wake[process.queue].set()
-            return
-        loop = asyncio.get_running_loop()
-        if self._listener_is_async:
-            task = loop.create_task(self._consume(process, messages))
+        elif self._listener_is_async:
+            self._track(self._consume(process, messages))
         else:  # consume threads are woken now, while the loop goes on to send the queue's next pull
             parts = [
                 self._to_thread(process, part)
@@ -275,8 +273,12 @@ class PushConsumer:
             if len(parts) == 1:  # the usual hand-over: settled from the part's callback, without a task
                 self._on_thread.add(parts[0])
                 parts[0].add_done_callback(lambda part: self._settle_part(process, messages, part))
-                return
-            task = loop.create_task(self._consumed_on_thread(process, messages, parts))
+            else:
+                self._track(self._consumed_on_thread(process, messages, parts))
+
+    def _track(self, consuming: Coroutine[Any, Any, None]) -> None:
+        """Run ``consuming`` in a task that ``aclose`` waits for."""
+        task = asyncio.get_running_loop().create_task(consuming)
         self._consume_tasks.add(task)
         task.add_done_callback(self._consume_tasks.discard)
 
@@ -290,13 +292,9 @@ class PushConsumer:
             log.error("consuming %d message(s) of %s failed", len(messages), process.queue, exc_info=part.exception())
             return
         failed = part.result()
-        if failed is None:  # the queue was dropped meanwhile
-            return
         if failed:
-            task = asyncio.get_running_loop().create_task(self._settle(process, messages, failed))
-            self._consume_tasks.add(task)
-            task.add_done_callback(self._consume_tasks.discard)
-        else:
+            self._track(self._settle(process, messages, failed))
+        elif failed is not None:  # (None: the queue was dropped meanwhile)
             self._finish(process, messages)
 
     def _run_listener(self, messages: list[MessageExt], process: ProcessQueue | None) -> Failed | None:

@@ -203,3 +203,23 @@ def test_head_readers_read_the_same_fields_as_the_full_header(names: tuple[str, 
     assert reader.unpack_from(data, 5) == tuple(full[name] for name in names)
     with pytest.raises(ValueError, match="not record header fields"):
         rec.head_reader("total_size", "colour")
+
+
+def test_the_in_place_field_offsets_follow_the_header_table() -> None:
+    """The ``*_AT`` constants the hot paths read at are where HEAD_FIELDS puts each field."""
+    at, offsets = 0, {}
+    for name, code in rec.HEAD_FIELDS:
+        offsets[name] = at
+        at += struct.calcsize(">" + code)
+    constants = {
+        "queue_id": rec.QUEUE_ID_AT,
+        "flag": rec.FLAG_AT,
+        "queue_offset": rec.QUEUE_OFFSET_AT,
+        "physical_offset": rec.PHYSICAL_OFFSET_AT,
+        "sys_flag": rec.SYS_FLAG_AT,
+        "store_timestamp": rec.STORE_TIMESTAMP_AT,
+        "store_host": rec.STORE_HOST_AT,
+        "body_length": rec.BODY_LENGTH_AT,
+    }
+    for name, constant in constants.items():
+        assert constant == offsets[name], name

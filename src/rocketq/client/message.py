@@ -285,10 +285,16 @@ def _host_text(packed: bytes) -> str:
     """``ip:port`` for 8 packed host bytes; cached, since messages repeat the same few hosts."""
     text = _HOST_TEXT.get(packed)
     if text is None:
-        if len(_HOST_TEXT) >= 4096:
-            _HOST_TEXT.clear()
         host, port = decode_host(packed)
-        text = _HOST_TEXT[packed] = f"{host}:{port}"
+        text = _remember(_HOST_TEXT, packed, f"{host}:{port}")
+    return text
+
+
+def _remember(cache: dict[bytes, str], raw: bytes, text: str) -> str:
+    """``text`` kept in ``cache`` under ``raw``; a cache that reached 4096 entries starts over."""
+    if len(cache) >= 4096:
+        cache.clear()
+    cache[raw] = text
     return text
 
 
@@ -322,7 +328,7 @@ def decode_messages(data: bytes | memoryview) -> list[MessageExt]:
             topic = last_topic  # the usual case: a pull's records share their topic
         else:
             last_raw = raw_topic
-            topic = last_topic = _TOPIC_TEXT.get(raw_topic) or _topic_text(raw_topic)
+            topic = last_topic = _TOPIC_TEXT.get(raw_topic) or _remember(_TOPIC_TEXT, raw_topic, raw_topic.decode())
         sys_flag: int = read_i32_be(records, position + SYS_FLAG_AT)
         body = records[body_at:topic_at]
         if sys_flag & SysFlag.COMPRESSED:
@@ -350,13 +356,6 @@ def _inflate(body: bytes, position: int) -> bytes:
         return zlib.decompress(body)
     except zlib.error as exc:
         raise RecordFormatError(position, f"compressed body does not inflate: {exc}") from exc
-
-
-def _topic_text(raw: bytes) -> str:
-    if len(_TOPIC_TEXT) >= 4096:
-        _TOPIC_TEXT.clear()
-    text = _TOPIC_TEXT[raw] = raw.decode()
-    return text
 
 
 class SendStatus(enum.Enum):

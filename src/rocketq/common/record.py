@@ -73,13 +73,11 @@ def head_reader(*names: str) -> struct.Struct:
 
 HEAD_SIZE: Final = 88
 assert HEAD.size == HEAD_SIZE
-assert [HEAD_FIELDS[i][0] for i in (3, 4, 14)] == ["queue_id", "flag", "body_length"]
-
 
 SIZE_AND_MAGIC: Final = struct.Struct(">ii")
 BLANK: Final = SIZE_AND_MAGIC  # the end-of-file filler: remaining bytes, BLANK_MAGIC
 
-# Field offsets used for in-place reads.
+# Field offsets used for in-place reads (tests/store/test_record.py checks them against HEAD_FIELDS).
 QUEUE_ID_AT: Final = 12
 FLAG_AT: Final = 16
 QUEUE_OFFSET_AT: Final = 20

@@ -349,7 +349,7 @@ def consumer_connection(namesrv: str, group: str, as_json: bool) -> None:
     "-f",
     "--force/--no-force",
     default=True,
-    show_default=True,
+    show_default="--force",  # (True would show the short name's letter)
     help="--no-force only moves offsets back, never past what the group has consumed",
 )
 @json_option

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from rocketq.client.listener_calls import CallSlot, ListenerCalls
+from rocketq.client.listener import CallTimes, ConsumeStatus, Reconsume
+from rocketq.client.listener_calls import CallSlot, ListenerCalls, ListenerRun
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.process_queue import ProcessQueue
 
@@ -55,3 +56,39 @@ def test_a_rearmed_slot_is_reported_once_then_forgotten() -> None:
     assert calls.overdue(5, now=10) == []
     assert len(calls.overdue(5, now=15)) == 1
     assert rearmed not in calls._slots
+
+
+def _message(offset: int) -> MessageExt:
+    return MessageExt("T", b"x", 0, offset, 0, 0, 0, 0, b"", 0)
+
+
+def test_a_listener_run_collects_failed_batches_with_their_levels_and_is_watched_until_closed() -> None:
+    calls, times = ListenerCalls(), CallTimes()
+    process = ProcessQueue(MessageQueue("T", "b", 0), 0)
+    run = ListenerRun(calls, times, process)
+    first, second, third = [_message(0)], [_message(1)], [_message(2)]
+    assert run.starting(first)
+    run.returned(first, ConsumeStatus.CONSUME_SUCCESS)
+    assert run.starting(second)
+    run.returned(second, Reconsume(delay_level=5))
+    assert calls.overdue(1, now=10) == [] and calls.overdue(1, now=11) == [(process, second)]  # watched
+    assert run.starting(third)
+    try:
+        raise RuntimeError("listener bug")
+    except RuntimeError:
+        run.returned(third, run.raised(third))
+    run.close()
+    assert run.failed == [(second, 5), (third, 0)]  # a raised call fails with the default level
+    assert times.mean_s is not None  # three calls timed
+    assert calls.overdue(1, now=100) == []  # closed: no longer watched
+
+
+def test_a_listener_run_stops_before_the_next_call_once_its_queue_is_dropped() -> None:
+    calls, times = ListenerCalls(), CallTimes()
+    process = ProcessQueue(MessageQueue("T", "b", 0), 0)
+    run = ListenerRun(calls, times, process)
+    assert run.starting([_message(0)])
+    process.dropped = True
+    assert not run.starting([_message(1)])
+    run.close()
+    assert calls.overdue(1, now=1) == []

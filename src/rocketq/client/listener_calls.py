@@ -13,6 +13,7 @@ import logging
 import time
 
 from rocketq.client.consumer_core import ConsumerCore
+from rocketq.client.listener import CallTimes, Failed, ListenerResult, retry_level
 from rocketq.client.message import MessageExt
 from rocketq.client.process_queue import ProcessQueue
 
@@ -88,6 +89,65 @@ class ListenerCalls:
             offset = process.finish(batch)
             if offset >= 0 and not process.dropped:
                 core.offsets.update(process.queue, offset)
+
+
+class ListenerRun:
+    """The bookkeeping of one run of listener calls over a pulled batch's sub-batches, the same whether
+    a consume thread calls a plain function or a task awaits a coroutine::
+
+        run = ListenerRun(calls, times, process)
+        try:
+            for batch in listener_batches(messages, size):
+                if not run.starting(batch):
+                    return None  # the queue was dropped: the rest is its next owner's
+                try:
+                    result = listener(batch)  # or: await listener(batch)
+                except Exception:
+                    result = run.raised(batch)
+                run.returned(batch, result)
+        finally:
+            run.close()
+        return run.failed
+
+    A run over a ``process``'s messages is watched by ``calls``, so that an overdue call can be given
+    up; ``times`` learns how long the calls took."""
+
+    __slots__ = ("_calls", "_count", "_process", "_slot", "_started", "_times", "failed")
+
+    def __init__(self, calls: ListenerCalls, times: CallTimes, process: ProcessQueue | None) -> None:
+        self._calls = calls
+        self._times = times
+        self._process = process
+        self._slot = calls.open(process) if process is not None else None
+        self._count = 0
+        self._started = time.monotonic()
+        self.failed: Failed = []  # the sub-batches to retry, each with its delay level
+
+    def starting(self, batch: list[MessageExt]) -> bool:
+        """Before a call: False when the run's queue was dropped (revoked, or the consumer closed), as
+        RocketMQ checks before each call; the run then stops without consuming the rest."""
+        process = self._process
+        if process is not None and process.dropped:
+            return False
+        self._count += 1
+        if self._slot is not None:
+            self._slot.current = batch
+        return True
+
+    def raised(self, batch: list[MessageExt]) -> ListenerResult:
+        """The call raised (log it with its traceback, from inside the ``except``): it failed."""
+        log.exception("listener failed on %d message(s) of %s", len(batch), batch[0].topic)
+        return False
+
+    def returned(self, batch: list[MessageExt], result: ListenerResult) -> None:
+        level = retry_level(result)
+        if level is not None:
+            self.failed.append((batch, level))
+
+    def close(self) -> None:
+        self._times.record(time.monotonic() - self._started, self._count)
+        if self._slot is not None:
+            self._calls.close(self._slot)
 
 
 async def _send_back(core: ConsumerCore, message: MessageExt) -> bool:

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import inspect
 import logging
-import time
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
@@ -24,8 +23,8 @@ from rocketq.client.config import ConsumerConfig
 from rocketq.client.consume_threads import ConsumeThreads
 from rocketq.client.consumer_core import ConsumerCore
 from rocketq.client.errors import MQClientError
-from rocketq.client.listener import CallTimes, Failed, Listener, listener_batches, retry_level, worker_parts
-from rocketq.client.listener_calls import ListenerCalls
+from rocketq.client.listener import CallTimes, Failed, Listener, listener_batches, worker_parts
+from rocketq.client.listener_calls import ListenerCalls, ListenerRun
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.process_queue import ProcessQueue
 from rocketq.client.pull import PullStatus, parse_tags
@@ -299,33 +298,21 @@ class PushConsumer:
 
     def _run_listener(self, messages: list[MessageExt], process: ProcessQueue | None) -> Failed | None:
         """Call a plain-function listener on each sub-batch (on a consume thread); returns the failed
-        sub-batches, or None when ``process`` was dropped (revoked, or the consumer closed) before the
-        last call: the rest is left to the queue's next owner, as RocketMQ checks before each call.
-        Never raises. Calls on a ``process``'s messages can be given up when overdue."""
+        sub-batches, or None when ``process`` was dropped before the last call. Never raises."""
         listener: Callable[[list[MessageExt]], Any] = self._listener  # type: ignore[assignment]
-        failed = []
-        slot = self._calls.open(process) if process is not None else None
-        calls, started = 0, time.monotonic()
+        run = ListenerRun(self._calls, self._call_times, process)
         try:
             for batch in listener_batches(messages, self.config.consume_message_batch_max_size):
-                if process is not None and process.dropped:
+                if not run.starting(batch):
                     return None
-                calls += 1
-                if slot is not None:
-                    slot.current = batch
                 try:
                     result = listener(batch)
                 except Exception:
-                    log.exception("listener failed on %d message(s) of %s", len(batch), batch[0].topic)
-                    result = False
-                level = retry_level(result)
-                if level is not None:
-                    failed.append((batch, level))
+                    result = run.raised(batch)
+                run.returned(batch, result)
         finally:
-            self._call_times.record(time.monotonic() - started, calls)
-            if slot is not None:
-                self._calls.close(slot)
-        return failed
+            run.close()
+        return run.failed
 
     def _to_thread(self, process: ProcessQueue | None, messages: list[MessageExt]) -> SyncResult:
         """Hand ``messages`` to a consume thread; a batch of ``process`` is skipped (None) if that queue is
@@ -333,35 +320,25 @@ class PushConsumer:
         return self._threads.call(lambda: self._run_listener(messages, process))
 
     async def _call_listener(self, messages: list[MessageExt], process: ProcessQueue | None = None) -> Failed | None:
-        """The listener on every sub-batch of ``messages``; returns the sub-batches that failed, or None
-        when ``process`` was dropped before the last call (see ``_run_listener``). Calls on a
-        ``process``'s messages can be given up when overdue (concurrent consumption)."""
+        """The listener on every sub-batch of ``messages``, on a consume thread (``_run_listener``) or
+        awaited here; returns the sub-batches that failed, or None when ``process`` was dropped before
+        the last call. Calls on a ``process``'s messages can be given up when overdue."""
         if not self._listener_is_async:
             return await self._to_thread(process, messages)
         listener: Callable[[list[MessageExt]], Any] = self._listener  # type: ignore[assignment]
-        failed = []
-        slot = self._calls.open(process) if process is not None else None
-        calls, started = 0, time.monotonic()
+        run = ListenerRun(self._calls, self._call_times, process)
         try:
             for batch in listener_batches(messages, self.config.consume_message_batch_max_size):
-                if process is not None and process.dropped:
+                if not run.starting(batch):
                     return None
-                calls += 1
-                if slot is not None:
-                    slot.current = batch
                 try:
                     result = await listener(batch)
                 except Exception:
-                    log.exception("listener failed on %d message(s) of %s", len(batch), batch[0].topic)
-                    result = False
-                level = retry_level(result)
-                if level is not None:
-                    failed.append((batch, level))
+                    result = run.raised(batch)
+                run.returned(batch, result)
         finally:
-            self._call_times.record(time.monotonic() - started, calls)
-            if slot is not None:
-                self._calls.close(slot)
-        return failed
+            run.close()
+        return run.failed
 
     async def _consume(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
         """A pulled batch through a coroutine listener, in parts over the free slots (at most

@@ -59,8 +59,10 @@ _V2_WIRE_NAMES = {
 }
 
 
-class SendMessageRequestHeaderV2(RequestHeader, frozen=True, kw_only=True, rename=_V2_WIRE_NAMES):
-    """SEND_MESSAGE_V2 (310) / SEND_BATCH_MESSAGE (320) header: V1's fields under keys a..m."""
+class SendMessageRequestHeaderV2(SendMessageRequestHeader, frozen=True, kw_only=True, rename=_V2_WIRE_NAMES):
+    """SEND_MESSAGE_V2 (310) / SEND_BATCH_MESSAGE (320) header: V1's fields under keys a..m. A subclass of
+    the long header, so the broker uses a parsed V2 header as it is (no copy into the long form). The
+    fields are declared again: msgspec renames only the fields a class declares itself."""
 
     CODE = RequestCode.SEND_MESSAGE_V2
 
@@ -94,7 +96,7 @@ _V2_HEADER_CODES = frozenset(
 
 
 def parse_send_message_header(code: int, fields: Mapping[str, object]) -> SendMessageRequestHeader:
-    """Parse a send request's header into the long form, whichever form was sent.
+    """Parse a send request's header, whichever form was sent (a V2 header is a long one too).
 
     Codes 310, 320 and 325 carry the one-letter header; everything else the long one
     (as in Java's ``AbstractSendMessageProcessor.parseRequestHeader``).
@@ -103,7 +105,7 @@ def parse_send_message_header(code: int, fields: Mapping[str, object]) -> SendMe
         RemoteProtocolError: The header is invalid.
     """
     if code in _V2_HEADER_CODES:
-        return SendMessageRequestHeaderV2.from_ext_fields(fields).to_v1()
+        return SendMessageRequestHeaderV2.from_ext_fields(fields)
     return SendMessageRequestHeader.from_ext_fields(fields)
 
 

@@ -93,21 +93,10 @@ class ListenerCalls:
 
 class ListenerRun:
     """The bookkeeping of one run of listener calls over a pulled batch's sub-batches, the same whether
-    a consume thread calls a plain function or a task awaits a coroutine::
-
-        run = ListenerRun(calls, times, process)
-        try:
-            for batch in listener_batches(messages, size):
-                if not run.starting(batch):
-                    return None  # the queue was dropped: the rest is its next owner's
-                try:
-                    result = listener(batch)  # or: await listener(batch)
-                except Exception:
-                    result = run.raised(batch)
-                run.returned(batch, result)
-        finally:
-            run.close()
-        return run.failed
+    a consume thread calls a plain function or a task awaits a coroutine (``PushConsumer._run_listener``
+    and ``_call_listener``): ``starting(batch)`` before each call (False: the queue was dropped, stop and
+    consume nothing more), ``raised(batch)`` from inside the ``except`` of a call that raised, then
+    ``returned(batch, result)``; ``close()`` in a ``finally``, and ``failed`` holds what to retry.
 
     A run over a ``process``'s messages is watched by ``calls``, so that an overdue call can be given
     up; ``times`` learns how long the calls took."""

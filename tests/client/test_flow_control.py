@@ -6,6 +6,7 @@ each pull is answered at once (none is held by long polling)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import threading
 import time
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from rocketq.client import Message, MessageQueue, Producer, PullConsumer, PushConsumer
+from rocketq.client import ConsumerConfig, Message, MessageQueue, Producer, PullConsumer, PushConsumer
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.protocol import PullMessageRequestHeader, RemotingCommand, RequestCode, ResponseCode
@@ -296,3 +297,73 @@ async def test_a_spread_batch_keeps_whole_listener_calls(cluster: LocalCluster) 
     await eventually(lambda: sum(sizes) == 20)
     await consumer.aclose()
     assert sorted(sizes) == [2, 3, 3, 3, 3, 3, 3]
+
+
+async def test_push_consumer_shares_the_topic_threshold_out_over_its_queues(cluster: LocalCluster) -> None:
+    """pull_threshold_for_topic (RocketMQ's pullThresholdForTopic): 40 for a member holding all 8 queues
+    is 5 a queue, in place of the per-queue 1,000."""
+    bodies = await send(cluster, 8 * 30)
+    pulled = pulled_per_queue(cluster, "TopicLimit")
+    release = threading.Event()
+    consumed: list[bytes] = []
+    lock = threading.Lock()
+
+    def listener(messages: list[MessageExt]) -> None:
+        release.wait()
+        with lock:
+            consumed.extend(m.body for m in messages)
+
+    config = consumer_config(cluster, "TopicLimit", pull_threshold_for_topic=40, pull_batch_size=2)
+    assert config.queue_limits(8) == (5, 100 * 1024 * 1024)
+    consumer = opened(PushConsumer(config, listener))
+    consumer.subscribe(TOPIC)
+    try:
+        await consumer.start()
+        await settle(pulled, 8)
+        assert all(5 <= count <= 5 + 2 for count in pulled.values()), pulled
+    finally:
+        release.set()
+    await eventually(lambda: len(consumed) >= len(bodies), timeout=10)
+    assert sorted(consumed) == sorted(bodies)
+    await consumer.aclose()
+
+
+def test_topic_thresholds_replace_the_queue_ones_with_an_equal_share_of_at_least_one() -> None:
+    config = ConsumerConfig(group="g", pull_threshold_for_topic=10_000, pull_threshold_size_for_topic_mib=300)
+    assert config.queue_limits(4) == (2_500, 75 * 1024 * 1024)  # more than the per-queue 1,000: replaced
+    assert config.queue_limits(0) == (10_000, 300 * 1024 * 1024)  # (no queue yet: all of it)
+    assert ConsumerConfig(group="g", pull_threshold_for_topic=3).queue_limits(8)[0] == 1
+    assert ConsumerConfig(group="g").queue_limits(8) == (1000, 100 * 1024 * 1024)  # off: the per-queue ones
+    with pytest.raises(ValueError, match="pull_threshold_for_topic must be -1"):
+        ConsumerConfig(group="g", pull_threshold_for_topic=0)
+    with pytest.raises(ValueError, match="pull_threshold_size_for_topic_mib must be -1"):
+        ConsumerConfig(group="g", pull_threshold_size_for_topic_mib=-5)
+    with pytest.raises(ValueError, match="pull_interval_s must be 0 or more"):
+        ConsumerConfig(group="g", pull_interval_s=-0.1)
+
+
+async def test_push_consumer_waits_pull_interval_after_each_pull_that_found_messages(cluster: LocalCluster) -> None:
+    """pull_interval_s (RocketMQ's pullInterval): a backlog of 6 in one queue, pulled 2 at a time, comes
+    in pulls at least the interval apart."""
+    async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+        for number in range(6):
+            await producer.send_orderly(Message(TOPIC, b"paced-%d" % number), selector=queue_a0)
+    found_at: list[float] = []
+
+    def seen(request: RemotingCommand, response: RemotingCommand | None) -> None:
+        header = PullMessageRequestHeader.from_ext_fields(request.ext_fields)
+        if header.consumer_group == "Paced" and header.queue_id == 0 and response is not None:
+            found_at.extend([time.monotonic()] if response.code == ResponseCode.SUCCESS else [])
+
+    broker_a = next(broker for broker in cluster.brokers if broker.config.broker_name == "broker-a")
+    tap(broker_a, RequestCode.PULL_MESSAGE, seen)
+    consumed: list[bytes] = []
+    config = consumer_config(cluster, "Paced", pull_interval_s=0.4, pull_batch_size=2)
+    consumer = opened(PushConsumer(config, lambda messages: consumed.extend(m.body for m in messages)))
+    consumer.subscribe(TOPIC)
+    await consumer.start()
+    await eventually(lambda: len(consumed) == 6, timeout=10)
+    await consumer.aclose()
+    assert sorted(consumed) == sorted(b"paced-%d" % number for number in range(6))
+    assert len(found_at) == 3, found_at
+    assert all(later - earlier >= 0.39 for earlier, later in itertools.pairwise(found_at)), found_at

@@ -70,6 +70,9 @@ class ConsumerConfig:
     pull_batch_size: int = 32
     pull_threshold_for_queue: int = 1000  # cached messages per queue before pulling pauses
     pull_threshold_size_for_queue_mib: int = 100
+    pull_threshold_for_topic: int = -1  # push: cached messages per topic, shared out over its queues; -1: off
+    pull_threshold_size_for_topic_mib: int = -1  # push: the same in MiB; -1: off
+    pull_interval_s: float = 0.0  # push: pause after each pull that brought messages
     consume_concurrently_max_span: int = 2000  # concurrent: pulling pauses while unfinished offsets span more
     consume_timeout_s: float = 900.0  # concurrent: a listener call running longer is given up (retried)
     max_reconsume_times: int = -1  # -1: 16 for concurrent consumption, no limit for orderly (see reconsume_limit)
@@ -89,8 +92,28 @@ class ConsumerConfig:
             return self.max_reconsume_times
         return sys.maxsize if orderly else DEFAULT_MAX_RECONSUME_TIMES
 
+    def queue_limits(self, queues_of_topic: int) -> tuple[int, int]:
+        """How many messages and bytes one of a push consumer's ``queues_of_topic`` queues of a topic may
+        cache before its pulling pauses. The per-queue thresholds, unless a topic-wide one is set: then
+        the queue's equal share of it, at least 1 message or 1 MiB, replaces the per-queue one (as
+        RocketMQ shares out pullThresholdForTopic and pullThresholdSizeForTopic at each rebalance)."""
+        share = max(1, queues_of_topic)
+        messages = self.pull_threshold_for_queue
+        if self.pull_threshold_for_topic != -1:
+            messages = max(1, self.pull_threshold_for_topic // share)
+        size_mib = self.pull_threshold_size_for_queue_mib
+        if self.pull_threshold_size_for_topic_mib != -1:
+            size_mib = max(1, self.pull_threshold_size_for_topic_mib // share)
+        return messages, size_mib * 1024 * 1024
+
     def __post_init__(self) -> None:
         _check_group(self.group)
+        for name in ("pull_threshold_for_topic", "pull_threshold_size_for_topic_mib"):
+            value = getattr(self, name)
+            if value != -1 and value < 1:
+                raise ValueError(f"{name} must be -1 (off) or at least 1, not {value}")
+        if not self.pull_interval_s >= 0:
+            raise ValueError(f"pull_interval_s must be 0 or more, not {self.pull_interval_s}")
         if not 1 <= self.consume_thread_min <= self.consume_thread_max:
             raise ValueError(
                 f"consume_thread_min ({self.consume_thread_min}) must be at least 1 and at most"

@@ -52,6 +52,7 @@ class PushConsumer:
         )
         self._core.on_reset = self._reset
         self._queues: dict[MessageQueue, ProcessQueue] = {}
+        self._queue_limits: dict[str, tuple[int, int]] = {}  # topic: messages, bytes a queue may cache
         self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
         self._consume_tasks: set[asyncio.Task[Any]] = set()
         self._on_thread: set[SyncResult] = set()  # batches handed to a thread whole, until settled
@@ -168,10 +169,19 @@ class PushConsumer:
         process = self._queues[queue] = ProcessQueue(
             queue, offset, locked=not self._locking or queue in self._locks.held
         )
+        self._share_limits(queue.topic)
         if self.orderly:
             self._orderly_wake[queue] = asyncio.Event()
             self._orderly_tasks[queue] = asyncio.create_task(self._consume_orderly(process))
         self._pull_tasks[queue] = asyncio.create_task(self._pull_loop(process))
+
+    def _share_limits(self, topic: str) -> None:
+        """What each of the queues of ``topic`` assigned to this member may cache
+        (``ConsumerConfig.queue_limits``), again whenever one is taken or let go. Counted over the
+        assignment, which the rebalance sets before it takes the first queue: a queue pulling while
+        the others are still being taken is already held to its share."""
+        assigned = sum(1 for queue in self._core.assigned if queue.topic == topic)
+        self._queue_limits[topic] = self.config.queue_limits(assigned)
 
     async def _stop(self, queue: MessageQueue) -> None:
         """Stop pulling and consuming ``queue``; an orderly message in hand is finished first."""
@@ -179,6 +189,7 @@ class PushConsumer:
         process = self._queues.pop(queue, None)
         if process is not None:
             process.dropped = True
+            self._share_limits(queue.topic)
         self._orderly_wake.pop(queue, None)
         await cancel_and_wait([self._pull_tasks.pop(queue, None), self._orderly_tasks.pop(queue, None)])
         in_hand = self._orderly_in_hand.pop(queue, None)
@@ -208,11 +219,11 @@ class PushConsumer:
     async def _pull_loop(self, process: ProcessQueue) -> None:
         core, config, queue = self._core, self.config, process.queue
         expression, tags = "", frozenset[str]()
-        limit_bytes = config.pull_threshold_size_for_queue_mib * 1024 * 1024
         while not process.dropped:
+            limit_count, limit_bytes = self._queue_limits[queue.topic]
             if (
                 self.suspended
-                or process.count >= config.pull_threshold_for_queue
+                or process.count >= limit_count
                 or process.cached_bytes >= limit_bytes
                 or (not self.orderly and process.max_span > config.consume_concurrently_max_span)
             ):
@@ -243,7 +254,9 @@ class PushConsumer:
             if result.messages:
                 process.add(result.messages)
                 self._dispatch(process, result.messages)
-                if self._listener_is_async and len(result.messages) < config.pull_batch_size:
+                if config.pull_interval_s > 0:
+                    await asyncio.sleep(config.pull_interval_s)
+                elif self._listener_is_async and len(result.messages) < config.pull_batch_size:
                     # caught up with the queue (a short batch): let the listener see it before the next
                     # pull goes out, which is what its latency is waiting on; on a backlog, pull first
                     await asyncio.sleep(0)

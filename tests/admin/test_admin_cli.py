@@ -90,6 +90,15 @@ def test_consumer_group_commands(cluster: ThreadedCluster) -> None:
         rows = progress(cluster)
         assert {(r["topic"], r["lag"]) for r in rows if r["topic"] == "ProgTopic"} == {("ProgTopic", 0)}
         assert "total lag: 0" in invoke(cluster, "consumerProgress", "-g", "AG", "-t", "ProgTopic")
+        overview = {row["group"]: row for row in json.loads(invoke(cluster, "consumerProgress", "--json"))}
+        assert overview["AG"] == {
+            "group": "AG",
+            "members": 1,
+            "version": 409,
+            "consumeType": "CONSUME_PASSIVELY",
+            "messageModel": "CLUSTERING",
+            "lag": 0,
+        }
         connection = json.loads(invoke(cluster, "consumerConnection", "-g", "AG", "--json"))
         assert len(connection["members"]) == 1 and connection["subscriptions"]["ProgTopic"] == "*"
         assert connection["messageModel"] == "CLUSTERING"
@@ -97,6 +106,13 @@ def test_consumer_group_commands(cluster: ThreadedCluster) -> None:
         assert {r["offset"] for r in reset} == {0}
         wait_until(lambda: len(received) >= 20)  # the running member went back and consumed everything again
         assert sorted(received[10:]) == sorted(received[:10])
+
+    invoke(cluster, "sendMessage", "-t", "ProgTopic", "-p", "while nobody consumes")
+    offline = invoke(cluster, "consumerProgress").splitlines()
+    assert offline[0].split() == ["group", "members", "version", "type", "model", "lag"]
+    assert ["AG", "0", "-", "-", "-", "1"] in [line.split() for line in offline]  # gone, one message behind
+    alone = CliRunner().invoke(admin, ["consumerProgress", "-n", cluster.namesrv_addr, "-t", "ProgTopic"])
+    assert alone.exit_code == 2 and "--topic needs --group" in alone.output
 
     # with the member gone: --no-force moves offsets back only, the default (forced) either way
     def reset(when: str, *flags: str) -> list[int]:
@@ -107,7 +123,7 @@ def test_consumer_group_commands(cluster: ThreadedCluster) -> None:
 
     assert set(reset("0", "--no-force")) == {0}
     assert set(reset("now", "--no-force")) == {0}  # forward: not without force
-    assert sum(reset("now")) == 10  # forced: to the end of every queue, past all ten messages
+    assert sum(reset("now")) == 11  # forced: to the end of every queue, past all eleven messages
     created = json.loads(invoke(cluster, "updateSubGroup", "-g", "NewGroup", "-r", "3", "--json"))
     assert created["group"] == "NewGroup" and len(created["brokers"]) == 2
     one = json.loads(invoke(cluster, "updateSubGroup", "-g", "OneBroker", "-b", created["brokers"][0], "--json"))

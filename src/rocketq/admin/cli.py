@@ -13,7 +13,7 @@ import click
 
 from rocketq.admin.render import emit, timestamp
 from rocketq.client import Message, MQClientError, Producer
-from rocketq.client.admin import AdminClient
+from rocketq.client.admin import AdminClient, GroupOverview
 from rocketq.client.message import MessageExt
 from rocketq.common.errors import RocketqError
 from rocketq.common.message import SCHEDULE_TOPIC, Property
@@ -276,11 +276,17 @@ def send_message(
 
 @admin.command("consumerProgress")
 @namesrv_option
-@click.option("-g", "--group", required=True)
-@click.option("-t", "--topic", help="only this topic")
+@click.option("-g", "--group", help="the group; without it, every group at a glance")
+@click.option("-t", "--topic", help="only this topic (with --group)")
 @json_option
-def consumer_progress(namesrv: str, group: str, topic: str | None, as_json: bool) -> None:
-    """Per queue: broker offset, consumer offset, lag and the last consumed message's time."""
+def consumer_progress(namesrv: str, group: str | None, topic: str | None, as_json: bool) -> None:
+    """Per queue: broker offset, consumer offset, lag and the last consumed message's time. Without a
+    group: every group with its members online and its total lag."""
+    if group is None:
+        if topic is not None:
+            raise click.UsageError("--topic needs --group")
+        _groups_overview(namesrv, as_json)
+        return
     rows = run(namesrv, lambda a: a.consumer_progress(group, topic))
     if not rows:  # a mistyped group would otherwise read as "no lag"
         where = f" on topic {topic!r}" if topic else ""
@@ -303,6 +309,25 @@ def consumer_progress(namesrv: str, group: str, topic: str | None, as_json: bool
     emit(as_json, documents, ["topic", "broker", "queue", "brokerOffset", "consumerOffset", "lag", "lastTime"], table)
     if not as_json:
         click.echo(f"total lag: {sum(d['lag'] for d in documents)}")
+
+
+def _groups_overview(namesrv: str, as_json: bool) -> None:
+    async def overview(admin_client: AdminClient) -> list[GroupOverview]:
+        return [await admin_client.group_overview(group) for group in await admin_client.consumer_groups()]
+
+    documents: list[dict[str, Any]] = [
+        {
+            "group": o.group,
+            "members": o.members,
+            "version": o.version,
+            "consumeType": o.consume_type,
+            "messageModel": o.message_model,
+            "lag": o.lag,
+        }
+        for o in run(namesrv, overview)
+    ]
+    table = [["-" if value is None else value for value in d.values()] for d in documents]  # (offline: no kind)
+    emit(as_json, documents, ["group", "members", "version", "type", "model", "lag"], table)
 
 
 @admin.command("consumerConnection")

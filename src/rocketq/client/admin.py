@@ -13,7 +13,7 @@ from rocketq.client.errors import MQClientError, broker_error
 from rocketq.client.instance import ClientInstance
 from rocketq.client.message import MessageExt, MessageQueue, decode_messages
 from rocketq.client.route import MASTER_ID, PERM_READ, PERM_WRITE, subscribe_queues
-from rocketq.common.group_topics import dlq_topic, retry_topic
+from rocketq.common.group_topics import RETRY_PREFIX, dlq_topic, retry_topic
 from rocketq.common.message import SCHEDULE_TOPIC, Property
 from rocketq.common.message_id import parse_offset_message_id
 from rocketq.protocol import (
@@ -56,6 +56,18 @@ class QueueStatus:
     min_offset: int
     max_offset: int
     last_update_timestamp: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupOverview:
+    """One consumer group at a glance (``consumerProgress`` without a group)."""
+
+    group: str
+    members: int  # online now
+    version: int | None  # the oldest member's MQVersion ordinal; None when none is online
+    consume_type: str | None  # CONSUME_PASSIVELY (push) or CONSUME_ACTIVELY (pull), when online
+    message_model: str | None  # CLUSTERING or BROADCASTING, when online
+    lag: int  # messages behind, summed over every queue it has committed an offset for
 
 
 class AdminClient:
@@ -305,6 +317,31 @@ class AdminClient:
             response = await self._broker(address, RequestCode.GET_CONSUME_STATS, fields)
             rows.extend(ConsumeStats.decode(response.body).offset_table)
         return sorted(rows, key=lambda r: (r.topic, r.broker_name, r.queue_id))
+
+    async def consumer_groups(self) -> list[str]:
+        """The consumer groups the name servers know of: the groups of the ``%RETRY%`` topics, which a
+        broker creates when a member of a group first heartbeats (where RocketMQ's consumerProgress
+        looks for them too)."""
+        topics = await self.topic_list()
+        return sorted(topic.removeprefix(RETRY_PREFIX) for topic in topics if topic.startswith(RETRY_PREFIX))
+
+    async def group_overview(self, group: str) -> GroupOverview:
+        """Members online, their kind, and the group's total lag."""
+        try:
+            connection: ConsumerConnection | None = await self.consumer_connection(group)
+        except MQClientError:  # no member online
+            connection = None
+        lag = sum(max(0, row.broker_offset - row.consumer_offset) for row in await self.consumer_progress(group))
+        if connection is None or not connection.connection_set:
+            return GroupOverview(group, 0, None, None, None, lag)
+        return GroupOverview(
+            group,
+            len(connection.connection_set),
+            min(member.version for member in connection.connection_set),
+            connection.consume_type.value,
+            connection.message_model.value,
+            lag,
+        )
 
     async def consumer_connection(self, group: str) -> ConsumerConnection:
         """The group's online members and subscriptions (from the first broker that knows them)."""

@@ -16,6 +16,7 @@ from rocketq.protocol import (
     ConsumerData,
     ConsumeType,
     HeartbeatData,
+    LanguageCode,
     MessageModel,
     MessageQueue,
     RemotingCommand,
@@ -120,6 +121,13 @@ async def test_connections_stats_and_reset(broker: Broker, client: RemotingClien
         return None
 
     member = RemotingClient(handlers={RequestCode.RESET_CONSUMER_CLIENT_OFFSET: on_reset})
+    cpp_resets: list[RemotingCommand] = []
+
+    async def on_cpp_reset(command: RemotingCommand, connection: Connection) -> RemotingCommand | None:
+        cpp_resets.append(command)
+        return None
+
+    cpp_member = RemotingClient(handlers={RequestCode.RESET_CONSUMER_CLIENT_OFFSET: on_cpp_reset})
     try:
         joined = await member.invoke(broker.address, heartbeat("10.0.0.1@42", "CG_ADMIN", "TopicR"), 3)
         assert joined.code == ResponseCode.SUCCESS
@@ -172,6 +180,11 @@ async def test_connections_stats_and_reset(broker: Broker, client: RemotingClien
         )
         assert [row.topic for row in ConsumeStats.decode(only.body).offset_table] == ["%RETRY%CG_ADMIN"]
 
+        # A C++ member joins: it is told in the list form a Java broker sends C++ clients.
+        cpp_heartbeat = heartbeat("10.0.0.2@43", "CG_ADMIN", "TopicR")
+        cpp_heartbeat.language = LanguageCode.CPP
+        assert (await cpp_member.invoke(broker.address, cpp_heartbeat, 3)).code == ResponseCode.SUCCESS
+
         # Back to the time of m1: queue 0 moves back to 1, queue 1 to 0 (n0 is younger).
         second = broker.store.get_message_store_timestamp("TopicR", 0, 1)
         assert second is not None
@@ -181,12 +194,15 @@ async def test_connections_stats_and_reset(broker: Broker, client: RemotingClien
         assert new_offsets == {0: 1, 1: 0, 2: 0, 3: 0}
         assert broker.offsets.offsets_of("CG_ADMIN", "TopicR") == new_offsets
         async with asyncio.timeout(2):
-            while not resets:
+            while not (resets and cpp_resets):
                 await asyncio.sleep(0.01)
-        (told,) = resets
+        (told,), (told_cpp,) = resets, cpp_resets
         assert told.code == RequestCode.RESET_CONSUMER_CLIENT_OFFSET and told.is_oneway
         assert told.ext_fields == {"topic": "TopicR", "group": "CG_ADMIN", "timestamp": str(second), "isForce": "false"}
-        assert json.loads(bytes(told.body))["offsetTable"][0] == {
+        assert bytes(told.body) == bytes(moved.body)  # Java's map keyed by queue objects
+        assert bytes(told.body).startswith(b'{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"TopicR"}:1,')
+        assert told_cpp.ext_fields == told.ext_fields
+        assert json.loads(bytes(told_cpp.body))["offsetTable"][0] == {
             "topic": "TopicR",
             "brokerName": "broker-a",
             "queueId": 0,
@@ -204,6 +220,7 @@ async def test_connections_stats_and_reset(broker: Broker, client: RemotingClien
         assert missing.code == ResponseCode.TOPIC_NOT_EXIST
     finally:
         await member.aclose()
+        await cpp_member.aclose()
 
 
 async def all_groups(broker: Broker, client: RemotingClient) -> SubscriptionGroupWrapper:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import zlib
 from enum import StrEnum
-from typing import Any, Final, Self
+from typing import Any, Final, Self, TypeVar
 
 import msgspec
 
 from rocketq.protocol.errors import RemoteProtocolError
-from rocketq.protocol.fastjson import quote_integer_keys
+from rocketq.protocol.fastjson import quote_integer_keys, quote_object_keys
 
 _ENCODER: Final = msgspec.json.Encoder()
 
@@ -424,7 +424,7 @@ class ConsumerConnection(JsonBody, frozen=True, kw_only=True):
 
 
 class QueueConsumeStats(JsonBody, frozen=True, kw_only=True):
-    """One queue of a rocketq ConsumeStats body: Java's MessageQueue and OffsetWrapper fields flattened."""
+    """One queue of a ConsumeStats body: Java's MessageQueue and OffsetWrapper fields flattened."""
 
     topic: str
     broker_name: str
@@ -434,20 +434,71 @@ class QueueConsumeStats(JsonBody, frozen=True, kw_only=True):
     last_timestamp: int
 
 
-class ConsumeStats(JsonBody, frozen=True, kw_only=True):
-    """GET_CONSUME_STATS (208) response body, in rocketq's own list form.
+def _queue_key(topic: str, broker_name: str, queue_id: int) -> bytes:
+    """A MessageQueue as fastjson writes it, also as a map key: its fields in alphabetical order."""
+    return _ENCODER.encode({"brokerName": broker_name, "queueId": queue_id, "topic": topic})
 
-    Java keys ``offsetTable`` by MessageQueue objects, which fastjson writes as JSON
-    objects used as keys; standard JSON cannot express that, so rocketq sends a list of
-    :class:`QueueConsumeStats` instead. Java's mqadmin does not parse this body.
+
+_Body = TypeVar("_Body", bound=JsonBody)
+
+
+def _decode_queue_keyed(cls: type[_Body], data: bytes | bytearray | memoryview, value_name: str) -> _Body:
+    """A body whose ``offsetTable`` ``cls`` holds as a list of flat rows (a queue's fields and its
+    value's), from Java's map keyed by MessageQueue objects (``value_name`` names a plain value, such
+    as ResetOffsetBody's offset) or from a list of flat objects (the form sent to C++ clients).
+
+    Raises:
+        RemoteProtocolError: The body is not JSON of either form.
+    """
+    try:
+        document = msgspec.json.decode(quote_object_keys(data))
+        table = document.get("offsetTable") or {}
+        if isinstance(table, dict):
+            rows = []
+            for key, value in table.items():
+                row = msgspec.json.decode(key)
+                row.update(value if isinstance(value, dict) else {value_name: value})
+                rows.append(row)
+            document["offsetTable"] = rows
+        return msgspec.convert(document, cls, strict=False)
+    except (msgspec.DecodeError, msgspec.ValidationError, ValueError, AttributeError, TypeError) as exc:
+        raise RemoteProtocolError(f"invalid {cls.__name__} body: {exc}") from exc
+
+
+class ConsumeStats(JsonBody, frozen=True, kw_only=True):
+    """GET_CONSUME_STATS (208) response body, here a list of :class:`QueueConsumeStats`. On the wire it
+    has Java's form, which Java's mqadmin and RocketMQ's dashboard read: ``offsetTable`` maps each
+    queue, written as a JSON object used as a key (fastjson's way), to its offsets::
+
+        {"consumeTps":0.0,"offsetTable":{{"brokerName":"a","queueId":0,"topic":"T"}:
+            {"brokerOffset":10,"consumerOffset":9,"lastTimestamp":1700000000000}}}
     """
 
     offset_table: list[QueueConsumeStats] = msgspec.field(default_factory=list)
     consume_tps: float = 0.0
 
+    def encode(self) -> bytes:
+        entries = [
+            _queue_key(row.topic, row.broker_name, row.queue_id)
+            + b":"
+            + _ENCODER.encode(
+                {
+                    "brokerOffset": row.broker_offset,
+                    "consumerOffset": row.consumer_offset,
+                    "lastTimestamp": row.last_timestamp,
+                }
+            )
+            for row in self.offset_table
+        ]
+        return b'{"consumeTps":%s,"offsetTable":{%s}}' % (_ENCODER.encode(self.consume_tps), b",".join(entries))
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        return _decode_queue_keyed(cls, data, "consumerOffset")
+
 
 class MessageQueueOffset(JsonBody, frozen=True, kw_only=True):
-    """A queue and an offset in it: one entry of a rocketq ResetOffsetBody."""
+    """A queue and an offset in it: one entry of a ResetOffsetBody (Java's MessageQueueForC)."""
 
     topic: str
     broker_name: str
@@ -457,10 +508,34 @@ class MessageQueueOffset(JsonBody, frozen=True, kw_only=True):
 
 class ResetOffsetBody(JsonBody, frozen=True, kw_only=True):
     """Body of RESET_CONSUMER_CLIENT_OFFSET (220) and of the INVOKE_BROKER_TO_RESET_OFFSET (222)
-    response, in rocketq's own list form (Java's map keyed by MessageQueue is not standard JSON;
-    Java clients do not parse this body)."""
+    response, here a list of :class:`MessageQueueOffset`. ``encode`` writes Java's form, a map keyed by
+    queue objects as in :class:`ConsumeStats` (``{"offsetTable":{{"brokerName":"a","queueId":0,
+    "topic":"T"}:12}}``), for Java clients and tools; ``encode_for_c`` the list a Java broker sends C++
+    clients instead (``ResetOffsetBodyForC``). ``decode`` reads both."""
 
     offset_table: list[MessageQueueOffset] = msgspec.field(default_factory=list)
+
+    def encode(self) -> bytes:
+        entries = [
+            _queue_key(entry.topic, entry.broker_name, entry.queue_id) + b":%d" % entry.offset
+            for entry in self.offset_table
+        ]
+        return b'{"offsetTable":{%s}}' % b",".join(entries)
+
+    def encode_for_c(self) -> bytes:
+        """The list form (MessageQueueForC: brokerName, offset, queueId, topic), for C++ clients."""
+        return _ENCODER.encode(
+            {
+                "offsetTable": [
+                    {"brokerName": e.broker_name, "offset": e.offset, "queueId": e.queue_id, "topic": e.topic}
+                    for e in self.offset_table
+                ]
+            }
+        )
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        return _decode_queue_keyed(cls, data, "offset")
 
 
 class SubscriptionGroupConfigBody(JsonBody, frozen=True, kw_only=True):

@@ -2,12 +2,12 @@
 QUERY_TOPIC_CONSUME_BY_WHO (300) and INVOKE_BROKER_TO_RESET_OFFSET (222), which also sends
 RESET_CONSUMER_CLIENT_OFFSET (220) to the group's members (AdminBrokerProcessor, Broker2Client).
 
-Java keys the ``offsetTable`` maps of these bodies by MessageQueue objects, which is not standard
-JSON; rocketq writes a list of objects that carry the queue's ``topic``, ``brokerName`` and ``queueId``
-next to the numbers (see :class:`rocketq.protocol.bodies.ConsumeStats` and
-:class:`rocketq.protocol.bodies.ResetOffsetBody`). For 220 that list is the form a Java broker sends to
-C++ clients (``ResetOffsetBodyForC``), and the official C++ consumer follows it (tested in
-tests/compat); Java clients and Java's mqadmin do not parse these bodies.
+Java keys the ``offsetTable`` maps of the 208 and 222 bodies by MessageQueue objects, written as JSON
+objects used as keys (fastjson's way); rocketq writes them so, for Java's mqadmin and clients
+(:class:`rocketq.protocol.bodies.ConsumeStats`, :class:`rocketq.protocol.bodies.ResetOffsetBody`).
+RESET_CONSUMER_CLIENT_OFFSET goes to each member in its own language's form, as a Java broker sends
+it: C++ clients get the list ``ResetOffsetBodyForC`` (the official C++ consumer follows it, tested in
+tests/compat), every other client the map.
 """
 
 from __future__ import annotations
@@ -136,8 +136,8 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
             table.append(
                 MessageQueueOffset(topic=header.topic, broker_name=broker_name, queue_id=queue_id, offset=offset)
             )
-        body = ResetOffsetBody(offset_table=table).encode()
-        notified = _notify_reset(context, header, body)
+        reset = ResetOffsetBody(offset_table=table)
+        notified = _notify_reset(context, header, reset)
         log.info(
             "offsets of group %s on %s reset to time %d (force=%s): %s; %d members told",
             header.group,
@@ -147,7 +147,7 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
             {entry.queue_id: entry.offset for entry in table},
             notified,
         )
-        return reply(request, ResponseCode.SUCCESS, body=body)
+        return reply(request, ResponseCode.SUCCESS, body=reset.encode())
 
     def consumed_by(request: RemotingCommand, header: QueryTopicConsumeByWhoRequestHeader) -> RemotingCommand:
         """Groups with a member subscribed to the topic now, or with offsets committed for it."""
@@ -163,16 +163,26 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
     }
 
 
-def _notify_reset(context: BrokerContext, header: ResetOffsetRequestHeader, body: bytes) -> int:
-    """Send RESET_CONSUMER_CLIENT_OFFSET (oneway, best effort) to every member of the group; returns
-    how many channels it was written to."""
+def _notify_reset(context: BrokerContext, header: ResetOffsetRequestHeader, reset: ResetOffsetBody) -> int:
+    """Send RESET_CONSUMER_CLIENT_OFFSET (oneway, best effort) to every member of the group, in the
+    body form of its language; returns how many channels it was written to."""
     fields = header.to_ext_fields()
+    group = context.clients.consumers.get(header.group)
+    bodies: dict[bool, bytes] = {}  # for C++ or not
     sent = 0
-    for channel in context.clients.channels_of(header.group):
+    for member in group.channels.values() if group is not None else []:
+        channel = member.channel
         if not isinstance(channel, Connection) or not channel.is_open:
             continue
+        for_c = member.language == "CPP"
+        if for_c not in bodies:
+            bodies[for_c] = reset.encode_for_c() if for_c else reset.encode()
         request = make_request(
-            RequestCode.RESET_CONSUMER_CLIENT_OFFSET, opaque=next_opaque(), ext_fields=fields, body=body, oneway=True
+            RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
+            opaque=next_opaque(),
+            ext_fields=fields,
+            body=bodies[for_c],
+            oneway=True,
         )
         try:
             channel.send(request)

@@ -32,6 +32,7 @@ from rocketq.protocol.bodies import (
     ResetOffsetBody,
     SubscriptionGroupConfigBody,
     SubscriptionGroupWrapper,
+    TopicStatsTable,
     UnlockBatchRequestBody,
 )
 from rocketq.protocol.headers import ResetOffsetRequestHeader, UpdateConsumerOffsetRequestHeader
@@ -267,3 +268,23 @@ async def test_subscription_groups_and_consume_enable(broker: Broker, client: Re
 
     bad = await client.invoke(broker.address, request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=b"{}"), 3)
     assert bad.code == ResponseCode.SYSTEM_ERROR
+
+
+async def test_topic_stats_answer_in_javas_form(broker: Broker, client: RemotingClient) -> None:
+    """GET_TOPIC_STATS_INFO (202), what Java's mqadmin topicStatus asks: every write queue's offsets and
+    its last message's store time, keyed by queue objects."""
+    for body in (b"s0", b"s1"):
+        await client.invoke(broker.address, send_request("TopicS", body, queue_id=1), 3)
+    await wait_dispatched(broker)
+    answer = await client.invoke(broker.address, request(RequestCode.GET_TOPIC_STATS_INFO, {"topic": "TopicS"}), 3)
+    assert answer.code == ResponseCode.SUCCESS
+    assert bytes(answer.body).startswith(
+        b'{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"TopicS"}:'
+        b'{"lastUpdateTimestamp":0,"maxOffset":0,"minOffset":0},'
+    )
+    rows = {row.queue_id: row for row in TopicStatsTable.decode(answer.body).offset_table}
+    assert sorted(rows) == list(range(len(rows))) and len(rows) == broker.topics.get("TopicS").write_queue_nums
+    assert (rows[1].min_offset, rows[1].max_offset) == (0, 2)
+    assert rows[1].last_update_timestamp == broker.store.get_message_store_timestamp("TopicS", 1, 1)
+    missing = await client.invoke(broker.address, request(RequestCode.GET_TOPIC_STATS_INFO, {"topic": "NoSuch"}), 3)
+    assert missing.code == ResponseCode.TOPIC_NOT_EXIST

@@ -12,7 +12,7 @@ from rocketq.client.config import ClientConfig
 from rocketq.client.errors import MQClientError, broker_error
 from rocketq.client.instance import ClientInstance
 from rocketq.client.message import MessageExt, MessageQueue, decode_messages
-from rocketq.client.route import MASTER_ID, PERM_READ, PERM_WRITE, subscribe_queues
+from rocketq.client.route import MASTER_ID, PERM_READ, PERM_WRITE
 from rocketq.common.group_topics import RETRY_PREFIX, dlq_topic, retry_topic
 from rocketq.common.message import SCHEDULE_TOPIC, Property
 from rocketq.common.message_id import parse_offset_message_id
@@ -33,14 +33,14 @@ from rocketq.protocol.bodies import (
     QueueConsumeStats,
     ResetOffsetBody,
     SubscriptionGroupConfigBody,
+    TopicStatsTable,
 )
 from rocketq.protocol.headers import (
     CreateTopicRequestHeader,
     DeleteTopicRequestHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumeStatsRequestHeader,
-    GetMaxOffsetRequestHeader,
-    GetMinOffsetRequestHeader,
+    GetTopicStatsInfoRequestHeader,
     QueryMessageRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
@@ -180,46 +180,25 @@ class AdminClient:
         return {str(key): str(value) for key, value in table.items()}
 
     async def topic_status(self, topic: str) -> list[QueueStatus]:
+        """Every queue's offsets and last store time, from each master of the topic (GET_TOPIC_STATS_INFO)."""
         route = await self.topic_route(topic)
-        addresses = {b.broker_name: b.broker_addrs.get(MASTER_ID) for b in route.broker_datas}
-        statuses = []
-        for queue in subscribe_queues(topic, route):
-            address = addresses.get(queue.broker_name)
+        fields = GetTopicStatsInfoRequestHeader(topic=topic).to_ext_fields()
+        statuses: list[QueueStatus] = []
+        for broker in route.broker_datas:
+            address = broker.broker_addrs.get(MASTER_ID)
             if address is None:
                 continue
-            high = await self._broker(
-                address,
-                RequestCode.GET_MAX_OFFSET,
-                GetMaxOffsetRequestHeader(topic=topic, queue_id=queue.queue_id).to_ext_fields(),
+            response = await self._broker(address, RequestCode.GET_TOPIC_STATS_INFO, fields)
+            statuses.extend(
+                QueueStatus(
+                    MessageQueue(row.topic, row.broker_name, row.queue_id),
+                    row.min_offset,
+                    row.max_offset,
+                    row.last_update_timestamp or None,
+                )
+                for row in TopicStatsTable.decode(response.body).offset_table
             )
-            low = await self._broker(
-                address,
-                RequestCode.GET_MIN_OFFSET,
-                GetMinOffsetRequestHeader(topic=topic, queue_id=queue.queue_id).to_ext_fields(),
-            )
-            max_offset = int(high.ext_fields.get("offset", 0))
-            last_time = (
-                await self._last_store_time(address, topic, queue.queue_id, max_offset - 1) if max_offset else None
-            )
-            statuses.append(QueueStatus(queue, int(low.ext_fields.get("offset", 0)), max_offset, last_time))
-        return statuses
-
-    async def _last_store_time(self, address: str, topic: str, queue_id: int, offset: int) -> int | None:
-        fields = {
-            "consumerGroup": "TOOLS_CONSUMER",
-            "topic": topic,
-            "queueId": str(queue_id),
-            "queueOffset": str(offset),
-            "maxMsgNums": "1",
-            "sysFlag": "4",
-            "commitOffset": "0",
-            "suspendTimeoutMillis": "0",
-            "subscription": "*",
-            "subVersion": "0",
-        }
-        response = await self._broker(address, RequestCode.PULL_MESSAGE, fields, ok=(0, 19, 20, 21))
-        messages = decode_messages(response.body) if response.code == ResponseCode.SUCCESS else []
-        return messages[0].store_timestamp if messages else None
+        return sorted(statuses, key=lambda status: (status.queue.broker_name, status.queue.queue_id))
 
     # -- messages -------------------------------------------------------------------------------------
 

@@ -434,9 +434,15 @@ class QueueConsumeStats(JsonBody, frozen=True, kw_only=True):
     last_timestamp: int
 
 
-def _queue_key(topic: str, broker_name: str, queue_id: int) -> bytes:
-    """A MessageQueue as fastjson writes it, also as a map key: its fields in alphabetical order."""
-    return _ENCODER.encode({"brokerName": broker_name, "queueId": queue_id, "topic": topic})
+def _queue_keyed(entries: list[tuple[str, str, int, Any]]) -> bytes:
+    """A map keyed by MessageQueue as fastjson writes one: each (topic, broker name, queue id, value)
+    as the queue object, its fields in alphabetical order, then ``:`` and the value."""
+    encode = _ENCODER.encode
+    pairs = [
+        b"%s:%s" % (encode({"brokerName": broker, "queueId": queue_id, "topic": topic}), encode(value))
+        for topic, broker, queue_id, value in entries
+    ]
+    return b"{%s}" % b",".join(pairs)
 
 
 _Body = TypeVar("_Body", bound=JsonBody)
@@ -478,19 +484,22 @@ class ConsumeStats(JsonBody, frozen=True, kw_only=True):
     consume_tps: float = 0.0
 
     def encode(self) -> bytes:
-        entries = [
-            _queue_key(row.topic, row.broker_name, row.queue_id)
-            + b":"
-            + _ENCODER.encode(
-                {
-                    "brokerOffset": row.broker_offset,
-                    "consumerOffset": row.consumer_offset,
-                    "lastTimestamp": row.last_timestamp,
-                }
-            )
-            for row in self.offset_table
-        ]
-        return b'{"consumeTps":%s,"offsetTable":{%s}}' % (_ENCODER.encode(self.consume_tps), b",".join(entries))
+        table = _queue_keyed(
+            [
+                (
+                    row.topic,
+                    row.broker_name,
+                    row.queue_id,
+                    {
+                        "brokerOffset": row.broker_offset,
+                        "consumerOffset": row.consumer_offset,
+                        "lastTimestamp": row.last_timestamp,
+                    },
+                )
+                for row in self.offset_table
+            ]
+        )
+        return b'{"consumeTps":%s,"offsetTable":%s}' % (_ENCODER.encode(self.consume_tps), table)
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> Self:
@@ -516,11 +525,8 @@ class ResetOffsetBody(JsonBody, frozen=True, kw_only=True):
     offset_table: list[MessageQueueOffset] = msgspec.field(default_factory=list)
 
     def encode(self) -> bytes:
-        entries = [
-            _queue_key(entry.topic, entry.broker_name, entry.queue_id) + b":%d" % entry.offset
-            for entry in self.offset_table
-        ]
-        return b'{"offsetTable":{%s}}' % b",".join(entries)
+        table = _queue_keyed([(e.topic, e.broker_name, e.queue_id, e.offset) for e in self.offset_table])
+        return b'{"offsetTable":%s}' % table
 
     def encode_for_c(self) -> bytes:
         """The list form (MessageQueueForC: brokerName, offset, queueId, topic), for C++ clients."""
@@ -536,6 +542,47 @@ class ResetOffsetBody(JsonBody, frozen=True, kw_only=True):
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> Self:
         return _decode_queue_keyed(cls, data, "offset")
+
+
+class QueueStats(JsonBody, frozen=True, kw_only=True):
+    """One queue of a TopicStatsTable: Java's MessageQueue and TopicOffset fields flattened."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
+    min_offset: int
+    max_offset: int
+    last_update_timestamp: int  # the store time of the queue's last message; 0 when it has none
+
+
+class TopicStatsTable(JsonBody, frozen=True, kw_only=True):
+    """GET_TOPIC_STATS_INFO (202) response body, here a list of :class:`QueueStats`; on the wire a map
+    keyed by queue objects as in :class:`ConsumeStats`, each to ``{"lastUpdateTimestamp", "maxOffset",
+    "minOffset"}``."""
+
+    offset_table: list[QueueStats] = msgspec.field(default_factory=list)
+
+    def encode(self) -> bytes:
+        table = _queue_keyed(
+            [
+                (
+                    row.topic,
+                    row.broker_name,
+                    row.queue_id,
+                    {
+                        "lastUpdateTimestamp": row.last_update_timestamp,
+                        "maxOffset": row.max_offset,
+                        "minOffset": row.min_offset,
+                    },
+                )
+                for row in self.offset_table
+            ]
+        )
+        return b'{"offsetTable":%s}' % table
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Self:
+        return _decode_queue_keyed(cls, data, "maxOffset")
 
 
 class SubscriptionGroupConfigBody(JsonBody, frozen=True, kw_only=True):

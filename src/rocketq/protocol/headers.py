@@ -418,6 +418,14 @@ class QueryTopicConsumeByWhoRequestHeader(RequestHeader, frozen=True, kw_only=Tr
     topic: str
 
 
+class GetTopicStatsInfoRequestHeader(RequestHeader, frozen=True, kw_only=True):
+    """GET_TOPIC_STATS_INFO (202): every queue's offsets and last store time (mqadmin topicStatus)."""
+
+    CODE = RequestCode.GET_TOPIC_STATS_INFO
+
+    topic: str
+
+
 class GetConsumeStatsRequestHeader(RequestHeader, frozen=True, kw_only=True):
     """GET_CONSUME_STATS (208); without ``topic`` every topic the group has offsets for."""
 

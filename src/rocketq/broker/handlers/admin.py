@@ -1,4 +1,5 @@
-"""Admin requests: topics (17, 215, 21), queue offsets and runtime info used by ``rocketq admin``."""
+"""Admin requests: topics (17, 215, 21), a topic's queue offsets (202) and runtime info (28), used by
+``rocketq admin`` and Java's mqadmin."""
 
 from __future__ import annotations
 
@@ -14,7 +15,12 @@ from rocketq.protocol import (
     TopicConfig,
     TopicFilterType,
 )
-from rocketq.protocol.headers import CreateTopicRequestHeader, DeleteTopicRequestHeader
+from rocketq.protocol.bodies import QueueStats, TopicStatsTable
+from rocketq.protocol.headers import (
+    CreateTopicRequestHeader,
+    DeleteTopicRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+)
 from rocketq.remoting import Connection, RequestHandler
 
 log = logging.getLogger(__name__)
@@ -61,6 +67,28 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
     async def all_topic_config(request: RemotingCommand, connection: Connection) -> RemotingCommand:
         return reply(request, ResponseCode.SUCCESS, body=topics.wrapper().encode())
 
+    async def topic_stats(request: RemotingCommand, header: GetTopicStatsInfoRequestHeader) -> RemotingCommand:
+        """Each write queue's min and max offset and its last message's store time (0: none), as Java's
+        AdminBrokerProcessor answers it."""
+        config = topics.get(header.topic)
+        if config is None:
+            return reply(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist")
+        store, rows = context.store, []
+        for queue_id in range(config.write_queue_nums):
+            high = max(0, store.get_max_offset_in_queue(header.topic, queue_id))
+            last = store.get_message_store_timestamp(header.topic, queue_id, high - 1) if high > 0 else None
+            rows.append(
+                QueueStats(
+                    topic=header.topic,
+                    broker_name=context.config.broker_name,
+                    queue_id=queue_id,
+                    min_offset=max(0, store.get_min_offset_in_queue(header.topic, queue_id)),
+                    max_offset=high,
+                    last_update_timestamp=last or 0,
+                )
+            )
+        return reply(request, ResponseCode.SUCCESS, body=TopicStatsTable(offset_table=rows).encode())
+
     async def runtime_info(request: RemotingCommand, connection: Connection) -> RemotingCommand:
         stats = context.store.stats().as_dict()
         table = {key: str(value) for key, value in stats.items()}
@@ -71,5 +99,6 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
         RequestCode.UPDATE_AND_CREATE_TOPIC: parsed(CreateTopicRequestHeader, create_topic),
         RequestCode.DELETE_TOPIC_IN_BROKER: parsed(DeleteTopicRequestHeader, delete_topic),
         RequestCode.GET_ALL_TOPIC_CONFIG: all_topic_config,
+        RequestCode.GET_TOPIC_STATS_INFO: parsed(GetTopicStatsInfoRequestHeader, topic_stats),
         RequestCode.GET_BROKER_RUNTIME_INFO: runtime_info,
     }

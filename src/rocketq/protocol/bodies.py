@@ -15,6 +15,7 @@ which every observed client accepts.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, Final, Self, TypeVar
 
@@ -445,6 +446,35 @@ def _queue_keyed(entries: list[tuple[str, str, int, Any]]) -> bytes:
     return b"{%s}" % b",".join(pairs)
 
 
+def _rows_by_queue(rows: Sequence[Any], value_fields: dict[str, str]) -> bytes:
+    """Flat rows (``topic``, ``broker_name``, ``queue_id`` and more) as a map keyed by their queues,
+    each to an object of ``value_fields`` (wire name: the row's attribute)."""
+    return _queue_keyed(
+        [
+            (
+                row.topic,
+                row.broker_name,
+                row.queue_id,
+                {wire: getattr(row, name) for wire, name in value_fields.items()},
+            )
+            for row in rows
+        ]
+    )
+
+
+_OFFSET_WRAPPER: Final = {
+    "brokerOffset": "broker_offset",
+    "consumerOffset": "consumer_offset",
+    "lastTimestamp": "last_timestamp",
+}
+"""Java's OffsetWrapper, the value of a ConsumeStats entry, fields in fastjson's (alphabetical) order."""
+_TOPIC_OFFSET: Final = {
+    "lastUpdateTimestamp": "last_update_timestamp",
+    "maxOffset": "max_offset",
+    "minOffset": "min_offset",
+}
+"""Java's TopicOffset, the value of a TopicStatsTable entry."""
+
 _Body = TypeVar("_Body", bound=JsonBody)
 
 
@@ -484,21 +514,7 @@ class ConsumeStats(JsonBody, frozen=True, kw_only=True):
     consume_tps: float = 0.0
 
     def encode(self) -> bytes:
-        table = _queue_keyed(
-            [
-                (
-                    row.topic,
-                    row.broker_name,
-                    row.queue_id,
-                    {
-                        "brokerOffset": row.broker_offset,
-                        "consumerOffset": row.consumer_offset,
-                        "lastTimestamp": row.last_timestamp,
-                    },
-                )
-                for row in self.offset_table
-            ]
-        )
+        table = _rows_by_queue(self.offset_table, _OFFSET_WRAPPER)
         return b'{"consumeTps":%s,"offsetTable":%s}' % (_ENCODER.encode(self.consume_tps), table)
 
     @classmethod
@@ -563,21 +579,7 @@ class TopicStatsTable(JsonBody, frozen=True, kw_only=True):
     offset_table: list[QueueStats] = msgspec.field(default_factory=list)
 
     def encode(self) -> bytes:
-        table = _queue_keyed(
-            [
-                (
-                    row.topic,
-                    row.broker_name,
-                    row.queue_id,
-                    {
-                        "lastUpdateTimestamp": row.last_update_timestamp,
-                        "maxOffset": row.max_offset,
-                        "minOffset": row.min_offset,
-                    },
-                )
-                for row in self.offset_table
-            ]
-        )
+        table = _rows_by_queue(self.offset_table, _TOPIC_OFFSET)
         return b'{"offsetTable":%s}' % table
 
     @classmethod

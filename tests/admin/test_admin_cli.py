@@ -89,8 +89,9 @@ def test_consumer_group_commands(cluster: ThreadedCluster) -> None:
         wait_until(lambda: sum(r["consumerOffset"] for r in progress(cluster)) == 10)
         rows = progress(cluster)
         assert {(r["topic"], r["lag"]) for r in rows if r["topic"] == "ProgTopic"} == {("ProgTopic", 0)}
-        assert "total lag: 0" in invoke(cluster, "consumerProgress", "-g", "AG", "-t", "ProgTopic")
+        assert "total lag: 0, consume TPS: " in invoke(cluster, "consumerProgress", "-g", "AG", "-t", "ProgTopic")
         overview = {row["group"]: row for row in json.loads(invoke(cluster, "consumerProgress", "--json"))}
+        assert overview["AG"].pop("consumeTps") > 0  # ten messages in the broker's first minute
         assert overview["AG"] == {
             "group": "AG",
             "members": 1,
@@ -109,8 +110,9 @@ def test_consumer_group_commands(cluster: ThreadedCluster) -> None:
 
     invoke(cluster, "sendMessage", "-t", "ProgTopic", "-p", "while nobody consumes")
     offline = invoke(cluster, "consumerProgress").splitlines()
-    assert offline[0].split() == ["group", "members", "version", "type", "model", "lag"]
-    assert ["AG", "0", "-", "-", "-", "1"] in [line.split() for line in offline]  # gone, one message behind
+    assert offline[0].split() == ["group", "members", "version", "type", "model", "tps", "lag"]
+    ag = next(line.split() for line in offline if line.startswith("AG "))
+    assert ag[:4] == ["AG", "0", "-", "-"] and ag[4] == "-" and float(ag[5]) > 0 and ag[6] == "1"  # gone, 1 behind
     alone = CliRunner().invoke(admin, ["consumerProgress", "-n", cluster.namesrv_addr, "-t", "ProgTopic"])
     assert alone.exit_code == 2 and "--topic needs --group" in alone.output
 

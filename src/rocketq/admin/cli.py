@@ -281,13 +281,14 @@ def send_message(
 @json_option
 def consumer_progress(namesrv: str, group: str | None, topic: str | None, as_json: bool) -> None:
     """Per queue: broker offset, consumer offset, lag and the last consumed message's time. Without a
-    group: every group with its members online and its total lag."""
+    group: every group with its members online, its consume TPS and its total lag."""
     if group is None:
         if topic is not None:
             raise click.UsageError("--topic needs --group")
         _groups_overview(namesrv, as_json)
         return
-    rows = run(namesrv, lambda a: a.consumer_progress(group, topic))
+    stats = run(namesrv, lambda a: a.consume_stats(group, topic))
+    rows = stats.offset_table
     if not rows:  # a mistyped group would otherwise read as "no lag"
         where = f" on topic {topic!r}" if topic else ""
         raise click.ClickException(
@@ -308,7 +309,7 @@ def consumer_progress(namesrv: str, group: str | None, topic: str | None, as_jso
     table = [list(d.values()) for d in documents]
     emit(as_json, documents, ["topic", "broker", "queue", "brokerOffset", "consumerOffset", "lag", "lastTime"], table)
     if not as_json:
-        click.echo(f"total lag: {sum(d['lag'] for d in documents)}")
+        click.echo(f"total lag: {sum(d['lag'] for d in documents)}, consume TPS: {stats.consume_tps:.2f}")
 
 
 def _groups_overview(namesrv: str, as_json: bool) -> None:
@@ -322,12 +323,13 @@ def _groups_overview(namesrv: str, as_json: bool) -> None:
             "version": o.version,
             "consumeType": o.consume_type,
             "messageModel": o.message_model,
+            "consumeTps": round(o.consume_tps, 2),
             "lag": o.lag,
         }
         for o in run(namesrv, overview)
     ]
     table = [["-" if value is None else value for value in d.values()] for d in documents]  # (offline: no kind)
-    emit(as_json, documents, ["group", "members", "version", "type", "model", "lag"], table)
+    emit(as_json, documents, ["group", "members", "version", "type", "model", "tps", "lag"], table)
 
 
 @admin.command("consumerConnection")

@@ -11,6 +11,7 @@ from typing import TypeVar
 
 from rocketq.broker.client_manager import ClientManager
 from rocketq.broker.config import BrokerConfig
+from rocketq.broker.consume_rates import ConsumeRates
 from rocketq.broker.consumer_offsets import ConsumerOffsetManager
 from rocketq.broker.grouped_puts import GroupedPuts
 from rocketq.broker.long_polling import LongPolling
@@ -48,6 +49,7 @@ class BrokerContext:
     request_registration: Callable[[], None] = lambda: None  # re-register with the name servers soon
     register_now: Callable[[], Awaitable[object]] = _nothing  # re-register and wait for it
     background: set[asyncio.Task[object]] = field(default_factory=set)
+    consume_rates: ConsumeRates = field(default_factory=ConsumeRates)  # consumeTps of GET_CONSUME_STATS
 
     store_host: bytes = bytes(8)  # ``address`` packed as records store it: set with ``address`` by advertise()
 

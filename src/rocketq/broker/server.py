@@ -8,6 +8,7 @@ import time
 from collections.abc import Coroutine
 from typing import Any
 
+from rocketq.broker import consume_rates
 from rocketq.broker.client_manager import ClientManager
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.consumer_offsets import ConsumerOffsetManager
@@ -55,6 +56,7 @@ class Broker:
         self._server: RemotingServer | None = None
         self._client: RemotingClient | None = None
         self.context: BrokerContext | None = None
+        self.consume_rates = consume_rates.ConsumeRates()
         self.registrar: Registrar | None = None
         self.schedule: ScheduleService | None = None
 
@@ -91,6 +93,7 @@ class Broker:
             grouped_puts=GroupedPuts(self.store, dispatch, flush_waits),
             locks=RebalanceLockTable(config.rebalance_lock_max_live_time_ms),
             address="",
+            consume_rates=self.consume_rates,
         )
         self._server = RemotingServer(
             handler_table(self.context),
@@ -111,6 +114,8 @@ class Broker:
         self._spawn(self._every(config.flush_consumer_offset_interval_ms / 1000, self._persist_offsets))
         self._spawn(self._every(config.client_channel_scan_interval_ms / 1000, self._expire_channels))
         self._spawn(self.schedule.run())
+        self.consume_rates.sample(time.monotonic())
+        self._spawn(self._every(consume_rates.SAMPLE_INTERVAL_S, self._sample_consume_rates))
         log.info(
             "broker %s (cluster %s) serving at %s, store %s",
             config.broker_name,
@@ -138,6 +143,9 @@ class Broker:
                 await action()
             except Exception:
                 log.exception("periodic broker task failed; retrying next round")
+
+    async def _sample_consume_rates(self) -> None:
+        self.consume_rates.sample(time.monotonic())
 
     async def _persist_offsets(self) -> None:
         await asyncio.to_thread(self.offsets.persist)

@@ -67,6 +67,7 @@ class GroupOverview:
     version: int | None  # the oldest member's MQVersion ordinal; None when none is online
     consume_type: str | None  # CONSUME_PASSIVELY (push) or CONSUME_ACTIVELY (pull), when online
     message_model: str | None  # CLUSTERING or BROADCASTING, when online
+    consume_tps: float  # messages a second the group took in the last minute
     lag: int  # messages behind, summed over every queue it has committed an offset for
 
 
@@ -288,14 +289,23 @@ class AdminClient:
 
     # -- consumer groups ------------------------------------------------------------------------------
 
-    async def consumer_progress(self, group: str, topic: str | None = None) -> list[QueueConsumeStats]:
-        """Per queue: broker offset, the group's committed offset, and the last consumed message's time."""
+    async def consume_stats(self, group: str, topic: str | None = None) -> ConsumeStats:
+        """Per queue: broker offset, the group's committed offset, the last consumed message's time; and
+        the group's consume TPS over the last minute. From every master, merged."""
         fields = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic).to_ext_fields()
         rows: list[QueueConsumeStats] = []
+        tps = 0.0
         for address in (await self.master_addresses()).values():
             response = await self._broker(address, RequestCode.GET_CONSUME_STATS, fields)
-            rows.extend(ConsumeStats.decode(response.body).offset_table)
-        return sorted(rows, key=lambda r: (r.topic, r.broker_name, r.queue_id))
+            stats = ConsumeStats.decode(response.body)
+            rows.extend(stats.offset_table)
+            tps += stats.consume_tps
+        rows.sort(key=lambda r: (r.topic, r.broker_name, r.queue_id))
+        return ConsumeStats(offset_table=rows, consume_tps=tps)
+
+    async def consumer_progress(self, group: str, topic: str | None = None) -> list[QueueConsumeStats]:
+        """Per queue: broker offset, the group's committed offset, and the last consumed message's time."""
+        return (await self.consume_stats(group, topic)).offset_table
 
     async def consumer_groups(self) -> list[str]:
         """The consumer groups the name servers know of: the groups of the ``%RETRY%`` topics, which a
@@ -310,15 +320,17 @@ class AdminClient:
             connection: ConsumerConnection | None = await self.consumer_connection(group)
         except MQClientError:  # no member online
             connection = None
-        lag = sum(max(0, row.broker_offset - row.consumer_offset) for row in await self.consumer_progress(group))
+        stats = await self.consume_stats(group)
+        lag = sum(max(0, row.broker_offset - row.consumer_offset) for row in stats.offset_table)
         if connection is None or not connection.connection_set:
-            return GroupOverview(group, 0, None, None, None, lag)
+            return GroupOverview(group, 0, None, None, None, stats.consume_tps, lag)
         return GroupOverview(
             group,
             len(connection.connection_set),
             min(member.version for member in connection.connection_set),
             connection.consume_type.value,
             connection.message_model.value,
+            stats.consume_tps,
             lag,
         )
 

@@ -13,6 +13,7 @@ tests/compat), every other client the map.
 from __future__ import annotations
 
 import logging
+import time
 
 from rocketq.broker.client_manager import ConsumerGroup, Subscription
 from rocketq.broker.context import BrokerContext, parsed, reply
@@ -115,8 +116,9 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
             if topic_config is None:
                 continue
             table.extend(queue_stats(group, topic, queue_id) for queue_id in range(topic_config.read_queue_nums))
-        # The broker keeps no consumption rate, so consumeTps is always 0.
-        return reply(request, ResponseCode.SUCCESS, body=ConsumeStats(offset_table=table).encode())
+        now = time.monotonic()  # consumeTps: what the group took from these topics in the last minute
+        tps = sum(context.consume_rates.tps(group, topic, now) for topic in topics)
+        return reply(request, ResponseCode.SUCCESS, body=ConsumeStats(offset_table=table, consume_tps=tps).encode())
 
     def reset_offset(request: RemotingCommand, header: ResetOffsetRequestHeader) -> RemotingCommand:
         topic_config = context.topics.get(header.topic)

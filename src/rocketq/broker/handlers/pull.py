@@ -138,6 +138,8 @@ def _read(
         status = result.status
         next_offset = int(result.next_begin_offset)
         body = result.tobytes() if status is GetStatus.FOUND else b""
+        if status is GetStatus.FOUND:
+            context.consume_rates.record(header.consumer_group, header.topic, result.message_count)
         low, high = result.min_offset, result.max_offset
     match status:
         case GetStatus.FOUND:

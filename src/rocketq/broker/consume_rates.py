@@ -1,0 +1,46 @@
+"""ConsumeRates: how fast each consumer group takes messages from each topic, the ``consumeTps`` of
+GET_CONSUME_STATS (Java's BrokerStatsManager counts the same, GROUP_GET_NUMS, per topic and group).
+
+Pulls add the messages they return (``record``, on the loop's thread: a dict update per pull); every
+``SAMPLE_INTERVAL_S`` the broker keeps a copy of the totals (``sample``), and a rate is the growth of a
+total since the oldest copy of the last minute."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Final
+
+SAMPLE_INTERVAL_S: Final = 10.0
+WINDOW_S: Final = 60.0
+
+Key = tuple[str, str]  # group, topic
+
+
+class ConsumeRates:
+    def __init__(self) -> None:
+        self._totals: dict[Key, int] = {}
+        self._samples: deque[tuple[float, dict[Key, int]]] = deque()  # (monotonic time, totals then)
+
+    def record(self, group: str, topic: str, messages: int) -> None:
+        """A pull of ``group`` returned ``messages`` of ``topic``."""
+        key = (group, topic)
+        self._totals[key] = self._totals.get(key, 0) + messages
+
+    def sample(self, now: float) -> None:
+        """Keep the totals as of ``now``; copies older than the last minute are let go, except the
+        newest of them, where the minute's rate starts."""
+        samples = self._samples
+        samples.append((now, dict(self._totals)))
+        while len(samples) > 1 and now - samples[1][0] >= WINDOW_S:
+            samples.popleft()
+
+    def tps(self, group: str, topic: str, now: float) -> float:
+        """Messages per second of ``topic`` taken by ``group`` since the oldest kept copy (the last
+        minute, give or take a sample interval); 0 before the first copy."""
+        if not self._samples:
+            return 0.0
+        start, totals = self._samples[0]
+        if now <= start:
+            return 0.0
+        key = (group, topic)
+        return (self._totals.get(key, 0) - totals.get(key, 0)) / (now - start)

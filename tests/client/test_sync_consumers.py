@@ -36,6 +36,11 @@ async def subscribed_topics(namesrv_addr: str, group: str) -> set[str]:
         return set((await admin.consumer_connection(group)).subscription_table)
 
 
+async def member_ids(namesrv_addr: str, group: str) -> list[str]:
+    async with AdminClient(namesrv_addr) as admin:
+        return [member.client_id for member in (await admin.consumer_connection(group)).connection_set]
+
+
 def config(cluster: ThreadedCluster, group: str) -> ConsumerConfig:
     return ConsumerConfig(
         group=group,
@@ -77,6 +82,7 @@ def test_sync_pull_consumer_subscribe_poll_commit_close(tmp_path: Path) -> None:
             consumer.subscribe(FIRST)
             consumer.start()
             assert sorted(poll_all(consumer, 20, 10)) == sorted(first)
+            assert cluster.call(member_ids(cluster.namesrv_addr, "SyncPull")) == [consumer.client_id]
             assert consumer.poll(0.2) == []
             queues = sorted(q for q in consumer.assignment if q.topic == FIRST)
             assert len(queues) == 2 and [consumer.committed(q) for q in queues] == [0, 0]
@@ -116,5 +122,7 @@ def test_sync_push_consumer_takes_a_topic_subscribed_after_start_at_once(tmp_pat
             # and the brokers were told at once, as Java's subscribe() after start sends a heartbeat
             assert SECOND in cluster.call(subscribed_topics(cluster.namesrv_addr, "SyncPush"))
             assert {q.topic for q in consumer.assigned_queues} == {FIRST, SECOND, "%RETRY%SyncPush"}
+            members = cluster.call(member_ids(cluster.namesrv_addr, "SyncPush"))
+            assert members == [consumer.client_id] and consumer.consumed == 20
         consumer.subscribe(FIRST)  # after close(): answered here, not on the stopped loop
         assert {q.topic for q in consumer.assigned_queues} <= {FIRST, SECOND, "%RETRY%SyncPush"}

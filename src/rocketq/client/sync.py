@@ -155,6 +155,16 @@ class SyncPushConsumer:
     def assigned_queues(self) -> set[MessageQueue]:
         return self._loop.run(lambda: self._consumer.assigned_queues)
 
+    @property
+    def client_id(self) -> str:
+        """This member's id, as the brokers list it (``rocketq admin consumerConnection``)."""
+        return self._consumer.client_id
+
+    @property
+    def consumed(self) -> int:
+        """Messages consumed so far (the listener's successes and those sent back for a retry)."""
+        return self._consumer.consumed
+
     def close(self) -> None:
         self._loop.close_with(self._consumer.aclose())
 
@@ -195,6 +205,11 @@ class SyncPullConsumer:
     def start(self) -> SyncPullConsumer:
         self._loop.call(self._consumer.start())
         return self
+
+    @property
+    def client_id(self) -> str:
+        """This member's id, as the brokers list it (``rocketq admin consumerConnection``)."""
+        return self._consumer.client_id
 
     def poll(self, timeout: float = 5.0) -> list[MessageExt]:
         return self._loop.call(self._consumer.poll(timeout))

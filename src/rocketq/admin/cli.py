@@ -13,7 +13,7 @@ import click
 
 from rocketq.admin.render import emit, timestamp
 from rocketq.client import Message, MQClientError, Producer
-from rocketq.client.admin import AdminClient, GroupOverview
+from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.common.errors import RocketqError
 from rocketq.common.message import SCHEDULE_TOPIC, Property
@@ -313,9 +313,6 @@ def consumer_progress(namesrv: str, group: str | None, topic: str | None, as_jso
 
 
 def _groups_overview(namesrv: str, as_json: bool) -> None:
-    async def overview(admin_client: AdminClient) -> list[GroupOverview]:
-        return [await admin_client.group_overview(group) for group in await admin_client.consumer_groups()]
-
     documents: list[dict[str, Any]] = [
         {
             "group": o.group,
@@ -326,7 +323,7 @@ def _groups_overview(namesrv: str, as_json: bool) -> None:
             "consumeTps": round(o.consume_tps, 2),
             "lag": o.lag,
         }
-        for o in run(namesrv, overview)
+        for o in run(namesrv, lambda admin_client: admin_client.groups_overview())
     ]
     table = [["-" if value is None else value for value in d.values()] for d in documents]  # (offline: no kind)
     emit(as_json, documents, ["group", "members", "version", "type", "model", "tps", "lag"], table)

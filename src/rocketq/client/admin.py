@@ -292,10 +292,13 @@ class AdminClient:
     async def consume_stats(self, group: str, topic: str | None = None) -> ConsumeStats:
         """Per queue: broker offset, the group's committed offset, the last consumed message's time; and
         the group's consume TPS over the last minute. From every master, merged."""
+        return await self._consume_stats(await self.master_addresses(), group, topic)
+
+    async def _consume_stats(self, masters: dict[str, str], group: str, topic: str | None) -> ConsumeStats:
         fields = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic).to_ext_fields()
         rows: list[QueueConsumeStats] = []
         tps = 0.0
-        for address in (await self.master_addresses()).values():
+        for address in masters.values():
             response = await self._broker(address, RequestCode.GET_CONSUME_STATS, fields)
             stats = ConsumeStats.decode(response.body)
             rows.extend(stats.offset_table)
@@ -314,36 +317,49 @@ class AdminClient:
         topics = await self.topic_list()
         return sorted(topic.removeprefix(RETRY_PREFIX) for topic in topics if topic.startswith(RETRY_PREFIX))
 
-    async def group_overview(self, group: str) -> GroupOverview:
-        """Members online, their kind, and the group's total lag."""
-        try:
-            connection: ConsumerConnection | None = await self.consumer_connection(group)
-        except MQClientError:  # no member online
-            connection = None
-        stats = await self.consume_stats(group)
-        lag = sum(max(0, row.broker_offset - row.consumer_offset) for row in stats.offset_table)
-        if connection is None or not connection.connection_set:
-            return GroupOverview(group, 0, None, None, None, stats.consume_tps, lag)
-        return GroupOverview(
-            group,
-            len(connection.connection_set),
-            min(member.version for member in connection.connection_set),
-            connection.consume_type.value,
-            connection.message_model.value,
-            stats.consume_tps,
-            lag,
-        )
+    async def groups_overview(self) -> list[GroupOverview]:
+        """Every consumer group (``consumer_groups``): members online, their kind, consume TPS, total lag.
+        The masters are looked up once for all of them."""
+        masters = await self.master_addresses()
+        overviews = []
+        for group in await self.consumer_groups():
+            connection = await self._online_members(masters, group)
+            stats = await self._consume_stats(masters, group, None)
+            lag = sum(max(0, row.broker_offset - row.consumer_offset) for row in stats.offset_table)
+            if connection is None or not connection.connection_set:
+                overviews.append(GroupOverview(group, 0, None, None, None, stats.consume_tps, lag))
+                continue
+            overviews.append(
+                GroupOverview(
+                    group,
+                    len(connection.connection_set),
+                    min(member.version for member in connection.connection_set),
+                    connection.consume_type.value,
+                    connection.message_model.value,
+                    stats.consume_tps,
+                    lag,
+                )
+            )
+        return overviews
 
     async def consumer_connection(self, group: str) -> ConsumerConnection:
         """The group's online members and subscriptions (from the first broker that knows them)."""
+        connection = await self._online_members(await self.master_addresses(), group)
+        if connection is None:
+            raise MQClientError(f"consumer group {group!r} has no member online")
+        return connection
+
+    async def _online_members(self, masters: dict[str, str], group: str) -> ConsumerConnection | None:
+        """The first broker's answer that knows the group's members; None when every broker says none
+        is online."""
         fields = GetConsumerConnectionListRequestHeader(consumer_group=group).to_ext_fields()
-        for address in (await self.master_addresses()).values():
+        for address in masters.values():
             response = await self._broker(
                 address, RequestCode.GET_CONSUMER_CONNECTION_LIST, fields, ok=(0, ResponseCode.CONSUMER_NOT_ONLINE)
             )
             if response.code == ResponseCode.SUCCESS:
                 return ConsumerConnection.decode(response.body)
-        raise MQClientError(f"consumer group {group!r} has no member online")
+        return None
 
     async def reset_offset_by_time(
         self, group: str, topic: str, timestamp_ms: int, *, force: bool = True

@@ -545,15 +545,8 @@ class ResetOffsetBody(JsonBody, frozen=True, kw_only=True):
         return b'{"offsetTable":%s}' % table
 
     def encode_for_c(self) -> bytes:
-        """The list form (MessageQueueForC: brokerName, offset, queueId, topic), for C++ clients."""
-        return _ENCODER.encode(
-            {
-                "offsetTable": [
-                    {"brokerName": e.broker_name, "offset": e.offset, "queueId": e.queue_id, "topic": e.topic}
-                    for e in self.offset_table
-                ]
-            }
-        )
+        """The list form, for C++ clients: each entry a MessageQueueOffset (MessageQueueForC's fields)."""
+        return _ENCODER.encode({"offsetTable": self.offset_table})
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview) -> Self:

@@ -72,6 +72,7 @@ def pull_request(
     commit_offset: int = 0,
     suspend_ms: int = 0,
     sub_version: int = 0,
+    expression_type: str = "TAG",
 ) -> RemotingCommand:
     sys_flag = FLAG_SUBSCRIPTION
     if commit_offset > 0:
@@ -91,7 +92,7 @@ def pull_request(
         "suspendTimeoutMillis": str(suspend_ms),
         "subscription": expression or MATCH_ALL,
         "subVersion": str(sub_version),
-        "expressionType": "TAG",
+        "expressionType": expression_type,
     }
     return make_request(RequestCode.PULL_MESSAGE, opaque=next_opaque(), ext_fields=fields)
 

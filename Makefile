@@ -1,6 +1,7 @@
 # make run: a local NameServer + Broker on the default ports (store in ./.rocketq).
 # make test: create .venv when missing, install rocketq with its dev extras, lint, type-check, run every test
-# twice: with the mypyc-compiled message path (when this machine can build it) and as plain Python.
+# twice: with the mypyc-compiled message path (when this machine can build it) and as plain Python. The Spark
+# tests (tests/spark, a JVM per run) run once, in the plain pass.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -41,7 +42,7 @@ unit: unit-native unit-plain
 
 unit-native: native
 	@if ROCKETQ_NATIVE=required $(BIN)/python -c 'import rocketq' 2>/dev/null; then \
-		echo "== every test, compiled message path"; ROCKETQ_NATIVE=required $(BIN)/pytest -q; \
+		echo "== every test but Spark's, compiled message path"; ROCKETQ_NATIVE=required $(BIN)/pytest -q -m "not spark"; \
 	else echo "== no compiled build on this machine: only the plain Python run"; fi
 
 unit-plain: $(STAMP)

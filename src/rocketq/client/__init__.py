@@ -7,6 +7,7 @@ from rocketq.client.message import Message, MessageExt, MessageQueue, SendResult
 from rocketq.client.producer import Producer
 from rocketq.client.pull_consumer import PullConsumer
 from rocketq.client.push_consumer import PushConsumer
+from rocketq.client.selector import MessageSelector
 from rocketq.client.sync import SyncProducer, SyncPullConsumer, SyncPushConsumer
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "MessageExt",
     "MessageModel",
     "MessageQueue",
+    "MessageSelector",
     "Producer",
     "ProducerConfig",
     "PullConsumer",

@@ -48,3 +48,18 @@ def test_bad_values_are_named() -> None:
 def test_delay_levels_accept_milliseconds() -> None:
     config = BrokerConfig(message_delay_level="100ms 2s 1m 1h 1d")
     assert config.store_config().delay_levels_ms() == (100, 2000, 60_000, 3_600_000, 86_400_000)
+
+
+def test_client_limits_come_from_broker_conf_keys() -> None:
+    config = BrokerConfig.from_mapping(
+        {
+            "writeBufferHighWaterMark": "8388608",
+            "writeBufferLowWaterMark": "2097152",
+            "serverFrameTimeoutSeconds": "10",
+            "serverChannelMaxIdleTimeSeconds": "60",
+            "serverMaxBufferedRequestBytes": "67108864",
+        }
+    )
+    limits = config.server_limits()
+    assert (limits.write_buffer_high_water, limits.write_buffer_low_water) == (8 << 20, 2 << 20)
+    assert (limits.frame_timeout_s, limits.idle_timeout_s, limits.max_buffered_request_bytes) == (10, 60, 64 << 20)

@@ -54,3 +54,15 @@ def test_kv_config_table() -> None:
     assert kv.get("ns", "k") == "v2" and kv.namespace("ns") == {"k": "v2"}
     assert kv.delete("ns", "k") and not kv.delete("ns", "k")
     assert kv.namespace("ns") is None
+
+
+def test_client_limits_come_from_java_keys() -> None:
+    config = NamesrvConfig.from_mapping(
+        {
+            "writeBufferHighWaterMark": "8388608",
+            "serverFrameTimeoutSeconds": "5",
+            "serverChannelMaxIdleTimeSeconds": "9",
+        }
+    )
+    limits = config.server_limits()
+    assert (limits.write_buffer_high_water, limits.frame_timeout_s, limits.idle_timeout_s) == (8 << 20, 5, 9)

@@ -16,6 +16,7 @@ from rocketq.protocol import (
 )
 from rocketq.remoting import ConnectionClosedError, RemotingClient, RemotingServer, RemotingTimeoutError
 from rocketq.remoting.connection import Connection, next_opaque
+from rocketq.remoting.limits import ServerLimits
 from rocketq.remoting.server import BlockingHandler
 
 ECHO = 9001
@@ -194,7 +195,11 @@ async def test_graceful_close_finishes_in_flight(client: RemotingClient) -> None
 async def test_idle_connections_are_closed() -> None:
     closed: list[str] = []
     server = RemotingServer(
-        {ECHO: echo}, host="127.0.0.1", port=0, idle_timeout_s=0.2, on_idle=lambda c: closed.append(c.remote_address)
+        {ECHO: echo},
+        host="127.0.0.1",
+        port=0,
+        limits=ServerLimits(idle_timeout_s=0.2),
+        on_idle=lambda c: closed.append(c.remote_address),
     )
     await server.start()
     reader, writer = await raw_connection(server.port)

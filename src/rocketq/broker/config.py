@@ -9,6 +9,7 @@ from typing import Any
 
 from rocketq.common.settings import parse_properties, settings_from_mapping
 from rocketq.remoting.address import local_ipv4
+from rocketq.remoting.limits import ServerLimits
 from rocketq.store import FlushDiskType, StoreConfig
 
 # broker.conf spellings that are not the snake_case of our field names
@@ -55,6 +56,11 @@ class BrokerConfig:
     max_pull_bytes: int = 256 * 1024  # bytes returned by one pull (maxTransferBytesOnMessageInMemory)
     default_query_max_num: int = 32
     server_channel_max_idle_time_seconds: int = 120
+    # what one client may make the broker hold (rocketq.remoting.limits)
+    write_buffer_high_water_mark: int = 4 * 1024 * 1024  # unsent answers at which a connection is not served
+    write_buffer_low_water_mark: int = 1024 * 1024  # ... until they drain below this
+    server_frame_timeout_seconds: float = 30.0  # a request frame not complete this long closes its connection
+    server_max_buffered_request_bytes: int = 256 * 1024 * 1024  # partial frames held, process-wide
     rebalance_lock_max_live_time_ms: int = 60_000  # an orderly consumer's queue lock lives this long unrenewed
 
     @classmethod
@@ -80,6 +86,15 @@ class BrokerConfig:
     @property
     def name_servers(self) -> list[str]:
         return [a.strip() for a in self.namesrv_addr.replace(",", ";").split(";") if a.strip()]
+
+    def server_limits(self) -> ServerLimits:
+        return ServerLimits(
+            write_buffer_high_water=self.write_buffer_high_water_mark,
+            write_buffer_low_water=self.write_buffer_low_water_mark,
+            frame_timeout_s=self.server_frame_timeout_seconds,
+            idle_timeout_s=self.server_channel_max_idle_time_seconds,
+            max_buffered_request_bytes=self.server_max_buffered_request_bytes,
+        )
 
     def store_config(self) -> StoreConfig:
         return StoreConfig(

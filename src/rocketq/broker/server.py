@@ -99,7 +99,7 @@ class Broker:
             handler_table(self.context),
             host=config.listen_host,
             port=config.listen_port,
-            idle_timeout_s=config.server_channel_max_idle_time_seconds,
+            limits=config.server_limits(),
             on_close=self._channel_closed,
         )
         await self._server.start()

@@ -15,11 +15,16 @@ from typing import Final
 
 from rocketq.common.settings import SettingError, parse_properties, settings_from_mapping
 from rocketq.protocol import DEFAULT_MAX_FRAME_SIZE
+from rocketq.remoting.limits import ServerLimits
 
 # Java setting names whose snake_case form is not one of our field names.
 _JAVA_ALIASES: Final = {
     "bindAddress": "listen_host",
     "serverChannelMaxIdleTimeSeconds": "idle_timeout_s",
+    "writeBufferHighWaterMark": "write_buffer_high_water",
+    "writeBufferLowWaterMark": "write_buffer_low_water",
+    "serverFrameTimeoutSeconds": "frame_timeout_s",
+    "serverMaxBufferedRequestBytes": "max_buffered_request_bytes",
 }
 
 
@@ -37,7 +42,21 @@ class NamesrvConfig:
     idle_timeout_s: float = 120.0  # connections idle this long are closed
     order_message_enable: bool = False  # fill orderTopicConf in routes from the ORDER_TOPIC_CONFIG namespace
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE  # bytes
+    # what one client may make the NameServer hold (rocketq.remoting.limits)
+    write_buffer_high_water: int = 4 * 1024 * 1024  # unsent answers at which a connection is not served
+    write_buffer_low_water: int = 1024 * 1024  # ... until they drain below this
+    frame_timeout_s: float = 30.0  # a request frame not complete this long closes its connection
+    max_buffered_request_bytes: int = 256 * 1024 * 1024  # partial frames held, process-wide
     shutdown_grace_s: float = 5.0  # how long aclose() lets in-flight requests finish
+
+    def server_limits(self) -> ServerLimits:
+        return ServerLimits(
+            write_buffer_high_water=self.write_buffer_high_water,
+            write_buffer_low_water=self.write_buffer_low_water,
+            frame_timeout_s=self.frame_timeout_s,
+            idle_timeout_s=self.idle_timeout_s,
+            max_buffered_request_bytes=self.max_buffered_request_bytes,
+        )
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, object]) -> NamesrvConfig:

@@ -42,7 +42,7 @@ class NameServer:
             host=self.config.listen_host,
             port=self.config.listen_port,
             max_frame_size=self.config.max_frame_size,
-            idle_timeout_s=self.config.idle_timeout_s,
+            limits=self.config.server_limits(),
             on_close=self._connection_closed,
         )
         self._scan_task: asyncio.Task[None] | None = None

@@ -12,6 +12,7 @@ import asyncio
 import itertools
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import cast
 
@@ -24,6 +25,7 @@ from rocketq.protocol import (
     encode_frame_parts,
 )
 from rocketq.remoting.errors import ConnectionClosedError, RemotingTimeoutError
+from rocketq.remoting.limits import RequestBytesBudget, ServerLimits
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +43,12 @@ def next_opaque() -> int:
 
 
 class Connection(asyncio.Protocol):
-    """Thread safety: use from its event loop only."""
+    """Thread safety: use from its event loop only.
+
+    A server's connections get ``limits`` and the process's ``budget`` (``rocketq.remoting.limits``):
+    while their unsent answers are over the high-water mark, or their partial frame is over the shared
+    budget, they read nothing more and start none of the requests they hold. A client's connections
+    have no limits: pausing their reading could keep the answers they wait for from arriving."""
 
     def __init__(
         self,
@@ -49,6 +56,9 @@ class Connection(asyncio.Protocol):
         *,
         max_frame_size: int,
         on_close: Callable[[Connection], None] | None = None,
+        limits: ServerLimits | None = None,
+        budget: RequestBytesBudget | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._on_request = on_request
         self._on_close = on_close
@@ -57,8 +67,16 @@ class Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.remote_address = "?"
-        self.last_activity = time.monotonic()
+        self._clock = clock
+        self.last_activity = clock()
         self.attributes: dict[str, object] = {}  # per-connection state for the owner (client ids ...)
+        self._limits = limits
+        self._budget = budget
+        self._held: deque[RemotingCommand] = deque()  # requests read while answers were backed up
+        self._answers_backed_up = False  # unsent answers over the high-water mark
+        self._over_budget = False  # the partial frame is over the process's request-bytes budget
+        self.partial_frame_since: float | None = None  # when the first byte of an incomplete frame came
+        self.backpressure_episodes = 0  # times the answers backed up
 
     # -- asyncio.Protocol -----------------------------------------------------------------------------
 
@@ -68,9 +86,13 @@ class Connection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and len(peer) >= 2:
             self.remote_address = f"{peer[0]}:{peer[1]}"
+        if self._limits is not None:
+            self._transport.set_write_buffer_limits(
+                high=self._limits.write_buffer_high_water, low=self._limits.write_buffer_low_water
+            )
 
     def data_received(self, data: bytes) -> None:
-        self.last_activity = time.monotonic()
+        self.last_activity = self._clock()
         decoder = self._decoder
         try:
             commands = decoder.decode(data)
@@ -78,11 +100,97 @@ class Connection(asyncio.Protocol):
             log.warning("closing connection from %s: %s", self.remote_address, exc)
             self.close()
             return
-        for command in commands:
-            self._dispatch(command)
+        if self._limits is None:
+            for command in commands:
+                self._dispatch(command)
+        else:
+            self._dispatch_limited(commands)
+            self._account_partial_frame(decoder.buffered)
         if decoder.error is not None:  # a malformed frame after these: they were served, now close
             log.warning("closing connection from %s: %s", self.remote_address, decoder.error)
             self.close()
+
+    # -- limits (server side) -------------------------------------------------------------------------
+
+    def _dispatch_limited(self, commands: list[RemotingCommand]) -> None:
+        held = self._held
+        for command in commands:
+            if command.flag & RESPONSE_FLAG or not (self._answers_backed_up or held):
+                self._dispatch(command)
+            else:
+                held.append(command)
+
+    def _account_partial_frame(self, buffered: int) -> None:
+        if buffered == 0:
+            self.partial_frame_since = None
+        elif self.partial_frame_since is None:
+            self.partial_frame_since = self.last_activity
+        if self._budget is None:
+            return
+        within = self._budget.hold(self, buffered, self._budget_freed)
+        if not within and not self._over_budget:
+            self._over_budget = True
+            log.warning(
+                "connection from %s: %d bytes of partial request frames held in this process (limit %d); "
+                "not reading from it until other frames complete",
+                self.remote_address,
+                self._budget.used,
+                self._budget.limit,
+            )
+            self._update_reading()
+
+    def _budget_freed(self) -> None:
+        self._over_budget = False
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        if self._answers_backed_up or self._over_budget:
+            transport.pause_reading()
+        else:
+            transport.resume_reading()
+
+    def pause_writing(self) -> None:
+        """The transport's unsent bytes passed the high-water mark (server side: stop serving)."""
+        if self._limits is None or self._answers_backed_up:
+            return
+        self._answers_backed_up = True
+        self.backpressure_episodes += 1
+        log.log(
+            logging.INFO if self.backpressure_episodes == 1 else logging.DEBUG,
+            "connection from %s does not read its answers (%d bytes unsent): serving it paused until they drain",
+            self.remote_address,
+            self.unsent_bytes,
+        )
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        """The unsent bytes drained below the low-water mark: serve the held requests, read again."""
+        if not self._answers_backed_up:
+            return
+        self._answers_backed_up = False
+        held = self._held
+        while held and not self._answers_backed_up and self.is_open:
+            self._dispatch(held.popleft())
+        self._update_reading()
+
+    @property
+    def unsent_bytes(self) -> int:
+        """Bytes written to this connection that the peer has not taken yet."""
+        transport = self._transport
+        return transport.get_write_buffer_size() if transport is not None else 0
+
+    @property
+    def serving_paused(self) -> bool:
+        """True while this connection's unsent answers are over the high-water mark."""
+        return self._answers_backed_up
+
+    @property
+    def held_requests(self) -> int:
+        """Requests read but not started because the connection's answers are backed up."""
+        return len(self._held)
 
     def _dispatch(self, command: RemotingCommand) -> None:
         if command.flag & RESPONSE_FLAG:  # (the flag, not the property: this path is compiled)
@@ -96,6 +204,9 @@ class Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
+        self._held.clear()
+        if self._budget is not None:
+            self._budget.release(self)
         reason = f"connection lost: {exc}" if exc else "connection closed"
         for future in self._pending.values():
             if not future.done():

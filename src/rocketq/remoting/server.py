@@ -1,10 +1,12 @@
 """RemotingServer: accept connections, decode requests, dispatch them through a handler table.
 
 A handler is a coroutine, started eagerly as its request is decoded (it gets a Task only if it
-waits; see ``RequestHandler``). Handlers marked ``blocking`` are plain functions run in a thread pool
-so the loop never waits on them. An unknown request code gets REQUEST_CODE_NOT_SUPPORTED; a handler
-that raises gets SYSTEM_ERROR with the exception text; bad frames close only their connection.
-Oneway requests get no reply, whatever the handler returns.
+waits; see ``RequestHandler``). Every connection is held to the server's ``ServerLimits``
+(``rocketq.remoting.limits``): answers it does not read, frames it does not finish and idleness.
+Handlers marked ``blocking`` are plain functions run in a thread pool so the loop never waits on them.
+An unknown request code gets REQUEST_CODE_NOT_SUPPORTED; a handler that raises gets SYSTEM_ERROR with
+the exception text; bad frames close only their connection. Oneway requests get no reply, whatever the
+handler returns.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from rocketq.protocol import DEFAULT_MAX_FRAME_SIZE, ONEWAY_FLAG, RemotingCommand, ResponseCode, make_response
 from rocketq.remoting.connection import Connection, RequestHandler
+from rocketq.remoting.limits import RequestBytesBudget, ServerLimits, process_budget
 from rocketq.remoting.tasks import cancel_and_wait, start_eagerly
 
 log = logging.getLogger(__name__)
@@ -43,16 +46,23 @@ class RemotingServer:
         host: str = "0.0.0.0",
         port: int = 0,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
-        idle_timeout_s: float = 120.0,
+        limits: ServerLimits | None = None,
+        budget: RequestBytesBudget | None = None,
         worker_threads: int = 8,
         on_close: Callable[[Connection], None] | None = None,
         on_idle: Callable[[Connection], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``budget``: the bytes of partial frames this server's connections share with others; by
+        default the process-wide one (``process_budget``), at least ``limits.max_buffered_request_bytes``.
+        ``clock``: monotonic seconds, for the stall and idle checks (tests pass a fake one)."""
         self.handlers = dict(handlers)
         self._host = host
         self._port = port
         self._max_frame_size = max_frame_size
-        self._idle_timeout_s = idle_timeout_s
+        self.limits = limits = limits or ServerLimits()
+        self.budget = budget or process_budget(limits.max_buffered_request_bytes)
+        self._clock = clock
         self._on_close = on_close
         self._on_idle = on_idle
         self._executor = ThreadPoolExecutor(worker_threads, thread_name_prefix="rocketq-handler")
@@ -71,11 +81,18 @@ class RemotingServer:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(self._new_connection, self._host, self._port, reuse_address=True)
-        self._idle_task = asyncio.create_task(self._close_idle_connections())
+        self._idle_task = asyncio.create_task(self._close_stalled_connections())
         log.info("remoting server listening on %s:%d", self._host, self.port)
 
     def _new_connection(self) -> Connection:
-        connection = Connection(self._on_request, max_frame_size=self._max_frame_size, on_close=self._closed)
+        connection = Connection(
+            self._on_request,
+            max_frame_size=self._max_frame_size,
+            on_close=self._closed,
+            limits=self.limits,
+            budget=self.budget,
+            clock=self._clock,
+        )
         self.connections.add(connection)
         return connection
 
@@ -120,17 +137,35 @@ class RemotingServer:
             except Exception:
                 log.exception("cannot send response code=%d to %s", response.code, connection.remote_address)
 
-    async def _close_idle_connections(self) -> None:
-        interval = max(0.05, min(10.0, self._idle_timeout_s / 4))
+    async def _close_stalled_connections(self) -> None:
         while True:
-            await asyncio.sleep(interval)
-            now = time.monotonic()
-            for connection in list(self.connections):
-                if now - connection.last_activity > self._idle_timeout_s:
-                    log.info("closing idle connection %s", connection.remote_address)
-                    if self._on_idle is not None:
-                        self._on_idle(connection)
-                    connection.close()
+            await asyncio.sleep(self.limits.scan_interval_s)
+            self.close_stalled_connections()
+
+    def close_stalled_connections(self) -> int:
+        """Close the connections idle for ``idle_timeout_s`` or with a frame incomplete for
+        ``frame_timeout_s`` (the server checks every ``scan_interval_s``); returns how many."""
+        now = self._clock()
+        limits = self.limits
+        closed = 0
+        for connection in list(self.connections):
+            started = connection.partial_frame_since
+            if started is not None and now - started > limits.frame_timeout_s:
+                log.warning(
+                    "closing connection %s: a request frame incomplete for %.0f s (frame timeout %.0f s)",
+                    connection.remote_address,
+                    now - started,
+                    limits.frame_timeout_s,
+                )
+            elif now - connection.last_activity > limits.idle_timeout_s:
+                log.info("closing idle connection %s", connection.remote_address)
+                if self._on_idle is not None:
+                    self._on_idle(connection)
+            else:
+                continue
+            connection.close()
+            closed += 1
+        return closed
 
     async def aclose(self, grace_s: float = 5.0) -> None:
         """Stop accepting, let in-flight requests finish (up to ``grace_s``), close connections."""

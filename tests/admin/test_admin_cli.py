@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from rocketq.admin.cli import admin
-from rocketq.testing import ThreadedCluster
+from rocketq.testing import ThreadedCluster, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -141,10 +140,3 @@ def test_consumer_group_commands(cluster: ThreadedCluster) -> None:
 def progress(cluster: ThreadedCluster) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = json.loads(invoke(cluster, "consumerProgress", "-g", "AG", "--json"))
     return rows
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.05)

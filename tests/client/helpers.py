@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from typing import Protocol, TypeVar
 
 from rocketq.client import ClientConfig, ConsumeFromWhere, ConsumerConfig, Message, Producer, PullConsumer, PushConsumer
@@ -55,11 +54,3 @@ async def send(cluster: LocalCluster, count: int, prefix: str = "m", topic: str 
         for body in bodies:
             await producer.send(Message(topic, body, keys=body.decode()))
     return bodies
-
-
-async def eventually(condition: Callable[[], bool], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.05)

@@ -14,9 +14,10 @@ from pathlib import Path
 from rocketq.client import Message, Producer, PushConsumer
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
+from rocketq.testing import eventually
 from rocketq.testing.cluster_process import ClusterProcess
 
-from .helpers import consumer_config, eventually
+from .helpers import consumer_config
 
 TOPIC = "CrashTopic"
 OVERRIDES = {"flush_consumer_offset_interval_ms": 200}  # the broker persists committed offsets this often
@@ -62,7 +63,7 @@ async def test_a_group_resumes_after_its_broker_is_killed_and_loses_nothing(tmp_
     try:
         consumer = await slow_member(cluster, second_run).start()
         after = await send(cluster.namesrv_addr, 50, "after")
-        await eventually(lambda: set(first_run) | set(second_run) >= set(before + after), timeout=30)
+        await eventually(lambda: set(first_run) | set(second_run) >= set(before + after), timeout_s=30)
         await asyncio.sleep(0.3)
         await consumer.aclose()
     finally:

@@ -29,9 +29,9 @@ import pytest
 from rocketq.client import ConsumeFromWhere, Message, MessageModel, Producer, PushConsumer
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
-from rocketq.testing import LocalCluster
+from rocketq.testing import LocalCluster, eventually
 
-from .helpers import TOPIC, close_opened, consumer_config, eventually, opened, send
+from .helpers import TOPIC, close_opened, consumer_config, opened, send
 
 LAST = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
 TIMESTAMP = ConsumeFromWhere.CONSUME_FROM_TIMESTAMP
@@ -40,7 +40,7 @@ AGED = "Aged"  # one queue, whose first messages retention deletes
 
 async def consume(consumer: PushConsumer, received: list[bytes], expected: list[bytes]) -> None:
     """Wait for ``expected`` and a little longer: nothing else may come."""
-    await eventually(lambda: len(received) >= len(expected), timeout=10)
+    await eventually(lambda: len(received) >= len(expected), timeout_s=10)
     await asyncio.sleep(0.5)
     assert sorted(received) == sorted(expected)
     await consumer.aclose()

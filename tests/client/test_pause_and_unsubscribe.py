@@ -8,9 +8,9 @@ import time
 
 from rocketq.client import Message, MessageQueue, Producer, PullConsumer, PushConsumer
 from rocketq.client.admin import AdminClient
-from rocketq.testing import LocalCluster
+from rocketq.testing import LocalCluster, eventually
 
-from .helpers import TOPIC, consumer_config, eventually, opened, send
+from .helpers import TOPIC, consumer_config, opened, send
 
 OTHER = "Invoices"
 
@@ -79,9 +79,9 @@ async def test_unsubscribing_a_topic_drops_its_queues_and_the_brokers_forget_it(
     await consumer.start()
     await eventually(lambda: {q.topic for q in consumer.assigned_queues} >= {TOPIC, OTHER})
     consumer.unsubscribe(OTHER)
-    await eventually(lambda: OTHER not in {q.topic for q in consumer.assigned_queues}, timeout=3)
+    await eventually(lambda: OTHER not in {q.topic for q in consumer.assigned_queues}, timeout_s=3)
     await eventually(
-        lambda: all(OTHER not in b.clients.consumers["UNSUB"].subscriptions for b in cluster.brokers), timeout=3
+        lambda: all(OTHER not in b.clients.consumers["UNSUB"].subscriptions for b in cluster.brokers), timeout_s=3
     )
     kept = await send(cluster, 6, "kept")
     dropped = await send(cluster, 6, "dropped", topic=OTHER)

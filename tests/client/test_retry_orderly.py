@@ -21,9 +21,9 @@ from rocketq.client.admin import AdminClient
 from rocketq.client.config import ConsumerConfig
 from rocketq.client.message import MessageExt
 from rocketq.protocol import MessageQueue as WireQueue
-from rocketq.testing import LocalCluster
+from rocketq.testing import LocalCluster, eventually
 
-from .helpers import consumer_config, eventually
+from .helpers import consumer_config
 
 FAST_LEVELS = " ".join(f"{100 * (i + 1)}ms" for i in range(18))  # level n waits n x 100 ms
 
@@ -51,7 +51,7 @@ async def test_failed_message_comes_back_with_growing_delay_then_dead_letters(cl
         async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
             sent = await producer.send(Message("Jobs", b"poison", keys="bad-1"))
             await producer.send(Message("Jobs", b"fine"))
-        await eventually(lambda: len([d for d in deliveries if d[3] == sent.msg_id]) >= 4, timeout=20)
+        await eventually(lambda: len([d for d in deliveries if d[3] == sent.msg_id]) >= 4, timeout_s=20)
         await asyncio.sleep(1.0)
     finally:
         await consumer.aclose()
@@ -113,7 +113,7 @@ async def test_orderly_consumption_keeps_send_order_through_failures_and_rebalan
                     second.subscribe("Jobs")
                     await second.start()  # rebalance in the middle of the stream
                     await asyncio.sleep(0.3)
-        await eventually(lambda: all(len(set(seen[k])) == 20 for k in keys), timeout=30)
+        await eventually(lambda: all(len(set(seen[k])) == 20 for k in keys), timeout_s=30)
         assert first.assigned_queues and second.assigned_queues  # both members really took queues
     finally:
         await first.aclose()
@@ -184,7 +184,7 @@ async def test_after_sixteen_retries_the_message_is_a_dead_letter(tmp_path: Path
         try:
             async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
                 await producer.send(Message("Doomed", b"never works"))
-            await eventually(lambda: len(attempts) >= 17, timeout=30)
+            await eventually(lambda: len(attempts) >= 17, timeout_s=30)
             await asyncio.sleep(0.5)
         finally:
             await consumer.aclose()
@@ -266,16 +266,16 @@ async def test_an_orderly_member_keeps_its_locks_by_renewing_them_and_hands_them
         first = await orderly_member().start()
         second = orderly_member()
         try:
-            await eventually(lambda: held_by(first) == {0, 1, 2, 3}, timeout=5)
+            await eventually(lambda: held_by(first) == {0, 1, 2, 3}, timeout_s=5)
             for _ in range(6):  # 3 s: three lock lifetimes
                 await asyncio.sleep(0.5)
                 assert held_by(first) == {0, 1, 2, 3}
             await second.start()
-            await eventually(lambda: len(held_by(first)) == len(held_by(second)) == 2, timeout=5)
+            await eventually(lambda: len(held_by(first)) == len(held_by(second)) == 2, timeout_s=5)
             assert held_by(first) | held_by(second) == {0, 1, 2, 3}
         finally:
             await first.aclose()
-        await eventually(lambda: held_by(second) == {0, 1, 2, 3}, timeout=5)
+        await eventually(lambda: held_by(second) == {0, 1, 2, 3}, timeout_s=5)
         await second.aclose()
         assert held_by(second) == set()
 
@@ -299,7 +299,7 @@ async def test_a_listener_chooses_the_retry_delay_or_the_dead_letter_queue(clust
         async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
             await producer.send(Message("Jobs", b"later"))
             await producer.send(Message("Jobs", b"dead"))
-        await eventually(lambda: len(deliveries[b"later"]) == 2, timeout=10)
+        await eventually(lambda: len(deliveries[b"later"]) == 2, timeout_s=10)
         await asyncio.sleep(0.5)
     finally:
         await consumer.aclose()
@@ -330,7 +330,7 @@ async def test_failures_in_a_pulled_batch_spread_over_threads_are_retried_alone(
     try:
         async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
             sent = await producer.send_batch([Message("Jobs", b"batch-%d" % n) for n in range(10)])
-        await eventually(lambda: len(seen) == 15, timeout=15)
+        await eventually(lambda: len(seen) == 15, timeout_s=15)
         await asyncio.sleep(0.5)
         queue = sent.message_queue
         await eventually(lambda: consumer._core.offsets.table.get(queue) == 10)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from rocketq.client import (
@@ -18,7 +17,7 @@ from rocketq.client import (
 )
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
-from rocketq.testing import ThreadedCluster
+from rocketq.testing import ThreadedCluster, wait_until
 
 FIRST, SECOND = "SyncFirst", "SyncSecond"
 QUIET = 60.0  # no periodic task of the consumer's wakes its loop meanwhile (rebalancing, commits)
@@ -57,13 +56,6 @@ def send(cluster: ThreadedCluster, topic: str, count: int) -> list[bytes]:
         for body in bodies:
             producer.send(Message(topic, body))
     return bodies
-
-
-def wait_until(condition: Callable[[], bool], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.02)
 
 
 def poll_all(consumer: SyncPullConsumer, count: int, timeout: float) -> list[bytes]:

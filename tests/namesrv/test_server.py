@@ -3,7 +3,7 @@ from __future__ import annotations
 import asyncio
 import json
 import zlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -28,6 +28,7 @@ from rocketq.protocol import (
 )
 from rocketq.remoting import RemotingClient
 from rocketq.remoting.connection import next_opaque
+from rocketq.testing import eventually
 from tests.protocol.captures import captured_frames
 
 TIMEOUT = 3.0
@@ -91,12 +92,6 @@ async def cluster_info(client: RemotingClient, namesrv: NameServer) -> ClusterIn
     response = await client.invoke(namesrv.address, request(RequestCode.GET_BROKER_CLUSTER_INFO), TIMEOUT)
     assert response.code == ResponseCode.SUCCESS
     return ClusterInfo.decode(response.body)
-
-
-async def eventually(condition: Callable[[], bool], timeout: float = TIMEOUT) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.02)
 
 
 async def test_register_then_route(namesrv: NameServer, client: RemotingClient) -> None:

@@ -13,6 +13,7 @@ from rocketq.protocol import RemotingCommand, ResponseCode, encode_frame, make_r
 from rocketq.remoting import RemotingClient, RemotingServer
 from rocketq.remoting.connection import Connection, next_opaque
 from rocketq.remoting.limits import RequestBytesBudget, ServerLimits
+from rocketq.testing import eventually
 
 BIG = 9101
 ECHO = 9102
@@ -39,12 +40,6 @@ class FakeClock:
 
 def frame(code: int, body: bytes = b"") -> bytes:
     return encode_frame(make_request(code, opaque=next_opaque(), body=body))
-
-
-async def until(condition: object, timeout_s: float = 10.0) -> None:
-    async with asyncio.timeout(timeout_s):
-        while not condition():  # type: ignore[operator]
-            await asyncio.sleep(0.01)
 
 
 async def closed_by_server(reader: asyncio.StreamReader) -> bool:
@@ -75,7 +70,7 @@ async def test_a_client_that_never_reads_is_not_served_past_the_high_water_mark(
     reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
     requests = [make_request(BIG, opaque=next_opaque()) for _ in range(400)]  # 100 MiB of answers asked for
     writer.write(b"".join(encode_frame(r) for r in requests))
-    await until(lambda: any(c.serving_paused for c in server.connections))
+    await eventually(lambda: any(c.serving_paused for c in server.connections))
     (hostile,) = server.connections
     await asyncio.sleep(0.3)  # whatever it would still do, it has time to do
     assert hostile.serving_paused
@@ -103,7 +98,7 @@ async def test_a_frame_never_finished_closes_its_connection_after_the_frame_time
     reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
     whole = frame(ECHO, bytes(10_000))
     writer.write(whole[:5_000])
-    await until(lambda: any(c.partial_frame_since is not None for c in server.connections))
+    await eventually(lambda: any(c.partial_frame_since is not None for c in server.connections))
     for second in range(29):  # one byte a second keeps it active, not complete
         clock.now += 1
         writer.write(whole[5_000 + second : 5_001 + second])
@@ -141,9 +136,9 @@ async def test_partial_frames_share_one_budget_and_wait_for_room() -> None:
     second_reader, second = await asyncio.open_connection("127.0.0.1", server.port)
     first_frame, second_frame = frame(ECHO, bytes(150_000)), frame(ECHO, bytes(80_000))
     first.write(first_frame[:90_000])
-    await until(lambda: budget.used >= 90_000)
+    await eventually(lambda: budget.used >= 90_000)
     second.write(second_frame[:40_000])
-    await until(lambda: budget.waiting == 1)  # 130,000 > 100,000: the second one waits
+    await eventually(lambda: budget.waiting == 1)  # 130,000 > 100,000: the second one waits
     second.write(second_frame[40_000:])  # it is not read while it waits
     await asyncio.sleep(0.2)
     assert budget.waiting == 1 and budget.used < 100_000 + 64 * 1024
@@ -151,7 +146,7 @@ async def test_partial_frames_share_one_budget_and_wait_for_room() -> None:
     first.write(first_frame[90_000:])  # the first frame completes: room for the second
     assert len(await read_frames(first_reader, 1)) == 1
     assert len(await read_frames(second_reader, 1)) == 1
-    await until(lambda: budget.used == 0 and budget.waiting == 0)
+    await eventually(lambda: budget.used == 0 and budget.waiting == 0)
     for writer in (first, second):
         writer.close()
     await server.aclose(grace_s=0.2)

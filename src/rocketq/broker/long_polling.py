@@ -36,6 +36,7 @@ class LongPolling:
         self._loop_thread = threading.get_ident()  # built on the loop's thread
         self._max_offset = max_offset
         self._held: dict[tuple[str, int], list[_Hold]] = {}
+        self.holds = 0  # pulls held since the start (answered at once: not counted)
 
     def hold(self, topic: str, queue_id: int, offset: int, timeout_s: float, ready: Ready) -> None:
         """Call ``ready`` once the queue's max offset passes ``offset`` (now, if it already has), or
@@ -46,6 +47,7 @@ class LongPolling:
         key = (topic, queue_id)
         entry = _Hold(offset, ready)
         entry.timer = self._loop.call_later(timeout_s, self._expire, key, entry)
+        self.holds += 1
         self._held.setdefault(key, []).append(entry)
 
     def _expire(self, key: tuple[str, int], entry: _Hold) -> None:

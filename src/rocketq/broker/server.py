@@ -59,6 +59,7 @@ class Broker:
         self.consume_rates = consume_rates.ConsumeRates()
         self.registrar: Registrar | None = None
         self.schedule: ScheduleService | None = None
+        self.channels_expired = 0  # client channels dropped for want of heartbeats (channelExpiredTimeout)
 
     @property
     def port(self) -> int:
@@ -69,6 +70,11 @@ class Broker:
     def address(self) -> str:
         assert self.context is not None, "broker not started"
         return self.context.address
+
+    @property
+    def connections(self) -> frozenset[Connection]:
+        """The client connections open now (empty before ``start``)."""
+        return frozenset(self._server.connections) if self._server is not None else frozenset()
 
     async def start(self) -> Broker:
         config = self.config
@@ -153,6 +159,7 @@ class Broker:
     async def _expire_channels(self) -> None:
         timeout_s = self.config.channel_expired_timeout_ms / 1000
         for channel in self.clients.expired_channels(time.monotonic(), timeout_s):
+            self.channels_expired += 1
             if isinstance(channel, Connection):
                 log.info("closing client channel %s: no heartbeat for %.0fs", channel.remote_address, timeout_s)
                 channel.close()

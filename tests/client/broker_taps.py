@@ -15,9 +15,9 @@ Seen = Callable[[RemotingCommand, RemotingCommand | None], None]
 
 def tap(broker: Broker, code: int, seen: Seen) -> None:
     """Call ``seen`` for every request ``code`` that ``broker`` handles from now on."""
-    server = broker._server
-    assert server is not None, "broker not started"
-    handle = server.handlers[code]
+    handlers = broker.handlers
+    assert handlers, "broker not started"
+    handle = handlers[code]
     assert not isinstance(handle, BlockingHandler)
 
     async def watched(request: RemotingCommand, connection: Connection) -> RemotingCommand | None:
@@ -25,4 +25,4 @@ def tap(broker: Broker, code: int, seen: Seen) -> None:
         seen(request, response)
         return response
 
-    server.handlers[code] = watched
+    handlers[code] = watched

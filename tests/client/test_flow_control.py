@@ -227,9 +227,9 @@ async def give_up_and_retry(cluster: LocalCluster) -> None:
             await asyncio.sleep(0.2)
             await send_to_queue(b"after")  # its own pull: consumed while "stuck" hangs
             await eventually(lambda: (b"after", 0) in seen)
-        assert consumer._core.offsets.table.get(queue) == 1  # held at "stuck"
+        assert consumer.consume_offset(queue) == 1  # held at "stuck"
         await eventually(lambda: (b"stuck", 1) in seen, timeout_s=10)  # given up after 1 s, retried
-        await eventually(lambda: consumer._core.offsets.table.get(queue) == 3, timeout_s=5)
+        await eventually(lambda: consumer.consume_offset(queue) == 3, timeout_s=5)
     finally:
         release.set()
     await consumer.aclose()

@@ -6,7 +6,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketq.client.listener import HANDOVER_S, CallTimes, listener_batches, worker_parts
-from rocketq.client.message import MessageExt
+from rocketq.client.message import MessageExt, decode_messages
+from rocketq.common.message import encode_properties
+from rocketq.common.record import StoredRecord, encode_record
 
 
 def _messages(count: int, topic: str = "T") -> list[MessageExt]:
@@ -53,7 +55,14 @@ def test_fast_calls_are_grouped_and_slow_ones_spread() -> None:
 
 
 def test_a_retry_topic_batch_is_seen_under_its_original_topic() -> None:
-    retried = _messages(3, "%RETRY%G")
-    for message in retried:
-        message._properties = {"RETRY_TOPIC": "Orders"}
+    records = [
+        StoredRecord(
+            total_size=0, magic_code=0, body_crc=0, queue_id=0, flag=0, queue_offset=offset, physical_offset=0,
+            sys_flag=0, born_timestamp=0, born_host=bytes(8), store_timestamp=0, store_host=bytes(8),
+            reconsume_times=1, prepared_transaction_offset=0, body=b"", topic="%RETRY%G",
+            properties=encode_properties({"RETRY_TOPIC": "Orders"}),
+        )
+        for offset in range(3)
+    ]  # fmt: skip
+    retried = decode_messages(b"".join(encode_record(record) for record in records))
     assert [m.topic for batch in listener_batches(retried, 2) for m in batch] == ["Orders"] * 3

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rocketq.client.listener import CallTimes, ConsumeStatus, Reconsume
-from rocketq.client.listener_calls import CallSlot, ListenerCalls, ListenerRun
+from rocketq.client.listener_calls import ListenerCalls, ListenerRun
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.process_queue import ProcessQueue
 
@@ -50,12 +50,10 @@ def test_a_call_is_never_given_up_before_its_timeout() -> None:
 def test_a_rearmed_slot_is_reported_once_then_forgotten() -> None:
     calls = ListenerCalls()
     process = ProcessQueue(MessageQueue("T", "b", 0), 0)
-    rearmed = CallSlot(process, rearmed=True)
-    rearmed.current = []
-    calls._slots.add(rearmed)
+    calls.rearm(process, [])
     assert calls.overdue(5, now=10) == []
     assert len(calls.overdue(5, now=15)) == 1
-    assert rearmed not in calls._slots
+    assert calls.watched == 0
 
 
 def _message(offset: int) -> MessageExt:

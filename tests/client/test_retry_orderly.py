@@ -333,7 +333,7 @@ async def test_failures_in_a_pulled_batch_spread_over_threads_are_retried_alone(
         await eventually(lambda: len(seen) == 15, timeout_s=15)
         await asyncio.sleep(0.5)
         queue = sent.message_queue
-        await eventually(lambda: consumer._core.offsets.table.get(queue) == 10)
+        await eventually(lambda: consumer.consume_offset(queue) == 10)
     finally:
         await consumer.aclose()
     firsts = sorted(body for body, times in seen if times == 0)

@@ -108,7 +108,7 @@ async def test_oneway_gets_no_reply(server: RemotingServer, client: RemotingClie
     await client.invoke(address, request(ECHO), 3)  # ordered after the oneway on the same connection
     assert len(quiet_seen) == 1
     connection = await client.connection(address)
-    assert not connection._pending
+    assert connection.pending_requests == 0
 
 
 async def test_timeout(server: RemotingServer, client: RemotingClient) -> None:

@@ -23,7 +23,8 @@ from rocketq.broker.registration import Registrar
 from rocketq.broker.schedule import ScheduleService
 from rocketq.broker.subscription_groups import SubscriptionGroupManager
 from rocketq.broker.topic_config import TopicConfigManager
-from rocketq.remoting import Connection, RemotingClient, RemotingServer
+from rocketq.remoting import Connection, RemotingClient, RemotingServer, RequestHandler
+from rocketq.remoting.server import BlockingHandler
 from rocketq.remoting.tasks import cancel_and_wait
 from rocketq.store import MessageStore
 
@@ -70,6 +71,12 @@ class Broker:
     def address(self) -> str:
         assert self.context is not None, "broker not started"
         return self.context.address
+
+    @property
+    def handlers(self) -> dict[int, RequestHandler | BlockingHandler]:
+        """The request handlers by request code, as the server dispatches them (empty before ``start``).
+        Replacing an entry changes how later requests of that code are handled (tests watch traffic so)."""
+        return self._server.handlers if self._server is not None else {}
 
     @property
     def connections(self) -> frozenset[Connection]:

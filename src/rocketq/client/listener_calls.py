@@ -53,6 +53,18 @@ class ListenerCalls:
     def close(self, slot: CallSlot) -> None:
         self._slots.discard(slot)
 
+    def rearm(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
+        """Watch ``messages`` of a given-up call again, as if a new call on them had just started: the
+        broker did not take them back, so they are given up again a timeout later."""
+        slot = CallSlot(process, rearmed=True)
+        slot.current = messages
+        self._slots.add(slot)
+
+    @property
+    def watched(self) -> int:
+        """How many calls (running, or given up and rearmed) are watched."""
+        return len(self._slots)
+
     def overdue(self, timeout_s: float, now: float | None = None) -> list[tuple[ProcessQueue, list[MessageExt]]]:
         """The calls seen running for ``timeout_s`` or longer (by ``now``, ``time.monotonic()`` by default),
         each returned once. Call it every so often: a call is timed from the first call that sees it."""
@@ -82,9 +94,7 @@ class ListenerCalls:
             if core.clustering:
                 returned = [message for message in batch if await _send_back(core, message)]
                 if len(returned) < len(batch):
-                    slot = CallSlot(process, rearmed=True)
-                    slot.current = [message for message in batch if message not in returned]
-                    self._slots.add(slot)
+                    self.rearm(process, [message for message in batch if message not in returned])
                 batch = returned
             offset = process.finish(batch)
             if offset >= 0 and not process.dropped:

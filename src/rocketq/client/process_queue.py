@@ -40,6 +40,11 @@ class ProcessQueue:
         return len(self._pending) - self._head - len(self._finished)
 
     @property
+    def retained(self) -> int:
+        """Messages this queue keeps a reference to: the pending ones and a consumed prefix not dropped yet."""
+        return len(self._pending)
+
+    @property
     def max_span(self) -> int:
         """Offsets between the first and the last message still being consumed (RocketMQ's maxSpan)."""
         pending, finished, head = self._pending, self._finished, self._head

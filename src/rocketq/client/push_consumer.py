@@ -102,6 +102,12 @@ class PushConsumer:
     def assigned_queues(self) -> set[MessageQueue]:
         return set(self._core.assigned)
 
+    def consume_offset(self, queue: MessageQueue) -> int | None:
+        """The offset this member has consumed ``queue`` up to, the one it commits next (None when it has
+        none for the queue)."""
+        offset = self._core.offsets.table.get(queue)
+        return None if offset is None else int(offset)
+
     async def start(self) -> PushConsumer:
         if self._started or self._closed:
             raise MQClientError("the consumer is already started" if self._started else "the consumer is closed")

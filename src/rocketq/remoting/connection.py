@@ -183,6 +183,11 @@ class Connection(asyncio.Protocol):
         return transport.get_write_buffer_size() if transport is not None else 0
 
     @property
+    def pending_requests(self) -> int:
+        """Requests sent on this connection whose responses have not come yet."""
+        return len(self._pending)
+
+    @property
     def serving_paused(self) -> bool:
         """True while this connection's unsent answers are over the high-water mark."""
         return self._answers_backed_up

@@ -18,7 +18,7 @@ from rocketq.common.message_id import (
 
 
 def test_java_hash_matches_known_values() -> None:
-    assert tags_hash_code("TagA") == 2598919  # protocol-4x.md §4.3
+    assert tags_hash_code("TagA") == 2598919  # docs/store-format.md#tag-hash-code
     assert java_string_hash("") == 0
     assert java_string_hash("hello") == 99162322
     assert java_string_hash("polygenelubricants") == -2147483648  # the famous Integer.MIN_VALUE string

@@ -21,7 +21,7 @@ from rocketq.protocol import (
 )
 from rocketq.protocol.frame import FrameDecoder
 
-# Hand-built from protocol-4x.md §1.1 (frame) and §1.2 (JSON header), shaped like the
+# Hand-built from docs/protocol.md#frames and #json-header, shaped like the
 # C++ 0.4.4 client: alphabetical keys, numeric extFields, remark "", trailing "\n".
 CPP_HEADER = (
     b'{"code":10,"extFields":{"queueId":3,"sysFlag":0,"topic":"TopicTest","unitMode":"0"},'

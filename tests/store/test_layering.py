@@ -1,4 +1,4 @@
-"""The layering rules of architecture.md, checked on the source: store and protocol stay free of I/O
+"""The layering rules of docs/architecture.md#layers-and-import-rules, checked on the source: store and protocol stay free of I/O
 frameworks, and the store imports nothing above ``rocketq.common``."""
 
 import ast

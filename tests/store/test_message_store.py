@@ -222,6 +222,21 @@ def test_retention_waits_for_the_configured_hour(tmp_path: Path) -> None:
         assert store.commit_log.min_offset == 0
 
 
+def test_closing_a_store_deletes_nothing(tmp_path: Path) -> None:
+    """Retention runs on its own schedule only: a store closed at an hour when every expired file may go
+    keeps its files (the cleaner, unlike the flushers, does not run once more on the way out)."""
+    every_hour = ";".join(f"{hour:02d}" for hour in range(24))
+    config = small_config(
+        tmp_path, file_reserved_time_hours=0.0, delete_when=every_hour, clean_resource_interval_ms=3_600_000
+    )
+    with MessageStore(config) as store:
+        for _ in range(40):
+            store.put_message(message(body=bytes(300)))
+        files = sorted(path.name for path in config.commit_log_dir.iterdir())
+    assert len(files) > 1
+    assert sorted(path.name for path in config.commit_log_dir.iterdir()) == files
+
+
 def test_delete_topic_removes_its_queues(store: MessageStore) -> None:
     store.put_messages([message(topic="Gone"), message(topic="Kept")])
     store.dispatch_now()

@@ -1,4 +1,4 @@
-"""Golden bytes for every on-disk format, built by hand from the field tables in protocol-4x.md §4."""
+"""Golden bytes for every on-disk format, built by hand from the field tables in docs/store-format.md."""
 
 from __future__ import annotations
 

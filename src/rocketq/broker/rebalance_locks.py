@@ -2,7 +2,7 @@
 
 A lock is keyed by (consumer group, message queue) and held by one client id. It lives
 ``max_live_ms`` after its last renewal; locking again by the holder renews it, and once it has
-expired any client of the group may take it over (protocol-4x.md §2.7).
+expired any client of the group may take it over (docs/protocol.md#lock_batch_mq-41-and-unlock_batch_mq-42).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Why not ``concurrent.futures.ThreadPoolExecutor``: a consume thread answers thro
 the executor's per-task Future, its condition variables and its idle semaphore were all overhead, and
 its Python-level bookkeeping ran under the GIL on both sides of every hand-over. On the paced latency
 stream of ``rocketq bench consumer`` the executor's hand-over took 130 us (p50) from submission to the
-listener; see docs/benchmarks.md, "Seventh round".
+listener; see docs/benchmark-rounds.md#a-plain-function-listener-waited-for-its-thread.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Latency fault tolerance (MQFaultStrategy, seed 000 §4.1): a broker that answered slowly or failed
+"""Latency fault tolerance (RocketMQ's MQFaultStrategy; docs/architecture.md#send): a broker that answered slowly or failed
 is avoided for a while that grows with its latency, using RocketMQ's table."""
 
 from __future__ import annotations

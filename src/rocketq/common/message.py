@@ -1,7 +1,7 @@
 """Message facts shared by every layer: property names, the properties codec, tag hash codes.
 
 The properties string is ``name \\x01 value \\x02 name \\x01 value ...`` in UTF-8. Java writes no
-trailing ``\\x02``; the C++ client and ali-ons do. Parsing is tolerant of both (protocol-4x.md §4.2).
+trailing ``\\x02``; the C++ client and ali-ons do. Parsing is tolerant of both (docs/store-format.md#properties).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The stored-message record: CommitLog entries, pull bodies, VIEW/QUERY_MESSAGE bodies.
 
-Layout (protocol-4x.md §4.1; big-endian; IPv4 hosts only, see §7 rule 7):
+Layout (docs/store-format.md#message-record; big-endian; IPv4 hosts only, see docs/protocol.md#rule-10-ipv4-hosts-only):
 
 | offset | size | field                          |
 |--------|------|--------------------------------|

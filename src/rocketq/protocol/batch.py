@@ -1,4 +1,4 @@
-"""The batch send body (SEND_BATCH_MESSAGE, or code 10/310 with the batch flag; protocol-4x.md §2.3).
+"""The batch send body (SEND_BATCH_MESSAGE, or code 10/310 with the batch flag; docs/protocol.md#batch-body).
 
 | field      | size      | content                                   |
 |------------|-----------|-------------------------------------------|

@@ -1,4 +1,4 @@
-"""JSON bodies of RocketMQ commands (protocol-4x.md §3).
+"""JSON bodies of RocketMQ commands (docs/protocol.md#bodies).
 
 Each body is a msgspec Struct with snake_case Python names and fastjson's camelCase
 wire names. :meth:`JsonBody.decode` is liberal, as §3 asks:
@@ -188,7 +188,7 @@ class HeartbeatData(JsonBody, frozen=True, kw_only=True):
 
     @classmethod
     def _normalize(cls, obj: Any) -> Any:
-        # The C++ client writes enum ordinals (protocol-4x.md §3.2, §7 rule 6).
+        # The C++ client writes enum ordinals (docs/protocol.md#heartbeatdata, #rule-9-heartbeats-come-in-two-dialects).
         if isinstance(obj, dict):
             for consumer in obj.get("consumerDataSet") or ():
                 if isinstance(consumer, dict):

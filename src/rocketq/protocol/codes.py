@@ -175,7 +175,7 @@ class ResponseCode(IntEnum):
     SUBSCRIPTION_GROUP_NOT_EXIST = 26
     FILTER_DATA_NOT_EXIST = 27
     FILTER_DATA_NOT_LATEST = 28
-    # Present in late 4.9.x upstream sources; not listed in protocol-4x.md.
+    # Present in late 4.9.x upstream sources; rocketq never sends it (docs/protocol.md#response-codes).
     FLUSH_DISK_FAILED = 29
 
     TRANSACTION_SHOULD_COMMIT = 200

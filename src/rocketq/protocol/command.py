@@ -5,7 +5,7 @@ A command is a small header (code, opaque, flags, ``extFields``, ...) plus an op
 body. The header travels in one of two encodings, chosen per request by the sender:
 
 * JSON (serialize type 0), what every client uses by default. Keys as fastjson writes
-  them; see protocol-4x.md §1.2. Readers must tolerate unknown keys (Java's
+  them; see docs/protocol.md#json-header. Readers must tolerate unknown keys (Java's
   ``serializeTypeCurrentRPC``), the C++ client's trailing newline, and ``extFields``
   values that are numbers or booleans instead of strings.
 * Binary "ROCKETMQ" (serialize type 1), mirroring ``RocketMQSerializable``::
@@ -21,7 +21,7 @@ body. The header travels in one of two encodings, chosen per request by the send
       entries         key_length int16, key, value_length int32, value (UTF-8)
 
 We always *write* ``extFields`` values as JSON strings: the C++ client ignores numbers
-(protocol-4x.md §7 rule 1).
+(docs/protocol.md#rule-1-extfields-values-are-strings).
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def make_response(
 
     Copies the request's opaque and serialize type (as the Java server does) and sets
     the response flag. ``ext_fields`` defaults to an empty map: Java clients expect a
-    non-null ``extFields`` in every response (protocol-4x.md §1.2 rule 3).
+    non-null ``extFields`` in every response (docs/protocol.md#rule-3-every-response-has-extfields).
     """
     return RemotingCommand(
         code=code,

@@ -1,6 +1,6 @@
 """The checkpoint file: store times of the newest flushed CommitLog, ConsumeQueue and index data.
 
-One 4096-byte page (protocol-4x.md §4.7): int64 physicMsgTimestamp at 0, int64 logicsMsgTimestamp at 8,
+One 4096-byte page (docs/store-format.md#checkpoint): int64 physicMsgTimestamp at 0, int64 logicsMsgTimestamp at 8,
 int64 indexMsgTimestamp at 16. After a crash, recovery re-scans the CommitLog from the file that was
 being written when the oldest of these was flushed.
 """

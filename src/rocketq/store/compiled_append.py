@@ -14,7 +14,7 @@ message; here two compiled passes do the work with no per-message Python:
   record over the maximum message size or properties over 32,767 bytes. The wait flag says whether
   any item asks to wait for the flush (``WAIT`` missing, or "true"/"1" in any case; the last
   non-empty value counts, as ``find_property`` reads it).
-- ``write_batch`` writes the records into a mapped CommitLog file (protocol-4x.md §4.1) exactly as
+- ``write_batch`` writes the records into a mapped CommitLog file (docs/store-format.md#message-record) exactly as
   ``CommitLog.append`` packs them: the item's properties with trailing separators stripped, then a
   separator and the broker's suffix; the body CRC computed here (CRC-32, slicing by 8, masked to
   int32). It stops before a record that would not leave 8 bytes for the end-of-file filler, and the

@@ -1,6 +1,6 @@
 """The dispatcher's per-record work compiled with numba: records to columns, index keys to hashes.
 
-``scan_columns`` walks consecutive stored records of one mapped file (protocol-4x.md §4.1) and writes,
+``scan_columns`` walks consecutive stored records of one mapped file (docs/store-format.md#message-record) and writes,
 per record, the ``ROW`` columns the ConsumeQueues need (the topic as an index into a table of known
 topic names, the TAGS hash code as Java's ``String.hashCode``), and, per index key, the key's hash as
 the IndexFile stores it (hashCode of ``topic#key``, made non-negative) with the number of its record,

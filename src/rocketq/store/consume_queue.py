@@ -2,7 +2,7 @@
 
 Entry ``n`` (the queue offset) lives at byte ``n * 20`` of the queue's logical space, split into files
 of ``mapped_file_size_consume_queue`` bytes under ``consumequeue/<topic>/<queueId>/<20-digit start>``
-(protocol-4x.md §4.5). Padding entries are ``(0, 0x7FFFFFFF, 0)``.
+(docs/store-format.md#consumequeue). Padding entries are ``(0, 0x7FFFFFFF, 0)``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""IndexFile: a hash index from ``topic#key`` to CommitLog offsets (protocol-4x.md §4.6).
+"""IndexFile: a hash index from ``topic#key`` to CommitLog offsets (docs/store-format.md#indexfile).
 
 | part    | size                 | content                                                               |
 |---------|----------------------|-----------------------------------------------------------------------|

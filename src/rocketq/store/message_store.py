@@ -81,7 +81,9 @@ class MessageStore:
         self._logics_flusher = PeriodicTask(
             "rocketq-logics-flush", config.flush_interval_consume_queue_ms / 1000, self.flush_logics
         )
-        self._cleaner = PeriodicTask("rocketq-clean", config.clean_resource_interval_ms / 1000, self.retention.run)
+        self._cleaner = PeriodicTask(
+            "rocketq-clean", config.clean_resource_interval_ms / 1000, self.retention.run, run_at_stop=False
+        )
         self._last_store_timestamp = 0
         self._lock_fd = -1
         self._open = False

@@ -26,7 +26,7 @@ assert _ENTRY_DTYPE.itemsize == 20
 SCALAR_MAX_ENTRIES = 32
 """Runs of at most this many entries are read entry by entry instead of with numpy: RocketMQ's default
 pull of 32 adjacent records took 25-27 us this way against 37-49 us with numpy; the two meet at about
-64 (``docs/benchmarks.md``, seventh round)."""
+64 (``docs/benchmark-rounds.md#reads-of-32-entries-without-numpy``)."""
 
 
 def get_from_queue(

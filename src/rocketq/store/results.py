@@ -17,7 +17,7 @@ NO_HOST = bytes(8)
 class MessageToStore:
     """A message as the broker hands it to the store (RocketMQ's MessageExtBrokerInner).
 
-    ``properties`` is the encoded properties string (protocol-4x.md §4.2); the store parses TAGS, KEYS,
+    ``properties`` is the encoded properties string (docs/store-format.md#properties); the store parses TAGS, KEYS,
     UNIQ_KEY and DELAY out of it when it dispatches. Hosts are 8 packed bytes (IPv4 + int32 port).
     """
 

@@ -1,5 +1,5 @@
 """LOCK_BATCH_MQ (41) and UNLOCK_BATCH_MQ (42): queue locks of orderly consumers (AdminBrokerProcessor
-lockBatchMQ / unlockBatchMQ over RebalanceLockManager, protocol-4x.md §2.7)."""
+lockBatchMQ / unlockBatchMQ over RebalanceLockManager, docs/protocol.md#lock_batch_mq-41-and-unlock_batch_mq-42)."""
 
 from __future__ import annotations
 

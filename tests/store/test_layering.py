@@ -1,5 +1,5 @@
-"""The layering rules of docs/architecture.md#layers-and-import-rules, checked on the source: store and protocol stay free of I/O
-frameworks, and the store imports nothing above ``rocketq.common``."""
+"""The layering rules of docs/architecture.md#layers-and-import-rules, checked on the source: store and
+protocol stay free of I/O frameworks, and the store imports nothing above ``rocketq.common``."""
 
 import ast
 from pathlib import Path

@@ -2,7 +2,8 @@
 
 Pure bookkeeping keyed by connection; the broker's I/O (notifications, closing channels) happens in
 the handlers and the server. Subscriptions keep the tag hash codes recomputed from the expression,
-because the C++ client sends all-zero code sets (docs/protocol.md#rule-8-subscriptions-come-from-the-pull-or-the-heartbeat).
+because the C++ client sends all-zero code sets
+(docs/protocol.md#rule-8-subscriptions-come-from-the-pull-or-the-heartbeat).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 A failed message is copied to ``%RETRY%<group>`` with a delay of level ``3 + reconsumeTimes`` (unless
 the consumer asked for a level), or to ``%DLQ%<group>`` at once when it has already been reconsumed
-the maximum number of times or the consumer asked for a negative level (docs/protocol.md#consumer_send_msg_back-36, docs/architecture.md#retries-and-dead-letters).
+the maximum number of times or the consumer asked for a negative level
+(docs/protocol.md#consumer_send_msg_back-36, docs/architecture.md#retries-and-dead-letters).
 """
 
 from __future__ import annotations

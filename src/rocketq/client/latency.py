@@ -1,5 +1,5 @@
-"""Latency fault tolerance (RocketMQ's MQFaultStrategy; docs/architecture.md#send): a broker that answered slowly or failed
-is avoided for a while that grows with its latency, using RocketMQ's table."""
+"""Latency fault tolerance (RocketMQ's MQFaultStrategy; docs/architecture.md#send): a broker that
+answered slowly or failed is avoided for a while that grows with its latency, using RocketMQ's table."""
 
 from __future__ import annotations
 

@@ -7,9 +7,9 @@ problem; anything else that raises is left to :class:`RemotingServer` (SYSTEM_ER
 
 Route bodies are written as standard JSON (quoted ``"0"`` broker-id keys) to every client: the
 C++ client and ali-ons were seen accepting it and Java's fastjson parses both dialects
-(docs/protocol.md#get_routeinfo_by_topic-105, #rule-11-routes-are-standard-json), whatever ``version`` or ``acceptStandardJsonOnly`` the request
-carries. Like fastjson, we sort the keys and leave out a null ``orderTopicConf``, so the body has
-the shape the clients were observed parsing.
+(docs/protocol.md#get_routeinfo_by_topic-105, #rule-11-routes-are-standard-json), whatever
+``version`` or ``acceptStandardJsonOnly`` the request carries. Like fastjson, we sort the keys and
+leave out a null ``orderTopicConf``, so the body has the shape the clients were observed parsing.
 """
 
 from __future__ import annotations

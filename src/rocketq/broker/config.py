@@ -56,6 +56,10 @@ class BrokerConfig:
     default_query_max_num: int = 32
     server_channel_max_idle_time_seconds: int = 120
     rebalance_lock_max_live_time_ms: int = 60_000  # an orderly consumer's queue lock lives this long unrenewed
+    # rocketq-only: a send marked idempotent is stored once within this window (0: off); the results of the
+    # last idempotent stores are kept in memory up to the maximum, older ones are found through the index
+    idempotent_send_window_ms: int = 600_000
+    idempotent_send_max_entries: int = 100_000
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> BrokerConfig:

@@ -33,12 +33,17 @@ async def test_a_marked_repeat_in_the_long_header_is_answered_with_the_first_sto
 
 
 async def test_a_marked_batch_in_code_10(broker: Broker, client: RemotingClient) -> None:
+    """A repeat of a batch is answered with its first store; a batch that only starts the same is stored."""
     body = encode_batch([BatchItem(b"one", encode_properties({"UNIQ_KEY": f"B{i}"})) for i in range(3)])
     first = await client.invoke(broker.address, marked(send_request("TopicJ", body, batch=True)), 3)
     again = await client.invoke(broker.address, marked(send_request("TopicJ", body, batch=True)), 3)
     assert first.code == again.code == ResponseCode.SUCCESS
     assert first.ext_fields["msgId"].count(",") == 2 and again.ext_fields == first.ext_fields
     assert broker.store.get_max_offset_in_queue("TopicJ", 0) == 3
+    other = encode_batch([BatchItem(b"one", encode_properties({"UNIQ_KEY": key})) for key in ("B0", "X1")])
+    different = await client.invoke(broker.address, marked(send_request("TopicJ", other, batch=True)), 3)
+    assert different.code == ResponseCode.SUCCESS and different.ext_fields["queueOffset"] == "3"  # no repeat
+    assert broker.store.get_max_offset_in_queue("TopicJ", 0) == 5
 
 
 async def test_a_marked_send_without_a_unique_key_is_refused(broker: Broker, client: RemotingClient) -> None:

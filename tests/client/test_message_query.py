@@ -168,3 +168,23 @@ def test_the_client_drops_what_a_broker_returns_for_a_colliding_hash() -> None:
     assert [m.properties_text for m in plain] == ["KEYS\x01Aa other"]
     unique = kept(answer, TOPIC, "Aa", unique=True, begin_ms=0, end_ms=2000)
     assert [m.properties_text for m in unique] == ["UNIQ_KEY\x01Aa"]
+
+
+async def test_queries_reuse_a_route_for_its_ttl_then_look_again(cluster: LocalCluster) -> None:
+    """A topic that gains a broker: queries see it once their cached route is ``query_route_ttl_s`` old."""
+    now = [0.0]
+    async with AdminClient(cluster.namesrv_addr, query_route_ttl_s=30.0, clock=lambda: now[0]) as admin:
+        await admin.update_topic("Growing", broker_addr=cluster.brokers[0].address, read_queues=1, write_queues=1)
+        async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+            await send_to(producer, "broker-a", Message("Growing", b"on-a", keys="g"))
+        await cluster.wait_dispatched()
+        assert bodies(await admin.query_by_key("Growing", "g")) == [b"on-a"]
+        await admin.update_topic("Growing", broker_addr=cluster.brokers[1].address, read_queues=1, write_queues=1)
+        async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+            on_b = await send_to(producer, "broker-b", Message("Growing", b"on-b", keys="g"))
+        assert on_b.message_queue.broker_name == "broker-b"
+        await cluster.wait_dispatched()
+        now[0] += 29.9
+        assert bodies(await admin.query_by_key("Growing", "g")) == [b"on-a"]  # the cached route: broker-a only
+        now[0] += 0.1
+        assert sorted(bodies(await admin.query_by_key("Growing", "g"))) == [b"on-a", b"on-b"]

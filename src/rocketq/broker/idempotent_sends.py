@@ -3,7 +3,7 @@ window; a repeat of its UNIQ_KEY is answered with the first store's result (same
 queueOffset) instead of being stored again. docs/idempotent-send.md says what this does and does not
 promise.
 
-A message is identified by its topic and UNIQ_KEY (a batch by its topic and its first message's).
+A message is identified by its topic and UNIQ_KEY (a batch by its topic and all its messages' UNIQ_KEYs).
 How a repeat is recognised, in order:
 
 1. The first store is still in progress (waiting for its fsync, say, while its producer timed out and
@@ -59,7 +59,12 @@ class Identity:
 
     @property
     def key(self) -> str:
-        return f"{self.topic}\x01{self.unique_keys[0]}"
+        """The key of memory: topic and UNIQ_KEY; for a batch also how many messages it has and a hash of
+        all their keys (a different batch that starts with the same message is no repeat)."""
+        keys = self.unique_keys
+        if len(keys) == 1:
+            return f"{self.topic}\x01{keys[0]}"
+        return f"{self.topic}\x01{keys[0]}\x01{len(keys)}\x01{hash(keys):x}"
 
 
 class IdempotentSends:
@@ -177,7 +182,7 @@ class IdempotentSends:
             after = records[-1]
             record = store.lookup_message(after.physical_offset + after.total_size)
             if record is None or find_property(record.properties, Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) != unique_key:
-                log.warning("idempotent batch %s: the stored batch differs from the repeat, storing it", identity.key)
+                log.info("idempotent batch %s: the stored batch differs from this one, storing it", identity.key)
                 return None
             records.append(record)
         first = records[0]

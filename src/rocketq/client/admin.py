@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +49,7 @@ from rocketq.protocol.headers import (
     ViewMessageRequestHeader,
 )
 from rocketq.protocol.namesrv_headers import DeleteTopicFromNamesrvRequestHeader
+from rocketq.remoting import RemotingError
 from rocketq.remoting.connection import next_opaque
 
 
@@ -79,9 +82,21 @@ DEFAULT_QUERY_MAX_NUM = 32
 
 
 class AdminClient:
-    def __init__(self, namesrv_addr: str, *, timeout_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        namesrv_addr: str,
+        *,
+        timeout_s: float = 5.0,
+        query_route_ttl_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """``query_route_ttl_s``: how long the message queries reuse a topic's route before asking the
+        name servers again (the other operations always ask); ``clock`` measures it (seconds)."""
         self._instance = ClientInstance(ClientConfig(namesrv_addr=namesrv_addr, instance_name="admin"))
         self._timeout = timeout_s
+        self._query_route_ttl_s = query_route_ttl_s
+        self._clock = clock
+        self._query_routes: dict[str, tuple[float, TopicRouteData]] = {}
 
     async def __aenter__(self) -> AdminClient:
         return self
@@ -125,6 +140,25 @@ class AdminClient:
         if route is None:
             raise MQClientError(f"no route for topic {topic!r}: the name servers do not know it")
         return route
+
+    async def _query_masters(self, topic: str) -> dict[str, str]:
+        """broker name -> master address of ``topic``'s brokers, from a route at most
+        ``query_route_ttl_s`` old: queries one after another do not each wait for a name server."""
+        now = self._clock()
+        cached = self._query_routes.get(topic)
+        if cached is None or now - cached[0] >= self._query_route_ttl_s:
+            cached = (now, await self.topic_route(topic))
+            self._query_routes[topic] = cached
+        return {b.broker_name: b.broker_addrs[MASTER_ID] for b in cached[1].broker_datas if MASTER_ID in b.broker_addrs}
+
+    async def _query_broker(self, topic: str, address: str, code: int, fields: dict[str, Any]) -> RemotingCommand:
+        """A query to one of ``topic``'s brokers; a broker that cannot be reached makes the next query
+        look the route up again."""
+        try:
+            return await self._broker(address, code, fields, ok=(0, ResponseCode.QUERY_NOT_FOUND))
+        except RemotingError:
+            self._query_routes.pop(topic, None)
+            raise
 
     async def master_addresses(self, cluster: str | None = None) -> dict[str, str]:
         """broker name -> master address, for one cluster or all."""
@@ -242,7 +276,7 @@ class AdminClient:
         ``begin_ms`` and ``end_ms`` (ms since the epoch, both included; no end: up to now), from every
         master of the topic: the ``max_num`` most recently stored, oldest first. Messages whose key
         only has the same hash are left out (``rocketq.client.message_query``)."""
-        route = await self.topic_route(topic)
+        masters = await self._query_masters(topic)
         end = end_ms if end_ms is not None else FAR_FUTURE_MS
         header = QueryMessageRequestHeader(
             topic=topic, key=key, max_num=max_num, begin_timestamp=begin_ms, end_timestamp=end
@@ -251,13 +285,8 @@ class AdminClient:
         if unique:
             fields["_UNIQUE_KEY_QUERY"] = "true"
         found: list[MessageExt] = []
-        for broker in route.broker_datas:
-            address = broker.broker_addrs.get(MASTER_ID)
-            if address is None:
-                continue
-            response = await self._broker(
-                address, RequestCode.QUERY_MESSAGE, fields, ok=(0, ResponseCode.QUERY_NOT_FOUND)
-            )
+        for address in masters.values():
+            response = await self._query_broker(topic, address, RequestCode.QUERY_MESSAGE, fields)
             if response.code == ResponseCode.SUCCESS:
                 found.extend(decode_messages(response.body))
         matching = kept(found, topic, key, unique=unique, begin_ms=begin_ms, end_ms=end)
@@ -273,16 +302,19 @@ class AdminClient:
         """The message at ``offset`` of queue ``queue_id`` of ``topic`` on broker ``broker_name`` (read
         with a pull of one message as group ``TOOLS_CONSUMER``, which commits nothing). MQClientError
         when the queue has no message there, saying which offsets it holds."""
-        route = await self.topic_route(topic)
-        masters = {b.broker_name: b.broker_addrs.get(MASTER_ID) for b in route.broker_datas}
+        masters = await self._query_masters(topic)
         address = masters.get(broker_name)
         if address is None:
             known = ", ".join(sorted(masters))
             raise MQClientError(f"topic {topic!r} has no master on broker {broker_name!r} (its brokers: {known})")
         queue = MessageQueue(topic, broker_name, queue_id)
-        response = await self._instance.invoke_broker(
-            address, pull_request(TOOLS_CONSUMER_GROUP, queue, offset, 1, MATCH_ALL), self._timeout
-        )
+        try:
+            response = await self._instance.invoke_broker(
+                address, pull_request(TOOLS_CONSUMER_GROUP, queue, offset, 1, MATCH_ALL), self._timeout
+            )
+        except RemotingError:
+            self._query_routes.pop(topic, None)
+            raise
         result = pull_result(response, (), address)
         found = [m for m in result.messages if m.queue_offset == offset]
         if result.status is not PullStatus.FOUND or not found:

@@ -243,6 +243,53 @@ def bench_consumer(
     run_consumer_bench(options, emit)
 
 
+@bench.command("query")
+@click.option(
+    "--messages",
+    type=click.IntRange(min=1),
+    default=10_000_000,
+    show_default=True,
+    help="Messages in the store (100-byte bodies, unique keys; about 330 bytes of disk each).",
+)
+@click.option(
+    "--queries", type=click.IntRange(min=1), default=10_000, show_default=True, help="Timed queries of each kind."
+)
+@click.option(
+    "--warmup", type=click.IntRange(min=0), default=500, show_default=True, help="Untimed queries of each kind first."
+)
+@click.option(
+    "--broker",
+    type=click.Choice(["process", "inline"]),
+    default="process",
+    show_default=True,
+    help="NameServer and broker in a child process (their own core), or in the bench's own event loop.",
+)
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to create the scratch directory (removed afterwards).  [default: the system temp dir]",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per measurement per line.")
+def bench_query(messages: int, queries: int, warmup: int, broker: str, directory: Path | None, as_json: bool) -> None:
+    """Measure message queries (by key, by unique key, by offset id) on a large store through a broker."""
+    from rocketq.bench.query import NOTES, QueryBenchOptions, run_query_bench
+
+    options = QueryBenchOptions(messages=messages, queries=queries, warmup=warmup, broker=broker, directory=directory)
+
+    def emit(measurement: Measurement) -> None:
+        click.echo(measurement.to_json() if as_json else table_row(measurement))
+
+    if not as_json:
+        click.echo(message_path_note())
+        for note in NOTES:
+            click.echo(note)
+        click.echo()
+        click.echo(table_header())
+    run_query_bench(options, emit)
+
+
 main.add_command(admin)
 main.add_command(namesrv_command)
 main.add_command(broker_command)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 from rocketq.broker.server import Broker
@@ -26,3 +27,38 @@ def tap(broker: Broker, code: int, seen: Seen) -> None:
         return response
 
     handlers[code] = watched
+
+
+class HeldReplies:
+    """The first ``count`` requests of a code, over the brokers it is installed on, are handled as always,
+    but their answers are held back until ``release()``: their senders time out although the broker did
+    the work (a reply lost or late on the network). ``held`` are the answers held, ``requests`` every
+    request seen."""
+
+    def __init__(self, count: int = 1) -> None:
+        self.left = count
+        self.held: list[RemotingCommand] = []
+        self.requests: list[RemotingCommand] = []
+        self._released = asyncio.Event()
+
+    def install(self, broker: Broker, code: int) -> HeldReplies:
+        handlers = broker.handlers
+        assert handlers, "broker not started"
+        handle = handlers[code]
+        assert not isinstance(handle, BlockingHandler)
+
+        async def holding(request: RemotingCommand, connection: Connection) -> RemotingCommand | None:
+            self.requests.append(request)
+            hold = self.left > 0
+            self.left -= 1
+            response = await handle(request, connection)
+            if hold and response is not None:
+                self.held.append(response)
+                await self._released.wait()
+            return response
+
+        handlers[code] = holding
+        return self
+
+    def release(self) -> None:
+        self._released.set()

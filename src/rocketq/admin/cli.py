@@ -3,46 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import time
-from collections.abc import Awaitable, Callable
-from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
+from rocketq.admin.message_commands import MESSAGE_COMMANDS
+from rocketq.admin.options import json_option, namesrv_option, parse_time, run
 from rocketq.admin.render import emit, timestamp
 from rocketq.client import Message, MQClientError, Producer
-from rocketq.client.admin import AdminClient
-from rocketq.client.message import MessageExt
 from rocketq.common.errors import RocketqError
-from rocketq.common.message import SCHEDULE_TOPIC, Property
 from rocketq.protocol.bodies import SubscriptionGroupConfigBody
-
-T = TypeVar("T")
-DEFAULT_NAMESRV = os.environ.get("NAMESRV_ADDR", "127.0.0.1:9876")
-
-
-def run(namesrv: str, action: Callable[[AdminClient], Awaitable[T]]) -> T:
-    async def main() -> T:
-        async with AdminClient(namesrv) as admin:
-            return await action(admin)
-
-    try:
-        return asyncio.run(main())
-    except RocketqError as exc:
-        raise click.ClickException(str(exc)) from exc
-
-
-namesrv_option = click.option(
-    "-n",
-    "--namesrv-addr",
-    "namesrv",
-    default=DEFAULT_NAMESRV,
-    show_default=True,
-    help="NameServer address(es), host:port;host:port (env NAMESRV_ADDR)",
-)
-json_option = click.option("--json", "as_json", is_flag=True, help="print JSON for scripts")
 
 
 @click.group()
@@ -158,88 +128,6 @@ def delete_topic(namesrv: str, topic: str, cluster: str | None, as_json: bool) -
     """Delete a topic from the brokers and the name servers."""
     brokers = run(namesrv, lambda a: a.delete_topic(topic, cluster=cluster))
     emit(as_json, {"topic": topic, "brokers": brokers}, ["deleted", "broker"], [[topic, b] for b in brokers])
-
-
-def _message_rows(messages: list[MessageExt]) -> tuple[list[dict[str, Any]], list[list[Any]]]:
-    documents = [
-        {
-            "msgId": m.msg_id,
-            "offsetMsgId": m.offset_msg_id,
-            "topic": m.topic,
-            "queueId": m.queue_id,
-            "queueOffset": m.queue_offset,
-            "tags": m.tags,
-            "keys": m.keys,
-            "properties": m.user_properties,
-            "reconsumeTimes": m.reconsume_times,
-            "retryTopic": m.properties.get(Property.RETRY_TOPIC),
-            "realTopic": m.properties.get(Property.REAL_TOPIC),  # of a copy waiting in the delay topic
-            "originMessageId": m.properties.get(Property.ORIGIN_MESSAGE_ID),
-            "bornHost": m.born_host,
-            "storeHost": m.store_host,
-            "storeTime": timestamp(m.store_timestamp),
-            "body": m.body.decode(errors="replace"),
-        }
-        for m in messages
-    ]
-    rows = [
-        [
-            m.msg_id,
-            _placed(m),
-            m.queue_id,
-            m.queue_offset,
-            m.reconsume_times,
-            m.tags or "",
-            " ".join(m.keys),
-            timestamp(m.store_timestamp),
-            m.body[:40].decode(errors="replace"),
-        ]
-        for m in messages
-    ]
-    return documents, rows
-
-
-_MESSAGE_HEADERS = ["msgId", "topic", "queue", "offset", "retries", "tags", "keys", "stored", "body"]
-
-
-def _placed(message: MessageExt) -> str:
-    """The topic a message is stored under, and where a delayed copy will go when it is due."""
-    real = message.properties.get(Property.REAL_TOPIC) if message.topic == SCHEDULE_TOPIC else None
-    return f"{message.topic} (for {real})" if real else message.topic
-
-
-@admin.command("queryMsgById")
-@namesrv_option
-@click.option("-t", "--topic", help="topic of a client message id (UNIQ_KEY); not needed for an offset id")
-@click.option("-i", "--msg-id", required=True)
-@click.option(
-    "--retries/--no-retries",
-    default=True,
-    show_default=True,
-    help="also its copies in the retry, dead-letter and delay topics of the groups consuming it",
-)
-@json_option
-def query_msg_by_id(namesrv: str, topic: str | None, msg_id: str, retries: bool, as_json: bool) -> None:
-    """A message by its id (the broker's offset id, or with --topic the client's unique id), then its
-    retries: one row per copy, in store order, with how many deliveries came before each."""
-    messages = run(namesrv, lambda a: a.query_by_id(topic, msg_id, with_retries=retries))
-    if not messages:
-        raise click.ClickException(f"message {msg_id} not found")
-    documents, rows = _message_rows(messages)
-    emit(as_json, documents, _MESSAGE_HEADERS, rows)
-
-
-@admin.command("queryMsgByKey")
-@namesrv_option
-@click.option("-t", "--topic", required=True)
-@click.option("-k", "--key", required=True)
-@click.option("--max", "max_num", default=64, show_default=True)
-@json_option
-def query_msg_by_key(namesrv: str, topic: str, key: str, max_num: int, as_json: bool) -> None:
-    """Messages of a topic whose KEYS contain this key."""
-    messages = run(namesrv, lambda a: a.query_by_key(topic, key, max_num=max_num))
-    documents, rows = _message_rows(messages)
-    emit(as_json, documents, _MESSAGE_HEADERS, rows)
 
 
 @admin.command("sendMessage")
@@ -379,20 +267,9 @@ def consumer_connection(namesrv: str, group: str, as_json: bool) -> None:
 @json_option
 def reset_offset_by_time(namesrv: str, group: str, topic: str, when: str, force: bool, as_json: bool) -> None:
     """Move a group's offsets of a topic to a point in time; running members continue from there."""
-    offsets = run(namesrv, lambda a: a.reset_offset_by_time(group, topic, _parse_time(when), force=force))
+    offsets = run(namesrv, lambda a: a.reset_offset_by_time(group, topic, parse_time(when), force=force))
     documents = [{"broker": o.broker_name, "queueId": o.queue_id, "offset": o.offset} for o in offsets]
     emit(as_json, documents, ["broker", "queue", "offset"], [list(d.values()) for d in documents])
-
-
-def _parse_time(text: str) -> int:
-    if text == "now":
-        return int(time.time() * 1000)
-    if text.lstrip("-").isdigit():
-        return int(text)
-    try:
-        return int(datetime.fromisoformat(text).timestamp() * 1000)
-    except ValueError as exc:
-        raise click.BadParameter(f"{text!r} is neither ms since the epoch nor an ISO time") from exc
 
 
 @admin.command("updateSubGroup")
@@ -426,3 +303,7 @@ def update_sub_group(
     )
     brokers = run(namesrv, lambda a: a.update_subscription_group(config, cluster=cluster, broker_addr=broker_addr))
     emit(as_json, {"group": group, "brokers": brokers}, ["group", "broker"], [[group, b] for b in brokers])
+
+
+for _command in MESSAGE_COMMANDS:  # queryMsgById, queryMsgByKey, queryMsgByUniqueKey, queryMsgByOffset
+    admin.add_command(_command)

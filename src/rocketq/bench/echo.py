@@ -10,17 +10,21 @@ wake-ups of two processes, which every message of the latency stream pays at lea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from rocketq.bench.pacing import paced
 
 PAYLOAD = b"x" * 64
 
 
-async def measure_echo(rate: int, count: int) -> list[int]:
-    """Round-trip times in ns of ``count`` paced pings to an echo server in a child process."""
+@contextlib.asynccontextmanager
+async def echo_connection() -> AsyncIterator[Callable[[], Awaitable[None]]]:
+    """An echo server in a child process, for as long as the context lasts; yields ``round_trip()``,
+    which sends ``PAYLOAD`` and waits for it to come back."""
     child = subprocess.Popen(
         [sys.executable, "-m", "rocketq.bench.echo"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
@@ -28,22 +32,34 @@ async def measure_echo(rate: int, count: int) -> list[int]:
         assert child.stdout is not None
         port = int(await asyncio.to_thread(child.stdout.readline))
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        rtts: list[int] = []
 
-        async def round_trip(sent_ns: int) -> None:
+        async def round_trip() -> None:
             writer.write(PAYLOAD)
             await reader.readexactly(len(PAYLOAD))
-            rtts.append(time.perf_counter_ns() - sent_ns)
 
-        await paced(rate, count, round_trip)
-        writer.close()
-        await writer.wait_closed()
-        return rtts
+        try:
+            yield round_trip
+        finally:
+            writer.close()
+            await writer.wait_closed()
     finally:
         for pipe in (child.stdin, child.stdout):
             if pipe is not None:
                 pipe.close()
         child.wait(10)
+
+
+async def measure_echo(rate: int, count: int) -> list[int]:
+    """Round-trip times in ns of ``count`` paced pings to an echo server in a child process."""
+    async with echo_connection() as round_trip:
+        rtts: list[int] = []
+
+        async def timed(sent_ns: int) -> None:
+            await round_trip()
+            rtts.append(time.perf_counter_ns() - sent_ns)
+
+        await paced(rate, count, timed)
+        return rtts
 
 
 async def _serve() -> None:

@@ -62,6 +62,10 @@ class BrokerConfig:
     server_frame_timeout_seconds: float = 30.0  # a request frame not complete this long closes its connection
     server_max_buffered_request_bytes: int = 256 * 1024 * 1024  # partial frames held, process-wide
     rebalance_lock_max_live_time_ms: int = 60_000  # an orderly consumer's queue lock lives this long unrenewed
+    # rocketq-only: a send marked idempotent is stored once within this window (0: off); the results of the
+    # last idempotent stores are kept in memory up to the maximum, older ones are found through the index
+    idempotent_send_window_ms: int = 600_000
+    idempotent_send_max_entries: int = 100_000
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> BrokerConfig:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from rocketq.broker.client_manager import ClientManager
 from rocketq.broker.config import BrokerConfig
@@ -24,6 +25,9 @@ from rocketq.protocol import RemoteProtocolError, RemotingCommand, ResponseCode,
 from rocketq.protocol.ext_fields import ExtFieldsHeader
 from rocketq.remoting import Connection, RequestHandler
 from rocketq.store import MessageStore
+
+if TYPE_CHECKING:
+    from rocketq.broker.idempotent_sends import IdempotentSends
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +54,8 @@ class BrokerContext:
     register_now: Callable[[], Awaitable[object]] = _nothing  # re-register and wait for it
     background: set[asyncio.Task[object]] = field(default_factory=set)
     consume_rates: ConsumeRates = field(default_factory=ConsumeRates)  # consumeTps of GET_CONSUME_STATS
+    clock: Callable[[], float] = time.time  # wall-clock seconds for time-dependent behaviour (tests inject one)
+    idempotent_sends: IdempotentSends | None = None  # the idempotent-send window, in front of the send handlers
 
     store_host: bytes = bytes(8)  # ``address`` packed as records store it: set with ``address`` by advertise()
 

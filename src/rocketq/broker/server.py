@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from rocketq.broker import consume_rates
@@ -16,6 +16,7 @@ from rocketq.broker.context import BrokerContext
 from rocketq.broker.grouped_puts import GroupedPuts
 from rocketq.broker.handlers import handler_table
 from rocketq.broker.handlers.clients import notify_group_changed
+from rocketq.broker.idempotent_sends import IdempotentSends
 from rocketq.broker.long_polling import LongPolling
 from rocketq.broker.loop_dispatch import FlushWaits, LoopDispatch
 from rocketq.broker.rebalance_locks import RebalanceLockTable
@@ -35,8 +36,10 @@ class Broker:
     """``async with Broker(config) as broker:`` starts it; ``aclose()`` stops it gracefully: stop
     accepting, answer held pulls, finish in-flight requests, persist offsets, close the store."""
 
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, *, clock: Callable[[], float] = time.time) -> None:
+        """``clock``: wall-clock seconds, for what depends on time (the idempotent-send window)."""
         self.config = config
+        self.clock = clock
         self.store = MessageStore(config.store_config())
         root = config.store_path_root_dir / "config"
         self.topics = TopicConfigManager(
@@ -107,6 +110,13 @@ class Broker:
             locks=RebalanceLockTable(config.rebalance_lock_max_live_time_ms),
             address="",
             consume_rates=self.consume_rates,
+            clock=self.clock,
+            idempotent_sends=IdempotentSends(
+                self.store,
+                window_ms=config.idempotent_send_window_ms,
+                max_entries=config.idempotent_send_max_entries,
+                clock=self.clock,
+            ),
         )
         self._server = RemotingServer(
             handler_table(self.context),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,10 +13,11 @@ from rocketq.client.config import ClientConfig
 from rocketq.client.errors import MQClientError, broker_error
 from rocketq.client.instance import ClientInstance
 from rocketq.client.message import MessageExt, MessageQueue, decode_messages
+from rocketq.client.message_query import FAR_FUTURE_MS, kept, newest_in_store_order, offset_id_address
+from rocketq.client.pull import MATCH_ALL, PullStatus, pull_request, pull_result
 from rocketq.client.route import MASTER_ID, PERM_READ, PERM_WRITE
 from rocketq.common.group_topics import RETRY_PREFIX, dlq_topic, retry_topic
 from rocketq.common.message import SCHEDULE_TOPIC, Property
-from rocketq.common.message_id import parse_offset_message_id
 from rocketq.protocol import (
     ClusterInfo,
     RemotingCommand,
@@ -47,6 +49,7 @@ from rocketq.protocol.headers import (
     ViewMessageRequestHeader,
 )
 from rocketq.protocol.namesrv_headers import DeleteTopicFromNamesrvRequestHeader
+from rocketq.remoting import RemotingError
 from rocketq.remoting.connection import next_opaque
 
 
@@ -71,10 +74,29 @@ class GroupOverview:
     lag: int  # messages behind, summed over every queue it has committed an offset for
 
 
+TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
+"""The group the admin tools read messages as (RocketMQ's MixAll.TOOLS_CONSUMER_GROUP)."""
+
+DEFAULT_QUERY_MAX_NUM = 32
+"""How many copies of one unique key a query returns per broker (a broker's ``defaultQueryMaxNum``)."""
+
+
 class AdminClient:
-    def __init__(self, namesrv_addr: str, *, timeout_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        namesrv_addr: str,
+        *,
+        timeout_s: float = 5.0,
+        query_route_ttl_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """``query_route_ttl_s``: how long the message queries reuse a topic's route before asking the
+        name servers again (the other operations always ask); ``clock`` measures it (seconds)."""
         self._instance = ClientInstance(ClientConfig(namesrv_addr=namesrv_addr, instance_name="admin"))
         self._timeout = timeout_s
+        self._query_route_ttl_s = query_route_ttl_s
+        self._clock = clock
+        self._query_routes: dict[str, tuple[float, TopicRouteData]] = {}
 
     async def __aenter__(self) -> AdminClient:
         return self
@@ -118,6 +140,25 @@ class AdminClient:
         if route is None:
             raise MQClientError(f"no route for topic {topic!r}: the name servers do not know it")
         return route
+
+    async def _query_masters(self, topic: str) -> dict[str, str]:
+        """broker name -> master address of ``topic``'s brokers, from a route at most
+        ``query_route_ttl_s`` old: queries one after another do not each wait for a name server."""
+        now = self._clock()
+        cached = self._query_routes.get(topic)
+        if cached is None or now - cached[0] >= self._query_route_ttl_s:
+            cached = (now, await self.topic_route(topic))
+            self._query_routes[topic] = cached
+        return {b.broker_name: b.broker_addrs[MASTER_ID] for b in cached[1].broker_datas if MASTER_ID in b.broker_addrs}
+
+    async def _query_broker(self, topic: str, address: str, code: int, fields: dict[str, Any]) -> RemotingCommand:
+        """A query to one of ``topic``'s brokers; a broker that cannot be reached makes the next query
+        look the route up again."""
+        try:
+            return await self._broker(address, code, fields, ok=(0, ResponseCode.QUERY_NOT_FOUND))
+        except RemotingError:
+            self._query_routes.pop(topic, None)
+            raise
 
     async def master_addresses(self, cluster: str | None = None) -> dict[str, str]:
         """broker name -> master address, for one cluster or all."""
@@ -204,14 +245,21 @@ class AdminClient:
     # -- messages -------------------------------------------------------------------------------------
 
     async def view_message(self, offset_msg_id: str) -> MessageExt:
-        """The message with this offset id (as returned by a send: ``offset_msg_id``)."""
-        host, port, offset = parse_offset_message_id(offset_msg_id)
+        """The message with this offset id (a send's ``offset_msg_id``: broker address and CommitLog
+        offset). MQClientError when the id is not an offset id or no message starts there."""
+        place = offset_id_address(offset_msg_id)
+        if place is None:
+            raise MQClientError(f"{offset_msg_id!r} is not an offset message id")
+        address, offset = place
         response = await self._broker(
-            f"{host}:{port}", RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(offset=offset).to_ext_fields()
+            address,
+            RequestCode.VIEW_MESSAGE_BY_ID,
+            ViewMessageRequestHeader(offset=offset).to_ext_fields(),
+            ok=(0, ResponseCode.SYSTEM_ERROR),
         )
-        messages = decode_messages(response.body)
+        messages = decode_messages(response.body) if response.code == ResponseCode.SUCCESS else []
         if not messages:
-            raise MQClientError(f"no message {offset_msg_id}")
+            raise MQClientError(f"message {offset_msg_id} not found: broker {address} has none at offset {offset}")
         return messages[0]
 
     async def query_by_key(
@@ -224,44 +272,78 @@ class AdminClient:
         end_ms: int | None = None,
         unique: bool = False,
     ) -> list[MessageExt]:
-        """Messages of ``topic`` with this key (KEYS entry, or UNIQ_KEY when ``unique``), from every master."""
-        route = await self.topic_route(topic)
+        """Messages of ``topic`` whose KEYS hold ``key`` (its UNIQ_KEY when ``unique``), stored between
+        ``begin_ms`` and ``end_ms`` (ms since the epoch, both included; no end: up to now), from every
+        master of the topic: the ``max_num`` most recently stored, oldest first. Messages whose key
+        only has the same hash are left out (``rocketq.client.message_query``)."""
+        masters = await self._query_masters(topic)
+        end = end_ms if end_ms is not None else FAR_FUTURE_MS
         header = QueryMessageRequestHeader(
-            topic=topic,
-            key=key,
-            max_num=max_num,
-            begin_timestamp=begin_ms,
-            end_timestamp=end_ms if end_ms is not None else int(time.time() * 1000) + 60_000,
+            topic=topic, key=key, max_num=max_num, begin_timestamp=begin_ms, end_timestamp=end
         )
         fields: dict[str, Any] = header.to_ext_fields()
         if unique:
             fields["_UNIQUE_KEY_QUERY"] = "true"
         found: list[MessageExt] = []
-        for broker in route.broker_datas:
-            address = broker.broker_addrs.get(MASTER_ID)
-            if address is None:
-                continue
-            response = await self._broker(
-                address, RequestCode.QUERY_MESSAGE, fields, ok=(0, ResponseCode.QUERY_NOT_FOUND)
-            )
+        for address in masters.values():
+            response = await self._query_broker(topic, address, RequestCode.QUERY_MESSAGE, fields)
             if response.code == ResponseCode.SUCCESS:
                 found.extend(decode_messages(response.body))
-        if unique:
-            found = [m for m in found if m.msg_id == key]
-        return sorted(found, key=lambda m: m.store_timestamp)
+        matching = kept(found, topic, key, unique=unique, begin_ms=begin_ms, end_ms=end)
+        return newest_in_store_order(matching, max_num)
+
+    async def query_by_unique_key(self, topic: str, unique_key: str) -> list[MessageExt]:
+        """The messages of ``topic`` whose client id (UNIQ_KEY, a send's ``msg_id``) is ``unique_key``,
+        from every master, oldest first: usually one; more when a send was stored again (a retry that
+        went to another broker, or a resend outside the idempotent window)."""
+        return await self.query_by_key(topic, unique_key, unique=True, max_num=DEFAULT_QUERY_MAX_NUM)
+
+    async def query_by_offset(self, topic: str, broker_name: str, queue_id: int, offset: int) -> MessageExt:
+        """The message at ``offset`` of queue ``queue_id`` of ``topic`` on broker ``broker_name`` (read
+        with a pull of one message as group ``TOOLS_CONSUMER``, which commits nothing). MQClientError
+        when the queue has no message there, saying which offsets it holds."""
+        masters = await self._query_masters(topic)
+        address = masters.get(broker_name)
+        if address is None:
+            known = ", ".join(sorted(masters))
+            raise MQClientError(f"topic {topic!r} has no master on broker {broker_name!r} (its brokers: {known})")
+        queue = MessageQueue(topic, broker_name, queue_id)
+        try:
+            response = await self._instance.invoke_broker(
+                address, pull_request(TOOLS_CONSUMER_GROUP, queue, offset, 1, MATCH_ALL), self._timeout
+            )
+        except RemotingError:
+            self._query_routes.pop(topic, None)
+            raise
+        result = pull_result(response, (), address)
+        found = [m for m in result.messages if m.queue_offset == offset]
+        if result.status is not PullStatus.FOUND or not found:
+            raise MQClientError(
+                f"no message at offset {offset} of {queue}: it holds offsets {result.min_offset}"
+                f" to {result.max_offset - 1}"
+                if result.max_offset > result.min_offset
+                else f"no message at offset {offset} of {queue}: the queue is empty"
+            )
+        return found[0]
 
     async def query_by_id(self, topic: str | None, msg_id: str, *, with_retries: bool = True) -> list[MessageExt]:
-        """By the client's unique id (UNIQ_KEY) in ``topic``, else as an offset id (no topic needed).
-        ``with_retries``: also the message's copies, found by its unique id, in the retry and dead-letter
-        topics of every group consuming its topic and in the delay topic (retries not yet due), all in
-        store order."""
-        found = await self.query_by_key(topic, msg_id, unique=True) if topic else []
-        if not found:
+        """By the client's unique id (UNIQ_KEY) in ``topic``, else as an offset id (no topic needed);
+        [] when neither finds it. Without ``topic``, an id that cannot be an offset id raises
+        MQClientError saying to give the topic. ``with_retries``: also the message's copies, found by
+        its unique id, in the retry and dead-letter topics of every group consuming its topic and in
+        the delay topic (retries not yet due), all in store order."""
+        place = offset_id_address(msg_id)
+        if topic is None and place is None:
+            raise MQClientError(
+                f"{msg_id} is not an offset message id; if it is a client message id (UNIQ_KEY), give its topic (-t)"
+            )
+        found = await self.query_by_unique_key(topic, msg_id) if topic else []
+        if not found and place is not None:
             try:
                 found = [await self.view_message(msg_id)]
             except MQClientError:
                 return []
-        if not with_retries:
+        if not found or not with_retries:
             return found
         unique_id = found[0].properties.get(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
         if unique_id is None:  # no client id to follow it by
@@ -270,9 +352,9 @@ class AdminClient:
         for group in await self.groups_consuming(found[0].topic):
             places += [retry_topic(group), dlq_topic(group)]
         seen = {(m.store_host, m.commit_log_offset) for m in found}
-        for place in places:
+        for place_topic in places:
             with contextlib.suppress(MQClientError):  # the group never had a retry or a dead letter
-                for copy in await self.query_by_key(place, unique_id, unique=True):
+                for copy in await self.query_by_unique_key(place_topic, unique_id):
                     if (copy.store_host, copy.commit_log_offset) not in seen:
                         seen.add((copy.store_host, copy.commit_log_offset))
                         found.append(copy)

@@ -31,6 +31,12 @@ class ProducerConfig:
     client: ClientConfig = ClientConfig()
     send_msg_timeout_s: float = 3.0
     retry_times_when_send_failed: int = 2  # sync sends: extra attempts on another broker
+    # How long one attempt waits for the broker's answer. None: the rest of send_msg_timeout_s (as RocketMQ),
+    # or for an idempotent send an equal share of it per attempt, leaving time to retry after a timeout.
+    send_attempt_timeout_s: float | None = None
+    # Mark every send idempotent (rocketq brokers store a repeat of its UNIQ_KEY once within their window;
+    # docs/idempotent-send.md); a send's own ``idempotent=`` argument overrides this.
+    idempotent: bool = False
     retry_times_when_send_async_failed: int = 2
     compress_msg_body_over_howmuch: int = 4096  # bytes; bodies above are zlib-compressed
     compress_level: int = 5
@@ -41,6 +47,8 @@ class ProducerConfig:
 
     def __post_init__(self) -> None:
         _check_group(self.group)
+        if self.send_attempt_timeout_s is not None and not self.send_attempt_timeout_s > 0:
+            raise ValueError(f"send_attempt_timeout_s must be above 0 (or None), not {self.send_attempt_timeout_s}")
 
 
 class MessageModel(enum.Enum):

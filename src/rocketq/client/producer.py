@@ -3,6 +3,13 @@
 Sends pick a queue round-robin, skipping brokers in latency back-off; a failed synchronous send is
 retried (``retry_times_when_send_failed``) on another broker. An unknown topic is sent through the
 ``TBW102`` template route so the broker creates it. Bodies over 4 KiB are zlib-compressed.
+
+An idempotent send (``ProducerConfig.idempotent`` or ``idempotent=True`` per send; rocketq brokers
+only, see docs/idempotent-send.md) asks the broker to store its message once: a repeat of its UNIQ_KEY
+within the broker's window is answered with the first store's result. Its id is written into the
+message's properties, so sending the same ``Message`` again is a repeat too. After a timeout or a lost
+connection (the broker may have stored it) it is retried on the same broker, where the repeat is
+recognised; after a definite failure, on another broker as usual.
 """
 
 from __future__ import annotations
@@ -28,7 +35,8 @@ from rocketq.common.message import Property, encode_properties, java_string_hash
 from rocketq.common.names import NOT_SENDABLE_TOPICS, empty_property_problem, separator_problem, topic_name_problem
 from rocketq.common.record import SysFlag
 from rocketq.protocol import BatchItem, RemotingCommand, RequestCode, ResponseCode, encode_batch, make_request
-from rocketq.remoting import RemotingError
+from rocketq.protocol.headers import IDEMPOTENT_SEND_FIELD
+from rocketq.remoting import ConnectionClosedError, RemotingError, RemotingTimeoutError
 from rocketq.remoting.connection import next_opaque
 
 log = logging.getLogger(__name__)
@@ -193,13 +201,19 @@ class Producer:
             raise MQClientError(problem)
         return text
 
-    def _prepare(self, message: Message) -> tuple[bytes, str, int, str]:
-        """(body, properties text, sys_flag, unique id) as they go on the wire."""
+    def _idempotent(self, idempotent: bool | None) -> bool:
+        return self.config.idempotent if idempotent is None else idempotent
+
+    def _prepare(self, message: Message, idempotent: bool) -> tuple[bytes, str, int, str]:
+        """(body, properties text, sys_flag, unique id) as they go on the wire. An idempotent send keeps
+        its unique id in ``message.properties``: a later send of the same message is a repeat of it."""
         properties = self._checked_properties(message)
         assert self._ids is not None
         unique_id = properties.setdefault(
             Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, self._ids.next_id(int(time.time() * 1000))
         )
+        if idempotent:
+            message.properties[Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = unique_id
         body, sys_flag = message.body, 0
         if len(body) > self.config.compress_msg_body_over_howmuch:
             compressed = zlib.compress(body, self.config.compress_level)
@@ -217,6 +231,7 @@ class Producer:
         *,
         batch: bool = False,
         oneway: bool = False,
+        idempotent: bool = False,
     ) -> RemotingCommand:
         # SendMessageRequestHeaderV2's fields written out (keys a..m), built here in compiled code (the
         # header's own to_ext_fields is interpreted); tests/client/test_written_headers.py holds them equal.
@@ -234,6 +249,8 @@ class Producer:
             "k": "false",
             "m": "true" if batch else "false",
         }
+        if idempotent:
+            fields[IDEMPOTENT_SEND_FIELD] = "true"
         code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
         return make_request(code, opaque=next_opaque(), ext_fields=fields, body=body, oneway=oneway)
 
@@ -273,46 +290,84 @@ class Producer:
 
     # -- sending --------------------------------------------------------------------------------------
 
-    async def send(self, message: Message, *, timeout: float | None = None) -> SendResult:
-        """Send and wait for the broker's answer, retrying on another broker when it fails."""
-        return await self._send_with_retries(message, timeout, self.config.retry_times_when_send_failed)
+    async def send(
+        self, message: Message, *, timeout: float | None = None, idempotent: bool | None = None
+    ) -> SendResult:
+        """Send and wait for the broker's answer, retrying on another broker when it fails (on the same
+        one after a timeout when idempotent). ``idempotent``: None follows ``ProducerConfig.idempotent``."""
+        return await self._send_message(message, timeout, self.config.retry_times_when_send_failed, idempotent)
 
-    async def _send_with_retries(self, message: Message, timeout: float | None, retries: int) -> SendResult:
-        body, properties, sys_flag, unique_id = self._prepare(message)
-        deadline = time.monotonic() + (timeout or self.config.send_msg_timeout_s)
-        last_broker: str | None = None
+    async def _send_message(
+        self, message: Message, timeout: float | None, retries: int, idempotent: bool | None
+    ) -> SendResult:
+        marked = self._idempotent(idempotent)
+        body, properties, sys_flag, unique_id = self._prepare(message, marked)
+
+        def request(queue: MessageQueue) -> RemotingCommand:
+            return self._request(queue, body, properties, sys_flag, message.flag, idempotent=marked)
+
+        return await self._send_with_retries(message.topic, request, unique_id, timeout, retries, marked)
+
+    def _attempt_timeout(self, total_s: float, retries: int, idempotent: bool) -> float:
+        """How long one attempt may wait for its answer: ``send_attempt_timeout_s`` when set; else the
+        whole send timeout, or for an idempotent send an equal share of it per attempt (a timed-out
+        attempt then leaves time for a retry, which the broker recognises as a repeat)."""
+        if self.config.send_attempt_timeout_s is not None:
+            return self.config.send_attempt_timeout_s
+        return total_s / (1 + retries) if idempotent else total_s
+
+    async def _send_with_retries(
+        self,
+        topic: str,
+        request: Callable[[MessageQueue], RemotingCommand],
+        unique_id: str,
+        timeout: float | None,
+        retries: int,
+        idempotent: bool,
+    ) -> SendResult:
+        """Up to ``1 + retries`` attempts within the send timeout, each ``request(queue)`` to a queue chosen
+        anew (another broker than the last), except that an idempotent send that timed out or lost its
+        connection, and so may have been stored, goes to the same queue again."""
+        total_s = timeout or self.config.send_msg_timeout_s
+        deadline = time.monotonic() + total_s
+        attempt_s = self._attempt_timeout(total_s, retries, idempotent)
+        queue: MessageQueue | None = None
         last_error: Exception | None = None
-        for attempt in range(1 + retries):
+        attempts = 0
+        while attempts <= retries:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            info = await self._publish_info(message.topic)
-            queue = self._select_queue(info, last_broker)
-            last_broker = queue.broker_name
-            request = self._request(queue, body, properties, sys_flag, message.flag)
+            attempts += 1
+            if queue is None or not (idempotent and isinstance(last_error, _MAYBE_STORED)):
+                queue = self._select_queue(await self._publish_info(topic), queue.broker_name if queue else None)
             try:
-                return await self._send_once(queue, request, unique_id, remaining)
+                return await self._send_once(queue, request(queue), unique_id, min(remaining, attempt_s))
             except BrokerResponseError as exc:
                 if exc.response_code not in _RETRY_CODES:
                     raise
                 last_error = exc
             except (RemotingError, MQClientError) as exc:
                 last_error = exc
-            log.info("send to %s failed (attempt %d): %s", queue, attempt + 1, last_error)
+            log.info("send to %s failed (attempt %d): %s", queue, attempts, last_error)
             if isinstance(last_error, BrokerResponseError) and last_error.refresh_route:
-                self._publish.pop(message.topic, None)
-        raise MQClientError(
-            f"send to topic {message.topic!r} failed after {1 + retries} attempts: {last_error}"
-        ) from last_error
+                self._publish.pop(topic, None)
+        raise MQClientError(f"send to topic {topic!r} failed after {attempts} attempts: {last_error}") from last_error
 
     def send_async(
-        self, message: Message, callback: SendCallback | None = None, *, timeout: float | None = None
+        self,
+        message: Message,
+        callback: SendCallback | None = None,
+        *,
+        timeout: float | None = None,
+        idempotent: bool | None = None,
     ) -> asyncio.Task[SendResult]:
         """Start a send; returns its task. ``callback(result, error)`` runs on the loop when it ends."""
+        retries = self.config.retry_times_when_send_async_failed
 
         async def run() -> SendResult:
             try:
-                result = await self._send_with_retries(message, timeout, self.config.retry_times_when_send_async_failed)
+                result = await self._send_message(message, timeout, retries, idempotent)
             except Exception as exc:
                 if callback is not None:
                     callback(None, exc)
@@ -328,12 +383,13 @@ class Producer:
             task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
         return task
 
-    async def send_oneway(self, message: Message) -> None:
+    async def send_oneway(self, message: Message, *, idempotent: bool | None = None) -> None:
         """Send without waiting for (or getting) an answer; one attempt."""
-        body, properties, sys_flag, _ = self._prepare(message)
+        marked = self._idempotent(idempotent)
+        body, properties, sys_flag, _ = self._prepare(message, marked)
         info = await self._publish_info(message.topic)
         queue = self._select_queue(info, None)
-        request = self._request(queue, body, properties, sys_flag, message.flag, oneway=True)
+        request = self._request(queue, body, properties, sys_flag, message.flag, oneway=True, idempotent=marked)
         await self.instance.remoting.oneway(await self._address(queue), request)
 
     async def send_orderly(
@@ -344,12 +400,14 @@ class Producer:
         selector: QueueSelector | None = None,
         arg: Any = None,
         timeout: float | None = None,
+        idempotent: bool | None = None,
     ) -> SendResult:
         """Send to the queue chosen by ``selector(queues, message, arg)`` or by hashing ``sharding_key``:
         messages with the same key keep their order. No retry on another queue (that would break it)."""
         if (selector is None) == (sharding_key is None):
             raise MQClientError("give exactly one of sharding_key and selector")
-        body, properties, sys_flag, unique_id = self._prepare(message)
+        marked = self._idempotent(idempotent)
+        body, properties, sys_flag, unique_id = self._prepare(message, marked)
         info = await self._publish_info(message.topic)
         queues = info.queues
         if selector is not None:
@@ -357,11 +415,15 @@ class Producer:
         else:
             assert sharding_key is not None
             queue = queues[(java_string_hash(sharding_key) & 0x7FFFFFFF) % len(queues)]
-        request = self._request(queue, body, properties, sys_flag, message.flag)
+        request = self._request(queue, body, properties, sys_flag, message.flag, idempotent=marked)
         return await self._send_once(queue, request, unique_id, timeout or self.config.send_msg_timeout_s)
 
-    async def send_batch(self, messages: Sequence[Message], *, timeout: float | None = None) -> SendResult:
-        """Send several messages of one topic in one request (stored together, in order)."""
+    async def send_batch(
+        self, messages: Sequence[Message], *, timeout: float | None = None, idempotent: bool | None = None
+    ) -> SendResult:
+        """Send several messages of one topic in one request (stored together, in order). Idempotent, the
+        batch is one unit: a repeat of it (the same messages, hence unique ids) is answered with the first
+        store's result."""
         if not messages:
             raise MQClientError("empty batch")
         topics = {m.topic for m in messages}
@@ -369,31 +431,27 @@ class Producer:
             raise MQClientError(f"a batch must have one topic, not {sorted(topics)}")
         if any(m.delay_level > 0 for m in messages):
             raise MQClientError("a batch cannot carry delayed messages")
+        marked = self._idempotent(idempotent)
         items, ids = [], []
         assert self._ids is not None
         fresh_ids = self._ids.next_ids(len(messages), int(time.time() * 1000))
         for message, fresh_id in zip(messages, fresh_ids, strict=True):
             properties = self._checked_properties(message)
-            ids.append(properties.setdefault(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, fresh_id))
+            unique_id = properties.setdefault(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, fresh_id)
+            if marked:
+                message.properties[Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = unique_id
+            ids.append(unique_id)
             items.append(BatchItem(message.body, self._properties_text(properties), message.flag))
         body = encode_batch(items)
         if len(body) > self.config.max_message_size:
             raise MQClientError(f"the batch of {len(body)} bytes exceeds the maximum {self.config.max_message_size}")
-        topic = messages[0].topic
-        deadline = time.monotonic() + (timeout or self.config.send_msg_timeout_s)
-        last_broker: str | None = None
-        last_error: Exception | None = None
-        for _ in range(1 + self.config.retry_times_when_send_failed):
-            info = await self._publish_info(topic)
-            queue = self._select_queue(info, last_broker)
-            last_broker = queue.broker_name
-            request = self._request(queue, body, "", 0, 0, batch=True)
-            try:
-                return await self._send_once(queue, request, ",".join(ids), max(0.001, deadline - time.monotonic()))
-            except BrokerResponseError as exc:
-                if exc.response_code not in _RETRY_CODES:
-                    raise
-                last_error = exc
-            except (RemotingError, MQClientError) as exc:
-                last_error = exc
-        raise MQClientError(f"batch send to {topic!r} failed: {last_error}") from last_error
+
+        def request(queue: MessageQueue) -> RemotingCommand:
+            return self._request(queue, body, "", 0, 0, batch=True, idempotent=marked)
+
+        retries = self.config.retry_times_when_send_failed
+        return await self._send_with_retries(messages[0].topic, request, ",".join(ids), timeout, retries, marked)
+
+
+_MAYBE_STORED = (RemotingTimeoutError, ConnectionClosedError)
+"""Failures after which the broker may have stored the message: the request may have reached it."""

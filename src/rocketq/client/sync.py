@@ -86,19 +86,21 @@ class SyncProducer:
             self._loop.stop()
             raise
 
-    def send(self, message: Message, *, timeout: float | None = None) -> SendResult:
-        return self._loop.call(self._producer.send(message, timeout=timeout))
+    def send(self, message: Message, *, timeout: float | None = None, idempotent: bool | None = None) -> SendResult:
+        return self._loop.call(self._producer.send(message, timeout=timeout, idempotent=idempotent))
 
-    def send_async(self, message: Message, *, timeout: float | None = None) -> Future[SendResult]:
+    def send_async(
+        self, message: Message, *, timeout: float | None = None, idempotent: bool | None = None
+    ) -> Future[SendResult]:
         """Start a send; returns a ``concurrent.futures.Future`` with its result."""
 
         async def start() -> SendResult:
-            return await self._producer.send_async(message, timeout=timeout)
+            return await self._producer.send_async(message, timeout=timeout, idempotent=idempotent)
 
         return self._loop.submit(start())
 
-    def send_oneway(self, message: Message) -> None:
-        self._loop.call(self._producer.send_oneway(message))
+    def send_oneway(self, message: Message, *, idempotent: bool | None = None) -> None:
+        self._loop.call(self._producer.send_oneway(message, idempotent=idempotent))
 
     def send_orderly(
         self,
@@ -108,13 +110,18 @@ class SyncProducer:
         selector: QueueSelector | None = None,
         arg: Any = None,
         timeout: float | None = None,
+        idempotent: bool | None = None,
     ) -> SendResult:
         return self._loop.call(
-            self._producer.send_orderly(message, sharding_key=sharding_key, selector=selector, arg=arg, timeout=timeout)
+            self._producer.send_orderly(
+                message, sharding_key=sharding_key, selector=selector, arg=arg, timeout=timeout, idempotent=idempotent
+            )
         )
 
-    def send_batch(self, messages: Sequence[Message], *, timeout: float | None = None) -> SendResult:
-        return self._loop.call(self._producer.send_batch(messages, timeout=timeout))
+    def send_batch(
+        self, messages: Sequence[Message], *, timeout: float | None = None, idempotent: bool | None = None
+    ) -> SendResult:
+        return self._loop.call(self._producer.send_batch(messages, timeout=timeout, idempotent=idempotent))
 
     def close(self) -> None:
         self._loop.close_with(self._producer.aclose())

@@ -8,6 +8,7 @@ How values are written and read is in :mod:`rocketq.protocol.ext_fields`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Final
 
 import msgspec
 import msgspec.structs
@@ -107,6 +108,12 @@ def parse_send_message_header(code: int, fields: Mapping[str, object]) -> SendMe
     if code in _V2_HEADER_CODES:
         return SendMessageRequestHeaderV2.from_ext_fields(fields)
     return SendMessageRequestHeader.from_ext_fields(fields)
+
+
+IDEMPOTENT_SEND_FIELD: Final = "rqIdempotent"
+"""rocketq-only extField of a send request (10, 310, 320): "true" asks a rocketq broker to store the
+message (or batch) once within its idempotent window, answering a repeat of its UNIQ_KEY with the first
+store's result (``rocketq.broker.idempotent_sends``). RocketMQ brokers ignore it."""
 
 
 class SendMessageResponseHeader(ResponseHeader, frozen=True, kw_only=True):

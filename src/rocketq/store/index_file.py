@@ -234,8 +234,18 @@ class IndexFile:
         self.index_count = number
         self.hash_slot_count += new_slots
 
-    def lookup(self, key: str, begin_ms: int, end_ms: int, limit: int, out: list[int]) -> None:
-        """Append to ``out`` the offsets stored for ``key`` within [begin_ms, end_ms], newest first."""
+    def lookup(
+        self,
+        key: str,
+        begin_ms: int,
+        end_ms: int,
+        limit: int,
+        out: list[int],
+        accept: Callable[[int], bool] | None = None,
+    ) -> None:
+        """Append to ``out`` the offsets stored for ``key`` within [begin_ms, end_ms] (to the second),
+        newest first, until ``out`` holds ``limit``. With ``accept``, only the offsets it accepts are
+        appended (and counted): a query skips hash collisions before they use up its limit."""
         if not self.mapped.hold():
             return
         try:
@@ -250,7 +260,11 @@ class IndexFile:
                     buffer, entries_at + number * INDEX_ENTRY_SIZE
                 )
                 stored_at = self.begin_timestamp + time_diff * 1000
-                if entry_hash == hashed and begin_ms - 999 <= stored_at <= end_ms:
+                if (
+                    entry_hash == hashed
+                    and begin_ms - 999 <= stored_at <= end_ms
+                    and (accept is None or accept(phy_offset))
+                ):
                     out.append(phy_offset)
                 if previous >= number or stored_at < begin_ms - 1000:
                     break

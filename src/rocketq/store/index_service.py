@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -130,15 +130,24 @@ class IndexService:
             written = self._writable_file().put_hashed(hashes, offsets, stamps, self._compiled)
             hashes, offsets, stamps = hashes[written:], offsets[written:], stamps[written:]
 
-    def query(self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int) -> list[int]:
-        """CommitLog offsets of records with ``key`` stored within [begin_ms, end_ms], newest first."""
+    def query(
+        self,
+        topic: str,
+        key: str,
+        max_num: int,
+        begin_ms: int,
+        end_ms: int,
+        accept: Callable[[int], bool] | None = None,
+    ) -> list[int]:
+        """CommitLog offsets of records indexed under ``key`` and stored within [begin_ms, end_ms] (to the
+        second), newest first: at most ``max_num``, and only those ``accept`` accepts when given."""
         found: list[int] = []
         full_key = f"{topic}#{key}"
         for index_file in reversed(self.files):
             if len(found) >= max_num:
                 break
             if index_file.overlaps(begin_ms, end_ms):
-                index_file.lookup(full_key, begin_ms, end_ms, max_num, found)
+                index_file.lookup(full_key, begin_ms, end_ms, max_num, found, accept)
         return found
 
     def delete_before(self, commit_log_min_offset: int) -> None:

@@ -41,6 +41,7 @@ from rocketq.store.dispatch_apply import ArrivalListener
 from rocketq.store.errors import StoreError
 from rocketq.store.flush import CommitLogFlusher, EventLoop, PeriodicTask
 from rocketq.store.index_service import IndexService
+from rocketq.store.key_query import records_by_key
 from rocketq.store.mapped_file import DiskFullError
 from rocketq.store.queue_reader import get_from_queue
 from rocketq.store.recovery import RecoveryReport, recover_commit_log
@@ -408,17 +409,20 @@ class MessageStore:
         return self.commit_log.read_record(commit_log_offset)
 
     def query_message(
-        self, topic: str, key: str, max_num: int = 32, begin_ms: int = 0, end_ms: int = 2**62
+        self,
+        topic: str,
+        key: str,
+        max_num: int = 32,
+        begin_ms: int = 0,
+        end_ms: int = 2**62,
+        *,
+        unique: bool | None = None,
     ) -> list[rec.StoredRecord]:
-        """Records of ``topic`` whose UNIQ_KEY or KEYS holds ``key``, stored in [begin_ms, end_ms]."""
+        """Up to ``max_num`` records of ``topic`` stored in [begin_ms, end_ms] that hold ``key`` (as
+        UNIQ_KEY when ``unique``, in KEYS when not, either when None), newest first (``records_by_key``)."""
         if self.index is None:
             return []
-        records = []
-        for offset in self.index.query(topic, key, max_num, begin_ms, end_ms):
-            record = self.commit_log.read_record(offset)
-            if record is not None and record.topic == topic:
-                records.append(record)
-        return records
+        return records_by_key(self.index, self.commit_log, topic, key, max_num, begin_ms, end_ms, unique)
 
     # -- topics and listeners -------------------------------------------------------------------------
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Coroutine
+import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,9 +30,13 @@ class LocalCluster:
         brokers: int = 1,
         name_servers: int = 1,
         cluster_name: str = "DefaultCluster",
+        clock: Callable[[], float] = time.time,
         **broker_overrides: Any,
     ) -> None:
+        """``clock``: the brokers' wall clock (``Broker``), for tests of time-dependent behaviour;
+        ``broker_overrides``: ``BrokerConfig`` fields for every broker."""
         self.root = root
+        self.clock = clock
         self.broker_count = brokers
         self.namesrv_count = name_servers
         self.cluster_name = cluster_name
@@ -71,7 +76,7 @@ class LocalCluster:
 
     async def start_broker(self, index: int, **overrides: Any) -> Broker:
         config = dataclasses.replace(self.broker_config(index), **overrides)
-        broker = Broker(config)
+        broker = Broker(config, clock=self.clock)
         await broker.start()
         assert broker.registrar is not None
         await broker.registrar.register_all()

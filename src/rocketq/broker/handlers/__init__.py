@@ -22,4 +22,6 @@ def handler_table(context: BrokerContext) -> HandlerTable:
     table: dict[int, object] = {}
     for module in (send, send_back, pull, offsets, clients, locks, consumers, groups, query, admin):
         table.update(module.handlers(context))
+    if context.idempotent_sends is not None:  # rocketq-only: sends marked idempotent are stored once
+        context.idempotent_sends.wrap(table)
     return table  # type: ignore[return-value]

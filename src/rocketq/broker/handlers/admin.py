@@ -93,6 +93,8 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
         stats = context.store.stats().as_dict()
         table = {key: str(value) for key, value in stats.items()}
         table["brokerVersionDesc"] = "rocketq"
+        if context.idempotent_sends is not None:
+            table.update(context.idempotent_sends.stats())
         return reply(request, ResponseCode.SUCCESS, body=json.dumps({"table": table}).encode())
 
     return {

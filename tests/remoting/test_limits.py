@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import struct
+import threading
 
 import pytest
 
@@ -13,6 +14,7 @@ from rocketq.protocol import RemotingCommand, ResponseCode, encode_frame, make_r
 from rocketq.remoting import RemotingClient, RemotingServer
 from rocketq.remoting.connection import Connection, next_opaque
 from rocketq.remoting.limits import RequestBytesBudget, ServerLimits
+from rocketq.remoting.server import BlockingHandler
 from rocketq.testing import eventually
 
 BIG = 9101
@@ -173,3 +175,35 @@ def test_limits_are_checked() -> None:
         ServerLimits(write_buffer_high_water=10, write_buffer_low_water=20)
     with pytest.raises(ValueError, match="positive"):
         ServerLimits(frame_timeout_s=0)
+
+
+async def test_requests_on_worker_threads_are_started_a_few_at_a_time_per_connection() -> None:
+    gate = threading.Event()
+    running = [0, 0]  # now, most at once
+    lock = threading.Lock()
+
+    def slow_query(request: RemotingCommand, connection: Connection) -> RemotingCommand:
+        with lock:
+            running[0] += 1
+            running[1] = max(running[1], running[0])
+        gate.wait(10)
+        with lock:
+            running[0] -= 1
+        return make_response(request, ResponseCode.SUCCESS)
+
+    limits = ServerLimits(max_worker_requests=3)
+    server = RemotingServer(
+        {ECHO: BlockingHandler(slow_query)}, host="127.0.0.1", port=0, limits=limits, worker_threads=8
+    )
+    await server.start()
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    requests = [make_request(ECHO, opaque=next_opaque()) for _ in range(20)]
+    writer.write(b"".join(encode_frame(r) for r in requests))
+    await eventually(lambda: running[0] == 3 and any(c.held_requests for c in server.connections))
+    await asyncio.sleep(0.2)  # the pool has 8 threads: nothing else starts while the three run
+    assert running == [3, 3]
+    gate.set()
+    assert sorted(await read_frames(reader, len(requests))) == sorted(r.opaque for r in requests)
+    assert running[1] == 3
+    writer.close()
+    await server.aclose(grace_s=0.2)

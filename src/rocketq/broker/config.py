@@ -59,6 +59,7 @@ class BrokerConfig:
     # what one client may make the broker hold (rocketq.remoting.limits)
     write_buffer_high_water_mark: int = 4 * 1024 * 1024  # unsent answers at which a connection is not served
     write_buffer_low_water_mark: int = 1024 * 1024  # ... until they drain below this
+    server_max_worker_requests: int = 16  # a connection's requests on worker threads (queries) at once
     server_frame_timeout_seconds: float = 30.0  # a request frame not complete this long closes its connection
     server_max_buffered_request_bytes: int = 256 * 1024 * 1024  # partial frames held, process-wide
     rebalance_lock_max_live_time_ms: int = 60_000  # an orderly consumer's queue lock lives this long unrenewed
@@ -95,6 +96,7 @@ class BrokerConfig:
         return ServerLimits(
             write_buffer_high_water=self.write_buffer_high_water_mark,
             write_buffer_low_water=self.write_buffer_low_water_mark,
+            max_worker_requests=self.server_max_worker_requests,
             frame_timeout_s=self.server_frame_timeout_seconds,
             idle_timeout_s=self.server_channel_max_idle_time_seconds,
             max_buffered_request_bytes=self.server_max_buffered_request_bytes,

@@ -24,6 +24,7 @@ _JAVA_ALIASES: Final = {
     "writeBufferHighWaterMark": "write_buffer_high_water",
     "writeBufferLowWaterMark": "write_buffer_low_water",
     "serverFrameTimeoutSeconds": "frame_timeout_s",
+    "serverMaxWorkerRequests": "max_worker_requests",
     "serverMaxBufferedRequestBytes": "max_buffered_request_bytes",
 }
 
@@ -45,6 +46,7 @@ class NamesrvConfig:
     # what one client may make the NameServer hold (rocketq.remoting.limits)
     write_buffer_high_water: int = 4 * 1024 * 1024  # unsent answers at which a connection is not served
     write_buffer_low_water: int = 1024 * 1024  # ... until they drain below this
+    max_worker_requests: int = 16  # a connection's requests on worker threads at once
     frame_timeout_s: float = 30.0  # a request frame not complete this long closes its connection
     max_buffered_request_bytes: int = 256 * 1024 * 1024  # partial frames held, process-wide
     shutdown_grace_s: float = 5.0  # how long aclose() lets in-flight requests finish
@@ -53,6 +55,7 @@ class NamesrvConfig:
         return ServerLimits(
             write_buffer_high_water=self.write_buffer_high_water,
             write_buffer_low_water=self.write_buffer_low_water,
+            max_worker_requests=self.max_worker_requests,
             frame_timeout_s=self.frame_timeout_s,
             idle_timeout_s=self.idle_timeout_s,
             max_buffered_request_bytes=self.max_buffered_request_bytes,

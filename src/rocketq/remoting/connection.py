@@ -72,8 +72,9 @@ class Connection(asyncio.Protocol):
         self.attributes: dict[str, object] = {}  # per-connection state for the owner (client ids ...)
         self._limits = limits
         self._budget = budget
-        self._held: deque[RemotingCommand] = deque()  # requests read while answers were backed up
+        self._held: deque[RemotingCommand] = deque()  # requests read but not started yet (see _can_serve)
         self._answers_backed_up = False  # unsent answers over the high-water mark
+        self._working = 0  # requests being handled on the server's worker threads
         self._over_budget = False  # the partial frame is over the process's request-bytes budget
         self.partial_frame_since: float | None = None  # when the first byte of an incomplete frame came
         self.backpressure_episodes = 0  # times the answers backed up
@@ -115,10 +116,32 @@ class Connection(asyncio.Protocol):
     def _dispatch_limited(self, commands: list[RemotingCommand]) -> None:
         held = self._held
         for command in commands:
-            if command.flag & RESPONSE_FLAG or not (self._answers_backed_up or held):
+            if command.flag & RESPONSE_FLAG or not (held or self._answers_backed_up or self._too_busy()):
                 self._dispatch(command)
             else:
                 held.append(command)
+        if held:
+            self._update_reading()
+
+    def _too_busy(self) -> bool:
+        limits = self._limits
+        return limits is not None and self._working >= limits.max_worker_requests
+
+    def work_started(self) -> None:
+        """The server handles one of this connection's requests on a worker thread (its answer is made
+        off the loop, so the write buffer cannot tell how many answers are coming)."""
+        self._working += 1
+
+    def work_finished(self) -> None:
+        self._working -= 1
+        if self._held and not self._too_busy():
+            self._serve_held()
+
+    def _serve_held(self) -> None:
+        held = self._held
+        while held and not (self._answers_backed_up or self._too_busy()) and self.is_open:
+            self._dispatch(held.popleft())
+        self._update_reading()
 
     def _account_partial_frame(self, buffered: int) -> None:
         if buffered == 0:
@@ -147,7 +170,7 @@ class Connection(asyncio.Protocol):
         transport = self._transport
         if transport is None or transport.is_closing():
             return
-        if self._answers_backed_up or self._over_budget:
+        if self._answers_backed_up or self._over_budget or self._held:
             transport.pause_reading()
         else:
             transport.resume_reading()
@@ -171,10 +194,7 @@ class Connection(asyncio.Protocol):
         if not self._answers_backed_up:
             return
         self._answers_backed_up = False
-        held = self._held
-        while held and not self._answers_backed_up and self.is_open:
-            self._dispatch(held.popleft())
-        self._update_reading()
+        self._serve_held()
 
     @property
     def unsent_bytes(self) -> int:

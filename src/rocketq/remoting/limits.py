@@ -8,6 +8,10 @@ Three things grow with what a client does rather than with what the server choos
   drained below ``write_buffer_low_water`` (RocketMQ's ``writeBufferHighWaterMark`` /
   ``writeBufferLowWaterMark``). A client that never reads costs about one answer plus the high-water
   mark, not one answer per request it sent.
+- **Answers it makes the server's threads work on.** A request handled on a worker thread (a query, a
+  message view) writes its answer only when done, so the write buffer cannot hold those back: a
+  connection with ``max_worker_requests`` such requests under way has no more of its requests started
+  until one finishes.
 - **Frames it never finishes.** A frame is buffered until its last byte arrives. A connection holds at
   most one partial frame of at most the server's maximum frame size (16 MiB by default), the whole
   process at most ``max_buffered_request_bytes`` across every server it runs (a NameServer and a Broker
@@ -38,6 +42,7 @@ class ServerLimits:
 
     write_buffer_high_water: int = 4 * MIB
     write_buffer_low_water: int = 1 * MIB
+    max_worker_requests: int = 16
     frame_timeout_s: float = 30.0
     idle_timeout_s: float = 120.0
     max_buffered_request_bytes: int = 256 * MIB
@@ -47,8 +52,8 @@ class ServerLimits:
             raise ValueError("write buffer marks need 0 <= low water <= high water")
         if self.frame_timeout_s <= 0 or self.idle_timeout_s <= 0:
             raise ValueError("frame and idle timeouts must be positive")
-        if self.max_buffered_request_bytes <= 0:
-            raise ValueError("max_buffered_request_bytes must be positive")
+        if self.max_buffered_request_bytes <= 0 or self.max_worker_requests <= 0:
+            raise ValueError("max_buffered_request_bytes and max_worker_requests must be positive")
 
     @property
     def scan_interval_s(self) -> float:

@@ -123,7 +123,11 @@ class RemotingServer:
             try:
                 if isinstance(handler, BlockingHandler):
                     loop = asyncio.get_running_loop()
-                    response = await loop.run_in_executor(self._executor, handler.function, request, connection)
+                    connection.work_started()
+                    try:
+                        response = await loop.run_in_executor(self._executor, handler.function, request, connection)
+                    finally:
+                        connection.work_finished()
                 else:
                     response = await handler(request, connection)
             except asyncio.CancelledError:

@@ -114,9 +114,8 @@ async def test_a_first_attempt_that_arrives_after_its_retry_is_not_stored_again(
     async with LocalCluster(tmp_path, brokers=1) as cluster:
         await create_topic(cluster.namesrv_addr)
         broker = cluster.brokers[0]
-        server = broker._server
-        assert server is not None
-        handle = server.handlers[RequestCode.SEND_MESSAGE_V2]
+        handlers = broker.handlers
+        handle = handlers[RequestCode.SEND_MESSAGE_V2]
         released = asyncio.Event()
         answers = []
 
@@ -128,7 +127,7 @@ async def test_a_first_attempt_that_arrives_after_its_retry_is_not_stored_again(
             answers.append(response)
             return response
 
-        server.handlers[RequestCode.SEND_MESSAGE_V2] = late_first
+        handlers[RequestCode.SEND_MESSAGE_V2] = late_first
         config = producer_config(cluster.namesrv_addr, send_msg_timeout_s=30.0, send_attempt_timeout_s=1.0)
         async with Producer(config) as producer:
             result = await producer.send(Message(TOPIC, b"late"), idempotent=True)

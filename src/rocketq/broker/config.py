@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rocketq.common.settings import parse_properties, settings_from_mapping
+from rocketq.filter.bloom import BloomFilter
 from rocketq.remoting.address import local_ipv4
 from rocketq.store import FlushDiskType, StoreConfig
 
@@ -56,6 +57,15 @@ class BrokerConfig:
     default_query_max_num: int = 32
     server_channel_max_idle_time_seconds: int = 120
     rebalance_lock_max_live_time_ms: int = 60_000  # an orderly consumer's queue lock lives this long unrenewed
+    # SQL92 filters (docs/filters.md): accepted only when enabled, as in RocketMQ
+    enable_property_filter: bool = False
+    enable_calc_filter_bit_map: bool = False  # bloom bits per message at dispatch (needs the ext below)
+    expect_consumer_num_use_filter: int = 32  # bloom filter size: subscriptions expected per topic...
+    max_error_rate_of_bloom_filter: int = 20  # ...and the false-positive rate in percent
+    filter_data_clean_time_span: int = 24 * 3600 * 1000  # ms a gone group's filter data is kept
+    enable_consume_queue_ext: bool = False  # consumequeue_ext/ files beside the ConsumeQueues
+    mapped_file_size_consume_queue_ext: int = 48 * 1024 * 1024
+    bit_map_length_consume_queue_ext: int = 64  # derived from the bloom filter, as RocketMQ does
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> BrokerConfig:
@@ -93,4 +103,12 @@ class BrokerConfig:
             file_reserved_time_hours=self.file_reserved_time,
             delete_when=self.delete_when,
             message_delay_level=self.message_delay_level,
+            enable_consume_queue_ext=self.enable_consume_queue_ext,
+            mapped_file_size_consume_queue_ext=self.mapped_file_size_consume_queue_ext,
+            bit_map_length_consume_queue_ext=self.bloom_filter().m,
         )
+
+    def bloom_filter(self) -> BloomFilter:
+        """The filter bit maps' bloom filter; its size ``m`` is the bit maps' length (RocketMQ's
+        ConsumerFilterManager sets ``bitMapLengthConsumeQueueExt`` to it the same way)."""
+        return BloomFilter(self.max_error_rate_of_bloom_filter, self.expect_consumer_num_use_filter)

@@ -54,7 +54,7 @@ class EvaluationError(Exception):
 
 def parse_integer(text: str, low: int, high: int) -> int:
     """Java's ``Integer.valueOf`` (``low``/``high`` the 32-bit range) or ``Long.valueOf``."""
-    if _JAVA_INTEGER.fullmatch(text) is None:
+    if not (text.isascii() and text.isdigit()) and _JAVA_INTEGER.fullmatch(text) is None:
         raise EvaluationError(f"{text!r} is not an integer")
     value = int(text)
     if not low <= value <= high:

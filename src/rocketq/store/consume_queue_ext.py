@@ -107,37 +107,37 @@ class ConsumeQueueExt:
     def units(self, addresses: np.ndarray, bit_map_bytes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For each address: whether a unit with a ``bit_map_bytes`` bit map is there, its tag code, and
         its bit map (an ``(n, bit_map_bytes)`` uint8 array, zeros where there is no such unit).
-        Vectorised: one gather per file the addresses fall in."""
+        Vectorised: one gather per file the addresses fall in (usually one: a queue's recent units)."""
         count = len(addresses)
         found = np.zeros(count, dtype=bool)
         tags = np.zeros(count, dtype=np.int64)
         bit_maps = np.zeros((count, bit_map_bytes), dtype=np.uint8)
         offsets = addresses.astype(np.int64) - np.int64(LONG_MIN)  # wraps around to the offset
         file_size = self.files.file_size
-        starts = offsets - offsets % file_size  # files start at multiples of the file size
-        for start in np.unique(starts).tolist():
+        files = offsets // file_size  # files start at multiples of the file size
+        one_file = count == 0 or not (files != files[0]).any()
+        unit_size = MIN_UNIT_SIZE + bit_map_bytes
+        for number in [int(files[0])] if one_file and count else np.unique(files).tolist():
+            start = number * file_size
             mapped = self.files.find(start)
             if mapped is None or not mapped.hold():
                 continue  # deleted or lost: no units there
             try:
-                picked = np.flatnonzero(starts == start)
+                picked = np.arange(count) if one_file else np.flatnonzero(files == number)
                 local = offsets[picked] - start
-                fits = local + MIN_UNIT_SIZE + bit_map_bytes <= mapped.wrote_position
-                picked, local = picked[fits], local[fits]
+                fits = local + unit_size <= mapped.wrote_position
+                if not fits.all():
+                    picked, local = picked[fits], local[fits]
                 buffer = np.frombuffer(mapped.buffer, dtype=np.uint8)
-                head = buffer[local[:, None] + np.arange(MIN_UNIT_SIZE)].astype(np.int64)
-                sizes = head[:, 0] << 8 | head[:, 1]
-                map_sizes = head[:, BIT_MAP_SIZE_AT] << 8 | head[:, BIT_MAP_SIZE_AT + 1]
-                good = (sizes == MIN_UNIT_SIZE + bit_map_bytes) & (map_sizes == bit_map_bytes)
-                codes = np.zeros(len(local), dtype=np.uint64)
-                for byte in range(TAGS_AT, TAGS_AT + 8):
-                    codes = (codes << np.uint64(8)) | head[:, byte].astype(np.uint64)
-                found[picked] = good
-                tags[picked] = codes.view(np.int64)
-                if bit_map_bytes and len(local):
-                    maps = buffer[local[:, None] + BIT_MAP_AT + np.arange(bit_map_bytes)]
-                    bit_maps[picked] = np.where(good[:, None], maps, 0)
+                units = buffer[local[:, None] + np.arange(unit_size)]
                 del buffer
+                sizes = units[:, 0].astype(np.int64) << 8 | units[:, 1]
+                map_sizes = units[:, BIT_MAP_SIZE_AT].astype(np.int64) << 8 | units[:, BIT_MAP_SIZE_AT + 1]
+                good = (sizes == unit_size) & (map_sizes == bit_map_bytes)
+                found[picked] = good
+                tags[picked] = np.ascontiguousarray(units[:, TAGS_AT : TAGS_AT + 8]).view(">i8").ravel()
+                if bit_map_bytes:
+                    bit_maps[picked] = units[:, BIT_MAP_AT:] * good[:, None]
             finally:
                 mapped.release()
         return found, tags, bit_maps

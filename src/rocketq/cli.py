@@ -155,6 +155,9 @@ def bench_store(
 @click.option("--queues", type=click.IntRange(min=1), default=4, show_default=True, help="Queues of the topic.")
 @click.option("--pull-batch", type=click.IntRange(min=1), default=32, show_default=True, help="Messages per pull.")
 @click.option(
+    "--rounds", type=click.IntRange(min=1), default=3, show_default=True, help="Turns each pull run takes (best kept)."
+)
+@click.option(
     "--dir",
     "directory",
     type=click.Path(file_okay=False, path_type=Path),
@@ -163,7 +166,14 @@ def bench_store(
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per measurement per line.")
 def bench_filter(
-    messages: int, match_percent: int, size: int, queues: int, pull_batch: int, directory: Path | None, as_json: bool
+    messages: int,
+    match_percent: int,
+    size: int,
+    queues: int,
+    pull_batch: int,
+    rounds: int,
+    directory: Path | None,
+    as_json: bool,
 ) -> None:
     """Measure SQL92-filtered pulls with and without the bloom filter bit maps, and their dispatch cost."""
     from rocketq.bench.filter import NOTES, FilterBenchOptions, run_filter_bench
@@ -174,6 +184,7 @@ def bench_filter(
         size=size,
         queues=queues,
         pull_batch=pull_batch,
+        rounds=rounds,
         directory=directory,
     )
 

@@ -23,9 +23,11 @@ def test_units_are_rocketmq_layout_and_addresses_are_below_any_tag_code(tmp_path
     assert raw[:22] == struct.pack(">hqqh", 22, 2598919, 1_700_000_000_000, 2) + b"\x01\x02"
     assert ext.read(first) == (2598919, 1_700_000_000_000, b"\x01\x02")
     assert ext.read(second) == (-5, 1_700_000_000_001, bytes(14))
-    found, tags, maps = ext.units(np.array([second, decorate(5000), first], dtype=np.int64), 14)
-    assert found.tolist() == [True, False, False]  # no file there; a unit of another bit map size
-    assert tags[0] == -5 and maps.shape == (3, 14)
+    ext.put(7, 2, b"\x00\x81" + bytes(12))
+    addresses = np.array([second, decorate(5000), first, decorate(56)], dtype=np.int64)
+    found, tags, maps = ext.units(addresses, 14, [1, 0])
+    assert found.tolist() == [True, False, False, True]  # no file there; a unit of another bit map size
+    assert tags.tolist() == [-5, 0, 2598919, 7] and maps.tolist() == [[0, 0], [0, 0], [0, 0], [0x81, 0]]
     ext.close()
 
 

@@ -15,8 +15,10 @@ properties ``price`` 0..999 spread evenly, ``region`` and TAGS) and the same sub
 - ``filter_pull_bloom``: the same, skipping by the registered subscription's bits first.
 
 ``msgs_per_s`` of a pull run is matching messages delivered per second; ``scanned_per_s`` counts
-every queue entry passed. This is the broker's pull path in-process, without the network: what the
-bit maps change is the store's work, which a network round trip per pull would hide.
+every queue entry passed. The two pull runs take turns ``rounds`` times and each reports its fastest
+round (this host's speed swings minute to minute; taking turns exposes both to the same minutes).
+This is the broker's pull path in-process, without the network: what the bit maps change is the
+store's work, which a network round trip per pull would hide.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class FilterBenchOptions:
     size: int = 100
     queues: int = 4
     pull_batch: int = 32
+    rounds: int = 3
     directory: Path | None = None
 
     @property
@@ -85,10 +88,18 @@ class FilterBench:
                     data = manager.get(TOPIC, GROUP)
                     assert data is not None and data.born_offset >= 0
                     bit_map = BitMapFilter(data.bloom.byte_masks(), manager.bloom.bit_map_bytes, data.born_offset)
-                    self._pull("filter_pull_sql", store, MessageFilter(properties_match=selector.matches))
-                    self._pull(
-                        "filter_pull_bloom", store, MessageFilter(properties_match=selector.matches, bit_map=bit_map)
-                    )
+                    runs = {
+                        "filter_pull_sql": MessageFilter(properties_match=selector.matches),
+                        "filter_pull_bloom": MessageFilter(properties_match=selector.matches, bit_map=bit_map),
+                    }
+                    best: dict[str, Measurement] = {}
+                    for _ in range(options.rounds):
+                        for name, message_filter in runs.items():
+                            measured = self._pull(name, store, message_filter)
+                            if name not in best or measured.seconds < best[name].seconds:
+                                best[name] = measured
+                    for measured in best.values():
+                        self.emit(measured)
                 finally:
                     store.close()
         finally:
@@ -153,7 +164,7 @@ class FilterBench:
             Measurement.from_counts(name, self.options.size, len(messages), finished - began, nbytes, extra=extra)
         )
 
-    def _pull(self, name: str, store: MessageStore, message_filter: MessageFilter) -> None:
+    def _pull(self, name: str, store: MessageStore, message_filter: MessageFilter) -> Measurement:
         options = self.options
         delivered = scanned = pulls = nbytes = 0
         began = time.perf_counter()
@@ -171,21 +182,20 @@ class FilterBench:
                 pulls += 1
         seconds = time.perf_counter() - began
         expected = options.messages * options.match_percent // 100
-        self.emit(
-            Measurement.from_counts(
-                name,
-                options.size,
-                delivered,
-                seconds,
-                nbytes,
-                batch=options.pull_batch,
-                extra={
-                    "scanned_per_s": scanned / seconds,
-                    "pulls": pulls,
-                    "matched": delivered,
-                    "expected": expected,
-                },
-            )
+        return Measurement.from_counts(
+            name,
+            options.size,
+            delivered,
+            seconds,
+            nbytes,
+            batch=options.pull_batch,
+            extra={
+                "scanned_per_s": scanned / seconds,
+                "pulls": pulls,
+                "matched": delivered,
+                "expected": expected,
+                "rounds": options.rounds,
+            },
         )
 
 

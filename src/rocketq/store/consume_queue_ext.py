@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import struct
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -44,6 +45,13 @@ MAX_ADDR: Final = -(2**31) - 1
 TAGS_AT: Final = 2
 BIT_MAP_SIZE_AT: Final = 18
 BIT_MAP_AT: Final = 20
+
+
+def open_ext(root: Path, topic: str, queue_id: int, file_size: int, *, enabled: bool) -> ConsumeQueueExt | None:
+    """The ext of a queue when units are written (``enabled``) or were before (its folder exists)."""
+    if enabled or (root / topic / str(queue_id)).is_dir():
+        return ConsumeQueueExt(topic, queue_id, root, file_size)
+    return None
 
 
 def is_ext_addr(tags_code: int) -> bool:
@@ -104,19 +112,26 @@ class ConsumeQueueExt:
         finally:
             mapped.release()
 
-    def units(self, addresses: np.ndarray, bit_map_bytes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For each address: whether a unit with a ``bit_map_bytes`` bit map is there, its tag code, and
-        its bit map (an ``(n, bit_map_bytes)`` uint8 array, zeros where there is no such unit).
-        Vectorised: one gather per file the addresses fall in (usually one: a queue's recent units)."""
+    def units(
+        self, addresses: np.ndarray, bit_map_bytes: int, map_bytes: Sequence[int] = (), *, tags: bool = True
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For each address: whether a unit with a ``bit_map_bytes``-byte bit map is there, its tag code
+        (zeros unless ``tags``), and the bytes of its bit map at the indexes ``map_bytes`` (an
+        ``(n, len(map_bytes))`` uint8 array, zeros where there is no such unit). Vectorised: per file
+        the addresses fall in (usually one: a queue's recent units), one gather of the bytes needed."""
         count = len(addresses)
         found = np.zeros(count, dtype=bool)
-        tags = np.zeros(count, dtype=np.int64)
-        bit_maps = np.zeros((count, bit_map_bytes), dtype=np.uint8)
+        codes = np.zeros(count, dtype=np.int64)
+        picked_bytes = np.zeros((count, len(map_bytes)), dtype=np.uint8)
         offsets = addresses.astype(np.int64) - np.int64(LONG_MIN)  # wraps around to the offset
         file_size = self.files.file_size
         files = offsets // file_size  # files start at multiples of the file size
         one_file = count == 0 or not (files != files[0]).any()
         unit_size = MIN_UNIT_SIZE + bit_map_bytes
+        tag_columns = list(range(TAGS_AT, TAGS_AT + 8)) if tags else []
+        columns = np.array(
+            [0, 1, BIT_MAP_SIZE_AT, BIT_MAP_SIZE_AT + 1, *tag_columns, *(BIT_MAP_AT + b for b in map_bytes)]
+        )
         for number in [int(files[0])] if one_file and count else np.unique(files).tolist():
             start = number * file_size
             mapped = self.files.find(start)
@@ -129,18 +144,18 @@ class ConsumeQueueExt:
                 if not fits.all():
                     picked, local = picked[fits], local[fits]
                 buffer = np.frombuffer(mapped.buffer, dtype=np.uint8)
-                units = buffer[local[:, None] + np.arange(unit_size)]
+                block = buffer[local[:, None] + columns]
                 del buffer
-                sizes = units[:, 0].astype(np.int64) << 8 | units[:, 1]
-                map_sizes = units[:, BIT_MAP_SIZE_AT].astype(np.int64) << 8 | units[:, BIT_MAP_SIZE_AT + 1]
-                good = (sizes == unit_size) & (map_sizes == bit_map_bytes)
-                found[picked] = good
-                tags[picked] = np.ascontiguousarray(units[:, TAGS_AT : TAGS_AT + 8]).view(">i8").ravel()
-                if bit_map_bytes:
-                    bit_maps[picked] = units[:, BIT_MAP_AT:] * good[:, None]
             finally:
                 mapped.release()
-        return found, tags, bit_maps
+            head = block[:, :4].astype(np.int64)
+            good = ((head[:, 0] << 8 | head[:, 1]) == unit_size) & ((head[:, 2] << 8 | head[:, 3]) == bit_map_bytes)
+            found[picked] = good
+            if tags:
+                codes[picked] = np.ascontiguousarray(block[:, 4:12]).view(">i8").ravel()
+            if map_bytes:
+                picked_bytes[picked] = block[:, 4 + len(tag_columns) :] * good[:, None]
+        return found, codes, picked_bytes
 
     # -- recovery and maintenance ---------------------------------------------------------------------
 

@@ -29,6 +29,9 @@ from rocketq.store.results import GetMessageResult, GetStatus
 
 FILTER_SCAN_ENTRIES = 800
 """Entries one filtered read examines at most (RocketMQ: 16,000 bytes of ConsumeQueue)."""
+FIRST_CHUNK_ENTRIES = 64
+"""Entries of the first run a read takes (at least 4 per wanted message), doubling after: array work on
+entries past the last one a read keeps is wasted."""
 
 
 def read_filtered(
@@ -53,9 +56,11 @@ def read_filtered(
     total = scanned = 0
     found_any_entry = removed = full = False
     cursor = offset
+    chunk = max(FIRST_CHUNK_ENTRIES, 4 * max_count)
     try:
         while not full and scanned < limit:
-            found = queue.entries(cursor, limit - scanned)
+            found = queue.entries(cursor, min(chunk, limit - scanned))
+            chunk *= 2  # a selector that matches little: read on in larger runs
             if found is None:
                 break
             cq_file, view = found
@@ -142,15 +147,17 @@ def _candidates(
     if ext is not None and extended.any():
         picked = np.flatnonzero(extended)
         bit_map_bytes = bit_map.bit_map_bytes if bit_map is not None else 0
-        found, real_tags, bit_maps = ext.units(tags[picked], bit_map_bytes)
+        byte_masks = bit_map.byte_masks if bit_map is not None else ()
+        map_bytes = [index for index, _ in byte_masks]
+        found, real_tags, bytes_ = ext.units(tags[picked], bit_map_bytes, map_bytes, tags=wanted is not None)
         if wanted is not None:  # a unit that cannot be read hides the tag: the client filters by text
             keep[picked] &= ~found | np.isin(real_tags, wanted)
         if bit_map is not None:
             # only a message dispatched since the subscription was registered has its bits for sure
             live = found & (positions[picked] >= bit_map.born_offset)
             hit = np.ones(len(picked), dtype=bool)
-            for byte, mask in bit_map.byte_masks:
-                hit &= (bit_maps[:, byte] & mask) != 0
+            for column, (_, mask) in enumerate(byte_masks):
+                hit &= (bytes_[:, column] & mask) != 0
             keep[picked] &= ~live | hit
         if wanted is not None:
             keep &= extended | np.isin(tags, wanted)

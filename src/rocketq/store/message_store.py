@@ -36,7 +36,7 @@ from rocketq.store.commit_log import CommitLog
 from rocketq.store.config import StoreConfig
 from rocketq.store.config_file import read_json, write_json_atomically
 from rocketq.store.consume_queue import ConsumeQueue
-from rocketq.store.consume_queue_ext import ConsumeQueueExt
+from rocketq.store.consume_queue_ext import open_ext
 from rocketq.store.dispatch import Dispatcher
 from rocketq.store.dispatch_apply import ArrivalListener
 from rocketq.store.errors import StoreError
@@ -183,11 +183,8 @@ class MessageStore:
 
     def _new_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         config = self.config
-        ext = None
-        if config.enable_consume_queue_ext or (config.consume_queue_ext_dir / topic / str(queue_id)).is_dir():
-            ext = ConsumeQueueExt(
-                topic, queue_id, config.consume_queue_ext_dir, config.mapped_file_size_consume_queue_ext
-            )
+        ext_size, enabled = config.mapped_file_size_consume_queue_ext, config.enable_consume_queue_ext
+        ext = open_ext(config.consume_queue_ext_dir, topic, queue_id, ext_size, enabled=enabled)
         queue = ConsumeQueue(topic, queue_id, config.consume_queue_dir, config.mapped_file_size_consume_queue, ext)
         self._queues[(topic, queue_id)] = queue
         return queue

@@ -177,7 +177,7 @@ class ConsumeQueueExt:
             end = mapped.start_offset + mapped.wrote_position
             if size != -1:
                 break
-        self.files.truncate(end)
+        self.files.truncate(end, zero_tail=False)  # (units are found by walking them, not by zeros)
         if referenced_end <= end:
             return
         log.warning(

@@ -140,6 +140,67 @@ def bench_store(
     run_store_bench(options, emit)
 
 
+@bench.command("filter")
+@click.option(
+    "--messages", type=click.IntRange(min=1), default=1_000_000, show_default=True, help="Messages in each store."
+)
+@click.option(
+    "--match-percent",
+    type=click.IntRange(min=1, max=100),
+    default=10,
+    show_default=True,
+    help="Share of the messages the SQL92 selector matches.",
+)
+@click.option("--size", type=click.IntRange(min=1), default=100, show_default=True, help="Body size in bytes.")
+@click.option("--queues", type=click.IntRange(min=1), default=4, show_default=True, help="Queues of the topic.")
+@click.option("--pull-batch", type=click.IntRange(min=1), default=32, show_default=True, help="Messages per pull.")
+@click.option(
+    "--rounds", type=click.IntRange(min=1), default=3, show_default=True, help="Turns each pull run takes (best kept)."
+)
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to create the scratch directory (removed afterwards).  [default: the system temp dir]",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per measurement per line.")
+def bench_filter(
+    messages: int,
+    match_percent: int,
+    size: int,
+    queues: int,
+    pull_batch: int,
+    rounds: int,
+    directory: Path | None,
+    as_json: bool,
+) -> None:
+    """Measure SQL92-filtered pulls with and without the bloom filter bit maps, and their dispatch cost."""
+    from rocketq.bench.filter import NOTES, FilterBenchOptions, run_filter_bench
+
+    options = FilterBenchOptions(
+        messages=messages,
+        match_percent=match_percent,
+        size=size,
+        queues=queues,
+        pull_batch=pull_batch,
+        rounds=rounds,
+        directory=directory,
+    )
+
+    def emit(measurement: Measurement) -> None:
+        click.echo(measurement.to_json() if as_json else table_row(measurement))
+
+    if not as_json:
+        click.echo(message_path_note())
+        for note in NOTES:
+            click.echo(note)
+        click.echo(f"Selector: {options.expression}")
+        click.echo()
+        click.echo(table_header())
+    run_filter_bench(options, emit)
+
+
 @bench.command("consumer")
 @click.option(
     "--size",

@@ -94,3 +94,16 @@ def test_bench_store_table(tmp_path: Path) -> None:
     table = result.stdout.splitlines()
     assert any(line.startswith("async_append_batch") for line in table)
     assert not any(line.startswith("sync_append") for line in table)
+
+
+def test_bench_filter_json(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["bench", "filter", "--messages", "3000", "--match-percent", "10", "--dir", str(tmp_path), "--json"]
+    )
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    rows = {row["name"]: row for row in map(json.loads, result.stdout.splitlines())}
+    assert set(rows) == {"filter_dispatch_plain", "filter_dispatch_bitmaps", "filter_pull_sql", "filter_pull_bloom"}
+    for name in ("filter_pull_sql", "filter_pull_bloom"):  # both deliver exactly the matches
+        assert rows[name]["matched"] == rows[name]["expected"] == 300
+    assert all(float(row["msgs_per_s"]) > 0 for row in rows.values())  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []  # the scratch stores are removed

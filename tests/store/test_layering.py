@@ -21,7 +21,7 @@ def imported_modules(package: str) -> list[tuple[Path, str]]:
     return found
 
 
-@pytest.mark.parametrize("package", ["store", "protocol", "common"])
+@pytest.mark.parametrize("package", ["store", "protocol", "common", "filter"])
 def test_no_io_frameworks(package: str) -> None:
     if not (SRC / package).exists():
         pytest.skip(f"rocketq.{package} does not exist yet")
@@ -43,5 +43,15 @@ def test_common_imports_only_itself() -> None:
         (p.name, m)
         for p, m in imported_modules("common")
         if m.startswith("rocketq.") and not m.startswith("rocketq.common")
+    ]
+    assert bad == []
+
+
+def test_filter_imports_only_common() -> None:
+    """The filter language is shared by the broker and the clients: it depends on neither."""
+    bad = [
+        (p.name, m)
+        for p, m in imported_modules("filter")
+        if m.startswith("rocketq.") and not m.startswith(("rocketq.filter", "rocketq.common"))
     ]
     assert bad == []

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from rocketq.common.message import tags_hash_code
+from rocketq.filter import is_tag_type
 
 MATCH_ALL = "*"
 
@@ -28,15 +29,19 @@ class Subscription:
 
     @property
     def matches_all(self) -> bool:
-        return not self.tags
+        """A tag subscription to every message (a SQL92 one never is: its selector decides)."""
+        return not self.tags and is_tag_type(self.expression_type)
 
 
 @functools.lru_cache(maxsize=4096)  # every pull carries its expression: parse each one once
 def build_subscription(
     topic: str, expression: str | None, sub_version: int = 0, expression_type: str = "TAG"
 ) -> Subscription:
-    """Parse a tag expression (``"TagA || TagB"``; ``"*"`` or empty matches everything)."""
+    """Parse a tag expression (``"TagA || TagB"``; ``"*"`` or empty matches everything). Another type's
+    expression (SQL92) is kept as it is: the broker's filter compiles it."""
     text = (expression or "").strip()
+    if not is_tag_type(expression_type):
+        return Subscription(topic, text, frozenset(), frozenset(), sub_version, expression_type)
     if not text or text == MATCH_ALL:
         return Subscription(topic, MATCH_ALL, frozenset(), frozenset(), sub_version, expression_type)
     tags = frozenset(part.strip() for part in text.split("||") if part.strip())

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rocketq.common.settings import parse_properties, settings_from_mapping
+from rocketq.filter.bloom import BloomFilter
 from rocketq.remoting.address import local_ipv4
 from rocketq.remoting.limits import ServerLimits
 from rocketq.store import FlushDiskType, StoreConfig
@@ -67,6 +68,15 @@ class BrokerConfig:
     # last idempotent stores are kept in memory up to the maximum, older ones are found through the index
     idempotent_send_window_ms: int = 600_000
     idempotent_send_max_entries: int = 100_000
+    # SQL92 filters (docs/filters.md): accepted only when enabled, as in RocketMQ
+    enable_property_filter: bool = False
+    enable_calc_filter_bit_map: bool = False  # bloom bits per message at dispatch (needs the ext below)
+    expect_consumer_num_use_filter: int = 32  # bloom filter size: subscriptions expected per topic...
+    max_error_rate_of_bloom_filter: int = 20  # ...and the false-positive rate in percent
+    filter_data_clean_time_span: int = 24 * 3600 * 1000  # ms a gone group's filter data is kept
+    enable_consume_queue_ext: bool = False  # consumequeue_ext/ files beside the ConsumeQueues
+    mapped_file_size_consume_queue_ext: int = 48 * 1024 * 1024
+    bit_map_length_consume_queue_ext: int = 64  # derived from the bloom filter, as RocketMQ does
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> BrokerConfig:
@@ -114,4 +124,12 @@ class BrokerConfig:
             file_reserved_time_hours=self.file_reserved_time,
             delete_when=self.delete_when,
             message_delay_level=self.message_delay_level,
+            enable_consume_queue_ext=self.enable_consume_queue_ext,
+            mapped_file_size_consume_queue_ext=self.mapped_file_size_consume_queue_ext,
+            bit_map_length_consume_queue_ext=self.bloom_filter().m,
         )
+
+    def bloom_filter(self) -> BloomFilter:
+        """The filter bit maps' bloom filter; its size ``m`` is the bit maps' length (RocketMQ's
+        ConsumerFilterManager sets ``bitMapLengthConsumeQueueExt`` to it the same way)."""
+        return BloomFilter(self.max_error_rate_of_bloom_filter, self.expect_consumer_num_use_filter)

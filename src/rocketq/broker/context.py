@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 from rocketq.broker.client_manager import ClientManager
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.consume_rates import ConsumeRates
+from rocketq.broker.consumer_filters import ConsumerFilterManager
 from rocketq.broker.consumer_offsets import ConsumerOffsetManager
 from rocketq.broker.grouped_puts import GroupedPuts
 from rocketq.broker.long_polling import LongPolling
@@ -49,6 +50,7 @@ class BrokerContext:
     flush_waits: FlushWaits  # SYNC_FLUSH puts that wait for their group commit
     grouped_puts: GroupedPuts  # SYNC_FLUSH puts of single messages, appended per loop iteration together
     locks: RebalanceLockTable
+    filters: ConsumerFilterManager  # SQL92 subscriptions (consumerFilter.json)
     address: str  # advertised "ip:port", also the storeHost of every record
     request_registration: Callable[[], None] = lambda: None  # re-register with the name servers soon
     register_now: Callable[[], Awaitable[object]] = _nothing  # re-register and wait for it

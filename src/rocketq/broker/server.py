@@ -11,8 +11,10 @@ from typing import Any
 from rocketq.broker import consume_rates
 from rocketq.broker.client_manager import ClientManager
 from rocketq.broker.config import BrokerConfig
+from rocketq.broker.consumer_filters import ConsumerFilterManager
 from rocketq.broker.consumer_offsets import ConsumerOffsetManager
 from rocketq.broker.context import BrokerContext
+from rocketq.broker.filter_bit_maps import FilterBitMaps
 from rocketq.broker.grouped_puts import GroupedPuts
 from rocketq.broker.handlers import handler_table
 from rocketq.broker.handlers.clients import notify_group_changed
@@ -56,6 +58,9 @@ class Broker:
             root / "subscriptionGroup.json", auto_create=config.auto_create_subscription_group
         )
         self.clients = ClientManager()
+        self.filters = ConsumerFilterManager(
+            root / "consumerFilter.json", config.bloom_filter(), clean_after_ms=config.filter_data_clean_time_span
+        )
         self._tasks: list[asyncio.Task[Any]] = []
         self._server: RemotingServer | None = None
         self._client: RemotingClient | None = None
@@ -92,6 +97,11 @@ class Broker:
         self.topics.load()
         self.offsets.load()
         self.groups.load()
+        self.filters.load(self.store.commit_log.max_offset)
+        if config.enable_calc_filter_bit_map:
+            if not config.enable_consume_queue_ext:
+                log.warning("enableCalcFilterBitMap needs enableConsumeQueueExt to store the bit maps: none are kept")
+            self.store.set_bit_map_calculator(FilterBitMaps(self.filters))
         loop = asyncio.get_running_loop()
         long_polling = LongPolling(loop, self.store.get_max_offset_in_queue)
         dispatch, flush_waits = LoopDispatch(self.store), FlushWaits(self.store)
@@ -108,6 +118,7 @@ class Broker:
             flush_waits=flush_waits,
             grouped_puts=GroupedPuts(self.store, dispatch, flush_waits),
             locks=RebalanceLockTable(config.rebalance_lock_max_live_time_ms),
+            filters=self.filters,
             address="",
             consume_rates=self.consume_rates,
             clock=self.clock,
@@ -172,6 +183,8 @@ class Broker:
 
     async def _persist_offsets(self) -> None:
         await asyncio.to_thread(self.offsets.persist)
+        if self.filters.clean() or self.filters.changed:
+            await asyncio.to_thread(self.filters.persist)
 
     async def _expire_channels(self) -> None:
         timeout_s = self.config.channel_expired_timeout_ms / 1000
@@ -190,6 +203,8 @@ class Broker:
         for group in self.clients.remove_channel(channel):
             log.info("group %s lost member %s", group, getattr(channel, "remote_address", channel))
             notify_group_changed(self.context, group)
+            if group not in self.clients.consumers:
+                self.filters.unregister(group)
 
     async def aclose(self) -> None:
         await cancel_and_wait(self._tasks, ignore_errors=True)  # failures were logged when they happened
@@ -205,6 +220,7 @@ class Broker:
         if self.schedule is not None:
             self.schedule.persist()
         self.offsets.persist(force=True)
+        self.filters.persist()
         await asyncio.to_thread(self.store.close)
         log.info("broker %s stopped", self.config.broker_name)
 

@@ -28,6 +28,7 @@ from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, Remot
 from rocketq.client.pull import PullResult, pull_request, pull_result
 from rocketq.client.rebalance import STRATEGIES
 from rocketq.client.route import MASTER_ID, subscribe_queues
+from rocketq.client.selector import MessageSelector
 from rocketq.common.group_topics import RETRY_PREFIX, retry_topic
 from rocketq.common.message import java_string_hash
 from rocketq.protocol import (
@@ -58,17 +59,19 @@ QueuesCallback = Callable[[list[MessageQueue]], Awaitable[None]]
 ResetCallback = Callable[[dict[MessageQueue, int]], Awaitable[None]]
 
 
-def subscription_data(topic: str, expression: str) -> SubscriptionData:
-    """A subscription as heartbeats carry it (Java's FilterAPI.buildSubscriptionData): its tags, each
-    tag's Java ``String.hashCode`` (the code the broker's ConsumeQueue filter compares), and a version
-    stamped now, in milliseconds, that stays with the subscription until it is made again."""
-    tags = sorted({part.strip() for part in expression.split("||")} - {"", "*"})
+def subscription_data(topic: str, selector: MessageSelector) -> SubscriptionData:
+    """A subscription as heartbeats carry it (Java's FilterAPI.buildSubscriptionData): its expression
+    type, for tags each tag's Java ``String.hashCode`` (the code the broker's ConsumeQueue filter
+    compares), and a version stamped now, in milliseconds, that stays with the subscription until it is
+    made again."""
+    tags = sorted({part.strip() for part in selector.expression.split("||")} - {"", "*"}) if selector.is_tag else []
     return SubscriptionData(
         topic=topic,
-        sub_string=expression,
+        sub_string=selector.expression,
         sub_version=int(time.time() * 1000),
         tags_set=tags,
         code_set=[java_string_hash(tag) for tag in tags],
+        expression_type=selector.expression_type,
     )
 
 
@@ -82,7 +85,7 @@ class ConsumerCore:
             )
         self.config = config
         self.consume_type = consume_type
-        self.subscriptions: dict[str, str] = {}  # topic -> tag expression
+        self.subscriptions: dict[str, MessageSelector] = {}  # topic -> what of it to consume
         self._subscription_data: dict[str, SubscriptionData] = {}  # topic -> as heartbeats carry it
         self.assigned: set[MessageQueue] = set()
         self._on_assigned = on_assigned
@@ -112,10 +115,10 @@ class ConsumerCore:
     def clustering(self) -> bool:
         return self.config.message_model is MessageModel.CLUSTERING
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        expression = expression or "*"
-        self.subscriptions[topic] = expression
-        self._subscription_data[topic] = subscription_data(topic, expression)  # a new version, as in Java
+    def subscribe(self, topic: str, selector: MessageSelector | str = "*") -> None:
+        selector = MessageSelector.of(selector)
+        self.subscriptions[topic] = selector
+        self._subscription_data[topic] = subscription_data(topic, selector)  # a new version, as in Java
         self._subscriptions_changed = bool(self._tasks)
         self._rebalance_wanted.set()
 
@@ -130,25 +133,58 @@ class ConsumerCore:
     def subscription(self, topic: str) -> SubscriptionData:
         """The subscription of ``topic`` as heartbeats and pulls carry it. One made without
         ``subscribe()`` (the retry topic, ``assign()``) is stamped the first time it is asked for."""
-        expression = self.subscriptions.get(topic, "*")
+        selector = self.selector(topic)
         data = self._subscription_data.get(topic)
-        if data is None or data.sub_string != expression:
-            data = self._subscription_data[topic] = subscription_data(topic, expression)
+        if data is None or (data.expression_type, data.sub_string) != (selector.expression_type, selector.expression):
+            data = self._subscription_data[topic] = subscription_data(topic, selector)
         return data
+
+    def selector(self, topic: str) -> MessageSelector:
+        """What of ``topic`` this consumer subscribed to (every message when it did not)."""
+        return self.subscriptions.get(topic) or MessageSelector.by_tag()
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
     async def start(self) -> None:
         self.offsets.open()
         if self.clustering:
-            self.subscriptions.setdefault(retry_topic(self.config.group), "*")
+            self.subscriptions.setdefault(retry_topic(self.config.group), MessageSelector.by_tag())
         await self.instance.start()
-        for topic in self.subscriptions:
-            await self._route(topic)
+        try:
+            for topic in self.subscriptions:
+                await self._route(topic)
+            await self.check_brokers_take_filters()
+        except BaseException:
+            await self.instance.aclose()
+            self.offsets.close()
+            raise
         await self.instance.heartbeat()
         await self.rebalance()
         self._tasks.append(asyncio.create_task(self._rebalance_loop()))
         self._tasks.append(asyncio.create_task(self._persist_loop()))
+
+    async def check_brokers_take_filters(self) -> None:
+        """Ask every master broker of each SQL92-subscribed topic whether it can filter so
+        (CHECK_CLIENT_CONFIG, as Java's consumers do at start); MQClientError with the broker's reason
+        (``enablePropertyFilter=false``, or the expression) when one cannot."""
+        for topic, selector in sorted(self.subscriptions.items()):
+            route = self.instance.routes.get(topic)
+            if selector.is_tag or route is None:
+                continue
+            body = wire.CheckClientRequestBody(
+                client_id=self.instance.client_id, group=self.config.group, subscription_data=self.subscription(topic)
+            ).encode()
+            for broker in sorted(route.broker_datas, key=lambda b: b.broker_name):
+                address = broker.broker_addrs.get(MASTER_ID)
+                if address is None:
+                    continue
+                request = make_request(RequestCode.CHECK_CLIENT_CONFIG, opaque=next_opaque(), body=body)
+                response = await self.instance.invoke_broker(address, request, self.config.client.request_timeout_s)
+                if response.code != ResponseCode.SUCCESS:
+                    raise MQClientError(
+                        f"broker {broker.broker_name} ({address}) refuses the SQL92 subscription to {topic}"
+                        f" ({selector.expression!r}): {response.remark}"
+                    )
 
     async def stop_background(self) -> None:
         """Stop rebalancing and periodic commits (first step of closing: no queue is assigned after it)."""
@@ -353,9 +389,16 @@ class ConsumerCore:
             return None
 
     async def pull_once(
-        self, queue: MessageQueue, offset: int, expression: str, tags: frozenset[str], *, commit_offset: int = 0
+        self,
+        queue: MessageQueue,
+        offset: int,
+        selector: MessageSelector,
+        tags: frozenset[str],
+        *,
+        commit_offset: int = 0,
     ) -> PullResult | None:
-        """One long-polling pull of ``queue``; None after a failure (already waited the retry delay)."""
+        """One long-polling pull of ``queue`` (``tags``: ``selector.tags()``, which the client keeps of
+        what the broker returns); None after a failure (already waited the retry delay)."""
         config = self.config
         address = self.instance.master_address(queue.broker_name)
         request = pull_request(
@@ -363,10 +406,11 @@ class ConsumerCore:
             queue,
             offset,
             config.pull_batch_size,
-            expression,
+            selector.expression,
             commit_offset=commit_offset,
             suspend_ms=config.broker_suspend_max_time_ms,
             sub_version=self.subscription(queue.topic).sub_version,
+            expression_type=selector.expression_type,
         )
         try:
             if address is None:

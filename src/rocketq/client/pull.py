@@ -55,13 +55,6 @@ class PullResult:
         object.__setattr__(self, "messages", [] if messages is None else messages)
 
 
-def parse_tags(expression: str | None) -> frozenset[str]:
-    """Tags of an expression like ``"TagA || TagB"``; empty means everything."""
-    text = (expression or "").strip()
-    tags = frozenset(part.strip() for part in text.split("||") if part.strip())
-    return frozenset() if not tags or MATCH_ALL in tags else tags
-
-
 def pull_request(
     group: str,
     queue: MessageQueue,

@@ -20,8 +20,9 @@ from rocketq.client.consumer_core import ConsumerCore
 from rocketq.client.errors import MQClientError
 from rocketq.client.listener import user_view
 from rocketq.client.message import MessageExt, MessageQueue
-from rocketq.client.pull import PullStatus, parse_tags
+from rocketq.client.pull import PullStatus
 from rocketq.client.route import subscribe_queues
+from rocketq.client.selector import MessageSelector
 from rocketq.protocol import RequestCode
 from rocketq.protocol.headers import GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader, SearchOffsetRequestHeader
 from rocketq.remoting.tasks import cancel_and_wait
@@ -36,7 +37,7 @@ FLOW_CONTROL_DELAY_S = 0.02  # a paused prefetcher looks again after this
 class _QueueState:
     queue: MessageQueue
     next_offset: int
-    expression: str
+    selector: MessageSelector
     task: asyncio.Task[None] | None = None
     generation: int = 0  # bumped by seek(): batches pulled before it are discarded
     consumed_offset: int = -1  # offset after the last message poll() returned
@@ -82,14 +83,16 @@ class PullConsumer:
 
     # -- assignment -----------------------------------------------------------------------------------
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
+    def subscribe(self, topic: str, selector: MessageSelector | str = "*") -> None:
+        """Consume ``topic``'s messages that ``selector`` picks: a ``MessageSelector`` (by tag or by a
+        SQL92 expression, see docs/filters.md) or a tag expression such as ``"TagA || TagB"``."""
         if self._manual:
             raise MQClientError(
                 "this consumer uses assign() (or was started before any subscribe());"
                 " subscribe() and assign() do not mix"
             )
         self._manual = False
-        self._core.subscribe(topic, expression)
+        self._core.subscribe(topic, selector)
 
     def unsubscribe(self, topic: str) -> None:
         """Stop consuming ``topic`` (subscribe() mode): its queues are committed and dropped at the next
@@ -110,13 +113,13 @@ class PullConsumer:
     def paused(self) -> set[MessageQueue]:
         return set(self._paused)
 
-    async def assign(self, queues: Sequence[MessageQueue], expression: str = "*") -> None:
-        """Consume exactly these queues (no group rebalancing)."""
+    async def assign(self, queues: Sequence[MessageQueue], selector: MessageSelector | str = "*") -> None:
+        """Consume exactly these queues (no group rebalancing), the messages ``selector`` picks."""
         if self._manual is False:
             raise MQClientError("this consumer uses subscribe(); subscribe() and assign() do not mix")
         self._manual = True
         for queue in queues:
-            self._core.subscriptions.setdefault(queue.topic, expression)
+            self._core.subscriptions.setdefault(queue.topic, MessageSelector.of(selector))
         gone = [q for q in self._states if q not in set(queues)]
         await self._revoked(gone)
         self._core.assigned = set(queues)
@@ -146,7 +149,7 @@ class PullConsumer:
             offset = await (core.start_offset(queue) if self._manual else core.start_offset_or_skip(queue))
             if offset is None:
                 continue
-            state = _QueueState(queue, offset, self._core.subscriptions.get(queue.topic, "*"), consumed_offset=offset)
+            state = _QueueState(queue, offset, self._core.selector(queue.topic), consumed_offset=offset)
             self._states[queue] = state
             state.task = asyncio.create_task(self._prefetch(state))
 
@@ -176,7 +179,11 @@ class PullConsumer:
                 await self._core.instance.update_route(topic)
             await self._assigned(sorted(self._core.assigned))
         else:
-            await self._core.start()
+            try:
+                await self._core.start()
+            except BaseException:
+                self._started = False  # (a broker refused a SQL92 subscription, or no route could be had)
+                raise
         if self.auto_commit and self._manual:  # subscribe() mode: the core commits on the same period
             self._commit_task = asyncio.create_task(self._auto_commit())
         return self
@@ -210,7 +217,7 @@ class PullConsumer:
         of bodies, and every queue while the consumer holds PULL_THRESHOLD_FOR_ALL messages: at most one
         pull batch more than a threshold is ever buffered."""
         core, config, queue = self._core, self.config, state.queue
-        tags = parse_tags(state.expression)
+        tags = state.selector.tags()
         limit_bytes = config.pull_threshold_size_for_queue_mib * 1024 * 1024
         while True:
             if (
@@ -221,11 +228,11 @@ class PullConsumer:
             ):
                 await asyncio.sleep(FLOW_CONTROL_DELAY_S)
                 continue
-            subscribed = state.expression if self._manual else core.subscriptions.get(queue.topic, "*")
-            if subscribed != state.expression:  # subscribed again with new tags
-                state.expression, tags = subscribed, parse_tags(subscribed)
+            subscribed = state.selector if self._manual else core.selector(queue.topic)
+            if subscribed != state.selector:  # subscribed again with another selector
+                state.selector, tags = subscribed, subscribed.tags()
             generation, offset = state.generation, state.next_offset
-            result = await core.pull_once(queue, offset, state.expression, tags)
+            result = await core.pull_once(queue, offset, state.selector, tags)
             if result is None:
                 continue
             if generation != state.generation:

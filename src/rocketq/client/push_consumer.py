@@ -27,8 +27,9 @@ from rocketq.client.listener import CallTimes, Failed, Listener, listener_batche
 from rocketq.client.listener_calls import ListenerCalls, ListenerRun
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.process_queue import ProcessQueue
-from rocketq.client.pull import PullStatus, parse_tags
+from rocketq.client.pull import PullStatus
 from rocketq.client.queue_locks import QueueLocks
+from rocketq.client.selector import MessageSelector
 from rocketq.remoting.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -75,8 +76,10 @@ class PushConsumer:
 
     # -- setup ----------------------------------------------------------------------------------------
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        self._core.subscribe(topic, expression)
+    def subscribe(self, topic: str, selector: MessageSelector | str = "*") -> None:
+        """Consume ``topic``'s messages that ``selector`` picks: a ``MessageSelector`` (by tag or by a
+        SQL92 expression, see docs/filters.md) or a tag expression such as ``"TagA || TagB"``."""
+        self._core.subscribe(topic, selector)
 
     def unsubscribe(self, topic: str) -> None:
         """Stop consuming ``topic`` (its queues are committed and dropped at the next rebalance, at once
@@ -116,7 +119,11 @@ class PushConsumer:
         if not self._core.subscriptions:
             raise MQClientError("subscribe to a topic before start()")
         self._started = True
-        await self._core.start()
+        try:
+            await self._core.start()
+        except BaseException:
+            self._started = False  # (a broker refused a SQL92 subscription, or no route could be had)
+            raise
         if self._locking:
             self._lock_task = asyncio.create_task(self._renew_locks())
         if not self.orderly:
@@ -224,7 +231,7 @@ class PushConsumer:
 
     async def _pull_loop(self, process: ProcessQueue) -> None:
         core, config, queue = self._core, self.config, process.queue
-        expression, tags = "", frozenset[str]()
+        selector, tags = None, frozenset[str]()
         while not process.dropped:
             limit_count, limit_bytes = self._queue_limits[queue.topic]
             if (
@@ -238,11 +245,11 @@ class PushConsumer:
             if not process.locked:  # orderly: the lock was lost (not renewed in time)
                 await asyncio.sleep(0.5)
                 continue
-            subscribed = core.subscriptions.get(queue.topic, "*")
-            if subscribed != expression:  # subscribe() again changes it at once
-                expression, tags = subscribed, parse_tags(subscribed)
+            subscribed = core.selector(queue.topic)
+            if subscribed != selector:  # subscribe() again changes it at once
+                selector, tags = subscribed, subscribed.tags()
             commit = core.offsets.table.get(queue, 0) if core.clustering else 0
-            result = await core.pull_once(queue, process.next_pull_offset, expression, tags, commit_offset=commit)
+            result = await core.pull_once(queue, process.next_pull_offset, subscribed, tags, commit_offset=commit)
             if result is None:
                 continue
             if process.is_dropped():

@@ -19,6 +19,7 @@ from rocketq.client.message import Message, MessageExt, MessageQueue, SendResult
 from rocketq.client.producer import Producer, QueueSelector
 from rocketq.client.pull_consumer import PullConsumer
 from rocketq.client.push_consumer import PushConsumer
+from rocketq.client.selector import MessageSelector
 
 T = TypeVar("T")
 
@@ -141,9 +142,9 @@ class SyncPushConsumer:
         self._loop = LoopThread(name="rocketq-push-consumer")
         self._consumer = PushConsumer(config, listener, orderly=orderly)
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
+    def subscribe(self, topic: str, selector: MessageSelector | str = "*") -> None:
         """Subscribe (on the loop: after ``start()`` the consumer rebalances at once for a new topic)."""
-        self._loop.run(lambda: self._consumer.subscribe(topic, expression))
+        self._loop.run(lambda: self._consumer.subscribe(topic, selector))
 
     def unsubscribe(self, topic: str) -> None:
         self._loop.run(lambda: self._consumer.unsubscribe(topic))
@@ -190,9 +191,9 @@ class SyncPullConsumer:
         self._loop = LoopThread(name="rocketq-pull-consumer")
         self._consumer = self._loop.call(_build_pull_consumer(config, auto_commit))
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
+    def subscribe(self, topic: str, selector: MessageSelector | str = "*") -> None:
         """Subscribe (on the loop: after ``start()`` the consumer rebalances at once for a new topic)."""
-        self._loop.run(lambda: self._consumer.subscribe(topic, expression))
+        self._loop.run(lambda: self._consumer.subscribe(topic, selector))
 
     def unsubscribe(self, topic: str) -> None:
         self._loop.run(lambda: self._consumer.unsubscribe(topic))
@@ -203,8 +204,8 @@ class SyncPullConsumer:
     def resume(self, queues: Sequence[MessageQueue]) -> None:
         self._loop.run(lambda: self._consumer.resume(queues))
 
-    def assign(self, queues: Sequence[MessageQueue], expression: str = "*") -> None:
-        self._loop.call(self._consumer.assign(queues, expression))
+    def assign(self, queues: Sequence[MessageQueue], selector: MessageSelector | str = "*") -> None:
+        self._loop.call(self._consumer.assign(queues, selector))
 
     def fetch_queues(self, topic: str) -> list[MessageQueue]:
         return self._loop.call(self._consumer.fetch_queues(topic))

@@ -53,6 +53,8 @@ COMPILED_MODULES: Final = (
     "rocketq.store.mapped_file_queue",
     "rocketq.store.message_store",
     "rocketq.store.queue_reader",
+    "rocketq.store.filtered_read",
+    "rocketq.store.record_views",
     "rocketq.store.results",
     "rocketq.store.wire_batches",
     "rocketq.broker.consumer_offsets",

@@ -151,6 +151,14 @@ class SubscriptionData(JsonBody, frozen=True, kw_only=True):
     expression_type: str = "TAG"
 
 
+class CheckClientRequestBody(JsonBody, frozen=True, kw_only=True):
+    """CHECK_CLIENT_CONFIG (46) request body: may this broker filter by this subscription?"""
+
+    client_id: str = ""
+    group: str = ""
+    subscription_data: SubscriptionData | None = None
+
+
 class ConsumerData(JsonBody, frozen=True, kw_only=True):
     group_name: str
     consume_type: ConsumeType

@@ -48,6 +48,9 @@ class StoreConfig:
     compiled_dispatch: bool = True  # dispatch through the numba-compiled scan when numba is installed
     dispatch_columnar_min_bytes: int = 2048  # at least this much undispatched log takes the compiled scan
     check_crc_on_recover: bool = True
+    enable_consume_queue_ext: bool = False  # ext units beside the ConsumeQueues (filter bit maps)
+    mapped_file_size_consume_queue_ext: int = 48 * 1024 * 1024  # bytes per ConsumeQueueExt file
+    bit_map_length_consume_queue_ext: int = 64  # bits of a filter bit map (the broker sets its bloom m)
 
     @property
     def commit_log_dir(self) -> Path:
@@ -61,6 +64,10 @@ class StoreConfig:
     @property
     def consume_queue_dir(self) -> Path:
         return self.store_path_root_dir / "consumequeue"
+
+    @property
+    def consume_queue_ext_dir(self) -> Path:
+        return self.store_path_root_dir / "consumequeue_ext"
 
     @property
     def index_dir(self) -> Path:

@@ -2,7 +2,8 @@
 
 Entry ``n`` (the queue offset) lives at byte ``n * 20`` of the queue's logical space, split into files
 of ``mapped_file_size_consume_queue`` bytes under ``consumequeue/<topic>/<queueId>/<20-digit start>``
-(docs/store-format.md#consumequeue). Padding entries are ``(0, 0x7FFFFFFF, 0)``.
+(docs/store-format.md#consumequeue). Padding entries are ``(0, 0x7FFFFFFF, 0)``. With a ConsumeQueueExt
+(``ext``), an entry's tag code may instead be the address of its message's ext unit (``consume_queue_ext``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
+import numpy as np
+
+from rocketq.store.consume_queue_ext import MAX_ADDR, ConsumeQueueExt, undecorate
 from rocketq.store.mapped_file import MappedFile
 from rocketq.store.mapped_file_queue import MappedFileQueue
 
@@ -27,6 +31,9 @@ ENTRY_SIZE: Final = 20
 assert ENTRY.size == ENTRY_SIZE
 PADDING_SIZE: Final = 0x7FFFFFFF  # the size field of a padding entry
 PADDING: Final = ENTRY.pack(0, PADDING_SIZE, 0)
+ENTRY_DTYPE: Final = np.dtype([("offset", ">i8"), ("size", ">i4"), ("tag", ">i8")])
+"""An entry as a numpy record (whole runs of entries are read as arrays)."""
+assert ENTRY_DTYPE.itemsize == ENTRY_SIZE
 
 Entry = tuple[int, int, int]  # commit_log_offset, size, tags_code
 
@@ -34,12 +41,15 @@ Entry = tuple[int, int, int]  # commit_log_offset, size, tags_code
 class ConsumeQueue:
     """Thread safety: one dispatcher thread writes; any thread reads entries below ``max_offset``."""
 
-    def __init__(self, topic: str, queue_id: int, root: Path, file_size: int) -> None:
+    def __init__(
+        self, topic: str, queue_id: int, root: Path, file_size: int, ext: ConsumeQueueExt | None = None
+    ) -> None:
         if file_size % ENTRY_SIZE:
             raise ValueError(f"consume queue file size {file_size} is not a multiple of {ENTRY_SIZE}")
         self.topic = topic
         self.queue_id = queue_id
         self.files = MappedFileQueue(root / topic / str(queue_id), file_size)
+        self.ext = ext
         self.min_logical_offset = 0  # first live entry, in bytes
         self.max_physical_offset = -1  # end (offset + size) of the last entry's record
 
@@ -47,6 +57,8 @@ class ConsumeQueue:
 
     def load(self) -> None:
         self.files.load()
+        if self.ext is not None:
+            self.ext.load()
 
     def recover(self) -> None:
         """Find the end of the entries (entries are written contiguously, zeros follow)."""
@@ -62,6 +74,23 @@ class ConsumeQueue:
             offset, size, _ = ENTRY.unpack_from(last_used.buffer, last_used.wrote_position - ENTRY_SIZE)
             self.max_physical_offset = offset + size
         self._correct_min_offset_from_files()
+        if self.ext is not None:
+            last_address = self._ext_address(reverse=True)
+            self.ext.recover(0 if last_address is None else undecorate(last_address) + 1)
+
+    def _ext_address(self, *, reverse: bool) -> int | None:
+        """The last (or first) ext address the entries hold, None when they hold none."""
+        files = self.files.files
+        for mapped in reversed(files) if reverse else files:
+            entries = np.frombuffer(mapped.buffer[: mapped.wrote_position], dtype=ENTRY_DTYPE)
+            addresses = np.flatnonzero(entries["tag"] <= MAX_ADDR)
+            found = None
+            if len(addresses):
+                found = int(entries["tag"][addresses[-1] if reverse else addresses[0]])
+            del entries
+            if found is not None:
+                return found
+        return None
 
     @staticmethod
     def _valid_entries(mapped: MappedFile) -> int:
@@ -234,6 +263,8 @@ class ConsumeQueue:
     # -- maintenance ----------------------------------------------------------------------------------
 
     def flush(self, least_pages: int) -> None:
+        if self.ext is not None:  # first: a flushed entry never points at a unit that was not
+            self.ext.flush(least_pages)
         self.files.flush(least_pages)
 
     def delete_before(self, commit_log_min_offset: int) -> int:
@@ -252,7 +283,19 @@ class ConsumeQueue:
                 if offset >= commit_log_min_offset and size != PADDING_SIZE:
                     self.min_logical_offset = max(self.min_logical_offset, first.start_offset + index * ENTRY_SIZE)
                     break
+        if deleted and self.ext is not None:
+            first_address = self._ext_address(reverse=False)
+            if first_address is not None:
+                self.ext.delete_before(first_address)
         return deleted
+
+    def destroy(self) -> None:
+        """Delete every file of the queue (and of its ext)."""
+        self.files.destroy_all()
+        if self.ext is not None:
+            self.ext.destroy()
 
     def close(self) -> None:
         self.files.close()
+        if self.ext is not None:
+            self.ext.close()

@@ -2,7 +2,9 @@
 listeners (compiled: a lone message's dispatch runs on the broker's event loop, inline after its put).
 
 ``Dispatcher`` (its thread and its walk along the CommitLog stay interpreted: see
-``rocketq.native.modules``) calls these once per batch of up to ``BATCH_RECORDS`` records.
+``rocketq.native.modules``) calls these once per batch of up to ``BATCH_RECORDS`` records. With an
+``ext`` (filter bit maps), both paths first hand the records of filtered topics to it, which gives
+them ext units and the addresses their ConsumeQueue entries hold (``rocketq.store.ext_writer``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from rocketq.common.record import NOT_QUEUED_TRANSACTIONS, SysFlag
 from rocketq.store import compiled_dispatch as columns
 from rocketq.store.commit_log import ColumnBatch
 from rocketq.store.consume_queue import ENTRY_SIZE, ConsumeQueue, Entry
+from rocketq.store.ext_writer import ExtWriter
 from rocketq.store.index_service import IndexService, are_indexed, is_indexed
 from rocketq.store.results import DispatchRequest
 
@@ -40,10 +43,13 @@ class DispatchApplier:
         self.listeners: list[ArrivalListener] = []
         self.dispatched_timestamp = 0  # store time of the newest dispatched record
         self.dispatched_count = 0
+        self.ext: ExtWriter | None = None  # filter bit maps (set by MessageStore.set_bit_map_calculator)
 
     def apply(self, requests: list[DispatchRequest]) -> None:
         """Write one batch of records into the ConsumeQueues, notify the arrival listeners, then index
         the batch's keys."""
+        if self.ext is not None:
+            self._extend_requests(self.ext, requests)
         arrived = self._put_records(
             (r.topic, r.queue_id, r.queue_offset, r.commit_log_offset, r.size, r.tags_code, r.sys_flag)
             for r in requests
@@ -76,6 +82,37 @@ class DispatchApplier:
         for key, (first_offset, entries) in by_queue.items():
             self._put(key, first_offset, entries)
         return {key: first_offset + len(entries) for key, (first_offset, entries) in by_queue.items()}
+
+    @staticmethod
+    def _extend_requests(ext: ExtWriter, requests: list[DispatchRequest]) -> None:
+        """Ext units for the Python path's records (``ExtWriter.extend``), their addresses written back."""
+        bit_maps = ext.topics(requests[0].commit_log_offset)
+        picked = [r for r in requests if r.topic in bit_maps] if bit_maps else []
+        if picked:
+            records = [
+                (r.topic, r.queue_id, r.queue_offset, r.commit_log_offset, r.store_timestamp, r.sys_flag)
+                for r in picked
+            ]
+            codes = ext.extend(records, [r.tags_code for r in picked], bit_maps)
+            for request, code in zip(picked, codes, strict=True):
+                request.tags_code = code
+
+    @staticmethod
+    def _extend_rows(ext: ExtWriter, batch: ColumnBatch) -> None:
+        """Ext units for the compiled scan's rows (``ExtWriter.extend``), their addresses written back."""
+        rows, topics = batch.rows, batch.topics
+        bit_maps = ext.topics(int(rows[0, columns.PHYSICAL]))
+        wanted = [index for index, name in enumerate(topics) if name in bit_maps] if bit_maps else []
+        if not wanted:
+            return
+        picked = np.flatnonzero(np.isin(rows[:, columns.TOPIC], wanted))
+        if len(picked):
+            chosen = rows[picked]
+            records = [
+                (topics[topic], queue_id, queue_offset, physical, stamp, sys_flag)
+                for physical, _, queue_id, queue_offset, sys_flag, stamp, topic, _ in chosen.tolist()
+            ]
+            rows[picked, columns.TAGS_CODE] = ext.extend(records, chosen[:, columns.TAGS_CODE].tolist(), bit_maps)
 
     def _notify(self, arrived: dict[tuple[str, int], int]) -> None:
         for (topic, queue_id), max_offset in arrived.items():
@@ -114,6 +151,8 @@ class DispatchApplier:
         compiled code (``group_entries``) and written as one block, the listeners told, the index keys
         (already hashed) indexed; no per-record Python."""
         rows = batch.rows
+        if self.ext is not None:
+            self._extend_rows(self.ext, batch)
         if len(rows) < COLUMNAR_MIN_RECORDS:
             self._apply_rows(batch)
             return

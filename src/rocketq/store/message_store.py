@@ -36,13 +36,16 @@ from rocketq.store.commit_log import CommitLog
 from rocketq.store.config import StoreConfig
 from rocketq.store.config_file import read_json, write_json_atomically
 from rocketq.store.consume_queue import ConsumeQueue
+from rocketq.store.consume_queue_ext import open_ext
 from rocketq.store.dispatch import Dispatcher
 from rocketq.store.dispatch_apply import ArrivalListener
 from rocketq.store.errors import StoreError
+from rocketq.store.ext_writer import BitMapCalculator, ExtWriter
 from rocketq.store.flush import CommitLogFlusher, EventLoop, PeriodicTask
 from rocketq.store.index_service import IndexService
 from rocketq.store.key_query import records_by_key
 from rocketq.store.mapped_file import DiskFullError
+from rocketq.store.message_filter import MessageFilter
 from rocketq.store.queue_reader import get_from_queue
 from rocketq.store.recovery import RecoveryReport, recover_commit_log
 from rocketq.store.results import (
@@ -182,7 +185,10 @@ class MessageStore:
                 queue.load()
 
     def _new_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
-        queue = ConsumeQueue(topic, queue_id, self.config.consume_queue_dir, self.config.mapped_file_size_consume_queue)
+        config = self.config
+        ext_size, enabled = config.mapped_file_size_consume_queue_ext, config.enable_consume_queue_ext
+        ext = open_ext(config.consume_queue_ext_dir, topic, queue_id, ext_size, enabled=enabled)
+        queue = ConsumeQueue(topic, queue_id, config.consume_queue_dir, config.mapped_file_size_consume_queue, ext)
         self._queues[(topic, queue_id)] = queue
         return queue
 
@@ -353,10 +359,12 @@ class MessageStore:
         max_count: int,
         *,
         tags_codes: Collection[int] | None = None,
+        message_filter: MessageFilter | None = None,
         max_bytes: int = 4 * 1024 * 1024,
     ) -> GetMessageResult:
         """Up to ``max_count`` records from ``offset``, as views (no copies). ``tags_codes``: keep only
-        records whose ConsumeQueue tag code is in it (None keeps all). Release the result."""
+        records whose ConsumeQueue tag code is in it (None keeps all); ``message_filter`` (instead):
+        SQL92 filtering by bit map and properties. Release the result."""
         queue = self._queues.get((topic, queue_id))
         if queue is None:
             return GetMessageResult(
@@ -365,7 +373,7 @@ class MessageStore:
                 min_offset=QueueOffset(0),
                 max_offset=QueueOffset(0),
             )
-        result = get_from_queue(self.commit_log, queue, offset, max_count, tags_codes, max_bytes)
+        result = get_from_queue(self.commit_log, queue, offset, max_count, tags_codes, max_bytes, message_filter)
         self._get_messages += result.message_count
         return result
 
@@ -429,22 +437,30 @@ class MessageStore:
     def add_arrival_listener(self, listener: ArrivalListener) -> None:
         self.dispatcher.listeners.append(listener)
 
+    def set_bit_map_calculator(self, calculator: BitMapCalculator | None) -> None:
+        """Give dispatched records of filtered topics ext units with their filter bit maps (needs
+        ``enable_consume_queue_ext``; without it, or with None, no units are written)."""
+        ext = None
+        if calculator is not None and self.config.enable_consume_queue_ext:
+            ext = ExtWriter(self.commit_log, self.consume_queue, calculator)
+        self.dispatcher.applier.ext = ext
+
     def delete_topic(self, topic: str) -> None:
         """Remove a topic's ConsumeQueues (its records age out of the CommitLog with the rest)."""
         with self._queues_lock:
             doomed = [key for key in self._queues if key[0] == topic]
             for key in doomed:
-                self._queues.pop(key).files.destroy_all()
+                self._queues.pop(key).destroy()
             self._registry_dirty = True
         with self.commit_log.put_lock:
             for key in doomed:
                 self.commit_log.queue_offsets.pop(key, None)
-        topic_dir = self.config.consume_queue_dir / topic
-        for path in sorted(topic_dir.glob("*"), reverse=True):
-            if path.is_dir():
-                path.rmdir()
-        if topic_dir.exists():
-            topic_dir.rmdir()
+        for topic_dir in (self.config.consume_queue_dir / topic, self.config.consume_queue_ext_dir / topic):
+            for path in sorted(topic_dir.glob("*"), reverse=True):
+                if path.is_dir():
+                    path.rmdir()
+            if topic_dir.exists():
+                topic_dir.rmdir()
 
     # -- flushing -------------------------------------------------------------------------------------
 

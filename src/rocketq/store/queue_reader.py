@@ -17,11 +17,11 @@ import numpy as np
 
 from rocketq.common.offsets import PhysicalOffset, QueueOffset
 from rocketq.store.commit_log import CommitLog
-from rocketq.store.consume_queue import ENTRY, PADDING_SIZE, ConsumeQueue
+from rocketq.store.consume_queue import ENTRY, ENTRY_DTYPE, PADDING_SIZE, ConsumeQueue
+from rocketq.store.filtered_read import read_filtered
+from rocketq.store.message_filter import MessageFilter
+from rocketq.store.record_views import add_views
 from rocketq.store.results import GetMessageResult, GetStatus
-
-_ENTRY_DTYPE = np.dtype([("offset", ">i8"), ("size", ">i4"), ("tag", ">i8")])
-assert _ENTRY_DTYPE.itemsize == 20
 
 SCALAR_MAX_ENTRIES = 32
 """Runs of at most this many entries are read entry by entry instead of with numpy: RocketMQ's default
@@ -36,9 +36,12 @@ def get_from_queue(
     max_count: int,
     tags_codes: Collection[int] | None,
     max_bytes: int,
+    message_filter: MessageFilter | None = None,
 ) -> GetMessageResult:
     """``MessageStore.get_messages`` for an existing queue: the status of ``offset`` against the queue's
-    bounds (and where the next read should start), then the records when it is inside them."""
+    bounds (and where the next read should start), then the records when it is inside them. A
+    ``message_filter`` (SQL92), or a tag filter on a queue with a ConsumeQueueExt (whose entries may
+    hold ext addresses for tag codes), reads through ``rocketq.store.filtered_read``."""
     low, high = queue.min_offset, queue.max_offset
     status = None
     next_offset = offset
@@ -57,7 +60,13 @@ def get_from_queue(
         max_offset=QueueOffset(high),
     )
     if status is None:
-        read_queue(commit_log, queue, offset, min(max_count, high - offset), tags_codes, max_bytes, result)
+        count = min(max_count, high - offset)
+        if message_filter is None and tags_codes is not None and queue.ext is not None:
+            message_filter = MessageFilter(tags_codes=frozenset(tags_codes))
+        if message_filter is not None:
+            read_filtered(commit_log, queue, offset, count, message_filter, max_bytes, result)
+        else:
+            read_queue(commit_log, queue, offset, count, tags_codes, max_bytes, result)
     return result
 
 
@@ -86,7 +95,7 @@ def read_queue(
         if found is None:
             break
         cq_file, view = found
-        if len(view) <= SCALAR_MAX_ENTRIES * _ENTRY_DTYPE.itemsize:
+        if len(view) <= SCALAR_MAX_ENTRIES * ENTRY_DTYPE.itemsize:
             try:
                 entries_list = list(ENTRY.iter_unpack(view))
             finally:
@@ -108,7 +117,7 @@ def read_queue(
                 break
             continue
         try:
-            entries = np.frombuffer(view, dtype=_ENTRY_DTYPE)
+            entries = np.frombuffer(view, dtype=ENTRY_DTYPE)
             positions = entries["offset"].astype(np.int64)  # copies: the views must go before the release
             sizes = entries["size"].astype(np.int64)
             keep = sizes != PADDING_SIZE
@@ -137,7 +146,7 @@ def read_queue(
             taken = taken[:stop]
         else:
             consumed = chunk_length
-        missing = _add_views(commit_log, positions[taken], sizes[taken], result)
+        missing = add_views(commit_log, positions[taken], sizes[taken], result)
         if missing is not None:  # a file deleted since min_offset was read: keep what came before it
             removed = True
             consumed, taken = int(taken[missing]) + 1, taken[:missing]
@@ -158,34 +167,6 @@ def read_queue(
         result.status = GetStatus.MESSAGE_WAS_REMOVING
     elif not found_any_entry:
         result.status = GetStatus.OFFSET_FOUND_NULL
-
-
-def _add_views(commit_log: CommitLog, positions: np.ndarray, sizes: np.ndarray, result: GetMessageResult) -> int | None:
-    """Append views of the records at ``positions`` (CommitLog offsets, in log order) to ``result``, one per
-    run of adjacent records within a file; returns the index of the first record whose file could not be
-    pinned (None when all were added; the records before it are in ``result``)."""
-    count = len(positions)
-    first = 0
-    while first < count:
-        mapped = commit_log.pin(int(positions[first]))
-        if mapped is None:
-            return first
-        result._releases.append(mapped)
-        rest = positions[first:]
-        inside = (rest >= mapped.start_offset) & (rest < mapped.end_offset)
-        end = count if inside.all() else first + int(np.argmin(inside))  # the records in this file
-        local = positions[first:end] - mapped.start_offset
-        ends = local + sizes[first:end]
-        starts_run = np.flatnonzero(local[1:] != ends[:-1]) + 1  # a record not right after the previous
-        run_starts = [0, *starts_run.tolist()]
-        run_ends = [*starts_run.tolist(), end - first]
-        buffer = mapped.buffer
-        local_starts, local_ends = local.tolist(), ends.tolist()
-        result.buffers.extend(
-            [buffer[local_starts[a] : local_ends[b - 1]] for a, b in zip(run_starts, run_ends, strict=True)]
-        )
-        first = end
-    return None
 
 
 class _ScalarChunk:
@@ -227,7 +208,7 @@ class _ScalarChunk:
 def _add_views_scalar(
     commit_log: CommitLog, positions: list[int], sizes: list[int], result: GetMessageResult
 ) -> int | None:
-    """``_add_views`` for a few records, one at a time."""
+    """``add_views`` for a few records, one at a time."""
     mapped = None
     run_start = run_end = 0
     for index, (position, size) in enumerate(zip(positions, sizes, strict=True)):

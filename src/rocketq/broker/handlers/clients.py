@@ -1,13 +1,22 @@
-"""HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38); NOTIFY_CONSUMER_IDS_CHANGED (40)
-sent to a group's members when its membership changes (ClientManageProcessor)."""
+"""HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38), CHECK_CLIENT_CONFIG (46);
+NOTIFY_CONSUMER_IDS_CHANGED (40) sent to a group's members when its membership changes
+(ClientManageProcessor).
+
+A heartbeat carrying a SQL92 subscription the broker cannot take (``enablePropertyFilter=false``, or an
+expression that does not parse) is refused whole, with the reason in the remark, and changes nothing;
+RocketMQ's broker would drop such a subscription silently and fail the pulls later.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
 from rocketq.broker.client_manager import ClientChannel, build_subscription
+from rocketq.broker.consumer_filters import SqlSubscription
 from rocketq.broker.context import BrokerContext, parsed, reply
+from rocketq.broker.sql_filters import refusal
 from rocketq.common.group_topics import retry_topic
 from rocketq.protocol import (
     ConsumerListBody,
@@ -18,6 +27,7 @@ from rocketq.protocol import (
     ResponseCode,
     make_request,
 )
+from rocketq.protocol.bodies import CheckClientRequestBody
 from rocketq.protocol.headers import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader
 from rocketq.remoting import Connection, RequestHandler
 from rocketq.remoting.connection import next_opaque
@@ -55,6 +65,19 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
             data = HeartbeatData.decode(request.body)
         except ProtocolError as exc:
             return reply(request, ResponseCode.SYSTEM_ERROR, f"bad heartbeat body: {exc}")
+        for consumer in data.consumer_data_set:
+            for wanted in consumer.subscription_data_set:
+                refused = refusal(context.config, wanted.expression_type or "TAG", wanted.sub_string)
+                if refused is not None:
+                    code, remark = refused
+                    log.warning(
+                        "heartbeat of %s refused: %s on %s: %s",
+                        data.client_id,
+                        consumer.group_name,
+                        wanted.topic,
+                        remark,
+                    )
+                    return reply(request, code, f"subscription of {consumer.group_name} to {wanted.topic}: {remark}")
         now = time.monotonic()
         channel = ClientChannel(data.client_id, connection, request.language.name, request.version, now)
         connection.attributes["client_id"] = data.client_id
@@ -79,6 +102,10 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
                 consume_from_where=consumer.consume_from_where.value,
                 subscriptions=subscriptions,
             )
+            context.filters.register(
+                consumer.group_name,
+                [SqlSubscription(s.topic, s.expression, s.expression_type, s.sub_version) for s in subscriptions],
+            )
             if changed:
                 log.info(
                     "consumer %s joined group %s from %s",
@@ -91,13 +118,29 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
             clients.register_producer(producer.group_name, channel)
         if registered_topics:
             context.request_registration()
+        if context.filters.changed:  # written before the dispatcher uses it: see ConsumerFilterManager
+            await asyncio.to_thread(context.filters.persist)
         return reply(request, ResponseCode.SUCCESS)
 
     def unregister(request: RemotingCommand, header: UnregisterClientRequestHeader) -> RemotingCommand:
         for group in clients.unregister(header.client_id, header.producer_group, header.consumer_group):
             log.info("client %s left group %s", header.client_id, group)
             notify_group_changed(context, group)
+            if group not in clients.consumers:
+                context.filters.unregister(group)
         return reply(request, ResponseCode.SUCCESS)
+
+    async def check_client_config(request: RemotingCommand, connection: Connection) -> RemotingCommand:
+        """Whether this broker can filter by the body's subscription (Java clients ask at subscribe)."""
+        try:
+            body = CheckClientRequestBody.decode(request.body)
+        except ProtocolError as exc:
+            return reply(request, ResponseCode.SYSTEM_ERROR, f"bad check-client body: {exc}")
+        wanted = body.subscription_data
+        refused = (
+            None if wanted is None else refusal(context.config, wanted.expression_type or "TAG", wanted.sub_string)
+        )
+        return reply(request, ResponseCode.SUCCESS) if refused is None else reply(request, *refused)
 
     def consumer_list(request: RemotingCommand, header: GetConsumerListByGroupRequestHeader) -> RemotingCommand:
         ids = clients.consumer_ids(header.consumer_group)
@@ -109,4 +152,5 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
         RequestCode.HEART_BEAT: heartbeat,
         RequestCode.UNREGISTER_CLIENT: parsed(UnregisterClientRequestHeader, unregister),
         RequestCode.GET_CONSUMER_LIST_BY_GROUP: parsed(GetConsumerListByGroupRequestHeader, consumer_list),
+        RequestCode.CHECK_CLIENT_CONFIG: check_client_config,
     }

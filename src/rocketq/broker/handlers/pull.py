@@ -2,6 +2,9 @@
 
 A pull that finds nothing new, from a client that allows suspension, is held until a message arrives
 on its queue or its suspend timeout ends, then runs once more without suspension.
+
+A SQL92 pull is filtered by the expression it carries (subscription flag set, as rocketq's clients
+and groupless readers send it) or else by its group's registered one; see ``rocketq.broker.sql_filters``.
 """
 
 from __future__ import annotations
@@ -10,11 +13,14 @@ import logging
 
 from rocketq.broker.client_manager import build_subscription
 from rocketq.broker.context import BrokerContext, reply
+from rocketq.broker.sql_filters import pull_filter, refusal
 from rocketq.broker.topic_config import is_readable
+from rocketq.filter import compile_cached, is_tag_type
 from rocketq.protocol import PullMessageRequestHeader, RemoteProtocolError, RemotingCommand, RequestCode, ResponseCode
 from rocketq.protocol.bodies import MessageModel
 from rocketq.remoting import Connection, RequestHandler
 from rocketq.store import GetStatus
+from rocketq.store.message_filter import MessageFilter
 
 log = logging.getLogger(__name__)
 
@@ -88,13 +94,16 @@ def pull(
                 f"the consumer's subscription of {header.topic} does not exist",
             )
         subscription = found
-    if subscription.expression_type.upper() != "TAG":
-        return reply(
-            request,
-            ResponseCode.SUBSCRIPTION_PARSE_FAILED,
-            f"filter type {subscription.expression_type} is not supported by this broker yet",
-        )
-    tags_codes = None if subscription.matches_all else subscription.codes
+    message_filter: MessageFilter | None = None
+    tags_codes = None
+    if is_tag_type(subscription.expression_type):
+        tags_codes = None if subscription.matches_all else subscription.codes
+    else:
+        refused = refusal(config, subscription.expression_type, subscription.expression)
+        if refused is not None:
+            return reply(request, *refused)
+        selector = compile_cached(subscription.expression)
+        message_filter = pull_filter(config, context.filters, header.consumer_group, header.topic, selector)
 
     if header.sys_flag & FLAG_COMMIT_OFFSET and context.is_master:
         context.offsets.commit(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
@@ -102,7 +111,7 @@ def pull(
     may_hold = bool(header.sys_flag & FLAG_SUSPEND) and config.long_polling_enable and header.suspend_timeout_millis > 0
     caught_up = header.queue_offset == context.store.get_max_offset_in_queue(header.topic, header.queue_id) > 0
     if not (may_hold and caught_up):  # (a consumer that caught up is held without reading: the common pull)
-        code, fields, body = _read(context, header, tags_codes)
+        code, fields, body = _read(context, header, tags_codes, message_filter)
         if code != ResponseCode.PULL_NOT_FOUND or not may_hold:
             return reply(request, code, ext_fields=fields, body=body)
 
@@ -110,7 +119,7 @@ def pull(
         if not connection.is_open:
             return
         try:
-            code, fields, body = _read(context, header, tags_codes)
+            code, fields, body = _read(context, header, tags_codes, message_filter)
             response = reply(request, code, ext_fields=fields, body=body)
         except Exception as exc:
             log.exception("held pull of %s-%d failed", header.topic, header.queue_id)
@@ -124,7 +133,10 @@ def pull(
 
 
 def _read(
-    context: BrokerContext, header: PullMessageRequestHeader, tags_codes: frozenset[int] | None
+    context: BrokerContext,
+    header: PullMessageRequestHeader,
+    tags_codes: frozenset[int] | None,
+    message_filter: MessageFilter | None,
 ) -> tuple[int, dict[str, str], bytes]:
     offset = header.queue_offset
     with context.store.get_messages(
@@ -133,6 +145,7 @@ def _read(
         offset,
         max(1, header.max_msg_nums),
         tags_codes=tags_codes,
+        message_filter=message_filter,
         max_bytes=context.config.max_pull_bytes,
     ) as result:
         status = result.status

@@ -11,9 +11,9 @@ import pytest
 from rocketq.client import Message, MessageSelector, MQClientError, Producer, PullConsumer, PushConsumer
 from rocketq.client.admin import AdminClient
 from rocketq.filter import FilterExpressionError
-from rocketq.testing import LocalCluster
+from rocketq.testing import LocalCluster, eventually
 
-from .helpers import close_opened, consumer_config, eventually, opened
+from .helpers import close_opened, consumer_config, opened
 
 TOPIC = "Prices"
 

@@ -15,9 +15,9 @@ from rocketq.client.pull import pull_request
 from rocketq.common.message import java_string_hash
 from rocketq.protocol import ResponseCode
 from rocketq.remoting import RemotingClient
-from rocketq.testing import LocalCluster
+from rocketq.testing import LocalCluster, eventually
 
-from .helpers import TOPIC, consumer_config, eventually, opened
+from .helpers import TOPIC, consumer_config, opened
 
 SUBSCRIBED = "Aa || C"  # "Aa" collides with "BB", "C" with nothing sent
 TAGS = ("Aa", "BB", "C", "D")  # sent round-robin

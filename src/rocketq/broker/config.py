@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,10 @@ class BrokerConfig:
     server_frame_timeout_seconds: float = 30.0  # a request frame not complete this long closes its connection
     server_max_buffered_request_bytes: int = 256 * 1024 * 1024  # partial frames held, process-wide
     rebalance_lock_max_live_time_ms: int = 60_000  # an orderly consumer's queue lock lives this long unrenewed
+    # access control (rocketq.broker.acl, docs/acl.md)
+    acl_enable: bool = False  # check every request against acl_file's accounts (RocketMQ's aclEnable)
+    acl_file: Path | None = None  # a plain_acl.yml; from_file: "plain_acl.yml" beside the broker.conf
+    acl_file_check_interval_ms: int = 1000  # how often the file's modification time is looked at
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> BrokerConfig:
@@ -74,10 +79,14 @@ class BrokerConfig:
 
     @classmethod
     def from_file(cls, path: Path, **overrides: Any) -> BrokerConfig:
-        """Read a Java-properties ``broker.conf``, then apply ``overrides`` (None values are skipped)."""
+        """Read a Java-properties ``broker.conf``, then apply ``overrides`` (None values are skipped).
+        ``aclFile`` defaults to ``plain_acl.yml`` in the folder of ``path``, and a relative one is taken
+        from there."""
         values: dict[str, Any] = dict(parse_properties(path.read_text(encoding="utf-8")))
         values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.from_mapping(values)
+        config = cls.from_mapping(values)
+        acl_file = path.parent / (config.acl_file or "plain_acl.yml")  # (an absolute acl_file wins)
+        return dataclasses.replace(config, acl_file=acl_file)
 
     @property
     def advertised_ip(self) -> str:

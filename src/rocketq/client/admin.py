@@ -72,8 +72,16 @@ class GroupOverview:
 
 
 class AdminClient:
-    def __init__(self, namesrv_addr: str, *, timeout_s: float = 5.0) -> None:
-        self._instance = ClientInstance(ClientConfig(namesrv_addr=namesrv_addr, instance_name="admin"))
+    """``access_key``/``secret_key``: an account of the brokers' ACL (an admin one to create or delete
+    topics and groups and to reset offsets); requests are unsigned without them."""
+
+    def __init__(
+        self, namesrv_addr: str, *, timeout_s: float = 5.0, access_key: str = "", secret_key: str = ""
+    ) -> None:
+        config = ClientConfig(
+            namesrv_addr=namesrv_addr, instance_name="admin", access_key=access_key, secret_key=secret_key
+        )
+        self._instance = ClientInstance(config)
         self._timeout = timeout_s
 
     async def __aenter__(self) -> AdminClient:
@@ -162,7 +170,9 @@ class AdminClient:
         return targets
 
     async def delete_topic(self, topic: str, *, cluster: str | None = None) -> list[str]:
-        """Delete a topic on every master broker (of ``cluster``) and from the name servers."""
+        """Delete a topic on every master broker (of ``cluster``), then from the name servers. A broker
+        that refuses (NO_PERMISSION under ACL) stops it there: the name servers are not asked, as they
+        check nothing themselves (RocketMQ's do not either)."""
         targets = list((await self.master_addresses(cluster)).values())
         for address in targets:
             await self._broker(

@@ -4,6 +4,7 @@ white addresses, and the plain_acl.yml re-read when it changes."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 from collections.abc import AsyncIterator
@@ -180,11 +181,7 @@ async def test_a_broker_without_its_acl_file_does_not_start(tmp_path: Path) -> N
     async with LocalCluster(tmp_path, brokers=0) as cluster:
         config = cluster.broker_config(0)
         for acl_file in (tmp_path / "missing.yml", None):
-            broker = Broker(config.__class__(**{**_fields(config), "acl_enable": True, "acl_file": acl_file}))
-            with pytest.raises(AclConfigError, match="aclFile|does not exist"):
+            broker = Broker(dataclasses.replace(config, acl_enable=True, acl_file=acl_file))
+            with pytest.raises(AclConfigError, match=r"aclFile|does not exist"):
                 await broker.start()
             await broker.aclose()
-
-
-def _fields(config: object) -> dict[str, object]:
-    return {name: getattr(config, name) for name in config.__dataclass_fields__}  # type: ignore[attr-defined]

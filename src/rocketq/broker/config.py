@@ -18,6 +18,7 @@ _ALIASES = {
     "mapedFileSizeCommitLog": "mapped_file_size_commit_log",
     "mapedFileSizeConsumeQueue": "mapped_file_size_consume_queue",
     "brokerIP1": "broker_ip1",
+    "bindAddress": "listen_host",  # RocketMQ 5's name for it
 }
 
 
@@ -28,7 +29,7 @@ class BrokerConfig:
     broker_id: int = 0  # 0 is the master
     broker_role: str = "ASYNC_MASTER"
     namesrv_addr: str = ""  # "host:port;host:port"
-    listen_host: str = "0.0.0.0"
+    listen_host: str = "0.0.0.0"  # all interfaces, as RocketMQ; a WARNING at start without ACL (docs/acl.md)
     listen_port: int = 10911
     broker_ip1: str = ""  # address advertised to clients and stored as storeHost; "" = detect
     store_path_root_dir: Path = Path.home() / "store"
@@ -90,7 +91,13 @@ class BrokerConfig:
 
     @property
     def advertised_ip(self) -> str:
-        return self.broker_ip1 or local_ipv4()
+        """``brokerIP1``; else the address listened on, when it is one; else this host's address."""
+        if self.broker_ip1:
+            return self.broker_ip1
+        host = self.listen_host.strip()
+        if host in ("", "0.0.0.0", "::"):
+            return local_ipv4()
+        return "127.0.0.1" if host == "localhost" else host
 
     @property
     def name_servers(self) -> list[str]:

@@ -80,7 +80,7 @@ _GROUP_FIELDS: Final[dict[int, tuple[str, str]]] = {
 }
 
 
-def needed(request: RemotingCommand) -> list[tuple[str, Perm]]:
+def needed(request: RemotingCommand) -> list[tuple[str, int]]:
     """The resources (topics; groups as their retry topics) ``request`` uses, with the permission each
     needs. Raises ProtocolError for a HEART_BEAT body that does not decode."""
     code, fields = request.code, request.ext_fields
@@ -92,7 +92,7 @@ def needed(request: RemotingCommand) -> list[tuple[str, Perm]]:
         return [(topic, Perm.SUB if topic.startswith(RETRY_PREFIX) else Perm.PUB)]
     names = _GROUP_FIELDS.get(code)
     if names is not None:
-        resources: list[tuple[str, Perm]] = []
+        resources: list[tuple[str, int]] = []
         group = fields.get(names[0])
         if group:
             resources.append((retry_topic(group), Perm.SUB))
@@ -155,7 +155,7 @@ def _missing_permission(account: Account, request: RemotingCommand) -> str | Non
     return None
 
 
-def _perm_name(perm: Perm) -> str:
+def _perm_name(perm: int) -> str:
     return "|".join(name for name, bit in (("PUB", Perm.PUB), ("SUB", Perm.SUB)) if perm & bit) or "ANY"
 
 

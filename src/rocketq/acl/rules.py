@@ -21,7 +21,6 @@ says where: a broker then keeps the rules it had (``rocketq.broker.acl``).
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -35,14 +34,15 @@ KEY_MIN_LENGTH: Final = 7
 """RocketMQ refuses access and secret keys of 6 characters or fewer."""
 
 
-class Perm(enum.IntFlag):
-    """Permission bits, RocketMQ's values. ``ANY`` is only ever needed, never granted."""
+class Perm:
+    """Permission bits (plain ints: checked on every request), RocketMQ's values. ``ANY`` is only
+    ever needed, never granted."""
 
-    NONE = 0
-    DENY = 1
-    ANY = 2
-    PUB = 4
-    SUB = 8
+    NONE: Final = 0
+    DENY: Final = 1
+    ANY: Final = 2
+    PUB: Final = 4
+    SUB: Final = 8
 
 
 _PERM_WORDS: Final = {
@@ -54,20 +54,20 @@ _PERM_WORDS: Final = {
 }
 
 
-def parse_perm(text: str, where: str) -> Perm:
+def parse_perm(text: str, where: str) -> int:
     perm = _PERM_WORDS.get(text.strip())
     if perm is None:
         raise AclConfigError(f"{where}: permission {text!r} is not DENY, PUB, SUB or PUB|SUB")
     return perm
 
 
-def permits(needed: Perm, owned: Perm) -> bool:
+def permits(needed: int, owned: int) -> bool:
     """Whether ``owned`` grants ``needed`` (RocketMQ's rule: DENY refuses everything)."""
     if owned & Perm.DENY:
         return False
     if needed & Perm.ANY:
-        return bool(owned & (Perm.PUB | Perm.SUB))
-    return bool(needed & owned)
+        return owned & (Perm.PUB | Perm.SUB) != 0
+    return needed & owned != 0
 
 
 def is_group_resource(resource: str) -> bool:
@@ -88,14 +88,14 @@ class Account:
     secret_key: str
     white_address: AddressPattern = NO_ADDRESS
     admin: bool = False
-    default_topic_perm: Perm = Perm.DENY
-    default_group_perm: Perm = Perm.DENY
-    resource_perms: Mapping[str, Perm] = field(default_factory=dict)  # topics, and groups as retry topics
+    default_topic_perm: int = Perm.DENY
+    default_group_perm: int = Perm.DENY
+    resource_perms: Mapping[str, int] = field(default_factory=dict)  # topics, and groups as retry topics
 
     def __repr__(self) -> str:  # never print the secret
         return f"Account(access_key={self.access_key!r}, admin={self.admin})"
 
-    def perm_of(self, resource: str) -> Perm:
+    def perm_of(self, resource: str) -> int:
         granted = self.resource_perms.get(resource)
         if granted is not None:
             return granted
@@ -145,7 +145,7 @@ def _account(entry: object, where: str) -> Account:
         if len(value) < KEY_MIN_LENGTH:
             raise AclConfigError(f"{where}.{name} must have at least {KEY_MIN_LENGTH} characters")
     where = f"{where} ({access_key})"
-    perms: dict[str, Perm] = {}
+    perms: dict[str, int] = {}
     for kind in ("topicPerms", "groupPerms"):
         for index, item in enumerate(_list(entry.get(kind), f"{where}.{kind}")):
             place = f"{where}.{kind}[{index}]"
@@ -190,7 +190,7 @@ def _flag(value: object, where: str) -> bool:
     raise AclConfigError(f"{where}: expected true or false, found {value!r}")
 
 
-def _default_perm(value: object, where: str) -> Perm:
+def _default_perm(value: object, where: str) -> int:
     return Perm.DENY if value is None else parse_perm(_text(value, where), where)
 
 

@@ -57,8 +57,8 @@ def signature(secret_key: str, fields: Mapping[str, str], body: Body, *, skip: f
     """The base64 HMAC-SHA1 of ``fields`` (minus ``skip``) then ``body``, keyed with ``secret_key``."""
     head = signed_text(fields, skip=skip)
     key = secret_key.encode()
-    if len(body) <= _ONE_SHOT_MAX:
-        digest = hmac.digest(key, head + bytes(body), hashlib.sha1)
+    if len(body) <= _ONE_SHOT_MAX:  # (a digest named by text takes OpenSSL's one-shot path)
+        digest = hmac.digest(key, head + body, "sha1")
     else:  # do not copy a large body to hash it
         mac = hmac.new(key, head, hashlib.sha1)
         mac.update(body)

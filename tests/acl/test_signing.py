@@ -10,7 +10,7 @@ import hmac
 
 import pytest
 
-from rocketq.acl import Credentials, sign, signature, verify
+from rocketq.acl import Credentials, SigningKey, sign, signature, verify
 from rocketq.protocol import FrameDecoder, RemotingCommand, RequestCode, encode_frame, make_request
 
 # Two requests of the C++ client (rocketmq 0.4.4, no credentials) as they came off the wire.
@@ -81,11 +81,11 @@ def test_java_shaped_send_is_signed_as_rocketmq_signs() -> None:
     assert fields["Signature"] == "jiw//Wt3QqGOpOftzElpVXa2bxY="  # fixed: catches both sides drifting together
     # what the broker decodes from the wire verifies; another secret or a changed byte does not
     received = decode(encode_frame(request))
-    assert verify("12345678", received.ext_fields, received.body)
-    assert not verify("12345679", received.ext_fields, received.body)
-    assert not verify("12345678", received.ext_fields, bytes(received.body) + b"!")
+    assert verify(SigningKey("12345678"), received.ext_fields, received.body)
+    assert not verify(SigningKey("12345679"), received.ext_fields, received.body)
+    assert not verify(SigningKey("12345678"), received.ext_fields, bytes(received.body) + b"!")
     tampered = dict(received.ext_fields, b="OtherTopic")
-    assert not verify("12345678", tampered, received.body)
+    assert not verify(SigningKey("12345678"), tampered, received.body)
 
 
 def test_signing_twice_gives_the_same_signature_and_leaves_a_shared_dict_alone() -> None:
@@ -101,7 +101,7 @@ def test_signing_twice_gives_the_same_signature_and_leaves_a_shared_dict_alone()
 
 
 def test_a_large_body_is_signed_like_a_small_one() -> None:
-    body = bytes(range(256)) * 1024  # 256 KiB: hashed without joining it to the fields
+    body = bytes(range(256)) * 1024  # 256 KiB
     fields = {"AccessKey": "account1", "topic": "T"}
     assert signature("secret-1", fields, memoryview(body)) == reference_signature("secret-1", fields, body)
 
@@ -113,8 +113,8 @@ def test_real_cpp_frames_verify(frame: bytes) -> None:
     assert fields["AccessKey"] == "" and fields["OnsChannel"] == "ALIYUN"
     # the C++ client sends some values as JSON numbers and signs their text: the decoder's text matches
     assert fields["Signature"] == reference_signature("", fields, bytes(request.body))
-    assert verify("", fields, request.body)
-    assert not verify("12345678", fields, request.body)
+    assert verify(SigningKey(""), fields, request.body)
+    assert not verify(SigningKey("12345678"), fields, request.body)
 
 
 def test_unique_key_query_flag_is_accepted_signed_or_not() -> None:
@@ -122,8 +122,8 @@ def test_unique_key_query_flag_is_accepted_signed_or_not() -> None:
     old_java = dict(fields, Signature=reference_signature("secret-1", fields, b""), _UNIQUE_KEY_QUERY="true")
     new_java_fields = dict(fields, _UNIQUE_KEY_QUERY="true")
     new_java = dict(new_java_fields, Signature=reference_signature("secret-1", new_java_fields, b""))
-    assert verify("secret-1", old_java, b"")  # signed before the flag was added (Java < 4.9.4)
-    assert verify("secret-1", new_java, b"")  # the flag signed like any field (Java >= 4.9.4)
+    assert verify(SigningKey("secret-1"), old_java, b"")  # signed before the flag was added (Java < 4.9.4)
+    assert verify(SigningKey("secret-1"), new_java, b"")  # the flag signed like any field (Java >= 4.9.4)
     # rocketq's own client signs as the older Java clients do, which every broker version accepts
     request = RemotingCommand(code=RequestCode.QUERY_MESSAGE, ext_fields=dict(fields, _UNIQUE_KEY_QUERY="true"))
     sign(request, Credentials("account1", "secret-1"))
@@ -131,4 +131,14 @@ def test_unique_key_query_flag_is_accepted_signed_or_not() -> None:
 
 
 def test_no_signature_never_verifies() -> None:
-    assert not verify("", {"AccessKey": "", "topic": "T"}, b"")
+    assert not verify(SigningKey(""), {"AccessKey": "", "topic": "T"}, b"")
+
+
+@pytest.mark.parametrize("secret", ["", "12345678", "ü-secret", "k" * 64, "k" * 65, "long" * 40])
+def test_prepared_keys_give_the_standard_hmac(secret: str) -> None:
+    fields = {"AccessKey": "account1", "topic": "T", "queueId": "3"}
+    body = b"\x00\x01 body \xff" * 10
+    expected = reference_signature(secret, fields, body)
+    key = SigningKey(secret)
+    assert key.signature(fields, body) == expected
+    assert key.signature(fields, memoryview(body)) == expected  # again: the prepared states are not used up

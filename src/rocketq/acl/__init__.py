@@ -9,7 +9,7 @@ permissions) and ``access`` (what each request needs, and the decision). The bro
 from rocketq.acl.access import ADMIN_CODES, needed, refusal
 from rocketq.acl.addresses import AclConfigError, AddressPattern, Host, parse_address_pattern, parse_host
 from rocketq.acl.rules import Account, AclRules, Perm, parse_acl_yaml, permits
-from rocketq.acl.signing import ACCESS_KEY, SIGNATURE, Credentials, sign, signature, verify
+from rocketq.acl.signing import ACCESS_KEY, SIGNATURE, Credentials, SigningKey, sign, signature, verify
 
 __all__ = [
     "ACCESS_KEY",
@@ -22,6 +22,7 @@ __all__ = [
     "Credentials",
     "Host",
     "Perm",
+    "SigningKey",
     "needed",
     "parse_acl_yaml",
     "parse_address_pattern",

@@ -129,7 +129,7 @@ def refusal(rules: AclRules, request: RemotingCommand, host: Host | None) -> str
     account = rules.accounts.get(access_key)
     if account is None:
         return f"AccessKey {access_key!r} is not an account of this broker's ACL"
-    if not account.white_address.matches(host) and not verify(account.secret_key, fields, request.body):
+    if not account.white_address.matches(host) and not verify(account.key, fields, request.body):
         return f"the Signature of {_name(request.code)} does not match AccessKey {access_key!r}: wrong secret key?"
     return _missing_permission(account, request)
 

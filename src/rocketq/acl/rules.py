@@ -28,6 +28,7 @@ from typing import Any, Final
 import yaml
 
 from rocketq.acl.addresses import NO_ADDRESS, AclConfigError, AddressPattern, parse_address_pattern
+from rocketq.acl.signing import SigningKey
 from rocketq.common.group_topics import RETRY_PREFIX, retry_topic
 
 KEY_MIN_LENGTH: Final = 7
@@ -91,6 +92,10 @@ class Account:
     default_topic_perm: int = Perm.DENY
     default_group_perm: int = Perm.DENY
     resource_perms: Mapping[str, int] = field(default_factory=dict)  # topics, and groups as retry topics
+    key: SigningKey = field(init=False, repr=False, compare=False)  # secret_key, ready to check signatures
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", SigningKey(self.secret_key))
 
     def __repr__(self) -> str:  # never print the secret
         return f"Account(access_key={self.access_key!r}, admin={self.admin})"

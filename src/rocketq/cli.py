@@ -351,6 +351,37 @@ def bench_query(messages: int, queries: int, warmup: int, broker: str, directory
     run_query_bench(options, emit)
 
 
+@bench.command("acl")
+@click.option("--messages", type=click.IntRange(min=1), default=20_000, show_default=True, help="Sends per run.")
+@click.option("--rounds", type=click.IntRange(min=1), default=5, show_default=True, help="Runs of each kind.")
+@click.option("--in-flight", type=click.IntRange(min=1), default=64, show_default=True, help="Sends in flight.")
+@click.option("--size", type=click.IntRange(min=1, max=1_000_000), default=100, show_default=True, help="Body bytes.")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to create the scratch directory (removed afterwards).  [default: the system temp dir]",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per measurement per line.")
+def bench_acl(messages: int, rounds: int, in_flight: int, size: int, directory: Path | None, as_json: bool) -> None:
+    """Measure what ACL costs: sends per second with and without aclEnable, alternating runs."""
+    from rocketq.bench.acl import NOTES, AclBenchOptions, run_acl_bench
+
+    options = AclBenchOptions(messages=messages, rounds=rounds, in_flight=in_flight, size=size, directory=directory)
+
+    def emit(measurement: Measurement) -> None:
+        click.echo(measurement.to_json() if as_json else table_row(measurement))
+
+    if not as_json:
+        click.echo(message_path_note())
+        for note in NOTES:
+            click.echo(note)
+        click.echo()
+        click.echo(table_header())
+    run_acl_bench(options, emit)
+
+
 main.add_command(admin)
 main.add_command(namesrv_command)
 main.add_command(broker_command)

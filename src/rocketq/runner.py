@@ -82,9 +82,10 @@ async def start_broker(config: BrokerConfig) -> Broker:
     help="namesrv.properties",
 )
 @click.option("-p", "--port", type=int, help="listen port (default 9876)")
-@click.option("--host", help="listen address (default 0.0.0.0)")
+@click.option("--host", help="listen address (default 0.0.0.0: all interfaces, with a WARNING; bindAddress)")
 def namesrv_command(config_file: Path | None, port: int | None, host: str | None) -> None:
-    """Run a NameServer."""
+    """Run a NameServer. It has no access control (nor has RocketMQ's): it warns at start when it
+    listens beyond loopback."""
     config = NamesrvConfig.from_file(config_file) if config_file else NamesrvConfig()
     if port is not None:
         config = dataclasses.replace(config, listen_port=port)
@@ -107,12 +108,18 @@ def namesrv_command(config_file: Path | None, port: int | None, host: str | None
 )
 @click.option("-n", "--namesrv-addr", help="NameServer address(es), host:port;host:port")
 @click.option("-p", "--port", type=int, help="listen port (default 10911)")
+@click.option("--host", help="listen address (default 0.0.0.0: all interfaces; broker.conf listenHost)")
 @click.option("--store", "store_dir", type=click.Path(file_okay=False, path_type=Path), help="store root folder")
 def broker_command(
-    config_file: Path | None, namesrv_addr: str | None, port: int | None, store_dir: Path | None
+    config_file: Path | None, namesrv_addr: str | None, port: int | None, host: str | None, store_dir: Path | None
 ) -> None:
-    """Run a Broker."""
-    overrides = {"namesrv_addr": namesrv_addr, "listen_port": port, "store_path_root_dir": store_dir}
+    """Run a Broker. Without aclEnable it warns at start when it listens beyond loopback."""
+    overrides = {
+        "namesrv_addr": namesrv_addr,
+        "listen_port": port,
+        "listen_host": host,
+        "store_path_root_dir": store_dir,
+    }
     config = (
         BrokerConfig.from_file(config_file, **overrides)
         if config_file
@@ -138,9 +145,14 @@ def broker_command(
     type=click.Path(file_okay=False, path_type=Path),
 )
 @click.option("--flush", type=click.Choice(["async", "sync"]), default="async", show_default=True)
-@click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on and advertise")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="address to listen on and advertise (loopback: only this machine; see docs/acl.md before widening)",
+)
 def up_command(namesrv_port: int, broker_port: int, store_dir: Path, flush: str, host: str) -> None:
-    """A local NameServer and Broker in one process (Ctrl-C stops both cleanly)."""
+    """A local NameServer and Broker in one process, on loopback (Ctrl-C stops both cleanly)."""
     namesrv_config = NamesrvConfig(listen_host=host, listen_port=namesrv_port)
 
     async def start_pair_broker() -> Broker:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from rocketq.cli import main
@@ -107,3 +108,16 @@ def test_bench_filter_json(tmp_path: Path) -> None:
         assert rows[name]["matched"] == rows[name]["expected"] == 300
     assert all(float(row["msgs_per_s"]) > 0 for row in rows.values())  # type: ignore[arg-type]
     assert list(tmp_path.iterdir()) == []  # the scratch stores are removed
+
+
+def test_bench_acl_json(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main,
+        ["bench", "acl", "--messages", "300", "--rounds", "2", "--in-flight", "8", "--dir", str(tmp_path), "--json"],
+    )
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    assert [row["name"] for row in rows] == ["send_plain", "send_acl"] * 2 + ["acl_vs_plain"]
+    summary = rows[-1]
+    assert summary["ratio"] > 0 and summary["cost_pct"] == pytest.approx(100 * (1 - summary["ratio"]), abs=0.01)
+    assert all(row["msgs_per_s"] > 0 for row in rows)

@@ -4,15 +4,20 @@ usage: cpp_driver.py NAMESRV produce TOPIC
        cpp_driver.py NAMESRV produce_more TOPIC       (a batch, a delayed message, ordered per key)
        cpp_driver.py NAMESRV consume TOPIC GROUP EXPECTED SECONDS [clustering|broadcasting|orderly]
        cpp_driver.py NAMESRV pull TOPIC GROUP EXPRESSION
-Prints one JSON object per line: {"event": "sent"|"received"|"ready"|"done", ...}.
+       cpp_driver.py NAMESRV try_send TOPIC BODY           (one sync send; "failed" instead of raising)
+Prints one JSON object per line: {"event": "sent"|"failed"|"received"|"ready"|"done", ...}.
+With CPP_ACCESS_KEY and CPP_SECRET_KEY in the environment, every client signs its requests with them
+(``set_session_credentials(..., "ALIYUN")``, for brokers with ACL).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
+from typing import Any
 
 from rocketmq.client import (  # type: ignore[import-untyped]
     Message,
@@ -37,8 +42,16 @@ def emit(**fields: object) -> None:
         sys.stdout.flush()
 
 
+def with_credentials(client: Any) -> Any:
+    """``client`` signing with CPP_ACCESS_KEY/CPP_SECRET_KEY, when the environment has them."""
+    access_key = os.environ.get("CPP_ACCESS_KEY")
+    if access_key:
+        client.set_session_credentials(access_key, os.environ["CPP_SECRET_KEY"], "ALIYUN")
+    return client
+
+
 def produce(namesrv: str, topic: str) -> None:
-    producer = Producer("CPP_PG")
+    producer = with_credentials(Producer("CPP_PG"))
     producer.set_namesrv_addr(namesrv)
     producer.start()
     try:
@@ -85,7 +98,7 @@ def produce(namesrv: str, topic: str) -> None:
 
 def produce_more(namesrv: str, topic: str) -> None:
     """SEND_BATCH_MESSAGE as the C++ client encodes it, a delay level, and sharding-key order."""
-    producer = Producer("CPP_PG_MORE")
+    producer = with_credentials(Producer("CPP_PG_MORE"))
     producer.set_namesrv_addr(namesrv)
     producer.start()
     try:
@@ -142,7 +155,7 @@ def consume(namesrv: str, topic: str, group: str, expected: int, seconds: float,
         return int(_CConsumeStatus.CONSUME_SUCCESS.value)
 
     model = MessageModel.BROADCASTING if mode == "broadcasting" else MessageModel.CLUSTERING
-    consumer = PushConsumer(group, orderly=mode == "orderly", message_model=model)
+    consumer = with_credentials(PushConsumer(group, orderly=mode == "orderly", message_model=model))
     consumer.set_namesrv_addr(namesrv)
     # The 0.4.4 binding signals RECONSUME_LATER only by an exception that it re-raises through ctypes,
     # which then returns an undefined status; so this registers a callback returning the status itself.
@@ -160,7 +173,7 @@ def consume(namesrv: str, topic: str, group: str, expected: int, seconds: float,
 
 def pull(namesrv: str, topic: str, group: str, expression: str) -> None:
     """Every queue of ``topic`` from offset 0 until the broker says there is nothing new."""
-    consumer = PullConsumer(group)
+    consumer = with_credentials(PullConsumer(group))
     consumer.set_namesrv_addr(namesrv)
     consumer.start()
     try:
@@ -172,12 +185,32 @@ def pull(namesrv: str, topic: str, group: str, expression: str) -> None:
     emit(event="done")
 
 
+def try_send(namesrv: str, topic: str, body: str) -> None:
+    producer = with_credentials(Producer("CPP_PG_TRY"))
+    producer.set_namesrv_addr(namesrv)
+    producer.start()
+    try:
+        message = Message(topic)
+        message.set_body(body)
+        try:
+            result = producer.send_sync(message)
+        except Exception as exc:  # the binding raises on a refused send
+            emit(event="failed", error=f"{type(exc).__name__}: {exc}")
+        else:
+            emit(event="sent", status=int(result.status == SendStatus.OK), offset=result.offset)
+    finally:
+        producer.shutdown()
+    emit(event="done")
+
+
 if __name__ == "__main__":
     namesrv_address, mode, topic_name = sys.argv[1], sys.argv[2], sys.argv[3]
     if mode == "produce":
         produce(namesrv_address, topic_name)
     elif mode == "produce_more":
         produce_more(namesrv_address, topic_name)
+    elif mode == "try_send":
+        try_send(namesrv_address, topic_name, sys.argv[4])
     elif mode == "pull":
         pull(namesrv_address, topic_name, sys.argv[4], sys.argv[5])
     else:

@@ -47,15 +47,18 @@ async def cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
         yield running
 
 
-async def run_driver(home: Path, *args: str, timeout: float = 60) -> list[dict[str, Any]]:
-    """Run the driver; the C++ client writes its logs under $HOME, so HOME is a temporary folder."""
+async def run_driver(
+    home: Path, *args: str, timeout: float = 60, env: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Run the driver; the C++ client writes its logs under $HOME, so HOME is a temporary folder.
+    ``env``: more environment (CPP_ACCESS_KEY and CPP_SECRET_KEY: credentials, see cpp_driver.py)."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         str(DRIVER),
         *args,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env={**os.environ, "HOME": str(home)},
+        env={**os.environ, "HOME": str(home), **(env or {})},
     )
     events: list[dict[str, Any]] = []
     assert process.stdout is not None

@@ -8,9 +8,9 @@ from typing import Any
 import click
 
 from rocketq.admin.message_commands import MESSAGE_COMMANDS
-from rocketq.admin.options import json_option, namesrv_option, parse_time, run
+from rocketq.admin.options import client_config, json_option, namesrv_option, parse_time, run
 from rocketq.admin.render import emit, timestamp
-from rocketq.client import Message, MQClientError, Producer
+from rocketq.client import Message, MQClientError, Producer, ProducerConfig
 from rocketq.common.errors import RocketqError
 from rocketq.protocol.bodies import SubscriptionGroupConfigBody
 
@@ -142,9 +142,10 @@ def send_message(
     namesrv: str, topic: str, body: str, tags: str | None, keys: str | None, group: str, as_json: bool
 ) -> None:
     """Send one message."""
+    config = client_config(namesrv)
 
     async def send() -> Any:
-        async with Producer(group=group, namesrv_addr=namesrv) as producer:
+        async with Producer(ProducerConfig(group=group, client=config)) as producer:
             return await producer.send(Message(topic, body.encode(), tags=tags, keys=keys))
 
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ _ALIASES = {
     "mapedFileSizeCommitLog": "mapped_file_size_commit_log",
     "mapedFileSizeConsumeQueue": "mapped_file_size_consume_queue",
     "brokerIP1": "broker_ip1",
+    "bindAddress": "listen_host",  # RocketMQ 5's name for it
 }
 
 
@@ -28,7 +30,7 @@ class BrokerConfig:
     broker_id: int = 0  # 0 is the master
     broker_role: str = "ASYNC_MASTER"
     namesrv_addr: str = ""  # "host:port;host:port"
-    listen_host: str = "0.0.0.0"
+    listen_host: str = "0.0.0.0"  # all interfaces, as RocketMQ; a WARNING at start without ACL (docs/acl.md)
     listen_port: int = 10911
     broker_ip1: str = ""  # address advertised to clients and stored as storeHost; "" = detect
     store_path_root_dir: Path = Path.home() / "store"
@@ -77,6 +79,10 @@ class BrokerConfig:
     enable_consume_queue_ext: bool = False  # consumequeue_ext/ files beside the ConsumeQueues
     mapped_file_size_consume_queue_ext: int = 48 * 1024 * 1024
     bit_map_length_consume_queue_ext: int = 64  # derived from the bloom filter, as RocketMQ does
+    # access control (rocketq.broker.acl, docs/acl.md)
+    acl_enable: bool = False  # check every request against acl_file's accounts (RocketMQ's aclEnable)
+    acl_file: Path | None = None  # a plain_acl.yml; from_file: "plain_acl.yml" beside the broker.conf
+    acl_file_check_interval_ms: int = 1000  # how often the file's modification time is looked at
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> BrokerConfig:
@@ -89,14 +95,24 @@ class BrokerConfig:
 
     @classmethod
     def from_file(cls, path: Path, **overrides: Any) -> BrokerConfig:
-        """Read a Java-properties ``broker.conf``, then apply ``overrides`` (None values are skipped)."""
+        """Read a Java-properties ``broker.conf``, then apply ``overrides`` (None values are skipped).
+        ``aclFile`` defaults to ``plain_acl.yml`` in the folder of ``path``, and a relative one is taken
+        from there."""
         values: dict[str, Any] = dict(parse_properties(path.read_text(encoding="utf-8")))
         values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.from_mapping(values)
+        config = cls.from_mapping(values)
+        acl_file = path.parent / (config.acl_file or "plain_acl.yml")  # (an absolute acl_file wins)
+        return dataclasses.replace(config, acl_file=acl_file)
 
     @property
     def advertised_ip(self) -> str:
-        return self.broker_ip1 or local_ipv4()
+        """``brokerIP1``; else the address listened on, when it is one; else this host's address."""
+        if self.broker_ip1:
+            return self.broker_ip1
+        host = self.listen_host.strip()
+        if host in ("", "0.0.0.0", "::"):
+            return local_ipv4()
+        return "127.0.0.1" if host == "localhost" else host
 
     @property
     def name_servers(self) -> list[str]:

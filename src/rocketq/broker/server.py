@@ -8,7 +8,9 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from rocketq.acl import AclConfigError
 from rocketq.broker import consume_rates
+from rocketq.broker.acl import BrokerAcl
 from rocketq.broker.client_manager import ClientManager
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.consumer_filters import ConsumerFilterManager
@@ -27,6 +29,7 @@ from rocketq.broker.schedule import ScheduleService
 from rocketq.broker.subscription_groups import SubscriptionGroupManager
 from rocketq.broker.topic_config import TopicConfigManager
 from rocketq.remoting import Connection, RemotingClient, RemotingServer, RequestHandler
+from rocketq.remoting.address import listens_beyond_loopback
 from rocketq.remoting.server import BlockingHandler
 from rocketq.remoting.tasks import cancel_and_wait
 from rocketq.store import MessageStore
@@ -69,6 +72,7 @@ class Broker:
         self.registrar: Registrar | None = None
         self.schedule: ScheduleService | None = None
         self.channels_expired = 0  # client channels dropped for want of heartbeats (channelExpiredTimeout)
+        self.acl: BrokerAcl | None = None  # with aclEnable: the rules in force (rocketq.broker.acl)
 
     @property
     def port(self) -> int:
@@ -93,6 +97,10 @@ class Broker:
 
     async def start(self) -> Broker:
         config = self.config
+        if config.acl_enable:  # a missing or bad file stops the start before anything else
+            if config.acl_file is None:
+                raise AclConfigError("aclEnable=true needs aclFile: the plain_acl.yml to read accounts from")
+            self.acl = await asyncio.to_thread(BrokerAcl.load, config.acl_file)
         await asyncio.to_thread(self.store.start)
         self.topics.load()
         self.offsets.load()
@@ -135,8 +143,18 @@ class Broker:
             port=config.listen_port,
             limits=config.server_limits(),
             on_close=self._channel_closed,
+            guard=None if self.acl is None else self.acl.check,
         )
         await self._server.start()
+        if self.acl is None and listens_beyond_loopback(config.listen_host):
+            log.warning(
+                "broker %s listens on %s:%d without ACL: anyone who can reach this port can create and delete"
+                " topics and groups, reset offsets and read every message. Set aclEnable=true with a"
+                " plain_acl.yml, or listenHost=127.0.0.1 (docs/acl.md).",
+                config.broker_name,
+                config.listen_host,
+                self._server.port,
+            )
         self.context.advertise(f"{config.advertised_ip}:{self._server.port}")
         self.store.add_arrival_listener(long_polling.on_arrival)
         self.registrar = Registrar(self.context, self._client)
@@ -150,6 +168,8 @@ class Broker:
         self._spawn(self.schedule.run())
         self.consume_rates.sample(time.monotonic())
         self._spawn(self._every(consume_rates.SAMPLE_INTERVAL_S, self._sample_consume_rates))
+        if self.acl is not None:
+            self._spawn(self._every(config.acl_file_check_interval_ms / 1000, self._reload_acl))
         log.info(
             "broker %s (cluster %s) serving at %s, store %s",
             config.broker_name,
@@ -177,6 +197,10 @@ class Broker:
                 await action()
             except Exception:
                 log.exception("periodic broker task failed; retrying next round")
+
+    async def _reload_acl(self) -> None:
+        if self.acl is not None:
+            self.acl.reload_if_changed()
 
     async def _sample_consume_rates(self) -> None:
         self.consume_rates.sample(time.monotonic())

@@ -82,6 +82,9 @@ DEFAULT_QUERY_MAX_NUM = 32
 
 
 class AdminClient:
+    """``access_key``/``secret_key``: an account of the brokers' ACL (an admin one to create or delete
+    topics and groups and to reset offsets); requests are unsigned without them."""
+
     def __init__(
         self,
         namesrv_addr: str,
@@ -89,10 +92,15 @@ class AdminClient:
         timeout_s: float = 5.0,
         query_route_ttl_s: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
+        access_key: str = "",
+        secret_key: str = "",
     ) -> None:
         """``query_route_ttl_s``: how long the message queries reuse a topic's route before asking the
         name servers again (the other operations always ask); ``clock`` measures it (seconds)."""
-        self._instance = ClientInstance(ClientConfig(namesrv_addr=namesrv_addr, instance_name="admin"))
+        config = ClientConfig(
+            namesrv_addr=namesrv_addr, instance_name="admin", access_key=access_key, secret_key=secret_key
+        )
+        self._instance = ClientInstance(config)
         self._timeout = timeout_s
         self._query_route_ttl_s = query_route_ttl_s
         self._clock = clock
@@ -203,7 +211,9 @@ class AdminClient:
         return targets
 
     async def delete_topic(self, topic: str, *, cluster: str | None = None) -> list[str]:
-        """Delete a topic on every master broker (of ``cluster``) and from the name servers."""
+        """Delete a topic on every master broker (of ``cluster``), then from the name servers. A broker
+        that refuses (NO_PERMISSION under ACL) stops it there: the name servers are not asked, as they
+        check nothing themselves (RocketMQ's do not either)."""
         targets = list((await self.master_addresses(cluster)).values())
         for address in targets:
             await self._broker(

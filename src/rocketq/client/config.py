@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import enum
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from rocketq.acl.signing import Credentials
 from rocketq.common.group_topics import DEFAULT_MAX_RECONSUME_TIMES
 from rocketq.common.names import group_name_problem
 
@@ -19,10 +20,22 @@ class ClientConfig:
     poll_name_server_interval_s: float = 30.0
     heartbeat_broker_interval_s: float = 30.0
     request_timeout_s: float = 3.0
+    # an account of the brokers' ACL (plain_acl.yml): every request is signed with it; "" = unsigned
+    access_key: str = ""
+    secret_key: str = field(default="", repr=False)
+
+    def __post_init__(self) -> None:
+        if bool(self.access_key) != bool(self.secret_key):
+            raise ValueError("access_key and secret_key go together: give both or neither")
 
     @property
     def name_servers(self) -> list[str]:
         return [a.strip() for a in self.namesrv_addr.replace(",", ";").split(";") if a.strip()]
+
+    @property
+    def credentials(self) -> Credentials | None:
+        """The account requests are signed with, if any."""
+        return Credentials(self.access_key, self.secret_key) if self.access_key else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import time
 from collections.abc import Callable
 from typing import Any
 
+from rocketq.acl.signing import sign
 from rocketq.client.config import ClientConfig
 from rocketq.client.errors import MQClientError, broker_error
 from rocketq.client.route import MASTER_ID
@@ -40,7 +42,9 @@ class ClientInstance:
         self.config = config
         self.client_ip = config.client_ip or local_ipv4()
         self.client_id = f"{self.client_ip}@{os.getpid()}#{config.instance_name}#{time.monotonic_ns()}"
-        self.remoting = RemotingClient(handlers=handlers)
+        credentials = config.credentials
+        signer = None if credentials is None else functools.partial(sign, credentials=credentials)
+        self.remoting = RemotingClient(handlers=handlers, sign=signer)
         self.routes: dict[str, TopicRouteData] = {}
         self.broker_addrs: dict[str, dict[int, str]] = {}
         self.route_listeners: list[Callable[[str, TopicRouteData], None]] = []

@@ -11,9 +11,10 @@ import dataclasses
 import enum
 import logging
 import re
+import types
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final, TypeVar, get_type_hints
+from typing import Any, Final, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from rocketq.common.errors import RocketqError
 
@@ -78,6 +79,12 @@ def convert_setting(key: str, value: object, kind: object) -> object:
     if isinstance(kind, type) and isinstance(value, kind):
         return value
     text = str(value).strip()
+    options = get_args(kind) if get_origin(kind) in (Union, types.UnionType) else ()
+    if type(None) in options:  # an optional setting: empty means unset
+        if value is None or not text:
+            return None
+        present = [option for option in options if option is not type(None)]
+        return convert_setting(key, value, present[0]) if len(present) == 1 else text
     if kind is bool:
         if text.lower() in _TRUE:
             return True

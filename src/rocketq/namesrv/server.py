@@ -19,6 +19,7 @@ from rocketq.namesrv.handlers import NamesrvProcessor
 from rocketq.namesrv.kv_config import KVConfigTable
 from rocketq.namesrv.route_table import RemovedBroker, RouteTable
 from rocketq.remoting import Connection, RemotingServer
+from rocketq.remoting.address import listens_beyond_loopback
 from rocketq.remoting.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,15 @@ class NameServer:
         await self._remoting.start()
         self._scan_task = asyncio.get_running_loop().create_task(self._scan_loop(), name="namesrv-scan")
         log.info("name server listening on %s:%d", self.config.listen_host, self.port)
+        if listens_beyond_loopback(self.config.listen_host):
+            log.warning(
+                "name server listens on %s:%d, which other machines can reach. A NameServer has no access"
+                " control (as in RocketMQ 4.x): anyone who reaches it can register brokers, remove topic"
+                " routes and change KV config. Bind it to an internal address (--host, bindAddress) or"
+                " firewall the port (docs/acl.md).",
+                self.config.listen_host,
+                self.port,
+            )
 
     async def aclose(self) -> None:
         """Stop the scan, stop listening and close every connection."""

@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Final
 
 COMPILED_MODULES: Final = (
+    "rocketq.acl.access",  # every request to a broker with aclEnable
+    "rocketq.acl.signing",  # every request of a client with credentials, and its check
     "rocketq.common.message",
     "rocketq.common.message_id",
     "rocketq.common.names",

@@ -8,7 +8,7 @@ from rocketq.remoting.errors import (
     RemotingError,
     RemotingTimeoutError,
 )
-from rocketq.remoting.server import HandlerTable, RemotingServer
+from rocketq.remoting.server import HandlerTable, RemotingServer, RequestGuard
 
 __all__ = [
     "Connection",
@@ -19,5 +19,6 @@ __all__ = [
     "RemotingError",
     "RemotingServer",
     "RemotingTimeoutError",
+    "RequestGuard",
     "RequestHandler",
 ]

@@ -1,7 +1,8 @@
-"""Addresses: this host's IPv4 address as peers would dial it."""
+"""Addresses: this host's IPv4 address as peers would dial it; whether a listen address is private."""
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 
 
@@ -17,3 +18,15 @@ def local_ipv4() -> str:
     except OSError:
         pass
     return "127.0.0.1"
+
+
+def listens_beyond_loopback(host: str) -> bool:
+    """Whether a server bound to ``host`` can be reached from other machines: every address but the
+    loopback ones (``127.0.0.0/8``, ``::1``, ``localhost``); all interfaces for ``0.0.0.0``, ``::``
+    or ``""``."""
+    if host.strip().lower() == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:  # a host name: assume it resolves to a reachable address
+        return True

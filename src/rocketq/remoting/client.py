@@ -20,8 +20,13 @@ def split_address(address: str) -> tuple[str, int]:
     return host, int(port)
 
 
+RequestSigner = Callable[[RemotingCommand], None]
+"""Adds a signature to a request before it is sent (``rocketq.acl.sign`` with the client's credentials)."""
+
+
 class RemotingClient:
-    """Thread safety: use from one event loop. ``handlers`` answer requests the peer sends us."""
+    """Thread safety: use from one event loop. ``handlers`` answer requests the peer sends us;
+    ``sign``, when given, signs every request this client sends (invoke, async invoke and oneway)."""
 
     def __init__(
         self,
@@ -30,8 +35,10 @@ class RemotingClient:
         connect_timeout_s: float = 3.0,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         on_close: Callable[[str], None] | None = None,
+        sign: RequestSigner | None = None,
     ) -> None:
         self.handlers = dict(handlers or {})
+        self._sign = sign
         self._connect_timeout_s = connect_timeout_s
         self._max_frame_size = max_frame_size
         self._on_close = on_close
@@ -112,6 +119,8 @@ class RemotingClient:
 
     async def invoke(self, address: str, request: RemotingCommand, timeout_s: float) -> RemotingCommand:
         """Send ``request`` to ``address`` and wait for the response (connect time counts)."""
+        if self._sign is not None:
+            self._sign(request)
         connection = self._connections.get(address)
         if connection is None or not connection.is_open:
             async with asyncio.timeout(timeout_s):
@@ -141,6 +150,8 @@ class RemotingClient:
         return task
 
     async def oneway(self, address: str, request: RemotingCommand) -> None:
+        if self._sign is not None:
+            self._sign(request)
         connection = await self.connection(address)
         connection.oneway(request)
 

@@ -37,6 +37,10 @@ class BlockingHandler:
 
 HandlerTable = Mapping[int, RequestHandler | BlockingHandler]
 
+RequestGuard = Callable[[RemotingCommand, Connection], RemotingCommand | None]
+"""Runs before every request's handler: None lets the request through, a response refuses it (the
+broker's ACL, ``rocketq.broker.acl``). It runs on the event loop, so it must not block."""
+
 
 class RemotingServer:
     def __init__(
@@ -52,8 +56,10 @@ class RemotingServer:
         on_close: Callable[[Connection], None] | None = None,
         on_idle: Callable[[Connection], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        guard: RequestGuard | None = None,
     ) -> None:
-        """``budget``: the bytes of partial frames this server's connections share with others; by
+        """``guard``: checked before every handler (see ``RequestGuard``); unknown codes pass it too.
+        ``budget``: the bytes of partial frames this server's connections share with others; by
         default the process-wide one (``process_budget``), at least ``limits.max_buffered_request_bytes``.
         ``clock``: monotonic seconds, for the stall and idle checks (tests pass a fake one)."""
         self.handlers = dict(handlers)
@@ -65,6 +71,7 @@ class RemotingServer:
         self._clock = clock
         self._on_close = on_close
         self._on_idle = on_idle
+        self._guard = guard
         self._executor = ThreadPoolExecutor(worker_threads, thread_name_prefix="rocketq-handler")
         self._server: asyncio.Server | None = None
         self.connections: set[Connection] = set()
@@ -112,29 +119,33 @@ class RemotingServer:
 
     async def _handle(self, request: RemotingCommand, connection: Connection) -> None:
         handler = self.handlers.get(request.code)
-        if handler is None:
-            response: RemotingCommand | None = make_response(
-                request,
-                ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                f"request code {request.code} is not supported",
-            )
-            log.info("unsupported request code=%d from %s", request.code, connection.remote_address)
-        else:
-            try:
-                if isinstance(handler, BlockingHandler):
-                    loop = asyncio.get_running_loop()
-                    connection.work_started()
-                    try:
-                        response = await loop.run_in_executor(self._executor, handler.function, request, connection)
-                    finally:
-                        connection.work_finished()
-                else:
-                    response = await handler(request, connection)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.exception("handler for code=%d failed (opaque=%d)", request.code, request.opaque)
-                response = make_response(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+        response: RemotingCommand | None
+        try:
+            guard = self._guard
+            refused = guard(request, connection) if guard is not None else None
+            if refused is not None:
+                response = refused
+            elif handler is None:
+                response = make_response(
+                    request,
+                    ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                    f"request code {request.code} is not supported",
+                )
+                log.info("unsupported request code=%d from %s", request.code, connection.remote_address)
+            elif isinstance(handler, BlockingHandler):
+                loop = asyncio.get_running_loop()
+                connection.work_started()
+                try:
+                    response = await loop.run_in_executor(self._executor, handler.function, request, connection)
+                finally:
+                    connection.work_finished()
+            else:
+                response = await handler(request, connection)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("handler for code=%d failed (opaque=%d)", request.code, request.opaque)
+            response = make_response(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
         if response is not None and not request.flag & ONEWAY_FLAG and connection.is_open:
             try:
                 connection.send(response)

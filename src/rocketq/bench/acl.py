@@ -1,0 +1,161 @@
+"""``rocketq bench acl``: what ACL costs a producer's send rate.
+
+Two clusters (a NameServer and a broker each, ASYNC_FLUSH) run in child processes (``ClusterProcess``:
+their own GIL and core, as in a deployment): one without ACL, one with ``aclEnable=true`` and a
+``plain_acl.yml`` whose producer account has PUB on the topic only (not admin: its permissions are
+looked up on every send). One asyncio ``Producer`` per cluster, in the bench process, keeps
+``in_flight`` sends of ``size``-byte bodies going (``Producer.send``, each awaited by one of
+``in_flight`` workers); the ACL one signs every request, the broker checks every signature and
+permission. Runs alternate, plain then ACL, ``rounds`` times, after one warm-up run of each, so the
+host's swings hit both alike.
+
+``send_plain`` / ``send_acl``: one run each. ``acl_vs_plain``: the median ACL run's rate, with
+``plain_msgs_per_s`` (the median plain run's), ``ratio`` (the median over rounds of the ACL run's
+rate over the plain run's just before it) and ``cost_pct`` (``100 * (1 - ratio)``: the share of the
+send rate that ACL costs; the target is at most 10).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from rocketq.bench import Measurement, Sink
+from rocketq.client import ClientConfig, Message, Producer, ProducerConfig
+from rocketq.client.admin import AdminClient
+from rocketq.testing.cluster_process import ClusterProcess
+
+TOPIC = "BenchAcl"
+WARMUP_MESSAGES = 2000
+ACL_FILE = """
+accounts:
+  - accessKey: bench-admin
+    secretKey: bench-admin-secret
+    admin: true
+  - accessKey: bench-producer
+    secretKey: bench-producer-secret
+    defaultTopicPerm: DENY
+    defaultGroupPerm: DENY
+    topicPerms: [BenchAcl=PUB]
+"""
+PRODUCER_KEYS = ("bench-producer", "bench-producer-secret")
+ADMIN_KEYS = ("bench-admin", "bench-admin-secret")
+CLUSTER_SETTINGS = {
+    "mapped_file_size_commit_log": 256 * 1024 * 1024,
+    "mapped_file_size_consume_queue": 300_000 * 20,
+    "max_hash_slot_num": 500_000,
+    "max_index_num": 2_000_000,
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AclBenchOptions:
+    messages: int = 20_000  # per run
+    rounds: int = 5
+    in_flight: int = 64
+    size: int = 100
+    directory: Path | None = None
+
+
+@contextlib.contextmanager
+def _scratch(parent: Path | None) -> Iterator[Path]:
+    if parent is not None:
+        parent.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="rocketq-bench-acl-", dir=parent))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+async def _create_topic(namesrv_addr: str, keys: tuple[str, str]) -> None:
+    async with AdminClient(namesrv_addr, access_key=keys[0], secret_key=keys[1]) as admin:
+        await admin.update_topic(TOPIC, cluster="DefaultCluster", read_queues=8, write_queues=8)
+
+
+async def _send_run(producer: Producer, messages: int, in_flight: int, size: int) -> float:
+    """Send ``messages`` with ``in_flight`` workers; returns the seconds it took."""
+    body = b"x" * size
+    remaining = messages
+
+    async def worker() -> None:
+        nonlocal remaining
+        while remaining > 0:
+            remaining -= 1
+            await producer.send(Message(TOPIC, body))
+
+    began = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(in_flight)))
+    return time.perf_counter() - began
+
+
+async def _run(options: AclBenchOptions, emit: Sink, plain_addr: str, acl_addr: str) -> None:
+    await _create_topic(plain_addr, ("", ""))
+    await _create_topic(acl_addr, ADMIN_KEYS)
+    plain_config = ProducerConfig(group="bench-plain", client=ClientConfig(namesrv_addr=plain_addr))
+    acl_client = ClientConfig(namesrv_addr=acl_addr, access_key=PRODUCER_KEYS[0], secret_key=PRODUCER_KEYS[1])
+    rates: dict[str, list[float]] = {"plain": [], "acl": []}
+    async with Producer(plain_config) as plain, Producer(ProducerConfig(group="bench-acl", client=acl_client)) as acl:
+        producers = {"plain": plain, "acl": acl}
+        for producer in producers.values():
+            await _send_run(producer, WARMUP_MESSAGES, options.in_flight, options.size)
+        for round_number in range(1, options.rounds + 1):
+            for kind, producer in producers.items():
+                seconds = await _send_run(producer, options.messages, options.in_flight, options.size)
+                measurement = Measurement.from_counts(
+                    f"send_{kind}",
+                    options.size,
+                    options.messages,
+                    seconds,
+                    options.messages * options.size,
+                    writers=options.in_flight,
+                    extra={"round": round_number},
+                )
+                rates[kind].append(measurement.msgs_per_s)
+                emit(measurement)
+    plain_rate, acl_rate = statistics.median(rates["plain"]), statistics.median(rates["acl"])
+    # each round's ACL run over the plain run just before it: the pairs share the host's mood of the moment
+    ratio = statistics.median(acl / plain for plain, acl in zip(rates["plain"], rates["acl"], strict=True))
+    emit(
+        Measurement(
+            name="acl_vs_plain",
+            size=options.size,
+            messages=options.messages,
+            writers=options.in_flight,
+            seconds=options.messages / acl_rate,
+            msgs_per_s=acl_rate,
+            mb_per_s=acl_rate * options.size / 1e6,
+            extra={"plain_msgs_per_s": plain_rate, "ratio": ratio, "cost_pct": 100 * (1 - ratio)},
+        )
+    )
+
+
+def run_acl_bench(options: AclBenchOptions, emit: Sink) -> None:
+    """Run ``rocketq bench acl`` (on uvloop when installed), handing every measurement to ``emit``."""
+    with _scratch(options.directory) as root:
+        acl_file = root / "plain_acl.yml"
+        acl_file.write_text(ACL_FILE)
+        with (
+            ClusterProcess(root / "plain", **CLUSTER_SETTINGS) as plain,
+            ClusterProcess(root / "acl", **CLUSTER_SETTINGS, acl_enable=True, acl_file=str(acl_file)) as acl,
+        ):
+            main = _run(options, emit, plain.namesrv_addr, acl.namesrv_addr)
+            try:
+                import uvloop
+            except ImportError:
+                asyncio.run(main)
+            else:
+                uvloop.run(main)
+
+
+NOTES = (
+    "Sends per second with and without aclEnable (brokers in child processes), runs alternating;",
+    "acl_vs_plain: ratio = median over rounds of acl/plain rate; cost_pct = 100 * (1 - ratio).",
+)

@@ -1,14 +1,18 @@
-"""The message row schema: the Arrow schema the data sources build their record batches with is the one
-Spark derives from the Spark schema, so Spark accepts those batches unchanged."""
+"""The message row schema: the Arrow schema the columnar decode builds its record batches with
+(``rocketq.client.columns``) is the one Spark derives from the Spark schema, so Spark accepts those
+batches unchanged."""
 
 from __future__ import annotations
 
 import datetime as dt
 
 import pyarrow as pa
+import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
 
-from rocketq.spark.schema import arrow_message_schema, message_schema
+from rocketq.client.columns import arrow_message_schema
+from rocketq.spark.schema import message_schema
 
 
 def one_row(include_properties: bool) -> pa.RecordBatch:
@@ -49,3 +53,9 @@ def test_arrow_schema_follows_spark_conventions() -> None:
     assert schema.field("bornTimestamp").type == pa.timestamp("us", tz="UTC")
     assert not schema.field("body").nullable and schema.field("tags").nullable
     assert schema.names[-1] == "properties" and "properties" not in arrow_message_schema(False).names
+
+
+@pytest.mark.parametrize("include_properties", [False, True])
+def test_spark_converts_the_spark_schema_to_the_arrow_schema(include_properties: bool) -> None:
+    converted = to_arrow_schema(message_schema(include_properties), timezone="UTC")
+    assert converted.equals(arrow_message_schema(include_properties), check_metadata=True)

@@ -1,16 +1,17 @@
-"""The rows both data sources yield, one per message: the Spark schema and the Arrow schema that Spark
+"""The rows both data sources yield, one per message: the Spark schema, and the Arrow schema that Spark
 checks every record batch against (``DATA_SOURCE_RETURN_SCHEMA_MISMATCH`` when they differ in a name,
 a type or a nullability).
 
-The schema is built from ``pyspark.sql.types`` directly, not parsed from DDL text, so it needs no JVM.
+The Arrow schema is defined with the columnar decode that builds the batches
+(``rocketq.client.columns.arrow_message_schema``, re-exported here); the Spark schema is built from
+``pyspark.sql.types`` directly, not parsed from DDL text, so it needs no JVM. The tests check that Spark
+converts the one into the other.
 """
 
 from __future__ import annotations
 
 import functools
 
-import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     BinaryType,
     IntegerType,
@@ -22,7 +23,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-PROPERTIES_COLUMN = "properties"
+from rocketq.client.columns import PROPERTIES_COLUMN, arrow_message_schema
+
+__all__ = ["MESSAGE_FIELDS", "PROPERTIES_COLUMN", "PROPERTIES_FIELD", "arrow_message_schema", "message_schema"]
 
 MESSAGE_FIELDS = (
     StructField("topic", StringType(), nullable=False),
@@ -48,9 +51,3 @@ def message_schema(include_properties: bool = False) -> StructType:
     (every property as stored, TAGS, KEYS and UNIQ_KEY included)."""
     fields = [*MESSAGE_FIELDS, PROPERTIES_FIELD] if include_properties else list(MESSAGE_FIELDS)
     return StructType(fields)
-
-
-@functools.cache
-def arrow_message_schema(include_properties: bool = False) -> pa.Schema:
-    """``message_schema`` as Spark converts it to Arrow (timestamps in microseconds, UTC)."""
-    return to_arrow_schema(message_schema(include_properties), timezone="UTC")

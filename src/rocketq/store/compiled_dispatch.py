@@ -29,9 +29,10 @@ from typing import Any, Final
 
 import numpy as np
 
+from rocketq.common import byte_kernels
 from rocketq.common import record as rec
+from rocketq.common.compile_once import CompileOnce
 from rocketq.common.message import SCHEDULE_TOPIC
-from rocketq.store.compile_once import CompileOnce
 
 ROW: Final = (
     "physical_offset",
@@ -175,27 +176,6 @@ def _scan_columns(
         count += 1
         position = record_end
     return count, position, keys, DONE
-
-
-def _int32_at(b: Any, p: Any) -> Any:
-    v = (np.int64(b[p]) << 24) | (np.int64(b[p + 1]) << 16) | (np.int64(b[p + 2]) << 8) | np.int64(b[p + 3])
-    return v - (np.int64(1) << 32) if v >= (np.int64(1) << 31) else v
-
-
-def _int64_at(b: Any, p: Any) -> Any:
-    v = np.uint64(0)
-    for k in range(8):
-        v = (v << np.uint64(8)) | np.uint64(b[p + k])
-    return np.int64(v)
-
-
-def _starts_with(b: Any, p: Any, end: Any, name: Any) -> bool:
-    if p + len(name) > end:
-        return False
-    for k in range(len(name)):  # noqa: SIM110 (numba compiles loops, not generators)
-        if b[p + k] != name[k]:
-            return False
-    return True
 
 
 def _put_index_entries(
@@ -351,9 +331,9 @@ def load() -> Any:
 def _compile(numba: Any) -> Any:
     global int32_at, int64_at, starts_with, hash_span, index_hash, all_ascii, put32, put64
     global _scan, _index_put, _group
-    int32_at = numba.njit(inline="always")(_int32_at)
-    int64_at = numba.njit(inline="always")(_int64_at)
-    starts_with = numba.njit(inline="always")(_starts_with)
+    int32_at = numba.njit(inline="always")(byte_kernels.int32_at)
+    int64_at = numba.njit(inline="always")(byte_kernels.int64_at)
+    starts_with = numba.njit(inline="always")(byte_kernels.starts_with)
     hash_span = numba.njit(inline="always")(_hash_span)
     index_hash = numba.njit(inline="always")(_index_hash)
     all_ascii = numba.njit(inline="always")(_ascii)

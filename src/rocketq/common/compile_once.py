@@ -1,7 +1,7 @@
 """Compiling numba kernels once per process.
 
 The first caller compiles them (or numba loads them from its cache); every later caller gets the same
-result. Without numba, or when compiling fails (logged), the result is None and the store keeps to
+result. Without numba, or when compiling fails (logged), the result is None and the caller keeps to
 its Python path. The kernels' helpers are module globals of their own module (numba freezes globals
 into compiled code), so ``build`` sets those itself.
 """
@@ -27,7 +27,7 @@ class CompileOnce(Generic[T]):
         self, what: str, fallback: str, build: Callable[[Any], T], *, ready: Callable[[], bool] = lambda: True
     ) -> None:
         self._what = what  # "the dispatcher's scan": what the log lines name
-        self._fallback = fallback  # what the store does instead, for the failure's log line
+        self._fallback = fallback  # what the caller does instead, for the failure's log line
         self._build = build
         self._ready = ready  # checked first: False means None, without importing numba
         self._lock = threading.Lock()
@@ -48,7 +48,7 @@ class CompileOnce(Generic[T]):
             began = time.monotonic()
             try:
                 result = self._build(numba)
-            except Exception:  # a numba that cannot compile here must not keep the store from starting
+            except Exception:  # a numba that cannot compile here must not keep the store (or a reader) from starting
                 log.exception("compiling %s failed; %s", self._what, self._fallback)
                 return None
             self._result = result

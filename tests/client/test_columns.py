@@ -1,0 +1,213 @@
+"""The columnar decode (``rocketq.client.columns``): every column of ``message_batch`` equals what
+``decode_messages`` gives for the same records; records addressed by position decode as the same records
+one after the other; malformed buffers are refused with the position of the bad record."""
+
+from __future__ import annotations
+
+import random
+import zlib
+from dataclasses import replace
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rocketq.client.columns import arrow_message_schema, message_batch
+from rocketq.client.message import MessageExt, decode_messages
+from rocketq.common.message import encode_properties
+from rocketq.common.record import RecordFormatError, StoredRecord, SysFlag, encode_record
+from rocketq.common.record_columns import scan_prefix, scan_records
+
+BROKER = "broker-a"
+text = st.text(st.characters(blacklist_characters="\x01\x02", blacklist_categories=("Cs",)), min_size=1, max_size=8)
+hosts = st.builds(
+    lambda address, port: bytes(address) + port.to_bytes(4, "big", signed=True),
+    st.lists(st.integers(0, 255), min_size=4, max_size=4),
+    st.integers(0, 65535),
+)
+
+
+@st.composite
+def properties_text(draw: st.DrawFn) -> str:
+    """A record's properties: TAGS, KEYS, UNIQ_KEY and user properties, sometimes with what other
+    clients write (a trailing separator), repeated names and entries that do not count."""
+    properties: dict[str, str] = {}
+    if draw(st.booleans()):
+        properties["TAGS"] = draw(text)
+    if draw(st.booleans()):
+        properties["KEYS"] = " ".join(draw(st.lists(text.filter(lambda k: " " not in k), min_size=1, max_size=3)))
+    if draw(st.booleans()):
+        properties["UNIQ_KEY"] = draw(st.text("0123456789ABCDEF", min_size=32, max_size=32))
+    properties.update(draw(st.dictionaries(text, text, max_size=3)))
+    encoded = encode_properties(properties)
+    extra = draw(
+        st.sampled_from(["", "\x02", "\x02TAGS\x01later", "\x02KEYS\x01", "\x02\x01v", "\x02lonely", "\x02x\x01a\x01b"])
+    )
+    return encoded + extra if encoded or not extra.startswith("\x02") else extra[1:]
+
+
+@st.composite
+def stored_records(draw: st.DrawFn) -> StoredRecord:
+    body = draw(st.binary(max_size=300) | st.sampled_from([b"", b"\x00" * 5000]))
+    compressed = draw(st.booleans())
+    stamp = st.integers(0, 2**44)
+    transaction = draw(st.sampled_from([0, SysFlag.TRANSACTION_COMMIT_TYPE]))
+    return StoredRecord(
+        total_size=0,
+        magic_code=0,
+        body_crc=0,
+        queue_id=draw(st.integers(0, 2**31 - 1)),
+        flag=draw(st.integers(-(2**31), 2**31 - 1)),
+        queue_offset=draw(st.integers(0, 2**62)),
+        physical_offset=draw(st.integers(0, 2**62)),
+        sys_flag=transaction | (SysFlag.COMPRESSED if compressed else 0),
+        born_timestamp=draw(stamp),
+        born_host=draw(hosts),
+        store_timestamp=draw(stamp),
+        store_host=draw(hosts),
+        reconsume_times=draw(st.integers(0, 16)),
+        prepared_transaction_offset=0,
+        body=zlib.compress(body) if compressed else body,
+        topic=draw(st.sampled_from(["TopicTest", "%RETRY%group", "Ü-topic", "t" * 127])),
+        properties=draw(properties_text()),
+    )
+
+
+def expected_rows(messages: list[MessageExt], include_properties: bool) -> dict[str, list[object]]:
+    """The batch's columns as ``decode_messages`` sees the records (timestamps in µs)."""
+    columns: dict[str, list[object]] = {
+        "topic": [m.topic for m in messages],
+        "brokerName": [BROKER] * len(messages),
+        "queueId": [m.queue_id for m in messages],
+        "queueOffset": [m.queue_offset for m in messages],
+        "msgId": [m.msg_id for m in messages],
+        "tags": [m.tags for m in messages],
+        "keys": [m.properties.get("KEYS") for m in messages],
+        "body": [m.body for m in messages],
+        "bornTimestamp": [m.born_timestamp * 1000 for m in messages],
+        "storeTimestamp": [m.store_timestamp * 1000 for m in messages],
+        "reconsumeTimes": [m.reconsume_times for m in messages],
+    }
+    if include_properties:
+        columns["properties"] = [list(m.properties.items()) for m in messages]
+    return columns
+
+
+def batch_rows(batch: pa.RecordBatch) -> dict[str, list[object]]:
+    columns: dict[str, list[object]] = {}
+    for name, column in zip(batch.schema.names, batch.columns, strict=True):
+        if pa.types.is_timestamp(column.type):
+            column = column.cast(pa.int64())
+        columns[name] = column.to_pylist()
+    return columns
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(stored_records(), max_size=12), st.booleans())
+def test_every_column_equals_decode_messages(records: list[StoredRecord], include_properties: bool) -> None:
+    data = b"".join(encode_record(record) for record in records)
+    batch = message_batch(data, broker_name=BROKER, include_properties=include_properties)
+    assert batch.schema.equals(arrow_message_schema(include_properties))
+    batch.validate(full=True)
+    assert batch_rows(batch) == expected_rows(decode_messages(data), include_properties)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(stored_records(), min_size=1, max_size=10), st.randoms(use_true_random=False))
+def test_records_at_positions_decode_as_the_same_records_in_a_row(
+    records: list[StoredRecord], shuffle: random.Random
+) -> None:
+    encoded = [encode_record(record) for record in records]
+    layout = bytearray(b"\xee" * 7)  # records with junk between them, as in a CommitLog with other queues
+    starts = []
+    for record in encoded:
+        starts.append(len(layout))
+        layout += record + b"\xee" * shuffle.randrange(0, 40)
+    order = list(range(len(records)))
+    shuffle.shuffle(order)
+    by_position = message_batch(
+        bytes(layout), broker_name=BROKER, include_properties=True, positions=np.array([starts[i] for i in order])
+    )
+    in_a_row = message_batch(b"".join(encoded[i] for i in order), broker_name=BROKER, include_properties=True)
+    assert by_position.equals(in_a_row)
+
+
+def test_an_empty_buffer_gives_an_empty_batch_of_the_schema() -> None:
+    for include_properties in (False, True):
+        batch = message_batch(b"", broker_name=BROKER, include_properties=include_properties)
+        assert batch.num_rows == 0 and batch.schema.equals(arrow_message_schema(include_properties))
+        at_no_positions = message_batch(b"x", broker_name=BROKER, positions=np.zeros(0, dtype=np.int64))
+        assert at_no_positions.num_rows == 0
+
+
+def test_the_batch_owns_its_bytes() -> None:
+    record = StoredRecord(0, 0, 0, 1, 0, 5, 9, 0, 1, bytes(8), 2, bytes(8), 0, 0, b"body", "T", "TAGS\x01a")
+    data = bytearray(encode_record(record))
+    batch = message_batch(data, broker_name=BROKER)
+    data[:] = bytes(len(data))
+    assert batch.column("body").to_pylist() == [b"body"] and batch.column("tags").to_pylist() == ["a"]
+
+
+def sample(index: int, **changes: object) -> StoredRecord:
+    record = StoredRecord(
+        0, 0, 0, 0, 0, index, 1000 + index, 0, 1, bytes(8), 2, bytes(8), 0, 0, b"x" * 10, "T", "KEYS\x01k"
+    )
+    return replace(record, **changes)  # type: ignore[arg-type]
+
+
+def three_records(middle: bytes) -> tuple[bytes, int]:
+    first = encode_record(sample(0))
+    return first + middle + encode_record(sample(2)), len(first)
+
+
+@pytest.mark.parametrize(
+    ("middle", "reason"),
+    [
+        (b"\x00\x00\x00\x5b" + b"\x00" * 87, "bad magic 0x00000000"),
+        (encode_record(sample(1, sys_flag=SysFlag.STOREHOST_V6)), "IPv6"),
+        (encode_record(sample(1, sys_flag=SysFlag.COMPRESSED)), "does not inflate"),
+    ],
+)
+def test_a_bad_record_is_refused_with_its_position(middle: bytes, reason: str) -> None:
+    data, bad_at = three_records(middle)
+    with pytest.raises(RecordFormatError, match=reason) as caught:
+        message_batch(data, broker_name=BROKER)
+    assert caught.value.position == bad_at
+
+
+@pytest.mark.parametrize("kept", [1, 50, 90, 100])
+def test_a_cut_record_is_refused_with_its_position(kept: int) -> None:
+    first = encode_record(sample(0))
+    with pytest.raises(RecordFormatError, match=r"truncated|bad total size") as caught:
+        message_batch(first + encode_record(sample(1))[:kept], broker_name=BROKER)
+    assert caught.value.position == len(first)
+
+
+def test_text_that_is_not_utf8_is_refused() -> None:
+    record = bytearray(encode_record(sample(1, topic="TT", properties="KEYS\x01kk")))
+    topic_at = 88 + 10 + 1
+    for at, reason in ((topic_at + 1, "topic is not UTF-8"), (topic_at + 2 + 2 + 6, "properties are not UTF-8")):
+        broken = bytearray(record)
+        broken[at] = 0xFF
+        with pytest.raises(RecordFormatError, match=reason):
+            message_batch(bytes(broken), broker_name=BROKER)
+
+
+def test_a_position_outside_the_buffer_is_refused() -> None:
+    data = encode_record(sample(0))
+    for position in (-1, len(data) - 10, len(data) + 100):
+        with pytest.raises(RecordFormatError, match=r"truncated|outside") as caught:
+            message_batch(data, broker_name=BROKER, positions=np.array([0, position]))
+        assert caught.value.position == position
+
+
+def test_body_crc_is_checked_when_asked() -> None:
+    data = bytearray(encode_record(sample(0)) + encode_record(sample(1)))
+    second = len(data) // 2
+    data[second + 88] ^= 1  # a body byte of the second record
+    assert len(scan_records(bytes(data))) == 2  # not asked
+    columns, error = scan_prefix(bytes(data), check_crc=True)
+    assert len(columns) == 1 and error is not None
+    assert error.position == second and "CRC" in error.reason

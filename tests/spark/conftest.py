@@ -1,4 +1,5 @@
-"""The Spark tests' session: one local SparkSession for the whole test run (4-6 s to start).
+"""The Spark tests' session: one local SparkSession for the whole test run (4-6 s to start), and one
+cluster (a NameServer and two brokers, in this process) whose topics each test makes for itself.
 
 Every test in this folder is marked ``spark``: ``make test`` runs them once, in the plain Python pass.
 Spark's Python workers run this interpreter (``PYSPARK_PYTHON``), where rocketq is installed, so they
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+
+from rocketq.testing import ThreadedCluster
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -51,5 +54,14 @@ def spark() -> Iterator[SparkSession]:
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     session = spark_builder("local[2]", "rocketq-tests").getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    from rocketq.spark import register
+
+    register(session)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedCluster]:
+    with ThreadedCluster(tmp_path_factory.mktemp("cluster"), brokers=2) as running:
+        yield running

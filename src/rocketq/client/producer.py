@@ -360,8 +360,11 @@ class Producer:
         request = self._request(queue, body, properties, sys_flag, message.flag)
         return await self._send_once(queue, request, unique_id, timeout or self.config.send_msg_timeout_s)
 
-    async def send_batch(self, messages: Sequence[Message], *, timeout: float | None = None) -> SendResult:
-        """Send several messages of one topic in one request (stored together, in order)."""
+    async def send_batch(
+        self, messages: Sequence[Message], *, queue: MessageQueue | None = None, timeout: float | None = None
+    ) -> SendResult:
+        """Send several messages of one topic in one request (stored together, in order): to ``queue``
+        (retried there), or to a queue chosen as for ``send`` (a retry goes to another broker)."""
         if not messages:
             raise MQClientError("empty batch")
         topics = {m.topic for m in messages}
@@ -383,13 +386,14 @@ class Producer:
         deadline = time.monotonic() + (timeout or self.config.send_msg_timeout_s)
         last_broker: str | None = None
         last_error: Exception | None = None
+        if queue is not None and queue.topic != topic:
+            raise MQClientError(f"the batch's topic is {topic!r}, the queue's {queue.topic!r}")
         for _ in range(1 + self.config.retry_times_when_send_failed):
-            info = await self._publish_info(topic)
-            queue = self._select_queue(info, last_broker)
-            last_broker = queue.broker_name
-            request = self._request(queue, body, "", 0, 0, batch=True)
+            target = queue if queue is not None else self._select_queue(await self._publish_info(topic), last_broker)
+            last_broker = target.broker_name
+            request = self._request(target, body, "", 0, 0, batch=True)
             try:
-                return await self._send_once(queue, request, ",".join(ids), max(0.001, deadline - time.monotonic()))
+                return await self._send_once(target, request, ",".join(ids), max(0.001, deadline - time.monotonic()))
             except BrokerResponseError as exc:
                 if exc.response_code not in _RETRY_CODES:
                     raise

@@ -113,8 +113,10 @@ class SyncProducer:
             self._producer.send_orderly(message, sharding_key=sharding_key, selector=selector, arg=arg, timeout=timeout)
         )
 
-    def send_batch(self, messages: Sequence[Message], *, timeout: float | None = None) -> SendResult:
-        return self._loop.call(self._producer.send_batch(messages, timeout=timeout))
+    def send_batch(
+        self, messages: Sequence[Message], *, queue: MessageQueue | None = None, timeout: float | None = None
+    ) -> SendResult:
+        return self._loop.call(self._producer.send_batch(messages, queue=queue, timeout=timeout))
 
     def close(self) -> None:
         self._loop.close_with(self._producer.aclose())

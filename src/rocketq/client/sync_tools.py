@@ -10,7 +10,7 @@ client needs one line here.
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator
+from collections.abc import AsyncGenerator, Callable, Coroutine, Generator
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from rocketq.client.admin import AdminClient
@@ -143,7 +143,7 @@ class SyncQueueReader(_LoopClient[QueueReader]):
         *,
         selector: MessageSelector | str | None = None,
         skip_lost: bool = False,
-    ) -> Iterator[QueueChunk]:
+    ) -> Generator[QueueChunk, None, None]:
         """``QueueReader.read``: the next pull is in flight on the loop thread while the caller works."""
         chunks = self._client.read(queue, start, end, selector=selector, skip_lost=skip_lost)
         try:

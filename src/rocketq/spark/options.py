@@ -93,16 +93,20 @@ class SourceOptions:
     request_timeout_s: float = 10.0
 
     @classmethod
-    def parse(cls, options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
+    def parse(cls, options: Mapping[str, str], *, streaming: bool | None) -> SourceOptions:
+        """The options of a stream (``streaming``), of a batch read, or (None) what holds for both: the
+        check ``load()`` makes before Spark says which it will be."""
         found = lowered(options)
         unknown(found, SOURCE_OPTIONS)
-        starting = _offset_spec(found, "startingOffsets", "startingTimestamp", "latest" if streaming else "earliest")
+        starting = _offset_spec(
+            found, "startingOffsets", "startingTimestamp", "earliest" if streaming is False else "latest"
+        )
         ending = _offset_spec(found, "endingOffsets", "endingTimestamp", "latest")
         if streaming:
             for name in ("endingOffsets", "endingTimestamp"):
                 if name.lower() in found:
                     raise OptionError(name, "is for batch reads only; a stream reads on")
-        else:
+        elif streaming is False:
             if starting.kind == "latest":
                 raise OptionError("startingOffsets", "'latest' would read nothing in a batch read")
             if ending.kind == "earliest":

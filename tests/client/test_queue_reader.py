@@ -185,3 +185,17 @@ def test_blocking_twins_read_ranges_and_commit_a_groups_offsets(tmp_path: Path) 
         with pytest.raises(Exception, match="0 or more"):
             admin.commit_offsets("pipeline", {queues[0]: -1})
         assert admin.commit_offsets.__doc__ and "consumerProgress" in admin.commit_offsets.__doc__
+
+
+async def test_a_batch_goes_to_the_queue_it_names(cluster: LocalCluster) -> None:
+    async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+        queues = await producer.fetch_publish_queues(TOPIC)
+        assert len(queues) == 8 and {q.broker_name for q in queues} == {"broker-a", "broker-b"}
+        target = MessageQueue(TOPIC, "broker-b", 2)
+        result = await producer.send_batch([Message(TOPIC, b"x"), Message(TOPIC, b"y")], queue=target)
+        assert result.message_queue == target
+        with pytest.raises(Exception, match="the queue's"):
+            await producer.send_batch([Message(TOPIC, b"x")], queue=MessageQueue("Other", "broker-b", 2))
+    await cluster.wait_dispatched()
+    async with QueueReader(cluster.namesrv_addr) as reader:
+        assert [m.body for m in await reader.messages(target, 0, 2)] == [b"x", b"y"]

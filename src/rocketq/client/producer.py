@@ -140,6 +140,11 @@ class Producer:
         await instance.heartbeat()
         return info
 
+    async def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
+        """The queues a send to ``topic`` can go to (the writable queues of its master brokers; for a
+        topic not created yet, those the broker would create it with)."""
+        return list((await self._publish_info(topic)).queues)
+
     def _select_queue(self, info: TopicPublishInfo, last_broker: str | None) -> MessageQueue:
         queues = info.queues
         start = info.next_index()

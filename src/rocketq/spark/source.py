@@ -16,12 +16,14 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
     InputPartition,
 )
 from pyspark.sql.types import StructType
 
 from rocketq.spark.offsets import QueueRange, plan_ranges, resolve
-from rocketq.spark.options import OptionError, SourceOptions
+from rocketq.spark.options import OptionError, SinkOptions, SourceOptions
 from rocketq.spark.planning import report_data_loss
 from rocketq.spark.read import ReadSettings, offset_for_timestamp, read_range, snapshot
 from rocketq.spark.schema import message_schema
@@ -65,6 +67,16 @@ class RocketMQDataSource(DataSource):
         from rocketq.spark.stream import RocketMQStreamReader
 
         return RocketMQStreamReader(SourceOptions.parse(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from rocketq.spark.sink import RocketMQBatchWriter
+
+        return RocketMQBatchWriter(SinkOptions.parse(self.options), schema, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from rocketq.spark.sink import RocketMQStreamWriter
+
+        return RocketMQStreamWriter(SinkOptions.parse(self.options), schema, overwrite)
 
 
 class RocketMQBatchReader(DataSourceReader):

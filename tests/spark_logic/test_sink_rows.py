@@ -1,0 +1,67 @@
+"""The sink's columns and how rows become messages, without a Spark session."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, MapType, StringType, StructField, StructType
+
+from rocketq.spark.sink_rows import SinkSchemaError, Target, check_schema, row_messages
+
+
+def schema(*fields: tuple[str, object]) -> StructType:
+    return StructType([StructField(name, kind, True) for name, kind in fields])  # type: ignore[arg-type]
+
+
+def test_accepted_columns_by_canonical_name() -> None:
+    found = check_schema(
+        schema(
+            ("BODY", StringType()),
+            ("Tags", StringType()),
+            ("keys", ArrayType(StringType())),
+            ("queueid", IntegerType()),
+        ),
+        "t",
+    )
+    assert found == {"body": "BODY", "tags": "Tags", "keys": "keys", "queueId": "queueid"}
+
+
+@pytest.mark.parametrize(
+    ("fields", "topic", "message"),
+    [
+        ((("body", BinaryType()), ("offset", LongType())), "t", "'offset'"),
+        ((("body", LongType()),), "t", "'body' must be binary or string"),
+        ((("tags", StringType()),), "t", "needs a body column"),
+        ((("body", BinaryType()),), None, "topic option, or a topic column"),
+        ((("body", BinaryType()), ("brokerName", StringType())), "t", "with a queueId column"),
+        ((("body", BinaryType()), ("properties", MapType(StringType(), IntegerType()))), "t", "map<string,string>"),
+    ],
+)
+def test_refusals_name_the_column(fields: tuple[tuple[str, object], ...], topic: str | None, message: str) -> None:
+    with pytest.raises(SinkSchemaError, match=message):
+        check_schema(schema(*fields), topic)
+
+
+def test_rows_become_messages_with_unique_keys() -> None:
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "body": ["a", "b"],
+            "topic": ["x", "y"],
+            "keys": [["k1", "k2"], None],
+            "properties": pa.array([[("p", "1")], []], pa.map_(pa.string(), pa.string())),
+            "queueId": pa.array([3, None], pa.int32()),
+        }
+    )
+    columns = {"body": "body", "topic": "topic", "keys": "keys", "properties": "properties", "queueId": "queueId"}
+    rows = list(row_messages(batch, columns, None, "q-7-2-", 10))
+    (first_target, first), (second_target, second) = rows
+    assert first_target == Target("x", None, 3) and second_target == Target("y")
+    assert first.body == b"a" and first.keys == ["k1", "k2"] and first.properties == {"p": "1", "UNIQ_KEY": "q-7-2-10"}
+    assert second.properties == {"UNIQ_KEY": "q-7-2-11"}
+    assert [t.topic for t, _ in row_messages(batch, columns, "forced", "p-", 0)] == ["forced", "forced"]
+    with pytest.raises(SinkSchemaError, match="null body"):
+        list(
+            row_messages(
+                pa.RecordBatch.from_pydict({"body": pa.array([None], pa.binary())}), {"body": "body"}, "t", "", 0
+            )
+        )

@@ -19,7 +19,9 @@ __all__ = ["register"]
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``rocketmq`` data source (and ``rocketmq-store``, where present) with ``spark``."""
+    """Register the ``rocketmq`` and ``rocketmq-store`` data sources with ``spark``."""
     from rocketq.spark.source import RocketMQDataSource
+    from rocketq.spark.store_source import StoreDataSource
 
     spark.dataSource.register(RocketMQDataSource)
+    spark.dataSource.register(StoreDataSource)

@@ -88,39 +88,34 @@ def crc32(b: Any, start: Any, stop: Any) -> Any:
     return crc ^ np.int64(0xFFFFFFFF)
 
 
-def utf8_valid(b: Any, start: Any, stop: Any) -> bool:
-    """Whether ``b[start:stop]`` is strict UTF-8, as Python's decoder takes it (no overlong forms, no
-    surrogates, nothing above U+10FFFF)."""
-    k = start
-    while k < stop:
-        c = np.int64(b[k])
-        if c < 0x80:
-            k += 1
-            continue
-        low, high = np.int64(0x80), np.int64(0xBF)
-        if 0xC2 <= c < 0xE0:
-            need = 1
-        elif 0xE0 <= c < 0xF0:
-            need = 2
-            if c == 0xE0:
-                low = np.int64(0xA0)
-            elif c == 0xED:
-                high = np.int64(0x9F)
-        elif 0xF0 <= c < 0xF5:
-            need = 3
-            if c == 0xF0:
-                low = np.int64(0x90)
-            elif c == 0xF4:
-                high = np.int64(0x8F)
-        else:
-            return False
-        if k + need >= stop:
-            return False
-        second = np.int64(b[k + 1])
-        if second < low or second > high:
-            return False
-        for j in range(2, need + 1):
-            if np.int64(b[k + j]) & 0xC0 != 0x80:
-                return False
-        k += need + 1
-    return True
+def utf8_sequence(b: Any, k: Any, stop: Any) -> Any:
+    """The length of the strict UTF-8 sequence that starts with the non-ASCII byte at ``k`` and ends by
+    ``stop``, as Python's decoder takes it (no overlong forms, no surrogates, nothing above U+10FFFF);
+    0 when there is none."""
+    c = np.int64(b[k])
+    low, high = np.int64(0x80), np.int64(0xBF)
+    if 0xC2 <= c < 0xE0:
+        need = 1
+    elif 0xE0 <= c < 0xF0:
+        need = 2
+        if c == 0xE0:
+            low = np.int64(0xA0)
+        elif c == 0xED:
+            high = np.int64(0x9F)
+    elif 0xF0 <= c < 0xF5:
+        need = 3
+        if c == 0xF0:
+            low = np.int64(0x90)
+        elif c == 0xF4:
+            high = np.int64(0x8F)
+    else:
+        return 0
+    if k + need >= stop:
+        return 0
+    second = np.int64(b[k + 1])
+    if second < low or second > high:
+        return 0
+    for j in range(2, need + 1):
+        if np.int64(b[k + j]) & 0xC0 != 0x80:
+            return 0
+    return need + 1

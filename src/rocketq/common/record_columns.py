@@ -109,11 +109,23 @@ def _check_record(b: Any, p: Any, limit: Any, check_crc: Any) -> Any:
         return 8
     if not utf8_valid(b, topic_at + 1, topic_at + 1 + topic_length):
         return 9
-    if not utf8_valid(b, properties_at, properties_at + properties_length):
-        return 10
     if check_crc and crc32(b, p + HEAD_SIZE, p + HEAD_SIZE + body_length) & 0x7FFFFFFF != int32_at(b, p + 8):
         return 7
     return OK
+
+
+def _utf8_valid(b: Any, start: Any, stop: Any) -> bool:
+    """Whether ``b[start:stop]`` is strict UTF-8 (see ``byte_kernels.utf8_sequence``)."""
+    k = start
+    while k < stop:
+        if b[k] < 0x80:
+            k += 1
+            continue
+        length = utf8_sequence(b, k, stop)
+        if length == 0:
+            return False
+        k += length
+    return True
 
 
 def _walk(b: Any, start: Any, end: Any, positions: Any) -> tuple[Any, Any, Any]:
@@ -138,7 +150,8 @@ def _walk(b: Any, start: Any, end: Any, positions: Any) -> tuple[Any, Any, Any]:
 
 def _scan(b: Any, positions: Any, check_crc: Any, out: Any) -> tuple[Any, Any]:
     """Check the records at ``positions`` and fill ``out`` (``FIELDS`` by record); stops at the first
-    one that is not sound: (records filled, its reason code)."""
+    one that is not sound: (records filled, its reason code). The properties are walked once: segments,
+    names, and UTF-8 in the same pass."""
     limit = len(b)
     for i in range(len(positions)):
         p = positions[i]
@@ -154,22 +167,32 @@ def _scan(b: Any, positions: Any, check_crc: Any, out: Any) -> tuple[Any, Any]:
         tags_stop = keys_stop = uniq_stop = np.int64(-1)
         entries = 0
         segment = properties_at
-        while segment < properties_end:
-            stop = segment
-            while stop < properties_end and b[stop] != PROPERTY_SEPARATOR:
-                stop += 1
-            name_end = segment
-            while name_end < stop and b[name_end] != NAME_VALUE_SEPARATOR:
-                name_end += 1
-            if segment < name_end < stop - 1:  # a name, the separator, a value
-                entries += 1
-                if starts_with(b, segment, stop, TAGS):
-                    tags_at, tags_stop = segment + len(TAGS), stop
-                elif starts_with(b, segment, stop, KEYS):
-                    keys_at, keys_stop = segment + len(KEYS), stop
-                elif starts_with(b, segment, stop, UNIQ):
-                    uniq_at, uniq_stop = segment + len(UNIQ), stop
-            segment = stop + 1
+        name_end = np.int64(-1)  # the segment's first NAME_VALUE_SEPARATOR
+        k = properties_at
+        while k <= properties_end:
+            c = np.int64(b[k]) if k < properties_end else np.int64(PROPERTY_SEPARATOR)
+            if c == PROPERTY_SEPARATOR:
+                if segment < name_end < k - 1:  # a name, the separator, a value
+                    entries += 1
+                    name_length = name_end - segment
+                    if name_length == 4 and starts_with(b, segment, k, TAGS):
+                        tags_at, tags_stop = name_end + 1, k
+                    elif name_length == 4 and starts_with(b, segment, k, KEYS):
+                        keys_at, keys_stop = name_end + 1, k
+                    elif name_length == 8 and starts_with(b, segment, k, UNIQ):
+                        uniq_at, uniq_stop = name_end + 1, k
+                segment = k + 1
+                name_end = np.int64(-1)
+            elif c == NAME_VALUE_SEPARATOR:
+                if name_end < 0:
+                    name_end = k
+            elif c >= 0x80:
+                length = utf8_sequence(b, k, properties_end)
+                if length == 0:
+                    return i, 10
+                k += length
+                continue
+            k += 1
         row = out[:, i]
         row[POSITION] = p
         row[TOTAL_SIZE] = int32_at(b, p)
@@ -218,6 +241,21 @@ def _message_ids(b: Any, positions: Any, uniq_at: Any, uniq_length: Any, offsets
             byte = np.int64(b[p + 64 + k]) if k < 8 else np.int64(b[p + 28 + k - 8])
             out[at + 2 * k] = HEX[byte >> 4]
             out[at + 2 * k + 1] = HEX[byte & 15]
+
+
+def _first_unexpected(b: Any, fields: Any, topic: Any, queue_id: Any, queue_offsets: Any, sizes: Any) -> Any:
+    """The first record that is not the one its index entry describes (``topic``'s bytes, ``queue_id``,
+    its entry's queue offset and size), or -1 when every one is."""
+    for i in range(fields.shape[1]):
+        if (
+            fields[TOTAL_SIZE, i] != sizes[i]
+            or fields[QUEUE_OFFSET, i] != queue_offsets[i]
+            or fields[QUEUE_ID, i] != queue_id
+            or fields[TOPIC_LENGTH, i] != len(topic)
+            or not starts_with(b, fields[TOPIC_AT, i], fields[TOPIC_AT, i] + len(topic), topic)
+        ):
+            return i
+    return -1
 
 
 def _property_entries(b: Any, properties_at: Any, properties_length: Any, entries_end: Any, spans: Any) -> None:
@@ -272,22 +310,29 @@ int64_at: Any = byte_kernels.int64_at
 starts_with: Any = byte_kernels.starts_with
 crc32: Any = byte_kernels.crc32
 copy: Any = byte_kernels.copy
-utf8_valid: Any = byte_kernels.utf8_valid
+utf8_valid: Any = _utf8_valid
+utf8_sequence: Any = byte_kernels.utf8_sequence
 check_record: Any = _check_record
 
 _PLAIN: Final = SimpleNamespace(
-    walk=_walk, scan=_scan, gather=_gather, message_ids=_message_ids, property_entries=_property_entries
+    walk=_walk,
+    scan=_scan,
+    gather=_gather,
+    message_ids=_message_ids,
+    property_entries=_property_entries,
+    first_unexpected=_first_unexpected,
 )
 
 
 def _compile(numba: Any) -> SimpleNamespace:
-    global int32_at, int64_at, starts_with, crc32, copy, utf8_valid, check_record
+    global int32_at, int64_at, starts_with, crc32, copy, utf8_valid, utf8_sequence, check_record
     int32_at = numba.njit(inline="always")(byte_kernels.int32_at)
     int64_at = numba.njit(inline="always")(byte_kernels.int64_at)
     starts_with = numba.njit(inline="always")(byte_kernels.starts_with)
     crc32 = numba.njit(inline="always")(byte_kernels.crc32)
     copy = numba.njit(inline="never")(byte_kernels.copy)
-    utf8_valid = numba.njit(inline="always")(byte_kernels.utf8_valid)
+    utf8_sequence = numba.njit(inline="never")(byte_kernels.utf8_sequence)
+    utf8_valid = numba.njit(inline="always")(_utf8_valid)
     check_record = numba.njit(inline="always")(_check_record)
     compiled = SimpleNamespace(
         **{name: numba.njit(nogil=True, cache=True)(kernel) for name, kernel in vars(_PLAIN).items()}
@@ -299,6 +344,7 @@ def _compile(numba: Any) -> SimpleNamespace:
     compiled.gather(nothing, none, none, none, np.zeros(0, dtype=np.uint8))
     compiled.message_ids(nothing, none, none, none, none, np.zeros(0, dtype=np.uint8))
     compiled.property_entries(nothing, none, none, none, np.zeros((0, 4), dtype=np.int64))
+    compiled.first_unexpected(nothing, np.zeros((len(FIELDS), 0), dtype=np.int64), nothing, 0, none, none)
     return compiled
 
 
@@ -306,8 +352,8 @@ _COMPILED = CompileOnce("the record column kernels", "decoding columns in plain 
 
 
 def kernels() -> SimpleNamespace:
-    """The kernels (``walk``, ``scan``, ``gather``, ``message_ids``, ``property_entries``): compiled on
-    the first call, or the plain functions without numba."""
+    """The kernels (``walk``, ``scan``, ``gather``, ``message_ids``, ``property_entries``,
+    ``first_unexpected``): compiled on the first call, or the plain functions without numba."""
     compiled = _COMPILED.get()
     return _PLAIN if compiled is None else compiled
 
@@ -394,6 +440,19 @@ def scan_prefix(
         return columns, None
     position = int(where[count])
     return columns, RecordFormatError(position, _explain(data, position, reason))
+
+
+def first_unexpected(
+    columns: RecordColumns, topic: str, queue_id: int, queue_offsets: np.ndarray, sizes: np.ndarray
+) -> int | None:
+    """The index of the first record that is not of ``topic`` and ``queue_id`` with the queue offset and
+    total size its index entry gives (``queue_offsets[i]``, ``sizes[i]``); None when all are."""
+    name = as_bytes(topic.encode())
+    offsets = np.ascontiguousarray(queue_offsets[: len(columns)], dtype=np.int64)
+    expected_sizes = np.ascontiguousarray(sizes[: len(columns)], dtype=np.int64)
+    fields = np.ascontiguousarray(columns.fields)
+    index = int(kernels().first_unexpected(columns.data, fields, name, queue_id, offsets, expected_sizes))
+    return None if index < 0 else index
 
 
 def _explain(data: np.ndarray, position: int, reason: int) -> str:

@@ -45,6 +45,7 @@ from rocketq.common.record_columns import (
     TOPIC_LENGTH,
     TOTAL_SIZE,
     RecordColumns,
+    first_unexpected,
     scan_prefix,
 )
 from rocketq.store.consume_queue import ENTRY_SIZE, PADDING_SIZE
@@ -416,23 +417,14 @@ def _mismatch(
     records: RecordColumns, topic: str, queue_id: int, sizes: np.ndarray, queue_offsets: np.ndarray
 ) -> tuple[int, str] | None:
     """The first record that is not the one its entry describes, and why (None when all are)."""
-    fields = records.fields
-    count = len(records)
-    raw = np.frombuffer(topic.encode(), dtype=np.uint8)
-    wrong = fields[TOTAL_SIZE] != sizes[:count]
-    wrong |= fields[QUEUE_ID] != queue_id
-    wrong |= fields[QUEUE_OFFSET] != queue_offsets[:count]
-    wrong |= fields[TOPIC_LENGTH] != len(raw)
-    same_length = np.flatnonzero(~wrong)
-    if len(same_length) and len(raw):
-        at = fields[TOPIC_AT][same_length, None] + np.arange(len(raw))
-        wrong[same_length] |= (records.data[at] != raw).any(axis=1)
-    bad = np.flatnonzero(wrong)
-    if not len(bad):
+    index = first_unexpected(records, topic, queue_id, queue_offsets, sizes)
+    if index is None:
         return None
-    index = int(bad[0])
+    fields = records.fields
+    at, length = int(fields[TOPIC_AT, index]), int(fields[TOPIC_LENGTH, index])
+    found = bytes(records.data[at : at + length]).decode(errors="replace")
     return index, (
-        f"it holds topic bytes of length {int(fields[TOPIC_LENGTH, index])}, queue {int(fields[QUEUE_ID, index])}, "
-        f"offset {int(fields[QUEUE_OFFSET, index])}, size {int(fields[TOTAL_SIZE, index])}; the entry says "
-        f"{topic}, {queue_id}, {int(queue_offsets[index])}, {int(sizes[index])}"
+        f"it is topic {found!r}, queue {int(fields[QUEUE_ID, index])}, offset {int(fields[QUEUE_OFFSET, index])}, "
+        f"{int(fields[TOTAL_SIZE, index])} bytes; its entry says {topic!r}, {queue_id}, {int(queue_offsets[index])}, "
+        f"{int(sizes[index])} bytes"
     )

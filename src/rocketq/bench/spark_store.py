@@ -1,0 +1,263 @@
+"""The offline store reader's benchmark: the ``rocketmq-store`` Spark source into a noop sink, and the
+columnar decode alone against ``decode_messages``.
+
+Run it with ``python -m rocketq.bench.spark_store [--messages N] [--size 100 --size 1024] [--json]``
+(needs the ``rocketq[spark]`` extra and a JVM). For each body size:
+
+- a store is written with the store's fast batch append (SEND_BATCH_MESSAGE bodies of 256 messages,
+  ``measure_batch`` + ``put_batch``; 8 queues, default file sizes) and closed;
+- ``decode_columns`` / ``decode_columns_props``: ``message_batch`` over a pull-like buffer of
+  ``DECODE_MESSAGES`` records of one queue, without / with the properties column; ``decode_messages``:
+  the per-message decoder over the same buffer, and ``decode_messages_rows`` the same plus reading every
+  value of a row (what a row-based reader does). Rates are messages per CPU-second of this process,
+  best of ``runs``;
+- ``spark_store_read``: ``spark.read.format("rocketmq-store")...write.format("noop")`` over the whole
+  store on ``local[2]``, with and without body CRC checks; wall-clock rate, median of ``runs`` after a
+  warm-up (``best_per_s`` in the notes), and the CPU-seconds of the whole process tree (JVM and Python
+  workers, read from ``/proc``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rocketq.bench import MB, Measurement, Sink, table_header, table_row
+from rocketq.bench.store_workload import QUEUES, TOPIC, build_messages, build_wire_batches
+from rocketq.store import compiled_append
+from rocketq.store.config import StoreConfig
+from rocketq.store.message_store import MessageStore
+from rocketq.store.readonly import StoreReader
+
+DECODE_MESSAGES = 200_000
+DEFAULT_MESSAGES = 3_000_000
+WRITE_CHUNK = 64 * 1024  # messages built and appended at a time
+WIRE_BATCH = 256
+
+
+@dataclass(slots=True)
+class SparkStoreBenchOptions:
+    sizes: Sequence[int] = (100, 1024)
+    messages: int = DEFAULT_MESSAGES
+    runs: int = 3
+    batch_size: int = 16_384  # the source's batchSize option
+    directory: Path | None = None  # where the scratch stores go (default: the system temp directory)
+    spark: bool = True  # False: only the decode measurements
+    extra_conf: dict[str, str] = field(default_factory=dict)
+
+
+def write_store(root: Path, size: int, count: int) -> int:
+    """A closed store of ``count`` bench messages with ``size``-byte bodies; returns its CommitLog bytes."""
+    if compiled_append.load() is None:
+        raise RuntimeError("the fast batch append needs numba")
+    config = StoreConfig(store_path_root_dir=root)
+    with MessageStore(config) as store:
+        for start in range(0, count, WRITE_CHUNK):
+            messages = build_messages(size, min(WRITE_CHUNK, count - start), start)
+            for batch in build_wire_batches(messages, WIRE_BATCH):
+                measured = store.measure_batch(batch)
+                if measured is None or not store.put_batch(measured, dispatch=False).ok:
+                    raise RuntimeError("the store refused a bench batch")
+            store.dispatch_now()
+        return store.commit_log.max_offset
+
+
+def pull_like_buffer(root: Path, count: int) -> bytes:
+    """The first ``count`` records of queue 0, one after the other (as a pull body holds them)."""
+    parts: list[bytes] = []
+    with StoreReader(root, check_crc=False) as reader:
+        low, high = reader.offset_range(TOPIC, 0)
+        for chunk in reader.read(TOPIC, 0, low, min(high, low + count)):
+            data, fields = chunk.records.data, chunk.records.fields
+            parts.extend(bytes(data[p : p + s]) for p, s in zip(fields[0].tolist(), fields[1].tolist(), strict=True))
+    return b"".join(parts)
+
+
+def best_cpu_seconds(action: Callable[[], object], runs: int) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        began = time.process_time()
+        action()
+        best = min(best, time.process_time() - began)
+    return max(best, 1e-9)
+
+
+def decode_measurements(root: Path, size: int, runs: int) -> list[Measurement]:
+    """The columnar decode against ``decode_messages`` on one pull-like buffer, per CPU-second."""
+    from rocketq.client.columns import message_batch
+    from rocketq.client.message import decode_messages
+
+    data = pull_like_buffer(root, DECODE_MESSAGES)
+    count = len(message_batch(data, broker_name="b"))  # compiles or loads the kernels
+
+    def rows() -> None:
+        for m in decode_messages(data):
+            _ = (m.topic, m.queue_id, m.queue_offset, m.msg_id, m.tags, m.properties.get("KEYS"), m.body)
+            _ = (m.born_timestamp, m.store_timestamp, m.reconsume_times)
+
+    actions: list[tuple[str, Callable[[], object]]] = [
+        ("decode_columns", lambda: message_batch(data, broker_name="b")),
+        ("decode_columns_props", lambda: message_batch(data, broker_name="b", include_properties=True)),
+        ("decode_messages", lambda: decode_messages(data)),
+        ("decode_messages_rows", rows),
+    ]
+    results = []
+    for name, action in actions:
+        seconds = best_cpu_seconds(action, runs)
+        results.append(Measurement.from_counts(name, size, count, seconds, len(data), extra={"per": "cpu_s"}))
+    columns_rate, rows_rate = results[0].msgs_per_s, results[3].msgs_per_s
+    results[0].extra["vs_decode_messages_rows"] = columns_rate / rows_rate
+    return results
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU-seconds (user + system, own and reaped children's) of ``pid`` and all its descendants."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
+        parents[int(entry.name)] = int(fields[1])
+        times[int(entry.name)] = sum(int(value) for value in fields[11:15]) / tick
+    total, stack = 0.0, [pid]
+    while stack:
+        current = stack.pop()
+        total += times.get(current, 0.0)
+        stack.extend(child for child, parent in parents.items() if parent == current)
+    return total
+
+
+@contextmanager
+def spark_session(extra_conf: dict[str, str]) -> Iterator[Any]:
+    """``local[2]``: no UI, loopback only, Python workers running this interpreter."""
+    from pyspark.sql import SparkSession
+
+    from rocketq.spark.store_source import StoreDataSource
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("rocketq-bench-spark-store")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.memory", "2g")
+    )
+    for key, value in extra_conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    session.dataSource.register(StoreDataSource)
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def spark_measurements(
+    session: Any, root: Path, size: int, count: int, stored: int, options: SparkStoreBenchOptions
+) -> list[Measurement]:
+    results = []
+    for check_crc in (True, False):
+
+        def read(check: bool = check_crc) -> None:
+            (
+                session.read.format("rocketmq-store")
+                .option("topic", TOPIC)
+                .option("checkCrc", str(check).lower())
+                .option("batchSize", str(options.batch_size))
+                .load(str(root))
+                .write.format("noop")
+                .mode("overwrite")
+                .save()
+            )
+
+        read()  # warm-up: workers started, kernels loaded
+        walls, cpus = [], []
+        for _ in range(options.runs):
+            cpu_before, began = tree_cpu_seconds(os.getpid()), time.perf_counter()
+            read()
+            walls.append(time.perf_counter() - began)
+            cpus.append(tree_cpu_seconds(os.getpid()) - cpu_before)
+        median = statistics.median(walls)
+        extra: dict[str, float | int | str | None] = {
+            "check_crc": str(check_crc).lower(),
+            "best_per_s": count / min(walls),
+            "cpu_s": statistics.median(cpus),
+            "per_cpu_s": count / statistics.median(cpus),
+            "batch_size": options.batch_size,
+        }
+        results.append(Measurement.from_counts("spark_store_read", size, count, median, stored, extra=extra))
+    return results
+
+
+def run_spark_store_bench(options: SparkStoreBenchOptions, emit: Sink) -> list[Measurement]:
+    """Every measurement (see the module docstring), each handed to ``emit`` as it is taken."""
+    results: list[Measurement] = []
+
+    def report(measurements: list[Measurement]) -> None:
+        for measurement in measurements:
+            emit(measurement)
+        results.extend(measurements)
+
+    scratch = Path(tempfile.mkdtemp(prefix="rocketq-bench-spark-store-", dir=options.directory))
+    try:
+        stores = []
+        for size in options.sizes:
+            root = scratch / f"store-{size}"
+            stored = write_store(root, size, options.messages)
+            report(decode_measurements(root, size, options.runs))
+            stores.append((root, size, stored))
+        if options.spark:
+            with spark_session(options.extra_conf) as session:
+                for root, size, stored in stores:
+                    report(spark_measurements(session, root, size, options.messages, stored, options))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m rocketq.bench.spark_store", description=__doc__.split("\n")[0])
+    parser.add_argument("--messages", type=int, default=DEFAULT_MESSAGES, help="messages per store")
+    parser.add_argument("--size", type=int, action="append", help="body size in bytes (repeatable; 100 and 1024)")
+    parser.add_argument("--runs", type=int, default=3, help="timed runs per measurement")
+    parser.add_argument("--batch-size", type=int, default=16_384, help="the source's batchSize option")
+    parser.add_argument("--dir", type=Path, default=None, help="scratch directory parent")
+    parser.add_argument("--no-spark", action="store_true", help="only the decode measurements")
+    parser.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+    args = parser.parse_args(argv)
+    options = SparkStoreBenchOptions(
+        sizes=tuple(args.size or (100, 1024)),
+        messages=args.messages,
+        runs=args.runs,
+        batch_size=args.batch_size,
+        directory=args.dir,
+        spark=not args.no_spark,
+    )
+    if not args.json:
+        print(f"{options.messages:,} messages a store, {QUEUES} queues; MB = {MB:,} bytes of stored records")
+        print(table_header())
+    run_spark_store_bench(options, lambda m: print(m.to_json() if args.json else table_row(m), flush=True))
+
+
+if __name__ == "__main__":
+    main()

@@ -243,6 +243,62 @@ def bench_consumer(
     run_consumer_bench(options, emit)
 
 
+@bench.command("spark")
+@click.option(
+    "--size",
+    "sizes",
+    type=click.IntRange(min=1, max=1_000_000),
+    multiple=True,
+    help="Message body size in bytes (repeatable).  [default: 100 and 1024]",
+)
+@click.option(
+    "--messages", type=click.IntRange(min=1), default=1_000_000, show_default=True, help="Messages the source reads."
+)
+@click.option(
+    "--sink-messages", type=click.IntRange(min=1), default=200_000, show_default=True, help="Rows the sink writes."
+)
+@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Timed runs of each.")
+@click.option("--no-store", is_flag=True, help="Leave out the offline store reader's measurements.")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to create the scratch directory (removed afterwards).  [default: the system temp dir]",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per measurement per line.")
+def bench_spark(
+    sizes: tuple[int, ...],
+    messages: int,
+    sink_messages: int,
+    repeat: int,
+    no_store: bool,
+    directory: Path | None,
+    as_json: bool,
+) -> None:
+    """Measure the Spark connector: source and sink rates against the Python data source API's ceiling."""
+    from rocketq.bench.spark import NOTES, SparkBenchOptions, run_spark_bench
+
+    options = SparkBenchOptions(
+        sizes=sizes or (100, 1024),
+        messages=messages,
+        sink_messages=sink_messages,
+        repeat=repeat,
+        store=not no_store,
+        directory=directory,
+    )
+
+    def emit(measurement: Measurement) -> None:
+        click.echo(measurement.to_json() if as_json else table_row(measurement))
+
+    if not as_json:
+        for note in NOTES:
+            click.echo(note)
+        click.echo()
+        click.echo(table_header())
+    run_spark_bench(options, emit)
+
+
 main.add_command(admin)
 main.add_command(namesrv_command)
 main.add_command(broker_command)

@@ -53,15 +53,17 @@ def test_rows_become_messages_with_unique_keys() -> None:
         }
     )
     columns = {"body": "body", "topic": "topic", "keys": "keys", "properties": "properties", "queueId": "queueId"}
-    rows = list(row_messages(batch, columns, None, "q-7-2-", 10))
-    (first_target, first), (second_target, second) = rows
-    assert first_target == Target("x", None, 3) and second_target == Target("y")
+    groups = row_messages(batch, columns, None, "q-7-2-", 10)
+    assert list(groups) == [Target("x", None, 3), Target("y")]
+    [first], [second] = groups.values()
     assert first.body == b"a" and first.keys == ["k1", "k2"] and first.properties == {"p": "1", "UNIQ_KEY": "q-7-2-10"}
     assert second.properties == {"UNIQ_KEY": "q-7-2-11"}
-    assert [t.topic for t, _ in row_messages(batch, columns, "forced", "p-", 0)] == ["forced", "forced"]
+    without_queues = {name: column for name, column in columns.items() if name != "queueId"}
+    forced = row_messages(batch, without_queues, "forced", "p-", 0)
+    assert [(t, len(m)) for t, m in forced.items()] == [(Target("forced"), 2)]
     with pytest.raises(SinkSchemaError, match="null body"):
-        list(
-            row_messages(
-                pa.RecordBatch.from_pydict({"body": pa.array([None], pa.binary())}), {"body": "body"}, "t", "", 0
-            )
+        row_messages(pa.RecordBatch.from_pydict({"body": pa.array([None], pa.binary())}), {"body": "body"}, "t", "", 0)
+    with pytest.raises(SinkSchemaError, match="row 5 of this task has no topic"):
+        row_messages(
+            pa.RecordBatch.from_pydict({"body": [b"x"], "topic": pa.array([None], pa.string())}), columns, None, "", 5
         )

@@ -146,9 +146,7 @@ def send_partition(
     rows = 0
     try:
         for batch in batches:
-            groups: dict[Target, list[Message]] = {}
-            for target, message in row_messages(batch, columns, options.topic, key_prefix, rows):
-                groups.setdefault(target, []).append(message)
+            groups = row_messages(batch, columns, options.topic, key_prefix, rows)
             rows += batch.num_rows
             pending.append(sender.submit(list(groups.items())))
             while len(pending) > MAX_IN_FLIGHT:

@@ -22,7 +22,6 @@ Spark runs it again, so consumers can drop what a retried task or a replayed bat
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -93,33 +92,40 @@ class Target:
 
 def row_messages(
     batch: pa.RecordBatch, columns: dict[str, str], topic_option: str | None, key_prefix: str, first_seq: int
-) -> Iterator[tuple[Target, Message]]:
-    """The messages of ``batch``'s rows, each with its unique key ``<key_prefix><seq>``."""
+) -> dict[Target, list[Message]]:
+    """The messages of ``batch``'s rows by where they go, in row order, each with its unique key
+    ``<key_prefix><seq>``."""
+    count = batch.num_rows
+    absent: list[Any] = [None] * count
 
-    def values(name: str) -> list[Any] | None:
-        return batch.column(columns[name]).to_pylist() if name in columns else None
+    def values(name: str) -> list[Any]:
+        return batch.column(columns[name]).to_pylist() if name in columns else absent
 
     bodies = values("body")
-    assert bodies is not None
-    topics, tags, keys, properties = values("topic"), values("tags"), values("keys"), values("properties")
-    queue_ids, brokers = values("queueId"), values("brokerName")
-    for index, body in enumerate(bodies):
-        seq = first_seq + index
-        if body is None:
-            raise SinkSchemaError(f"row {seq} of this task has a null body")
-        topic = topic_option or (topics[index] if topics is not None else None)
-        if not topic:
-            raise SinkSchemaError(f"row {seq} of this task has no topic (a null topic column, no topic option)")
-        extra = dict(properties[index] or ()) if properties is not None else {}
-        extra[Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = f"{key_prefix}{seq}"
-        queue_id = queue_ids[index] if queue_ids is not None else None
-        yield (
-            Target(topic, brokers[index] if brokers is not None and queue_id is not None else None, queue_id),
-            Message(
-                topic,
-                body.encode() if isinstance(body, str) else body,
-                tags=tags[index] if tags is not None else None,
-                keys=keys[index] if keys is not None else None,
-                properties=extra,
-            ),
+    if batch.schema.field(columns["body"]).type in (pa.string(), pa.large_string()):
+        bodies = [body.encode() if body is not None else None for body in bodies]
+    if None in bodies:
+        raise SinkSchemaError(f"row {first_seq + bodies.index(None)} of this task has a null body")
+    topics = [topic_option] * count if topic_option else values("topic")
+    if None in topics or "" in topics:
+        missing = topics.index(None) if None in topics else topics.index("")
+        raise SinkSchemaError(
+            f"row {first_seq + missing} of this task has no topic (a null topic column, no topic option)"
         )
+    properties = values("properties")
+    extras = [dict(entries) if entries else {} for entries in properties]
+    for seq, extra in enumerate(extras, first_seq):
+        extra[Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = f"{key_prefix}{seq}"
+    messages = [
+        Message(topic, body, tags=tags, keys=keys, properties=extra)
+        for topic, body, tags, keys, extra in zip(topics, bodies, values("tags"), values("keys"), extras, strict=True)
+    ]
+    queue_ids = values("queueId")
+    if queue_ids is absent and len(set(topics)) == 1:  # the usual case: one topic, the producer picks queues
+        return {Target(topics[0]): messages}
+    brokers = values("brokerName")
+    groups: dict[Target, list[Message]] = {}
+    for topic, queue_id, broker, message in zip(topics, queue_ids, brokers, messages, strict=True):
+        target = Target(topic, broker if queue_id is not None else None, queue_id)
+        groups.setdefault(target, []).append(message)
+    return groups

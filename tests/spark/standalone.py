@@ -7,6 +7,7 @@ import os
 import re
 import selectors
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -34,6 +35,13 @@ def spark_env(work: Path) -> dict[str, str]:
         SPARK_DAEMON_JAVA_OPTS=FAST_START,
     )
     return env
+
+
+def free_port() -> int:
+    """A loopback port free now (the master's: the worker needs its address before the master runs)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def _wait_for(stream: IO[str], pattern: str, timeout_s: float, seen: list[str]) -> re.Match[str]:
@@ -78,13 +86,12 @@ class StandaloneCluster:
 
     def __enter__(self) -> StandaloneCluster:
         (self.work / "local").mkdir(parents=True, exist_ok=True)
-        try:
+        self.master_url = f"spark://127.0.0.1:{free_port()}"
+        try:  # both at once: the worker keeps trying to register until the master is up
             master = self._start(
-                "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", "0", "--webui-port", "0"
-            )
-            assert master.stdout is not None
-            found = _wait_for(master.stdout, r"Starting Spark master at (spark://\S+)", 120, self.log)
-            self.master_url = found.group(1)
+                "org.apache.spark.deploy.master.Master",
+                "--host", "127.0.0.1", "--port", self.master_url.rsplit(":", 1)[1], "--webui-port", "0",
+            )  # fmt: skip
             worker = self._start(
                 "org.apache.spark.deploy.worker.Worker",
                 "--host", "127.0.0.1", "--port", "0", "--webui-port", "0",
@@ -92,7 +99,8 @@ class StandaloneCluster:
                 "--work-dir", str(self.work / "worker"),
                 self.master_url,
             )  # fmt: skip
-            assert worker.stdout is not None
+            assert master.stdout is not None and worker.stdout is not None
+            _wait_for(master.stdout, r"Starting Spark master at spark://", 120, self.log)
             _wait_for(worker.stdout, r"Successfully registered with master", 120, self.log)
         except BaseException:
             self.stop()

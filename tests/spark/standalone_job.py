@@ -1,5 +1,5 @@
 """The job the standalone-cluster test submits: copy a topic into another with a streaming query
-(Trigger.AvailableNow), then count the copy with a batch read; prints the count.
+(Trigger.AvailableNow); prints how many rows it copied.
 
     spark-submit standalone_job.py NAME_SERVER SOURCE_TOPIC TARGET_TOPIC CHECKPOINT_DIR
 """
@@ -28,8 +28,7 @@ def main(name_server: str, source: str, target: str, checkpoint: str) -> None:
         .start()
     )
     query.awaitTermination()
-    copied = spark.read.format("rocketmq").options(nameServer=name_server, topic=target).load()
-    print(f"copied {copied.count()}")
+    print(f"copied {sum(progress['numInputRows'] for progress in query.recentProgress)}")
     spark.stop()
 
 

@@ -71,12 +71,19 @@ class Snapshot:
 
 
 def snapshot(reader: SyncQueueReader, topics: tuple[str, ...], *, tolerate_away_brokers: bool) -> Snapshot:
-    """Every readable queue of ``topics`` with its offsets. A topic the name servers do not know fails;
-    a broker that does not answer fails too, unless ``tolerate_away_brokers`` (a running stream: its
-    queues wait for it)."""
+    """Every readable queue of ``topics`` with its offsets. A topic the name servers do not know fails,
+    and so does a broker that does not answer, unless ``tolerate_away_brokers`` (a running stream: their
+    queues wait; a topic drops out of the routes when every broker holding it is away)."""
     taken = Snapshot()
     for topic in topics:
-        for broker, queues in reader.queues_by_broker(topic).items():
+        try:
+            by_broker = reader.queues_by_broker(topic)
+        except (MQClientError, RemotingError, TimeoutError) as exc:
+            if not tolerate_away_brokers:
+                raise
+            log.warning("the route of %s is not known now: %s", topic, exc)
+            continue
+        for broker, queues in by_broker.items():
             taken.routed.add((topic, broker))
             try:
                 offsets = reader.offsets(queues)

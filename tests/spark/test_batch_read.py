@@ -102,3 +102,17 @@ def test_a_bad_option_fails_at_load(
     options = {"nameServer": cluster.namesrv_addr, "topic": new_topic(cluster, queues=1), option: value}
     with pytest.raises(AnalysisException, match=named):
         spark.read.format("rocketmq").options(**options).load()
+
+
+def test_sql_filter_reaches_the_broker(spark: SparkSession, cluster: ThreadedCluster) -> None:
+    """The sqlFilter goes to the broker with the pull (expressionType SQL92): a broker that filters by
+    SQL92 returns the matching messages, one that cannot refuses the pull naming the filter type."""
+    topic = new_topic(cluster, queues=1)
+    fill(cluster, MessageQueue(topic, "broker-a", 0), 12, tags=["A", "B", "C"])
+    frame = spark.read.format("rocketmq").options(nameServer=cluster.namesrv_addr, topic=topic, sqlFilter="TAGS = 'A'")
+    try:
+        offsets = sorted(r.queueOffset for r in frame.load().collect())
+    except Exception as exc:
+        assert "SQL92" in str(exc)
+    else:
+        assert offsets == [0, 3, 6, 9]

@@ -13,7 +13,8 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 from pyspark.sql.utils import AnalysisException
 
-from rocketq.client import MessageQueue
+from rocketq.client import MessageQueue, SyncAdminClient
+from rocketq.client.route import PERM_READ
 from rocketq.testing import ThreadedCluster
 
 from .helpers import fill, new_topic
@@ -80,6 +81,17 @@ def test_columns_it_does_not_take_are_refused(
     frame = spark.createDataFrame([], ddl)
     with pytest.raises(Exception, match=named):
         frame.write.format("rocketmq").option("nameServer", cluster.namesrv_addr).option("topic", "any").mode(
+            "append"
+        ).save()
+
+
+def test_a_refused_send_fails_the_write(spark: SparkSession, cluster: ThreadedCluster) -> None:
+    topic = new_topic(cluster, queues=1)
+    with SyncAdminClient(cluster.namesrv_addr) as admin:  # readable, not writable
+        admin.update_topic(topic, cluster="DefaultCluster", read_queues=1, write_queues=1, perm=PERM_READ)
+    frame = spark.createDataFrame([(b"x",)], "body binary")
+    with pytest.raises(Exception, match="could not send"):
+        frame.write.format("rocketmq").option("nameServer", cluster.namesrv_addr).option("topic", topic).mode(
             "append"
         ).save()
 

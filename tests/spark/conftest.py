@@ -8,6 +8,7 @@ import the data sources by name.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from rocketq.broker.config import BrokerConfig
 from rocketq.testing import ThreadedCluster
 
 if TYPE_CHECKING:
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 
 HERE = Path(__file__).resolve().parent
 FAST_START = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+BROKER_FIELDS = {field.name for field in dataclasses.fields(BrokerConfig)}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -65,5 +68,7 @@ def spark() -> Iterator[SparkSession]:
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedCluster]:
-    with ThreadedCluster(tmp_path_factory.mktemp("cluster"), brokers=2) as running:
+    # SQL92 filters are off by default, as in RocketMQ; brokers that have them here filter sqlFilter reads
+    sql92 = {"enable_property_filter": True} if "enable_property_filter" in BROKER_FIELDS else {}
+    with ThreadedCluster(tmp_path_factory.mktemp("cluster"), brokers=2, **sql92) as running:
         yield running

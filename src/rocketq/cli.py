@@ -260,6 +260,12 @@ def bench_consumer(
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Timed runs of each.")
 @click.option("--no-store", is_flag=True, help="Leave out the offline store reader's measurements.")
 @click.option(
+    "--max-pull-bytes",
+    type=click.IntRange(min=1024),
+    default=None,
+    help="The broker's maxPullBytes (the cap on a pull's answer).  [default: the broker's, 256 KiB]",
+)
+@click.option(
     "--dir",
     "directory",
     type=click.Path(file_okay=False, path_type=Path),
@@ -273,6 +279,7 @@ def bench_spark(
     sink_messages: int,
     repeat: int,
     no_store: bool,
+    max_pull_bytes: int | None,
     directory: Path | None,
     as_json: bool,
 ) -> None:
@@ -285,6 +292,7 @@ def bench_spark(
         sink_messages=sink_messages,
         repeat=repeat,
         store=not no_store,
+        max_pull_bytes=max_pull_bytes,
         directory=directory,
     )
 

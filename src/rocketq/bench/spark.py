@@ -76,6 +76,7 @@ class SparkBenchOptions:
     sink_messages: int = 200_000
     repeat: int = 3
     store: bool = True  # also the offline reader's measurements, when the module is here
+    max_pull_bytes: int | None = None  # the broker's cap on a pull's answer (None: its default, 256 KiB)
     directory: Path | None = None
 
 
@@ -246,7 +247,8 @@ def measure_size(
         frame = spark.read.format(CEILING_FORMAT).options(rows=options.messages, size=size, partitions=QUEUES).load()
         frame.write.format("noop").mode("overwrite").save()
 
-    source = rate("spark_source", size, options.messages, timed(read, options.repeat, broker_pid))
+    pull_bytes = {"max_pull_bytes": options.max_pull_bytes or "default"}
+    source = rate("spark_source", size, options.messages, timed(read, options.repeat, broker_pid), pull_bytes)
     memory = rate("spark_memory_ceiling", size, options.messages, timed(ceiling, options.repeat, broker_pid))
     source.extra["vs_ceiling"] = source.msgs_per_s / memory.msgs_per_s
     emit(source)
@@ -276,7 +278,12 @@ def run_spark_bench(options: SparkBenchOptions, emit: Sink) -> None:
         parent.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="rocketq-bench-spark-", dir=parent))
     try:
-        overrides = {"mapped_file_size_commit_log": 256 * 1024 * 1024, "mapped_file_size_consume_queue": 300_000 * 20}
+        overrides: dict[str, Any] = {
+            "mapped_file_size_commit_log": 256 * 1024 * 1024,
+            "mapped_file_size_consume_queue": 300_000 * 20,
+        }
+        if options.max_pull_bytes is not None:
+            overrides["max_pull_bytes"] = options.max_pull_bytes
         with ClusterProcess(root / "cluster", **overrides) as cluster, spark_session() as spark:
             for size in options.sizes:
                 measure_size(spark, cluster.namesrv_addr, cluster.pid, size, options, emit)

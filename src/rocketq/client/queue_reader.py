@@ -280,12 +280,24 @@ class QueueReader:
         and stops where the queue ends."""
         offset = start
         pending: asyncio.Task[QueueChunk] | None = None
+        unfiltered = selector is None or MessageSelector.of(selector) == MessageSelector.by_tag()
+        fits: int | None = None  # messages the broker's byte limit let through in the last full pull
+
+        def next_pull(at: int) -> asyncio.Task[QueueChunk]:
+            # ask for about what fits: a broker reads every queue entry asked for, whatever it returns
+            wanted = min(self.pull_batch_size, fits + fits // 4 + 1) if fits else None
+            return asyncio.ensure_future(self.pull(queue, at, end=end, selector=selector, max_nums=wanted))
+
         try:
             while end is None or offset < end:
                 if pending is None:
-                    pending = asyncio.ensure_future(self.pull(queue, offset, end=end, selector=selector))
+                    pending = next_pull(offset)
                 chunk = await pending
                 pending = None
+                if unfiltered and chunk.status is PullStatus.FOUND:
+                    returned = chunk.next_offset - chunk.offset
+                    limit = self.pull_batch_size if end is None else min(self.pull_batch_size, end - chunk.offset)
+                    fits = returned if returned < limit else None
                 moved_back = chunk.next_offset < offset or (
                     chunk.next_offset == offset and chunk.status is not PullStatus.NO_NEW_MSG
                 )
@@ -306,7 +318,7 @@ class QueueReader:
                     log.warning("%s: messages [%d, %d) are no longer kept; skipped", queue, offset, chunk.next_offset)
                 offset = chunk.next_offset
                 if end is None or offset < end:  # read ahead, never past the range
-                    pending = asyncio.ensure_future(self.pull(queue, offset, end=end, selector=selector))
+                    pending = next_pull(offset)
                 yield chunk
         finally:
             if pending is not None:  # the caller stopped early: the read-ahead is not wanted

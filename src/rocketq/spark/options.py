@@ -16,8 +16,9 @@ from typing import Final, Literal
 
 from rocketq.client.selector import MessageSelector
 
-DEFAULT_PULL_BATCH_SIZE: Final = 1024
-"""Messages asked for per pull. The broker also caps each answer's bytes (256 KiB by default)."""
+DEFAULT_PULL_BATCH_SIZE: Final = 8192
+"""Messages asked for per pull, at most. The broker also caps each answer (256 KiB by default); the
+reader learns how many messages fit and asks for about that many."""
 DEFAULT_MAX_TRIGGER_DELAY_MS: Final = 15 * 60 * 1000
 DEFAULT_SEND_BATCH_SIZE: Final = 128
 DEFAULT_PRODUCER_GROUP: Final = "rocketq-spark"

@@ -199,3 +199,22 @@ async def test_a_batch_goes_to_the_queue_it_names(cluster: LocalCluster) -> None
     await cluster.wait_dispatched()
     async with QueueReader(cluster.namesrv_addr) as reader:
         assert [m.body for m in await reader.messages(target, 0, 2)] == [b"x", b"y"]
+
+
+async def test_pulls_ask_for_about_what_the_brokers_byte_cap_lets_through(tmp_path: Path) -> None:
+    async with LocalCluster(tmp_path, max_pull_bytes=8 * 1024) as cluster:
+        async with AdminClient(cluster.namesrv_addr) as admin:
+            await admin.update_topic("Big", cluster="DefaultCluster", read_queues=1, write_queues=1)
+        queue = MessageQueue("Big", "broker-a", 0)
+        async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+            await producer.send_batch([Message("Big", bytes(1000)) for _ in range(60)], queue=queue)
+        await cluster.wait_dispatched()
+        asked: list[int] = []
+        tap(
+            cluster.brokers[0],
+            RequestCode.PULL_MESSAGE,
+            lambda request, _: asked.append(int(request.ext_fields["maxMsgNums"])),
+        )
+        async with QueueReader(cluster.namesrv_addr, pull_batch_size=5000) as reader:
+            assert [m.queue_offset for m in await reader.messages(queue, 0, 60)] == list(range(60))
+        assert asked[0] == 60 and max(asked[2:]) < 20  # the first asks for the range, the later for what fits

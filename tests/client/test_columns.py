@@ -4,9 +4,14 @@ one after the other; malformed buffers are refused with the position of the bad 
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
+import tempfile
 import zlib
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -211,3 +216,41 @@ def test_body_crc_is_checked_when_asked() -> None:
     columns, error = scan_prefix(bytes(data), check_crc=True)
     assert len(columns) == 1 and error is not None
     assert error.position == second and "CRC" in error.reason
+
+
+PLAIN_DECODE = """
+import sys
+import numpy as np
+import pyarrow as pa
+from rocketq.client.columns import message_batch
+directory = sys.argv[1]
+data = open(directory + "/records", "rb").read()
+positions = np.load(directory + "/positions.npy")
+batches = [
+    message_batch(data, broker_name="b", include_properties=True),
+    message_batch(data, broker_name="b", positions=positions),
+]
+for number, batch in enumerate(batches):
+    with pa.OSFile(f"{directory}/out-{number}", "wb") as sink, pa.ipc.new_stream(sink, batch.schema) as out:
+        out.write_batch(batch)
+"""
+
+
+@settings(max_examples=3, deadline=None)
+@given(st.lists(stored_records(), min_size=1, max_size=30))
+def test_the_plain_python_kernels_decode_as_the_compiled_ones(records: list[StoredRecord]) -> None:
+    """Without numba the same kernels run interpreted (ROCKETQ_COMPILED_COLUMNS=0 forces it)."""
+    encoded = [encode_record(record) for record in records]
+    data = b"".join(encoded)
+    positions = np.cumsum([0] + [len(r) for r in encoded[:-1]])[::-1].copy()
+    with tempfile.TemporaryDirectory() as directory:
+        Path(directory, "records").write_bytes(data)
+        np.save(Path(directory, "positions.npy"), positions)
+        env = {**os.environ, "ROCKETQ_COMPILED_COLUMNS": "0"}
+        subprocess.run([sys.executable, "-c", PLAIN_DECODE, directory], env=env, check=True, timeout=120)
+        plain = []
+        for number in range(2):
+            with pa.ipc.open_stream(pa.OSFile(f"{directory}/out-{number}")) as stream:
+                plain.append(stream.read_next_batch())
+    assert plain[0].equals(message_batch(data, broker_name="b", include_properties=True))
+    assert plain[1].equals(message_batch(data, broker_name="b", positions=positions))

@@ -14,11 +14,16 @@ Run it with ``python -m rocketq.bench.spark_store [--messages N] [--size 100 --s
 - ``spark_store_read``: ``spark.read.format("rocketmq-store")...write.format("noop")`` over the whole
   store on ``local[2]``, with and without body CRC checks; wall-clock rate, median of ``runs`` after a
   warm-up (``best_per_s`` in the notes), and the CPU-seconds of the whole process tree (JVM and Python
-  workers, read from ``/proc``).
+  workers, read from ``/proc``);
+- ``spark_arrow_ceiling``: the peer in the same run, what Spark's Python data source path costs by
+  itself: a source whose tasks yield one already decoded batch of the same rows over and over (as many
+  rows and tasks as the store read), into the same noop sink. ``vs_ceiling`` in the store read's notes
+  is its rate over this one's.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import statistics
@@ -142,6 +147,48 @@ def tree_cpu_seconds(pid: int) -> float:
     return total
 
 
+def ceiling_source() -> type:
+    """The data source of ``spark_arrow_ceiling`` (made on demand: pyspark is imported lazily)."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    from rocketq.spark.schema import message_schema
+
+    class CeilingReader(DataSourceReader):
+        def __init__(self, options: dict[str, str]) -> None:
+            self.path = options["path"]
+            self.tasks = int(options["tasks"])
+            self.rows = int(options["rows"])
+            self.batch_size = int(options["batchsize"])
+
+        def partitions(self) -> list[InputPartition]:
+            return [InputPartition(task) for task in range(self.tasks)]
+
+        def read(self, partition: InputPartition) -> Iterator[Any]:
+            from rocketq.client.columns import columns_batch
+
+            with StoreReader(self.path, check_crc=False) as reader:
+                low, high = reader.offset_range(TOPIC, 0)
+                chunk = next(reader.read(TOPIC, 0, low, min(high, low + self.batch_size)))
+                batch = columns_batch(chunk.records, broker_name="b")
+            rows = self.rows // self.tasks + (partition.value < self.rows % self.tasks)
+            while rows > 0:
+                yield batch.slice(0, rows)
+                rows -= batch.num_rows
+
+    class CeilingSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "rocketq-bench-arrow-ceiling"
+
+        def schema(self) -> Any:
+            return message_schema(False)
+
+        def reader(self, schema: Any) -> CeilingReader:
+            return CeilingReader(dict(self.options))
+
+    return CeilingSource
+
+
 @contextmanager
 def spark_session(extra_conf: dict[str, str]) -> Iterator[Any]:
     """``local[2]``: no UI, loopback only, Python workers running this interpreter."""
@@ -158,52 +205,74 @@ def spark_session(extra_conf: dict[str, str]) -> Iterator[Any]:
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.memory", "2g")
+        .config("spark.ui.showConsoleProgress", "false")
     )
     for key, value in extra_conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     session.dataSource.register(StoreDataSource)
+    session.dataSource.register(ceiling_source())
     try:
         yield session
     finally:
         session.stop()
 
 
+def timed_runs(action: Callable[[], object], runs: int) -> tuple[list[float], list[float]]:
+    """Wall-clock seconds and process-tree CPU-seconds of each of ``runs`` calls, after a warm-up call."""
+    action()
+    walls, cpus = [], []
+    for _ in range(runs):
+        cpu_before, began = tree_cpu_seconds(os.getpid()), time.perf_counter()
+        action()
+        walls.append(time.perf_counter() - began)
+        cpus.append(tree_cpu_seconds(os.getpid()) - cpu_before)
+    return walls, cpus
+
+
 def spark_measurements(
     session: Any, root: Path, size: int, count: int, stored: int, options: SparkStoreBenchOptions
 ) -> list[Measurement]:
-    results = []
-    for check_crc in (True, False):
-
-        def read(check: bool = check_crc) -> None:
-            (
-                session.read.format("rocketmq-store")
-                .option("topic", TOPIC)
-                .option("checkCrc", str(check).lower())
-                .option("batchSize", str(options.batch_size))
-                .load(str(root))
-                .write.format("noop")
-                .mode("overwrite")
-                .save()
-            )
-
-        read()  # warm-up: workers started, kernels loaded
-        walls, cpus = [], []
-        for _ in range(options.runs):
-            cpu_before, began = tree_cpu_seconds(os.getpid()), time.perf_counter()
-            read()
-            walls.append(time.perf_counter() - began)
-            cpus.append(tree_cpu_seconds(os.getpid()) - cpu_before)
-        median = statistics.median(walls)
+    def measurement(name: str, walls: list[float], cpus: list[float], **notes: str | int) -> Measurement:
         extra: dict[str, float | int | str | None] = {
-            "check_crc": str(check_crc).lower(),
             "best_per_s": count / min(walls),
             "cpu_s": statistics.median(cpus),
             "per_cpu_s": count / statistics.median(cpus),
             "batch_size": options.batch_size,
+            **notes,
         }
-        results.append(Measurement.from_counts("spark_store_read", size, count, median, stored, extra=extra))
+        return Measurement.from_counts(name, size, count, statistics.median(walls), stored, extra=extra)
+
+    def noop(frame: Any) -> None:
+        frame.write.format("noop").mode("overwrite").save()
+
+    def store_frame(check_crc: bool) -> Any:
+        return (
+            session.read.format("rocketmq-store")
+            .option("topic", TOPIC)
+            .option("checkCrc", str(check_crc).lower())
+            .option("batchSize", str(options.batch_size))
+            .load(str(root))
+        )
+
+    tasks = store_frame(False).rdd.getNumPartitions()
+    ceiling_frame = (
+        session.read.format("rocketq-bench-arrow-ceiling")
+        .option("tasks", str(tasks))
+        .option("rows", str(count))
+        .option("batchSize", str(options.batch_size))
+        .load(str(root))
+    )
+    walls, cpus = timed_runs(lambda: noop(ceiling_frame), options.runs)
+    ceiling = measurement("spark_arrow_ceiling", walls, cpus, tasks=tasks)
+    results = [ceiling]
+    for check_crc in (True, False):
+        frame = store_frame(check_crc)
+        walls, cpus = timed_runs(functools.partial(noop, frame), options.runs)
+        read = measurement("spark_store_read", walls, cpus, check_crc=str(check_crc).lower(), tasks=tasks)
+        read.extra["vs_ceiling"] = read.msgs_per_s / ceiling.msgs_per_s
+        results.append(read)
     return results
 
 

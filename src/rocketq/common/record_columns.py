@@ -19,11 +19,13 @@ a repeated name keeps its first place and its last value.
 
 The kernels are plain Python in the subset numba compiles. ``kernels()`` compiles them on the first call
 (``nogil``, cached next to this module, ~10 s the first time, then loaded in well under a second); without
-numba the same functions run interpreted: correct, but about a hundred times slower.
+numba, or with ``ROCKETQ_COMPILED_COLUMNS=0``, the same functions run interpreted: correct (a test
+checks they give the same batches), but about a hundred times slower.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Final
@@ -348,7 +350,12 @@ def _compile(numba: Any) -> SimpleNamespace:
     return compiled
 
 
-_COMPILED = CompileOnce("the record column kernels", "decoding columns in plain Python (slowly)", _compile)
+_COMPILED = CompileOnce(
+    "the record column kernels",
+    "decoding columns in plain Python (slowly)",
+    _compile,
+    ready=lambda: os.environ.get("ROCKETQ_COMPILED_COLUMNS", "1") != "0",
+)
 
 
 def kernels() -> SimpleNamespace:

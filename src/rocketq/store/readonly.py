@@ -211,14 +211,6 @@ class StoreReader:
         low = min(self._first_live_entry(files, high), high)
         return low, self._check_tail(topic, queue_id, low, high)
 
-    def commit_log_range(self) -> tuple[int, int]:
-        """The CommitLog's first byte still on disk and the end of its last file (not of its data)."""
-        files = self._commit_log
-        files.refresh()
-        if not files.starts:
-            return 0, 0
-        return files.starts[0], files.starts[-1] + files.size
-
     # -- reading --------------------------------------------------------------------------------------
 
     def read(

@@ -8,12 +8,15 @@ from pathlib import Path
 
 import msgspec
 
+from rocketq.common.group_topics import TOOLS_CONSUMER_GROUP
 from rocketq.protocol import DataVersion
 from rocketq.protocol.bodies import SubscriptionGroupConfigBody
 from rocketq.store.config_file import read_json, write_json_atomically
 
 SubscriptionGroupConfig = SubscriptionGroupConfigBody
 """A group's settings; the wire body (camelCase JSON) is also what ``subscriptionGroup.json`` holds."""
+
+_TOOLS_GROUP = SubscriptionGroupConfig(group_name=TOOLS_CONSUMER_GROUP)
 
 
 class SubscriptionGroupManager:
@@ -39,8 +42,11 @@ class SubscriptionGroupManager:
             return DataVersion(timestamp=self._timestamp, counter=self._counter)
 
     def find(self, group: str) -> SubscriptionGroupConfig | None:
-        """The group's config, created with the defaults when unknown and auto-creation is on."""
+        """The group's config, created with the defaults when unknown and auto-creation is on. The tools'
+        group (``TOOLS_CONSUMER``) is known with the defaults unless configured, without being stored."""
         config = self.table.get(group)
+        if config is None and group == TOOLS_CONSUMER_GROUP:
+            return _TOOLS_GROUP
         if config is None and self.auto_create:
             config = SubscriptionGroupConfig(group_name=group)
             self.put(config)

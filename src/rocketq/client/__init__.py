@@ -1,5 +1,6 @@
 """rocketq clients: an async core and blocking facades."""
 
+from rocketq.client.admin import AdminClient
 from rocketq.client.config import ClientConfig, ConsumeFromWhere, ConsumerConfig, MessageModel, ProducerConfig
 from rocketq.client.errors import BrokerResponseError, MQClientError
 from rocketq.client.listener import ConsumeStatus, Reconsume
@@ -7,10 +8,13 @@ from rocketq.client.message import Message, MessageExt, MessageQueue, SendResult
 from rocketq.client.producer import Producer
 from rocketq.client.pull_consumer import PullConsumer
 from rocketq.client.push_consumer import PushConsumer
+from rocketq.client.queue_reader import OffsetOutOfRangeError, QueueChunk, QueueReader
 from rocketq.client.selector import MessageSelector
 from rocketq.client.sync import SyncProducer, SyncPullConsumer, SyncPushConsumer
+from rocketq.client.sync_tools import SyncAdminClient, SyncQueueReader
 
 __all__ = [
+    "AdminClient",
     "BrokerResponseError",
     "ClientConfig",
     "ConsumeFromWhere",
@@ -22,15 +26,20 @@ __all__ = [
     "MessageModel",
     "MessageQueue",
     "MessageSelector",
+    "OffsetOutOfRangeError",
     "Producer",
     "ProducerConfig",
     "PullConsumer",
     "PushConsumer",
+    "QueueChunk",
+    "QueueReader",
     "Reconsume",
     "SendResult",
     "SendStatus",
+    "SyncAdminClient",
     "SyncProducer",
     "SyncPullConsumer",
     "SyncPushConsumer",
+    "SyncQueueReader",
     "decode_messages",
 ]

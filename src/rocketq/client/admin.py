@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +46,7 @@ from rocketq.protocol.headers import (
     QueryMessageRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
     ViewMessageRequestHeader,
 )
 from rocketq.protocol.namesrv_headers import DeleteTopicFromNamesrvRequestHeader
@@ -452,6 +453,21 @@ class AdminClient:
             if response.code == ResponseCode.SUCCESS:
                 return ConsumerConnection.decode(response.body)
         return None
+
+    async def commit_offsets(self, group: str, offsets: Mapping[MessageQueue, int]) -> None:
+        """Store ``group``'s offsets of these queues on their master brokers, as its members commit them
+        (the offset of the next message to consume); ``consumerProgress`` then shows the group's lag.
+        The group needs no member online. Raises when a broker refuses or cannot be reached."""
+        for queue, offset in sorted(offsets.items()):
+            if offset < 0:
+                raise MQClientError(f"{queue}: an offset to commit must be 0 or more, not {offset}")
+            address = await self._instance.find_master(queue.topic, queue.broker_name)
+            if address is None:
+                raise MQClientError(f"{queue}: broker {queue.broker_name} has no master in the topic's route")
+            fields = UpdateConsumerOffsetRequestHeader(
+                consumer_group=group, topic=queue.topic, queue_id=queue.queue_id, commit_offset=offset
+            ).to_ext_fields()
+            await self._broker(address, RequestCode.UPDATE_CONSUMER_OFFSET, fields)
 
     async def reset_offset_by_time(
         self, group: str, topic: str, timestamp_ms: int, *, force: bool = True

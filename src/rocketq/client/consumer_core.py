@@ -333,10 +333,7 @@ class ConsumerCore:
     # -- offsets --------------------------------------------------------------------------------------
 
     async def invoke_master(self, queue: MessageQueue, request: RemotingCommand) -> RemotingCommand | None:
-        address = self.instance.master_address(queue.broker_name)
-        if address is None:
-            await self.instance.update_route(queue.topic)
-            address = self.instance.master_address(queue.broker_name)
+        address = await self.instance.find_master(queue.topic, queue.broker_name)
         if address is None:
             return None
         return await self.instance.invoke_broker(address, request, self.config.client.request_timeout_s)
@@ -367,15 +364,8 @@ class ConsumerCore:
         return offset
 
     async def queue_offset(self, code: RequestCode, queue: MessageQueue, fields: dict[str, str]) -> int:
-        """A queue offset the queue's master answers (GET_MIN/MAX_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP);
-        MQClientError when no master is known or it does not answer with one."""
-        response = await self.invoke_master(queue, make_request(code, opaque=next_opaque(), ext_fields=fields))
-        if response is None:
-            raise MQClientError(f"{code.name} for {queue}: no master broker is known")
-        offset = response.ext_fields.get("offset")
-        if response.code != ResponseCode.SUCCESS or offset is None:
-            raise MQClientError(f"{code.name} for {queue} answered {response.code}: {response.remark}")
-        return int(offset)
+        """A queue offset the queue's master answers (``ClientInstance.queue_offset``)."""
+        return await self.instance.queue_offset(code, queue.topic, queue.broker_name, fields)
 
     async def start_offset_or_skip(self, queue: MessageQueue) -> int | None:
         """``start_offset``, or None when the broker cannot tell it now: the queue then leaves this

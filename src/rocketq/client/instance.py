@@ -114,6 +114,30 @@ class ClientInstance:
     def master_address(self, broker_name: str) -> str | None:
         return self.broker_addrs.get(broker_name, {}).get(MASTER_ID)
 
+    async def find_master(self, topic: str, broker_name: str) -> str | None:
+        """The master address of ``broker_name``, asking the name servers for ``topic``'s route when it is
+        not known yet; None when the route has no master of that name."""
+        address = self.master_address(broker_name)
+        if address is None:
+            await self.update_route(topic)
+            address = self.master_address(broker_name)
+        return address
+
+    async def queue_offset(self, code: int, topic: str, broker_name: str, fields: dict[str, str]) -> int:
+        """A queue offset the queue's master answers (GET_MIN/MAX_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP);
+        MQClientError when no master is known or it does not answer with one."""
+        name = RequestCode(code).name
+        where = f"{topic}@{broker_name}:{fields.get('queueId')}"
+        address = await self.find_master(topic, broker_name)
+        if address is None:
+            raise MQClientError(f"{name} for {where}: no master broker is known")
+        request = make_request(code, opaque=next_opaque(), ext_fields=fields)
+        response = await self.invoke_broker(address, request, self.config.request_timeout_s)
+        offset = response.ext_fields.get("offset")
+        if response.code != ResponseCode.SUCCESS or offset is None:
+            raise MQClientError(f"{name} for {where} answered {response.code}: {response.remark}")
+        return int(offset)
+
     # -- brokers --------------------------------------------------------------------------------------
 
     async def invoke_broker(self, address: str, request: RemotingCommand, timeout_s: float) -> RemotingCommand:

@@ -148,6 +148,11 @@ class Producer:
         await instance.heartbeat()
         return info
 
+    async def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
+        """The queues a send to ``topic`` can go to (the writable queues of its master brokers; for a
+        topic not created yet, those the broker would create it with)."""
+        return list((await self._publish_info(topic)).queues)
+
     def _select_queue(self, info: TopicPublishInfo, last_broker: str | None) -> MessageQueue:
         queues = info.queues
         start = info.next_index()
@@ -324,14 +329,16 @@ class Producer:
         timeout: float | None,
         retries: int,
         idempotent: bool,
+        fixed_queue: MessageQueue | None = None,
     ) -> SendResult:
         """Up to ``1 + retries`` attempts within the send timeout, each ``request(queue)`` to a queue chosen
         anew (another broker than the last), except that an idempotent send that timed out or lost its
-        connection, and so may have been stored, goes to the same queue again."""
+        connection, and so may have been stored, goes to the same queue again; with ``fixed_queue``, every
+        attempt goes there."""
         total_s = timeout or self.config.send_msg_timeout_s
         deadline = time.monotonic() + total_s
         attempt_s = self._attempt_timeout(total_s, retries, idempotent)
-        queue: MessageQueue | None = None
+        queue: MessageQueue | None = fixed_queue
         last_error: Exception | None = None
         attempts = 0
         while attempts <= retries:
@@ -339,7 +346,7 @@ class Producer:
             if remaining <= 0:
                 break
             attempts += 1
-            if queue is None or not (idempotent and isinstance(last_error, _MAYBE_STORED)):
+            if queue is None or (fixed_queue is None and not (idempotent and isinstance(last_error, _MAYBE_STORED))):
                 queue = self._select_queue(await self._publish_info(topic), queue.broker_name if queue else None)
             try:
                 return await self._send_once(queue, request(queue), unique_id, min(remaining, attempt_s))
@@ -419,11 +426,17 @@ class Producer:
         return await self._send_once(queue, request, unique_id, timeout or self.config.send_msg_timeout_s)
 
     async def send_batch(
-        self, messages: Sequence[Message], *, timeout: float | None = None, idempotent: bool | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        queue: MessageQueue | None = None,
+        timeout: float | None = None,
+        idempotent: bool | None = None,
     ) -> SendResult:
-        """Send several messages of one topic in one request (stored together, in order). Idempotent, the
-        batch is one unit: a repeat of it (the same messages, hence unique ids) is answered with the first
-        store's result."""
+        """Send several messages of one topic in one request (stored together, in order): to ``queue``
+        (retried there), or to a queue chosen as for ``send`` (a retry goes to another broker). Idempotent,
+        the batch is one unit: a repeat of it (the same messages, hence unique ids) is answered with the
+        first store's result."""
         if not messages:
             raise MQClientError("empty batch")
         topics = {m.topic for m in messages}
@@ -446,11 +459,14 @@ class Producer:
         if len(body) > self.config.max_message_size:
             raise MQClientError(f"the batch of {len(body)} bytes exceeds the maximum {self.config.max_message_size}")
 
-        def request(queue: MessageQueue) -> RemotingCommand:
-            return self._request(queue, body, "", 0, 0, batch=True, idempotent=marked)
+        def request(target: MessageQueue) -> RemotingCommand:
+            return self._request(target, body, "", 0, 0, batch=True, idempotent=marked)
 
+        topic = messages[0].topic
+        if queue is not None and queue.topic != topic:
+            raise MQClientError(f"the batch's topic is {topic!r}, the queue's {queue.topic!r}")
         retries = self.config.retry_times_when_send_failed
-        return await self._send_with_retries(messages[0].topic, request, ",".join(ids), timeout, retries, marked)
+        return await self._send_with_retries(topic, request, ",".join(ids), timeout, retries, marked, queue)
 
 
 _MAYBE_STORED = (RemotingTimeoutError, ConnectionClosedError)

@@ -90,18 +90,28 @@ def pull_request(
     return make_request(RequestCode.PULL_MESSAGE, opaque=next_opaque(), ext_fields=fields)
 
 
-def pull_result(response: RemotingCommand, tags: Collection[str], address: str) -> PullResult:
-    """Interpret a pull response; the broker filtered by tag hash, this filters by tag text
-    (hash codes can collide), as every RocketMQ client does."""
+def pull_outcome(response: RemotingCommand, address: str) -> tuple[PullStatus, int, int, int]:
+    """A pull response's status, next begin offset, and the queue's min and max offset; the broker's error
+    for any other answer, MQClientError when the offsets are malformed."""
     status = _STATUS.get(response.code)
     if status is None:
         raise broker_error(response.code, response.remark, address)
     fields = response.ext_fields
     try:
+        next_begin, low, high = [int(fields.get(name, 0)) for name in ("nextBeginOffset", "minOffset", "maxOffset")]
+    except ValueError as exc:
+        raise MQClientError(f"malformed pull response from {address}: {exc}") from exc
+    return status, next_begin, low, high
+
+
+def pull_result(response: RemotingCommand, tags: Collection[str], address: str) -> PullResult:
+    """Interpret a pull response; the broker filtered by tag hash, this filters by tag text
+    (hash codes can collide), as every RocketMQ client does."""
+    status, next_begin, low, high = pull_outcome(response, address)
+    try:
         messages = decode_messages(response.body) if status is PullStatus.FOUND else []
-        offsets = [int(fields.get(name, 0)) for name in ("nextBeginOffset", "minOffset", "maxOffset")]
     except ValueError as exc:  # RecordFormatError is one
         raise MQClientError(f"malformed pull response from {address}: {exc}") from exc
     if tags:
         messages = [m for m in messages if m.tags in tags]
-    return PullResult(status, offsets[0], offsets[1], offsets[2], messages)
+    return PullResult(status, next_begin, low, high, messages)

@@ -120,9 +120,14 @@ class SyncProducer:
         )
 
     def send_batch(
-        self, messages: Sequence[Message], *, timeout: float | None = None, idempotent: bool | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        queue: MessageQueue | None = None,
+        timeout: float | None = None,
+        idempotent: bool | None = None,
     ) -> SendResult:
-        return self._loop.call(self._producer.send_batch(messages, timeout=timeout, idempotent=idempotent))
+        return self._loop.call(self._producer.send_batch(messages, queue=queue, timeout=timeout, idempotent=idempotent))
 
     def close(self) -> None:
         self._loop.close_with(self._producer.aclose())

@@ -1,5 +1,5 @@
 """The topics the broker keeps for each consumer group: its retry topic and its dead-letter topic,
-and how many retries lead from one to the other by default."""
+and how many retries lead from one to the other by default; the consumer groups every broker knows."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
 DEFAULT_MAX_RECONSUME_TIMES = 16
 """Retries of a failing message before it is a dead letter, unless the group or consumer sets another."""
+TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
+"""The group tools pull with when they read queues without consuming them as a group (RocketMQ's
+``MixAll.TOOLS_CONSUMER_GROUP``); every broker knows it without creating it."""
 
 
 def retry_topic(group: str) -> str:

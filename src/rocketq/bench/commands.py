@@ -1,0 +1,379 @@
+"""``rocketq bench``: the benchmark commands. Each measures through its module in ``rocketq.bench`` and
+prints a table (or JSON lines with ``--json``); results and what each measurement times are in
+``docs/benchmarks.md`` and ``bench/README.md``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import click
+
+from rocketq.bench import Measurement, Sink, message_path_note, table_header, table_row
+
+dir_option = click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to create the scratch directory (removed afterwards).  [default: the system temp dir]",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object per measurement per line.")
+
+
+def run_bench(
+    run: Callable[[Sink], None],
+    notes: Sequence[str],
+    as_json: bool,
+    *,
+    extra: Callable[[], None] | None = None,
+    path_note: bool = True,
+) -> None:
+    """Run a benchmark, printing each measurement as a table row (after the notes and the header) or as
+    a JSON line. ``extra`` prints more notes; ``path_note`` says whether the message path ran compiled."""
+
+    def emit(measurement: Measurement) -> None:
+        click.echo(measurement.to_json() if as_json else table_row(measurement))
+
+    if not as_json:
+        if path_note:
+            click.echo(message_path_note())
+        for note in notes:
+            click.echo(note)
+        if extra is not None:
+            extra()
+        click.echo()
+        click.echo(table_header())
+    run(emit)
+
+
+@click.group()
+def bench() -> None:
+    """Benchmarks."""
+
+
+@bench.command("store")
+@click.option(
+    "--size",
+    "sizes",
+    type=click.IntRange(min=1),
+    multiple=True,
+    help="Message body size in bytes (repeatable).  [default: 100 and 1024]",
+)
+@click.option(
+    "--messages", type=click.IntRange(min=1), default=1_000_000, show_default=True, help="Messages per append run."
+)
+@click.option(
+    "--flush",
+    type=click.Choice(["async", "sync", "both"]),
+    default="both",
+    show_default=True,
+    help="Which flush modes to measure.",
+)
+@click.option(
+    "--writers",
+    type=click.IntRange(min=1),
+    multiple=True,
+    help="SYNC_FLUSH concurrent writers (repeatable).  [default: 1 and 32]",
+)
+@click.option(
+    "--writer-kind",
+    type=click.Choice(["loop", "threads", "both"]),
+    default="both",
+    show_default=True,
+    help="SYNC_FLUSH writers as coroutines on one event loop (the broker's way), threads, or both.",
+)
+@click.option(
+    "--batch",
+    type=click.IntRange(min=2),
+    default=64,
+    show_default=True,
+    help="Messages per put_messages call in the batched async run (batch 1 is always measured too).",
+)
+@click.option(
+    "--backlog", type=click.IntRange(min=1), default=None, help="Also grow one store to this many 100-byte messages."
+)
+@click.option(
+    "--backlog-step",
+    type=click.IntRange(min=1),
+    default=1_000_000,
+    show_default=True,
+    help="Report the backlog run every this many messages.",
+)
+@click.option(
+    "--file-size",
+    type=click.IntRange(min=64 * 1024),
+    default=None,
+    help="CommitLog file size in bytes.  [default: StoreConfig's, 1 GiB]",
+)
+@dir_option
+@json_option
+def bench_store(
+    sizes: tuple[int, ...],
+    messages: int,
+    flush: str,
+    writers: tuple[int, ...],
+    writer_kind: str,
+    batch: int,
+    backlog: int | None,
+    backlog_step: int,
+    file_size: int | None,
+    directory: Path | None,
+    as_json: bool,
+) -> None:
+    """Measure the storage engine: append, group commit, dispatch, reads, against the raw disk."""
+    from rocketq.bench.store import NOTES, StoreBenchOptions, run_store_bench
+
+    options = StoreBenchOptions(
+        sizes=sizes or (100, 1024),
+        messages=messages,
+        flush=flush,
+        writers=writers or (1, 32),
+        writer_kinds=("loop", "threads") if writer_kind == "both" else (writer_kind,),
+        batch=batch,
+        backlog=backlog,
+        backlog_step=backlog_step,
+        file_size=file_size,
+        directory=directory,
+    )
+
+    def extra_notes() -> None:
+        if flush != "async":
+            for count in options.writers:
+                click.echo(f"SYNC_FLUSH with {count} writer(s): {options.sync_messages(count):,} messages.")
+
+    run_bench(lambda emit: run_store_bench(options, emit), NOTES, as_json, extra=extra_notes)
+
+
+@bench.command("filter")
+@click.option(
+    "--messages", type=click.IntRange(min=1), default=1_000_000, show_default=True, help="Messages in each store."
+)
+@click.option(
+    "--match-percent",
+    type=click.IntRange(min=1, max=100),
+    default=10,
+    show_default=True,
+    help="Share of the messages the SQL92 selector matches.",
+)
+@click.option("--size", type=click.IntRange(min=1), default=100, show_default=True, help="Body size in bytes.")
+@click.option("--queues", type=click.IntRange(min=1), default=4, show_default=True, help="Queues of the topic.")
+@click.option("--pull-batch", type=click.IntRange(min=1), default=32, show_default=True, help="Messages per pull.")
+@click.option(
+    "--rounds", type=click.IntRange(min=1), default=3, show_default=True, help="Turns each pull run takes (best kept)."
+)
+@dir_option
+@json_option
+def bench_filter(
+    messages: int,
+    match_percent: int,
+    size: int,
+    queues: int,
+    pull_batch: int,
+    rounds: int,
+    directory: Path | None,
+    as_json: bool,
+) -> None:
+    """Measure SQL92-filtered pulls with and without the bloom filter bit maps, and their dispatch cost."""
+    from rocketq.bench.filter import NOTES, FilterBenchOptions, run_filter_bench
+
+    options = FilterBenchOptions(
+        messages=messages,
+        match_percent=match_percent,
+        size=size,
+        queues=queues,
+        pull_batch=pull_batch,
+        rounds=rounds,
+        directory=directory,
+    )
+
+    def extra_notes() -> None:
+        click.echo(f"Selector: {options.expression}")
+
+    run_bench(lambda emit: run_filter_bench(options, emit), NOTES, as_json, extra=extra_notes)
+
+
+@bench.command("consumer")
+@click.option(
+    "--size",
+    "sizes",
+    type=click.IntRange(min=1, max=1_000_000),
+    multiple=True,
+    help="Message body size in bytes (repeatable).  [default: 100 and 1024]",
+)
+@click.option(
+    "--backlog",
+    type=click.IntRange(min=1),
+    default=1_000_000,
+    show_default=True,
+    help="Messages in the backlog each drain run consumes.",
+)
+@click.option(
+    "--members",
+    type=click.IntRange(min=1),
+    multiple=True,
+    help="Consumer members of a drain run (repeatable; a new group each).  [default: 1 and 2]",
+)
+@click.option(
+    "--rate",
+    type=click.IntRange(min=1, max=1_000_000),
+    default=1000,
+    show_default=True,
+    help="Messages per second of the latency and rebalance streams.",
+)
+@click.option(
+    "--latency-seconds",
+    type=click.FloatRange(min=0.01),
+    default=10.0,
+    show_default=True,
+    help="How long the latency stream runs.",
+)
+@click.option(
+    "--listener",
+    type=click.Choice(["sync", "async"]),
+    default="sync",
+    show_default=True,
+    help="A plain listener (run in the consumer's thread pool) or a coroutine one (run on the event loop).",
+)
+@click.option(
+    "--pull-batch",
+    type=click.IntRange(1, 65536),
+    default=32,
+    show_default=True,
+    help="The consumers' pull_batch_size: messages per pull request.",
+)
+@click.option(
+    "--broker",
+    type=click.Choice(["process", "inline"]),
+    default="process",
+    show_default=True,
+    help="NameServer and broker in a child process (their own core), or in the bench's own event loop.",
+)
+@dir_option
+@json_option
+def bench_consumer(
+    sizes: tuple[int, ...],
+    backlog: int,
+    members: tuple[int, ...],
+    rate: int,
+    latency_seconds: float,
+    listener: str,
+    pull_batch: int,
+    broker: str,
+    directory: Path | None,
+    as_json: bool,
+) -> None:
+    """Measure push consumers on a local cluster: drain rate, end-to-end latency, rebalance time."""
+    from rocketq.bench.consumer import NOTES, ConsumerBenchOptions, run_consumer_bench
+
+    options = ConsumerBenchOptions(
+        sizes=sizes or (100, 1024),
+        backlog=backlog,
+        members=members or (1, 2),
+        rate=rate,
+        latency_seconds=latency_seconds,
+        listener=listener,
+        pull_batch=pull_batch,
+        broker=broker,
+        directory=directory,
+    )
+
+    run_bench(lambda emit: run_consumer_bench(options, emit), NOTES, as_json)
+
+
+@bench.command("query")
+@click.option(
+    "--messages",
+    type=click.IntRange(min=1),
+    default=10_000_000,
+    show_default=True,
+    help="Messages in the store (100-byte bodies, unique keys; about 330 bytes of disk each).",
+)
+@click.option(
+    "--queries", type=click.IntRange(min=1), default=10_000, show_default=True, help="Timed queries of each kind."
+)
+@click.option(
+    "--warmup", type=click.IntRange(min=0), default=500, show_default=True, help="Untimed queries of each kind first."
+)
+@click.option(
+    "--broker",
+    type=click.Choice(["process", "inline"]),
+    default="process",
+    show_default=True,
+    help="NameServer and broker in a child process (their own core), or in the bench's own event loop.",
+)
+@dir_option
+@json_option
+def bench_query(messages: int, queries: int, warmup: int, broker: str, directory: Path | None, as_json: bool) -> None:
+    """Measure message queries (by key, by unique key, by offset id) on a large store through a broker."""
+    from rocketq.bench.query import NOTES, QueryBenchOptions, run_query_bench
+
+    options = QueryBenchOptions(messages=messages, queries=queries, warmup=warmup, broker=broker, directory=directory)
+
+    run_bench(lambda emit: run_query_bench(options, emit), NOTES, as_json)
+
+
+@bench.command("acl")
+@click.option("--messages", type=click.IntRange(min=1), default=20_000, show_default=True, help="Sends per run.")
+@click.option("--rounds", type=click.IntRange(min=1), default=5, show_default=True, help="Runs of each kind.")
+@click.option("--in-flight", type=click.IntRange(min=1), default=64, show_default=True, help="Sends in flight.")
+@click.option("--size", type=click.IntRange(min=1, max=1_000_000), default=100, show_default=True, help="Body bytes.")
+@dir_option
+@json_option
+def bench_acl(messages: int, rounds: int, in_flight: int, size: int, directory: Path | None, as_json: bool) -> None:
+    """Measure what ACL costs: sends per second with and without aclEnable, alternating runs."""
+    from rocketq.bench.acl import NOTES, AclBenchOptions, run_acl_bench
+
+    options = AclBenchOptions(messages=messages, rounds=rounds, in_flight=in_flight, size=size, directory=directory)
+
+    run_bench(lambda emit: run_acl_bench(options, emit), NOTES, as_json)
+
+
+@bench.command("spark")
+@click.option(
+    "--size",
+    "sizes",
+    type=click.IntRange(min=1, max=1_000_000),
+    multiple=True,
+    help="Message body size in bytes (repeatable).  [default: 100 and 1024]",
+)
+@click.option(
+    "--messages", type=click.IntRange(min=1), default=1_000_000, show_default=True, help="Messages the source reads."
+)
+@click.option(
+    "--sink-messages", type=click.IntRange(min=1), default=200_000, show_default=True, help="Rows the sink writes."
+)
+@click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Timed runs of each.")
+@click.option("--no-store", is_flag=True, help="Leave out the offline store reader's measurements.")
+@click.option(
+    "--max-pull-bytes",
+    type=click.IntRange(min=1024),
+    default=None,
+    help="The broker's maxPullBytes (the cap on a pull's answer).  [default: the broker's, 256 KiB]",
+)
+@dir_option
+@json_option
+def bench_spark(
+    sizes: tuple[int, ...],
+    messages: int,
+    sink_messages: int,
+    repeat: int,
+    no_store: bool,
+    max_pull_bytes: int | None,
+    directory: Path | None,
+    as_json: bool,
+) -> None:
+    """Measure the Spark connector: source and sink rates against the Python data source API's ceiling."""
+    from rocketq.bench.spark import NOTES, SparkBenchOptions, run_spark_bench
+
+    options = SparkBenchOptions(
+        sizes=sizes or (100, 1024),
+        messages=messages,
+        sink_messages=sink_messages,
+        repeat=repeat,
+        store=not no_store,
+        max_pull_bytes=max_pull_bytes,
+        directory=directory,
+    )
+
+    run_bench(lambda emit: run_spark_bench(options, emit), NOTES, as_json, path_note=False)

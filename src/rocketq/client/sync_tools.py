@@ -1,0 +1,174 @@
+"""Blocking twins of the tool clients: ``SyncAdminClient`` (``AdminClient``) and ``SyncQueueReader``
+(``QueueReader``). Like the facades in ``rocketq.client.sync``, each runs its async client on a private
+event-loop thread (``LoopThread``) and every call hops into that loop.
+
+Their methods are not written out one by one: ``blocking(AsyncClass.method)`` makes the blocking form of
+an async method, with the same parameters, result type and docstring, so a method added to the async
+client needs one line here.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncGenerator, Callable, Coroutine, Generator
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+
+from rocketq.client.admin import AdminClient
+from rocketq.client.config import ClientConfig
+from rocketq.client.message import MessageQueue
+from rocketq.client.queue_reader import DEFAULT_PULL_BATCH_SIZE, QueueChunk, QueueReader
+from rocketq.client.selector import MessageSelector
+from rocketq.client.sync import LoopThread
+from rocketq.common.group_topics import TOOLS_CONSUMER_GROUP
+
+P = ParamSpec("P")
+T = TypeVar("T")
+C = TypeVar("C")
+
+
+class _LoopClient(Generic[C]):
+    """An async client of type C owned by a loop thread."""
+
+    _loop: LoopThread
+    _client: C
+
+
+class blocking(Generic[C, P, T]):
+    """``blocking(AsyncClient.method)`` in the body of a ``_LoopClient`` subclass: the method, run on the
+    instance's loop thread and waited for."""
+
+    def __init__(self, method: Callable[Concatenate[C, P], Coroutine[Any, Any, T]]) -> None:
+        self._method = method
+        self.__doc__ = method.__doc__
+
+    @overload
+    def __get__(self, instance: None, owner: type[Any]) -> blocking[C, P, T]: ...
+
+    @overload
+    def __get__(self, instance: _LoopClient[C], owner: type[Any]) -> Callable[P, T]: ...
+
+    def __get__(self, instance: _LoopClient[C] | None, owner: type[Any]) -> blocking[C, P, T] | Callable[P, T]:
+        if instance is None:
+            return self
+        method, loop, client = self._method, instance._loop, instance._client
+
+        @functools.wraps(method)
+        def call(*args: P.args, **kwargs: P.kwargs) -> T:
+            return loop.call(method(client, *args, **kwargs))
+
+        return call
+
+
+class SyncAdminClient(_LoopClient[AdminClient]):
+    """Blocking twin of ``AdminClient``: the same methods, without ``await``."""
+
+    def __init__(self, namesrv_addr: str, *, timeout_s: float = 5.0) -> None:
+        self._loop = LoopThread(name="rocketq-admin")
+        try:
+            self._client = self._loop.call(_build(lambda: AdminClient(namesrv_addr, timeout_s=timeout_s)))
+        except BaseException:
+            self._loop.stop()
+            raise
+
+    cluster_info = blocking(AdminClient.cluster_info)
+    topic_list = blocking(AdminClient.topic_list)
+    topic_route = blocking(AdminClient.topic_route)
+    master_addresses = blocking(AdminClient.master_addresses)
+    update_topic = blocking(AdminClient.update_topic)
+    delete_topic = blocking(AdminClient.delete_topic)
+    broker_runtime_info = blocking(AdminClient.broker_runtime_info)
+    topic_status = blocking(AdminClient.topic_status)
+    view_message = blocking(AdminClient.view_message)
+    query_by_key = blocking(AdminClient.query_by_key)
+    query_by_id = blocking(AdminClient.query_by_id)
+    groups_consuming = blocking(AdminClient.groups_consuming)
+    consume_stats = blocking(AdminClient.consume_stats)
+    consumer_progress = blocking(AdminClient.consumer_progress)
+    consumer_groups = blocking(AdminClient.consumer_groups)
+    groups_overview = blocking(AdminClient.groups_overview)
+    consumer_connection = blocking(AdminClient.consumer_connection)
+    commit_offsets = blocking(AdminClient.commit_offsets)
+    reset_offset_by_time = blocking(AdminClient.reset_offset_by_time)
+    update_subscription_group = blocking(AdminClient.update_subscription_group)
+
+    def close(self) -> None:
+        self._loop.close_with(self._client.aclose())
+
+    def __enter__(self) -> SyncAdminClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SyncQueueReader(_LoopClient[QueueReader]):
+    """Blocking twin of ``QueueReader``; ``read`` is a plain iterator of chunks."""
+
+    def __init__(
+        self,
+        namesrv_addr: str | None = None,
+        *,
+        config: ClientConfig | None = None,
+        group: str = TOOLS_CONSUMER_GROUP,
+        pull_batch_size: int = DEFAULT_PULL_BATCH_SIZE,
+        timeout_s: float | None = None,
+    ) -> None:
+        self._loop = LoopThread(name="rocketq-queue-reader")
+        try:
+            self._client = self._loop.call(
+                _build(
+                    lambda: QueueReader(
+                        namesrv_addr, config=config, group=group, pull_batch_size=pull_batch_size, timeout_s=timeout_s
+                    )
+                )
+            )
+        except BaseException:
+            self._loop.stop()
+            raise
+
+    queues = blocking(QueueReader.queues)
+    queues_by_broker = blocking(QueueReader.queues_by_broker)
+    min_offset = blocking(QueueReader.min_offset)
+    max_offset = blocking(QueueReader.max_offset)
+    offset_for_timestamp = blocking(QueueReader.offset_for_timestamp)
+    offsets = blocking(QueueReader.offsets)
+    pull = blocking(QueueReader.pull)
+    messages = blocking(QueueReader.messages)
+
+    def read(
+        self,
+        queue: MessageQueue,
+        start: int,
+        end: int | None = None,
+        *,
+        selector: MessageSelector | str | None = None,
+        skip_lost: bool = False,
+    ) -> Generator[QueueChunk, None, None]:
+        """``QueueReader.read``: the next pull is in flight on the loop thread while the caller works."""
+        chunks = self._client.read(queue, start, end, selector=selector, skip_lost=skip_lost)
+        try:
+            while True:
+                try:
+                    chunk = self._loop.call(_next(chunks))
+                except StopAsyncIteration:
+                    return
+                yield chunk
+        finally:
+            self._loop.call(chunks.aclose())
+
+    def close(self) -> None:
+        self._loop.close_with(self._client.aclose())
+
+    def __enter__(self) -> SyncQueueReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+async def _build(make: Callable[[], T]) -> T:
+    return make()  # on the loop: the client's asyncio state belongs to it
+
+
+async def _next(chunks: AsyncGenerator[QueueChunk, None]) -> QueueChunk:
+    return await chunks.__anext__()

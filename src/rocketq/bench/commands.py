@@ -18,6 +18,20 @@ dir_option = click.option(
     default=None,
     help="Where to create the scratch directory (removed afterwards).  [default: the system temp dir]",
 )
+sizes_option = click.option(
+    "--size",
+    "sizes",
+    type=click.IntRange(min=1, max=1_000_000),
+    multiple=True,
+    help="Message body size in bytes (repeatable).  [default: 100 and 1024]",
+)
+broker_option = click.option(
+    "--broker",
+    type=click.Choice(["process", "inline"]),
+    default="process",
+    show_default=True,
+    help="NameServer and broker in a child process (their own core), or in the bench's own event loop.",
+)
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object per measurement per line.")
 
 
@@ -194,13 +208,7 @@ def bench_filter(
 
 
 @bench.command("consumer")
-@click.option(
-    "--size",
-    "sizes",
-    type=click.IntRange(min=1, max=1_000_000),
-    multiple=True,
-    help="Message body size in bytes (repeatable).  [default: 100 and 1024]",
-)
+@sizes_option
 @click.option(
     "--backlog",
     type=click.IntRange(min=1),
@@ -242,13 +250,7 @@ def bench_filter(
     show_default=True,
     help="The consumers' pull_batch_size: messages per pull request.",
 )
-@click.option(
-    "--broker",
-    type=click.Choice(["process", "inline"]),
-    default="process",
-    show_default=True,
-    help="NameServer and broker in a child process (their own core), or in the bench's own event loop.",
-)
+@broker_option
 @dir_option
 @json_option
 def bench_consumer(
@@ -295,13 +297,7 @@ def bench_consumer(
 @click.option(
     "--warmup", type=click.IntRange(min=0), default=500, show_default=True, help="Untimed queries of each kind first."
 )
-@click.option(
-    "--broker",
-    type=click.Choice(["process", "inline"]),
-    default="process",
-    show_default=True,
-    help="NameServer and broker in a child process (their own core), or in the bench's own event loop.",
-)
+@broker_option
 @dir_option
 @json_option
 def bench_query(messages: int, queries: int, warmup: int, broker: str, directory: Path | None, as_json: bool) -> None:
@@ -330,13 +326,7 @@ def bench_acl(messages: int, rounds: int, in_flight: int, size: int, directory: 
 
 
 @bench.command("spark")
-@click.option(
-    "--size",
-    "sizes",
-    type=click.IntRange(min=1, max=1_000_000),
-    multiple=True,
-    help="Message body size in bytes (repeatable).  [default: 100 and 1024]",
-)
+@sizes_option
 @click.option(
     "--messages", type=click.IntRange(min=1), default=1_000_000, show_default=True, help="Messages the source reads."
 )

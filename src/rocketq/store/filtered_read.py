@@ -14,18 +14,15 @@ broker's loop for the whole queue.
 
 from __future__ import annotations
 
-from typing import cast
-
 import numpy as np
 
 from rocketq.common.message import decode_properties
-from rocketq.common.offsets import PhysicalOffset, QueueOffset
 from rocketq.store.commit_log import CommitLog
 from rocketq.store.consume_queue import ENTRY_DTYPE, PADDING_SIZE, ConsumeQueue
 from rocketq.store.consume_queue_ext import MAX_ADDR
 from rocketq.store.message_filter import BitMapFilter, MessageFilter
 from rocketq.store.record_views import PropertiesReader, add_views
-from rocketq.store.results import GetMessageResult, GetStatus
+from rocketq.store.results import GetMessageResult
 
 FILTER_SCAN_ENTRIES = 800
 """Entries one filtered read examines at most (RocketMQ: 16,000 bytes of ConsumeQueue)."""
@@ -110,17 +107,7 @@ def read_filtered(
         cursor = queue_offsets[missing] + 1
         del queue_offsets[missing:], positions_kept[missing:], sizes_kept[missing:]
         total = sum(sizes_kept)
-    result.queue_offsets.extend(cast(list[QueueOffset], queue_offsets))
-    result.physical_offsets.extend(cast(list[PhysicalOffset], positions_kept))
-    result.message_count = len(queue_offsets)
-    result.total_bytes = total
-    result.next_begin_offset = QueueOffset(cursor)
-    if queue_offsets:
-        result.status = GetStatus.FOUND
-    elif removed:
-        result.status = GetStatus.MESSAGE_WAS_REMOVING
-    elif not found_any_entry:
-        result.status = GetStatus.OFFSET_FOUND_NULL
+    result.settle(queue_offsets, positions_kept, total, cursor, removed=removed, found_any_entry=found_any_entry)
 
 
 class _Candidates:

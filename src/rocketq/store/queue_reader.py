@@ -11,11 +11,10 @@ read.
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import cast
 
 import numpy as np
 
-from rocketq.common.offsets import PhysicalOffset, QueueOffset
+from rocketq.common.offsets import QueueOffset
 from rocketq.store.commit_log import CommitLog
 from rocketq.store.consume_queue import ENTRY, ENTRY_DTYPE, PADDING_SIZE, ConsumeQueue
 from rocketq.store.filtered_read import read_filtered
@@ -156,17 +155,7 @@ def read_queue(
         cursor += consumed
         if consumed < chunk_length:
             break
-    result.queue_offsets.extend(cast(list[QueueOffset], queue_offsets))
-    result.physical_offsets.extend(cast(list[PhysicalOffset], physical_offsets))
-    result.message_count = len(queue_offsets)
-    result.total_bytes = total
-    result.next_begin_offset = QueueOffset(cursor)
-    if queue_offsets:
-        result.status = GetStatus.FOUND
-    elif removed:
-        result.status = GetStatus.MESSAGE_WAS_REMOVING
-    elif not found_any_entry:
-        result.status = GetStatus.OFFSET_FOUND_NULL
+    result.settle(queue_offsets, physical_offsets, total, cursor, removed=removed, found_any_entry=found_any_entry)
 
 
 class _ScalarChunk:

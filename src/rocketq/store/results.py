@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
+from typing import cast
 
 import numpy as np
 
@@ -209,6 +210,31 @@ class GetMessageResult:
         for holder in self._releases:
             holder.release()  # type: ignore[attr-defined]
         self._releases.clear()
+
+    def settle(
+        self,
+        queue_offsets: list[int],
+        physical_offsets: list[int],
+        total_bytes: int,
+        next_begin_offset: int,
+        *,
+        removed: bool,
+        found_any_entry: bool,
+    ) -> None:
+        """Record what a read found (its views already added) and the status that follows: FOUND when it
+        found messages, else MESSAGE_WAS_REMOVING when their files were being deleted, OFFSET_FOUND_NULL
+        when it met no entry at all (the status set before stays otherwise)."""
+        self.queue_offsets.extend(cast(list[QueueOffset], queue_offsets))
+        self.physical_offsets.extend(cast(list[PhysicalOffset], physical_offsets))
+        self.message_count = len(queue_offsets)
+        self.total_bytes = total_bytes
+        self.next_begin_offset = QueueOffset(next_begin_offset)
+        if queue_offsets:
+            self.status = GetStatus.FOUND
+        elif removed:
+            self.status = GetStatus.MESSAGE_WAS_REMOVING
+        elif not found_any_entry:
+            self.status = GetStatus.OFFSET_FOUND_NULL
 
     def tobytes(self) -> bytes:
         """All records concatenated (a copy)."""

@@ -11,8 +11,14 @@ from collections.abc import Callable
 DEFAULT_TIMEOUT_S = 15.0
 
 
-def _failure(timeout_s: float, what: str | None) -> AssertionError:
-    return AssertionError(f"{what or 'condition'} not reached within {timeout_s:g} s")
+class _Deadline:
+    def __init__(self, timeout_s: float, what: str | None) -> None:
+        self._at = time.monotonic() + timeout_s
+        self._failure = f"{what or 'condition'} not reached within {timeout_s:g} s"
+
+    def check(self) -> None:
+        if time.monotonic() > self._at:
+            raise AssertionError(self._failure)
 
 
 async def eventually(
@@ -23,10 +29,9 @@ async def eventually(
     what: str | None = None,
 ) -> None:
     """Return once ``condition()`` is true, checking every ``interval_s`` on the running loop."""
-    deadline = time.monotonic() + timeout_s
+    deadline = _Deadline(timeout_s, what)
     while not condition():
-        if time.monotonic() > deadline:
-            raise _failure(timeout_s, what)
+        deadline.check()
         await asyncio.sleep(interval_s)
 
 
@@ -38,8 +43,7 @@ def wait_until(
     what: str | None = None,
 ) -> None:
     """Return once ``condition()`` is true, checking every ``interval_s`` (blocking)."""
-    deadline = time.monotonic() + timeout_s
+    deadline = _Deadline(timeout_s, what)
     while not condition():
-        if time.monotonic() > deadline:
-            raise _failure(timeout_s, what)
+        deadline.check()
         time.sleep(interval_s)

@@ -7,7 +7,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from rocketq.broker.client_manager import ClientManager
 from rocketq.broker.config import BrokerConfig
@@ -24,6 +24,9 @@ from rocketq.protocol import RemoteProtocolError, RemotingCommand, ResponseCode,
 from rocketq.protocol.ext_fields import ExtFieldsHeader
 from rocketq.remoting import Connection, RequestHandler
 from rocketq.store import MessageStore
+
+if TYPE_CHECKING:
+    from rocketq.broker.transactions.service import TransactionService
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +53,7 @@ class BrokerContext:
     register_now: Callable[[], Awaitable[object]] = _nothing  # re-register and wait for it
     background: set[asyncio.Task[object]] = field(default_factory=set)
     consume_rates: ConsumeRates = field(default_factory=ConsumeRates)  # consumeTps of GET_CONSUME_STATS
+    transactions: TransactionService | None = None  # set by the broker before it serves
 
     store_host: bytes = bytes(8)  # ``address`` packed as records store it: set with ``address`` by advertise()
 

@@ -23,6 +23,9 @@ from rocketq.broker.registration import Registrar
 from rocketq.broker.schedule import ScheduleService
 from rocketq.broker.subscription_groups import SubscriptionGroupManager
 from rocketq.broker.topic_config import TopicConfigManager
+from rocketq.broker.transactions.checks import CheckService
+from rocketq.broker.transactions.service import TransactionService
+from rocketq.common.clock import SYSTEM_CLOCK, Clock
 from rocketq.remoting import Connection, RemotingClient, RemotingServer
 from rocketq.remoting.tasks import cancel_and_wait
 from rocketq.store import MessageStore
@@ -32,10 +35,12 @@ log = logging.getLogger(__name__)
 
 class Broker:
     """``async with Broker(config) as broker:`` starts it; ``aclose()`` stops it gracefully: stop
-    accepting, answer held pulls, finish in-flight requests, persist offsets, close the store."""
+    accepting, answer held pulls, finish in-flight requests, persist offsets, close the store.
+    ``clock`` drives the transaction check-back (tests give a ``rocketq.testing.FakeClock``)."""
 
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self.config = config
+        self.clock = clock
         self.store = MessageStore(config.store_config())
         root = config.store_path_root_dir / "config"
         self.topics = TopicConfigManager(
@@ -59,6 +64,8 @@ class Broker:
         self.consume_rates = consume_rates.ConsumeRates()
         self.registrar: Registrar | None = None
         self.schedule: ScheduleService | None = None
+        self.transactions: TransactionService | None = None
+        self.transaction_checks: CheckService | None = None
 
     @property
     def port(self) -> int:
@@ -95,6 +102,9 @@ class Broker:
             address="",
             consume_rates=self.consume_rates,
         )
+        self.transactions = self.context.transactions = TransactionService(self.context, self.clock)
+        await self.transactions.load()
+        self.transaction_checks = CheckService(self.transactions, self.context)
         self._server = RemotingServer(
             handler_table(self.context),
             host=config.listen_host,
@@ -114,6 +124,7 @@ class Broker:
         self._spawn(self._every(config.flush_consumer_offset_interval_ms / 1000, self._persist_offsets))
         self._spawn(self._every(config.client_channel_scan_interval_ms / 1000, self._expire_channels))
         self._spawn(self.schedule.run())
+        self._spawn(self.transaction_checks.run())
         self.consume_rates.sample(time.monotonic())
         self._spawn(self._every(consume_rates.SAMPLE_INTERVAL_S, self._sample_consume_rates))
         log.info(
@@ -180,6 +191,8 @@ class Broker:
             await self._client.aclose()
         if self.schedule is not None:
             self.schedule.persist()
+        if self.transactions is not None and self.transactions.loaded:
+            self.transactions.persist()
         self.offsets.persist(force=True)
         await asyncio.to_thread(self.store.close)
         log.info("broker %s stopped", self.config.broker_name)

@@ -9,6 +9,10 @@ from rocketq.client.pull_consumer import PullConsumer
 from rocketq.client.push_consumer import PushConsumer
 from rocketq.client.selector import MessageSelector
 from rocketq.client.sync import SyncProducer, SyncPullConsumer, SyncPushConsumer
+from rocketq.client.sync_transactions import SyncTransactionGroup, SyncTransactionProducer
+from rocketq.client.transaction_group import TransactionGroup, TransactionGroupError
+from rocketq.client.transactions import TransactionProducer, TransactionSendResult, TransactionState
+from rocketq.protocol.transactions import TransactionGroupResult
 
 __all__ = [
     "BrokerResponseError",
@@ -32,5 +36,13 @@ __all__ = [
     "SyncProducer",
     "SyncPullConsumer",
     "SyncPushConsumer",
+    "SyncTransactionGroup",
+    "SyncTransactionProducer",
+    "TransactionGroup",
+    "TransactionGroupError",
+    "TransactionGroupResult",
+    "TransactionProducer",
+    "TransactionSendResult",
+    "TransactionState",
     "decode_messages",
 ]

@@ -15,6 +15,7 @@ from rocketq.client.config import ClientConfig
 from rocketq.client.errors import MQClientError, broker_error
 from rocketq.client.route import MASTER_ID
 from rocketq.protocol import (
+    ClusterInfo,
     HeartbeatData,
     ProducerData,
     RemotingCommand,
@@ -109,6 +110,16 @@ class ClientInstance:
 
     def master_address(self, broker_name: str) -> str | None:
         return self.broker_addrs.get(broker_name, {}).get(MASTER_ID)
+
+    async def update_broker_addresses(self) -> None:
+        """Learn every broker's addresses from the name servers' cluster table (a client that has not
+        looked up a topic yet knows none)."""
+        request = make_request(RequestCode.GET_BROKER_CLUSTER_INFO, opaque=next_opaque())
+        response = await self.invoke_namesrv(request)
+        if response.code != ResponseCode.SUCCESS:
+            raise broker_error(response.code, response.remark, "name server")
+        for name, data in ClusterInfo.decode(response.body).broker_addr_table.items():
+            self.broker_addrs[name] = dict(data.broker_addrs)
 
     # -- brokers --------------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import logging
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mypy_extensions import mypyc_attr
 
@@ -28,8 +28,11 @@ from rocketq.common.message import Property, encode_properties, java_string_hash
 from rocketq.common.names import NOT_SENDABLE_TOPICS, empty_property_problem, separator_problem, topic_name_problem
 from rocketq.common.record import SysFlag
 from rocketq.protocol import BatchItem, RemotingCommand, RequestCode, ResponseCode, encode_batch, make_request
-from rocketq.remoting import RemotingError
+from rocketq.remoting import RemotingError, RequestHandler
 from rocketq.remoting.connection import next_opaque
+
+if TYPE_CHECKING:
+    from rocketq.client.transaction_group import TransactionGroup
 
 log = logging.getLogger(__name__)
 
@@ -81,13 +84,17 @@ class Producer:
             raise MQClientError("the producer is closed; make a new one")
         if self._instance is not None:
             raise MQClientError("the producer is already started")
-        instance = ClientInstance(self.config.client)
+        instance = ClientInstance(self.config.client, handlers=self._request_handlers())
         instance.producer_groups.add(self.config.group)
         instance.route_listeners.append(self._route_changed)
         await instance.start()
         self._instance = instance
         self._ids = UniqueIdGenerator(instance.client_ip)
         return self
+
+    def _request_handlers(self) -> dict[int, RequestHandler]:
+        """Handlers of the requests brokers send this producer (a transaction producer answers checks)."""
+        return {}
 
     async def aclose(self) -> None:
         if self._instance is None:
@@ -201,10 +208,12 @@ class Producer:
             Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, self._ids.next_id(int(time.time() * 1000))
         )
         body, sys_flag = message.body, 0
+        if properties.get(Property.TRANSACTION_PREPARED) == "true":  # a half message, as Java marks it
+            sys_flag = SysFlag.TRANSACTION_PREPARED_TYPE
         if len(body) > self.config.compress_msg_body_over_howmuch:
             compressed = zlib.compress(body, self.config.compress_level)
             if len(compressed) < len(body):
-                body, sys_flag = compressed, SysFlag.COMPRESSED
+                body, sys_flag = compressed, sys_flag | SysFlag.COMPRESSED
         return body, self._properties_text(properties), sys_flag, unique_id
 
     def _request(
@@ -360,8 +369,9 @@ class Producer:
         request = self._request(queue, body, properties, sys_flag, message.flag)
         return await self._send_once(queue, request, unique_id, timeout or self.config.send_msg_timeout_s)
 
-    async def send_batch(self, messages: Sequence[Message], *, timeout: float | None = None) -> SendResult:
-        """Send several messages of one topic in one request (stored together, in order)."""
+    def _batch_body(self, messages: Sequence[Message]) -> tuple[bytes, list[str]]:
+        """A batch's request body and its messages' unique ids (MQClientError when it is not a valid
+        batch: empty, several topics, delayed messages, too large)."""
         if not messages:
             raise MQClientError("empty batch")
         topics = {m.topic for m in messages}
@@ -379,6 +389,17 @@ class Producer:
         body = encode_batch(items)
         if len(body) > self.config.max_message_size:
             raise MQClientError(f"the batch of {len(body)} bytes exceeds the maximum {self.config.max_message_size}")
+        return body, ids
+
+    def transaction_group(self, group_id: str, *, immunity_s: int | None = None) -> TransactionGroup:
+        """A grouped transaction sent and ended through this producer (``rocketq.client.transaction_group``)."""
+        from rocketq.client.transaction_group import DEFAULT_IMMUNITY_S, TransactionGroup
+
+        return TransactionGroup(self, group_id, immunity_s=immunity_s or DEFAULT_IMMUNITY_S)
+
+    async def send_batch(self, messages: Sequence[Message], *, timeout: float | None = None) -> SendResult:
+        """Send several messages of one topic in one request (stored together, in order)."""
+        body, ids = self._batch_body(messages)
         topic = messages[0].topic
         deadline = time.monotonic() + (timeout or self.config.send_msg_timeout_s)
         last_broker: str | None = None

@@ -2,6 +2,8 @@
 
 async with LocalCluster(tmp_path, brokers=2) as cluster:
     async with Producer(group="g", namesrv_addr=cluster.namesrv_addr) as producer: ...
+
+``clock`` is the brokers' (``FakeClock`` drives their transaction check-back in tests).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, TypeVar
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.server import Broker
 from rocketq.client.sync import LoopThread
+from rocketq.common.clock import SYSTEM_CLOCK, Clock
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.server import NameServer
 
@@ -29,9 +32,11 @@ class LocalCluster:
         brokers: int = 1,
         name_servers: int = 1,
         cluster_name: str = "DefaultCluster",
+        clock: Clock = SYSTEM_CLOCK,
         **broker_overrides: Any,
     ) -> None:
         self.root = root
+        self.clock = clock
         self.broker_count = brokers
         self.namesrv_count = name_servers
         self.cluster_name = cluster_name
@@ -71,7 +76,7 @@ class LocalCluster:
 
     async def start_broker(self, index: int, **overrides: Any) -> Broker:
         config = dataclasses.replace(self.broker_config(index), **overrides)
-        broker = Broker(config)
+        broker = Broker(config, clock=self.clock)
         await broker.start()
         assert broker.registrar is not None
         await broker.registrar.register_all()

@@ -14,12 +14,13 @@ from rocketq.broker.handlers import (
     query,
     send,
     send_back,
+    transactions,
 )
 from rocketq.remoting import HandlerTable
 
 
 def handler_table(context: BrokerContext) -> HandlerTable:
     table: dict[int, object] = {}
-    for module in (send, send_back, pull, offsets, clients, locks, consumers, groups, query, admin):
+    for module in (send, send_back, pull, offsets, clients, locks, consumers, groups, query, admin, transactions):
         table.update(module.handlers(context))
     return table  # type: ignore[return-value]

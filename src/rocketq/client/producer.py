@@ -251,6 +251,9 @@ class Producer:
         if address is None:
             await self.instance.update_route(queue.topic)
             address = self.instance.master_address(queue.broker_name)
+        if address is None:  # a queue chosen by the caller, of a topic its broker will create
+            await self.instance.update_broker_addresses()
+            address = self.instance.master_address(queue.broker_name)
         if address is None:
             raise MQClientError(f"broker {queue.broker_name} has no master address")
         return address

@@ -75,6 +75,7 @@ class TransactionService:
         self.ledger = Ledger(CommittedGroups(config.transaction_group_committed_max, retention_ms))
         self._path = config.store_path_root_dir / "config" / "transactions.json"
         self.loaded = False
+        self._topics_made = False
 
     def now_ms(self) -> int:
         return int(self.clock.time() * 1000)
@@ -158,6 +159,8 @@ class TransactionService:
     def half_stored(self, result: PutMessageResult, properties: str) -> None:
         """Register the half messages a send stored (``properties``: theirs, or the suffix of a batch)."""
         if result.status in STORED and result.queue_offsets:
+            if not self._topics_made:
+                self._make_topics(HALF_TOPIC, OP_TOPIC)
             self._register(
                 result.queue_offsets[0], len(result.queue_offsets), result.physical_offsets[0], result.store_timestamp,
                 properties,
@@ -334,11 +337,16 @@ class TransactionService:
         self.ledger.committed.expire(self.now_ms())
         write_json_atomically(self._path, self.ledger.snapshot())
 
-    def check_max_topic(self) -> None:
-        """Create ``TRANS_CHECK_MAX_TIME_TOPIC`` (one queue) on first use."""
-        _, created = self._context.topics.create_system_topic(CHECK_MAX_TOPIC, 1)
-        if created:
+    def _make_topics(self, *topics: str) -> None:
+        """Create the broker's transaction topics (one queue each) on first use, as RocketMQ does."""
+        created = [self._context.topics.create_system_topic(topic, 1)[1] for topic in topics]
+        self._topics_made = True
+        if any(created):
             self._context.request_registration()
+
+    def check_max_topic(self) -> None:
+        """Create ``TRANS_CHECK_MAX_TIME_TOPIC`` on first use."""
+        self._make_topics(HALF_TOPIC, OP_TOPIC, CHECK_MAX_TOPIC)
 
     def pending_summary(self) -> dict[str, dict[str, int]]:
         return self.ledger.pending_by_producer_group()

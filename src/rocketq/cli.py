@@ -243,6 +243,63 @@ def bench_consumer(
     run_consumer_bench(options, emit)
 
 
+@bench.command("transactions")
+@click.option(
+    "--messages", type=click.IntRange(min=1), default=20_000, show_default=True, help="Messages per measurement."
+)
+@click.option(
+    "--size", type=click.IntRange(min=8, max=1_000_000), default=100, show_default=True, help="Body size in bytes."
+)
+@click.option(
+    "--in-flight", type=click.IntRange(min=1), default=32, show_default=True, help="Sends (or batches) in flight."
+)
+@click.option("--batch", type=click.IntRange(min=1), default=256, show_default=True, help="Messages per batch.")
+@click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True, help="Rounds of all four.")
+@click.option(
+    "--broker",
+    type=click.Choice(["process", "inline"]),
+    default="process",
+    show_default=True,
+    help="NameServer and broker in a child process (their own core), or in the bench's own event loop.",
+)
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to create the scratch directory (removed afterwards).  [default: the system temp dir]",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per measurement per line.")
+def bench_transactions(
+    messages: int,
+    size: int,
+    in_flight: int,
+    batch: int,
+    rounds: int,
+    broker: str,
+    directory: Path | None,
+    as_json: bool,
+) -> None:
+    """Measure transactional messages and grouped transactions against plain sends of the same shape."""
+    from rocketq.bench.transactions import NOTES, TransactionBenchOptions, run_transaction_bench
+
+    options = TransactionBenchOptions(
+        messages=messages, size=size, in_flight=in_flight, batch=batch, rounds=rounds, broker=broker,
+        directory=directory,
+    )  # fmt: skip
+
+    def emit(measurement: Measurement) -> None:
+        click.echo(measurement.to_json() if as_json else table_row(measurement))
+
+    if not as_json:
+        click.echo(message_path_note())
+        for note in NOTES:
+            click.echo(note)
+        click.echo()
+        click.echo(table_header())
+    run_transaction_bench(options, emit)
+
+
 main.add_command(admin)
 main.add_command(namesrv_command)
 main.add_command(broker_command)

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rocketq.broker.transactions.batches import half_batch_properties
 from rocketq.broker.transactions.committed import CommittedGroups
 from rocketq.broker.transactions.half import (
     HalfInfo,
     committed_properties,
-    half_batch_suffix,
     half_info,
     make_half,
     transaction_of_batch,
@@ -63,9 +63,7 @@ def test_a_commit_cuts_the_same_properties_decoding_removes(user: dict[str, str]
     texts = [encode_properties(single)]
     header = transaction_of_batch(encode_properties({"TRAN_MSG": "true", "PGROUP": "PG", "TRAN_GROUP_ID": "g"}))
     assert header is not None
-    suffix = half_batch_suffix("MSG_REGION\x01DefaultRegion\x02CLUSTER\x01C", header, "Topic", 3)
-    if "DELAY" not in user:  # a batch item naming DELAY is decoded, not written with the suffix
-        texts.append(encode_properties(user) + "\x02" + suffix if user else suffix)
+    texts.append(half_batch_properties("MSG_REGION\x01DefaultRegion\x02CLUSTER\x01C", header, "Topic", 3, 5))
     for text in texts:
         cut = committed_properties(text)
         decoded = decode_properties(text)
@@ -86,7 +84,7 @@ def test_half_info_reads_the_transaction_properties() -> None:
 
 
 def run(first: int, count: int = 1, *, stored: int = 0, group: str | None = None, part: str | None = None) -> HalfRun:
-    return HalfRun(first, count, first * 100, stored, HalfInfo("PG", group, part, None))
+    return HalfRun(first, count, count, first * 100, stored, HalfInfo("PG", group, part, None))
 
 
 def ledger() -> Ledger:

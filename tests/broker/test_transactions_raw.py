@@ -178,7 +178,7 @@ async def test_check_transaction_state_reaches_a_java_producer(txn_broker: Broke
         await producer.aclose()
 
 
-def transactional_batch(topic: str, items: list[BatchItem], part: str) -> RemotingCommand:
+def transactional_batch(topic: str, items: list[BatchItem], part: str, *, cut: int = 0) -> RemotingCommand:
     """A rocketq transactional batch: SEND_BATCH_MESSAGE whose header properties name the transaction."""
     header = SendMessageRequestHeader(
         producer_group=GROUP,
@@ -198,44 +198,42 @@ def transactional_batch(topic: str, items: list[BatchItem], part: str) -> Remoti
         RequestCode.SEND_BATCH_MESSAGE,
         opaque=next_opaque(),
         ext_fields=header.to_ext_fields(),
-        body=encode_batch(items),
+        body=encode_batch(items)[: -cut or None],
     )
 
 
 async def test_transactional_batches_through_both_store_paths(txn_broker: Broker, client: RemotingClient) -> None:
-    """A transactional batch is written from its wire body; one with an item the broker must decode (a
-    delay, which a transactional message drops) is stored message by message. Both store the same half
-    messages and commit to the same records."""
+    """A transactional batch is stored as one half message holding the batch. Its commit is written
+    from the wire items by the compiled append; a batch with an item that append leaves to the decoder
+    (a delay, which a transactional message drops) is stored message by message. Both make the same
+    records visible."""
     wire = [BatchItem(b"m0", encode_properties({"KEYS": "k0"})), BatchItem(b"m1", "", 7)]
-    decoded = [
-        BatchItem(b"m0", encode_properties({"KEYS": "k0"})),
-        BatchItem(b"m1", encode_properties({"DELAY": "2"}), 7),
-    ]
-    for items, part in ((wire, "wire"), (decoded, "decoded")):
+    delayed = BatchItem(b"m1", encode_properties({"DELAY": "2"}), 7)
+    for items, part in ((wire, "wire"), ([wire[0], delayed], "decoded")):
         sent = await client.invoke(txn_broker.address, transactional_batch("Batched", items, part), 3)
         assert sent.code == ResponseCode.SUCCESS, sent.remark
-        assert sent.ext_fields["msgId"].count(",") == 1
     assert await pulled(client, txn_broker, "Batched", 0) == []
     halves = await pulled(client, txn_broker, HALF_TOPIC, 0)
-    assert [half.body for half in halves] == [b"m0", b"m1", b"m0", b"m1"] and {h.sys_flag for h in halves} == {0}
+    assert [half.body for half in halves] == [encode_batch(wire), encode_batch([wire[0], delayed])]
+    assert [decode_properties(half.properties)["TRAN_BATCH"] for half in halves] == ["2", "2"]
+    bad = await client.invoke(txn_broker.address, transactional_batch("Batched", wire, "bad", cut=3), 3)
+    assert bad.code == ResponseCode.MESSAGE_ILLEGAL and "bad batch body" in (bad.remark or "")
 
     def without_part(record: StoredRecord) -> dict[str, str]:
         properties = decode_properties(record.properties)
         assert properties.pop("TRAN_GROUP_PART") in ("wire", "decoded")
         return properties
 
-    assert [without_part(h) for h in halves[:2]] == [without_part(h) for h in halves[2:]]
     body = TransactionGroupParts(parts={"wire": 2, "decoded": 2}).encode()
     fields = {"producerGroup": GROUP, "transactionGroupId": "q:1", "commitOrRollback": "8"}
-    ended = await client.invoke(
-        txn_broker.address,
-        make_request(RequestCode.END_TRANSACTION_GROUP, opaque=next_opaque(), ext_fields=fields, body=body),
-        3,
-    )
+    request = make_request(RequestCode.END_TRANSACTION_GROUP, opaque=next_opaque(), ext_fields=fields, body=body)
+    ended = await client.invoke(txn_broker.address, request, 3)
     assert ended.code == ResponseCode.SUCCESS, ended.remark
     assert TransactionGroupResult.decode(ended.body) == TransactionGroupResult(committed=4)
-    committed = await pulled(client, txn_broker, "Batched", 0)
+    committed = sorted(await pulled(client, txn_broker, "Batched", 0), key=lambda r: r.prepared_transaction_offset)
+    assert [record.body for record in committed] == [b"m0", b"m1", b"m0", b"m1"]
     assert [record.flag for record in committed] == [0, 7, 0, 7] and {r.sys_flag & 0xC for r in committed} == {8}
-    assert [r.prepared_transaction_offset for r in committed] == [h.physical_offset for h in halves]
+    assert [r.prepared_transaction_offset for r in committed] == [h.physical_offset for h in halves for _ in "mm"]
     assert [without_part(r) for r in committed[:2]] == [without_part(r) for r in committed[2:]]
     assert "DELAY" not in committed[3].properties and "REAL_TOPIC" not in committed[0].properties
+    assert decode_properties(committed[0].properties)["KEYS"] == "k0"

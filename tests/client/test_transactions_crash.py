@@ -11,6 +11,8 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
+
 from rocketq.client import Message, MessageQueue, Producer, TransactionProducer, TransactionState
 from rocketq.client.admin import AdminClient
 from rocketq.common.message_id import parse_offset_message_id
@@ -69,7 +71,8 @@ async def test_pending_half_messages_are_checked_after_a_kill(tmp_path: Path) ->
         assert bodies(await visible(cluster, TOPIC)) == [b"ask: yes", b"committed"]
 
 
-async def test_a_grouped_commit_cut_short_by_a_kill_is_finished_after_the_restart(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kept", [0, 60, 150, 199])  # in the first batch, in the second one, all but the last
+async def test_a_grouped_commit_cut_short_by_a_kill_is_finished_after_the_restart(tmp_path: Path, kept: int) -> None:
     child = ClusterProcess(tmp_path).start()
     try:
         async with AdminClient(child.namesrv_addr) as admin:
@@ -86,10 +89,10 @@ async def test_a_grouped_commit_cut_short_by_a_kill_is_finished_after_the_restar
         os.kill(child.pid, signal.SIGKILL)
     finally:
         child.stop()
-    # What a kill in the middle of the commit's put leaves: the op and only the first 60 of its messages
-    # (a crash keeps a prefix of the CommitLog; the rest of the put never reached the file).
+    # What a kill in the middle of the commit's put leaves: the op and only the first ``kept`` of its
+    # messages (a crash keeps a prefix of the CommitLog; the rest of the put never reached the file).
     offsets = sorted(parse_offset_message_id(message.offset_msg_id)[2] for message in made)
-    cut_at = offsets[60]
+    cut_at = offsets[kept]
     files = sorted((tmp_path / "broker-0" / "commitlog").iterdir())
     for path in files:
         start = int(path.name)
@@ -103,7 +106,7 @@ async def test_a_grouped_commit_cut_short_by_a_kill_is_finished_after_the_restar
     async with LocalCluster(tmp_path, clock=FakeClock()) as cluster:
         await cluster.wait_dispatched()
         after = await visible(cluster, TOPIC)
-        assert bodies(after) == bodies(made)  # every message once: the first 60 kept, the other 140 stored again
+        assert bodies(after) == bodies(made)  # every message once: the first ones kept, the others stored again
         assert pending(cluster) == 0
         async with Producer(group=GROUP, namesrv_addr=cluster.namesrv_addr) as producer:
             again = await producer.transaction_group("query-1:7").commit("broker-a", {"0-0": 100, "1-0": 100})

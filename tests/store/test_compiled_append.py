@@ -79,6 +79,7 @@ def as_messages(batch: BatchToStore, max_body: int) -> tuple[list[MessageToStore
                 born_host=batch.born_host,
                 store_host=batch.store_host,
                 reconsume_times=batch.reconsume_times,
+                prepared_transaction_offset=batch.prepared_transaction_offset,
             )
         )
     return messages, waits
@@ -111,8 +112,9 @@ def test_accepted_batches_are_stored_as_the_message_path_stores_them(
             for number, items in enumerate(batches):
                 batch = BatchToStore(
                     topic="TopicA", queue_id=number % 2, items=encode_batch(items), properties_suffix=SUFFIX,
-                    sys_flag=0, born_timestamp=1_700_000_000_000 + number, born_host=bytes([127, 0, 0, 1, 0, 0, 4, 1]),
-                    store_host=bytes([10, 0, 0, 2, 0, 0, 42, 155]), reconsume_times=number,
+                    sys_flag=8 * (number % 2), born_timestamp=1_700_000_000_000 + number,  # odd ones: committed
+                    born_host=bytes([127, 0, 0, 1, 0, 0, 4, 1]), store_host=bytes([10, 0, 0, 2, 0, 0, 42, 155]),
+                    reconsume_times=number, prepared_transaction_offset=(number % 2) * (1 << 40) + number,
                 )  # fmt: skip
                 measured = wire.measure_batch(batch, max_body_size=max_body)
                 expected = as_messages(batch, max_body)

@@ -10,6 +10,7 @@ from typing import Any
 
 from rocketq.broker import consume_rates
 from rocketq.broker.client_manager import ClientManager
+from rocketq.broker.clock import SYSTEM_CLOCK, Clock
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.consumer_offsets import ConsumerOffsetManager
 from rocketq.broker.context import BrokerContext
@@ -25,7 +26,6 @@ from rocketq.broker.subscription_groups import SubscriptionGroupManager
 from rocketq.broker.topic_config import TopicConfigManager
 from rocketq.broker.transactions.checks import CheckService
 from rocketq.broker.transactions.service import TransactionService
-from rocketq.common.clock import SYSTEM_CLOCK, Clock
 from rocketq.remoting import Connection, RemotingClient, RemotingServer
 from rocketq.remoting.tasks import cancel_and_wait
 from rocketq.store import MessageStore

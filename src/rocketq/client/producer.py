@@ -200,9 +200,12 @@ class Producer:
             raise MQClientError(problem)
         return text
 
-    def _prepare(self, message: Message) -> tuple[bytes, str, int, str]:
-        """(body, properties text, sys_flag, unique id) as they go on the wire."""
+    def _prepare(self, message: Message, extra: dict[str, str] | None = None) -> tuple[bytes, str, int, str]:
+        """(body, properties text, sys_flag, unique id) as they go on the wire (``extra``: properties the
+        client adds, a transaction's)."""
         properties = self._checked_properties(message)
+        if extra is not None:
+            properties.update(extra)
         assert self._ids is not None
         unique_id = properties.setdefault(
             Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, self._ids.next_id(int(time.time() * 1000))
@@ -289,8 +292,10 @@ class Producer:
         """Send and wait for the broker's answer, retrying on another broker when it fails."""
         return await self._send_with_retries(message, timeout, self.config.retry_times_when_send_failed)
 
-    async def _send_with_retries(self, message: Message, timeout: float | None, retries: int) -> SendResult:
-        body, properties, sys_flag, unique_id = self._prepare(message)
+    async def _send_with_retries(
+        self, message: Message, timeout: float | None, retries: int, extra: dict[str, str] | None = None
+    ) -> SendResult:
+        body, properties, sys_flag, unique_id = self._prepare(message, extra)
         deadline = time.monotonic() + (timeout or self.config.send_msg_timeout_s)
         last_broker: str | None = None
         last_error: Exception | None = None

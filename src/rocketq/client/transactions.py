@@ -13,13 +13,14 @@ coroutine functions (awaited on it).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import enum
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
+
+from mypy_extensions import mypyc_attr
 
 from rocketq.client.config import ProducerConfig
 from rocketq.client.errors import MQClientError
@@ -29,7 +30,7 @@ from rocketq.common.message import Property
 from rocketq.common.message_id import parse_offset_message_id
 from rocketq.common.record import SysFlag
 from rocketq.protocol import ProtocolError, RemotingCommand, RequestCode, make_request
-from rocketq.protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
+from rocketq.protocol.headers import CheckTransactionStateRequestHeader
 from rocketq.remoting import Connection, RemotingError, RequestHandler
 from rocketq.remoting.connection import next_opaque
 
@@ -87,11 +88,12 @@ class TransactionSendResult:
         return self.send_result.queue_offset
 
 
-async def call_back(callback: Callable[..., Any], *args: Any) -> TransactionState:
-    """Run a transaction callback (a coroutine function on the loop, a plain one in a thread); an
-    exception, or an answer that is not a ``TransactionState``, counts as UNKNOWN."""
+async def call_back(callback: Callable[..., Any], *args: Any, coroutine: bool | None = None) -> TransactionState:
+    """Run a transaction callback (a coroutine function on the loop, a plain one in a thread; ``coroutine``
+    says which when known); an exception, or an answer that is not a ``TransactionState``, counts as
+    UNKNOWN."""
     try:
-        if inspect.iscoroutinefunction(callback):
+        if coroutine if coroutine is not None else inspect.iscoroutinefunction(callback):
             state = await callback(*args)
         else:
             state = await asyncio.to_thread(callback, *args)
@@ -106,6 +108,32 @@ async def call_back(callback: Callable[..., Any], *args: Any) -> TransactionStat
     return state
 
 
+def end_transaction_request(
+    group: str,
+    queue_offset: int,
+    commit_log_offset: int,
+    state: TransactionState,
+    msg_id: str,
+    transaction_id: str | None,
+    *,
+    from_check: bool = False,
+) -> RemotingCommand:
+    """END_TRANSACTION, oneway, for the half message at ``queue_offset``/``commit_log_offset``."""
+    # EndTransactionRequestHeader's fields written out (tests/client/test_written_headers.py holds them equal)
+    fields = {
+        "producerGroup": group,
+        "tranStateTableOffset": str(queue_offset),
+        "commitLogOffset": str(commit_log_offset),
+        "commitOrRollback": str(state.value),
+        "fromTransactionCheck": "true" if from_check else "false",
+        "msgId": msg_id,
+    }
+    if transaction_id is not None:
+        fields["transactionId"] = transaction_id
+    return make_request(RequestCode.END_TRANSACTION, opaque=next_opaque(), ext_fields=fields, oneway=True)
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)  # users may subclass it; see rocketq.native
 class TransactionProducer(Producer):
     """A producer of transactional messages; every other send works as ``Producer``'s. Use from one
     event loop: ``async with TransactionProducer(local_transaction=..., check=..., group="g",
@@ -123,6 +151,7 @@ class TransactionProducer(Producer):
         super().__init__(config, group=group, namesrv_addr=namesrv_addr)
         self.local_transaction = local_transaction
         self.check = check
+        self._local_is_coroutine = inspect.iscoroutinefunction(local_transaction)
         self._checks: set[asyncio.Task[None]] = set()
 
     def _request_handlers(self) -> dict[int, RequestHandler]:
@@ -139,6 +168,9 @@ class TransactionProducer(Producer):
             log.warning("transaction producer %s could not reach the brokers yet: %s", self.config.group, exc)
         return self
 
+    async def __aenter__(self) -> TransactionProducer:
+        return await self.start()
+
     async def send_message_in_transaction(
         self, message: Message, arg: Any = None, *, timeout: float | None = None
     ) -> TransactionSendResult:
@@ -151,17 +183,12 @@ class TransactionProducer(Producer):
         """
         if message.delay_level > 0:
             raise MQClientError("a transactional message cannot be delayed")
-        half = dataclasses.replace(
-            message,
-            properties={
-                **message.properties,
-                Property.TRANSACTION_PREPARED: "true",
-                Property.PRODUCER_GROUP: self.config.group,
-            },
-        )
-        result = await self.send(half, timeout=timeout)
+        local_transaction = self.local_transaction
+        half = {Property.TRANSACTION_PREPARED: "true", Property.PRODUCER_GROUP: self.config.group}
+        result = await self._send_with_retries(message, timeout, self.config.retry_times_when_send_failed, half)
         if result.status is SendStatus.SEND_OK:
-            state = await call_back(self.local_transaction, message, arg)
+            coroutine = self._local_is_coroutine if self.local_transaction is local_transaction else None
+            state = await call_back(local_transaction, message, arg, coroutine=coroutine)
         else:
             state = TransactionState.ROLLBACK
         try:
@@ -171,17 +198,11 @@ class TransactionProducer(Producer):
         return TransactionSendResult(result, state)
 
     async def _end(self, result: SendResult, state: TransactionState) -> None:
-        _, _, commit_log_offset = parse_offset_message_id(result.offset_msg_id.split(",")[0])
-        fields = EndTransactionRequestHeader(
-            producer_group=self.config.group,
-            tran_state_table_offset=result.queue_offset,
-            commit_log_offset=commit_log_offset,
-            commit_or_rollback=state.value,
-            from_transaction_check=False,
-            msg_id=result.msg_id,
-            transaction_id=result.msg_id,
-        ).to_ext_fields()
-        request = make_request(RequestCode.END_TRANSACTION, opaque=next_opaque(), ext_fields=fields, oneway=True)
+        offset_id = result.offset_msg_id  # an IPv4 id is host, port, then the offset in 16 hex digits
+        commit_log_offset = int(offset_id[16:], 16) if len(offset_id) == 32 else parse_offset_message_id(offset_id)[2]
+        request = end_transaction_request(
+            self.config.group, result.queue_offset, commit_log_offset, state, result.msg_id, result.msg_id
+        )
         await self.instance.remoting.oneway(await self._address(result.message_queue), request)
 
     async def _on_check(self, request: RemotingCommand, connection: Connection) -> None:
@@ -208,17 +229,16 @@ class TransactionProducer(Producer):
         self, header: CheckTransactionStateRequestHeader, message: MessageExt, connection: Connection
     ) -> None:
         state = await call_back(self.check, message)
-        fields = EndTransactionRequestHeader(
-            producer_group=self.config.group,
-            tran_state_table_offset=header.tran_state_table_offset,
-            commit_log_offset=header.commit_log_offset,
-            commit_or_rollback=state.value,
-            from_transaction_check=True,
-            msg_id=message.properties.get(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or message.offset_msg_id,
-            transaction_id=header.transaction_id,
-        ).to_ext_fields()
+        request = end_transaction_request(
+            self.config.group,
+            header.tran_state_table_offset,
+            header.commit_log_offset,
+            state,
+            message.properties.get(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or message.offset_msg_id,
+            header.transaction_id,
+            from_check=True,
+        )
         if connection.is_open:
-            request = make_request(RequestCode.END_TRANSACTION, opaque=next_opaque(), ext_fields=fields, oneway=True)
             connection.oneway(request)
 
     async def aclose(self) -> None:

@@ -4,7 +4,8 @@ Batches arrive as code 320 (Java), or as 10/310 with ``batch``/``m`` set to true
 both are decoded. Delayed messages (DELAY > 0) are stored in SCHEDULE_TOPIC_XXXX, queue level-1, with
 their real topic and queue in properties; the schedule service delivers them when due. Transactional
 half messages (``TRAN_MSG=true``; for a rocketq transactional batch, in the header's properties) are
-stored in RMQ_SYS_TRANS_HALF_TOPIC queue 0 (``rocketq.broker.transactions``).
+stored in RMQ_SYS_TRANS_HALF_TOPIC queue 0 (``rocketq.broker.transactions``), a transactional batch
+as one half message holding the batch.
 """
 
 from __future__ import annotations
@@ -19,16 +20,9 @@ from rocketq.broker.context import BrokerContext, reply
 from rocketq.broker.message_put import dead_letter_topic, put_and_wait, redirect_delayed, response_code
 from rocketq.broker.retry import V3_4_9
 from rocketq.broker.topic_config import is_writeable, topic_name_problem_in_cluster
-from rocketq.broker.transactions.half import (
-    HALF_QUEUE_ID,
-    batch_transaction_problem,
-    half_batch_suffix,
-    make_half,
-    transaction_of_batch,
-)
+from rocketq.broker.transactions.half import batch_transaction_problem, make_half, transaction_of_batch
 from rocketq.common.group_topics import DEFAULT_MAX_RECONSUME_TIMES, RETRY_PREFIX
 from rocketq.common.message import (
-    HALF_TOPIC,
     NAME_VALUE_SEPARATOR,
     PROPERTY_SEPARATOR,
     Property,
@@ -183,24 +177,25 @@ async def _send(
     transaction = transaction_of_batch(header.properties) if is_batch and header.properties else None
     if transaction is not None:
         refusal = batch_transaction_problem(transaction, dead_letter, config.reject_transaction_message)
-        if refusal is not None:
-            return reply(request, *refusal)
+        if refusal is None and context.transactions is not None:
+            stored_batch = await context.transactions.store_batch(
+                topic, queue_id, body, transaction, broker_suffix=plain_suffix, sys_flag=stored_sys_flag,
+                born_timestamp=header.born_timestamp, born_host=born_host_of(connection),
+                reconsume_times=reconsume_times,
+            )  # fmt: skip
+            if isinstance(stored_batch, PutMessageResult):
+                return _response(context, request, stored_batch, queue_id)
+            refusal = stored_batch
+        return reply(request, *(refusal or (ResponseCode.SYSTEM_ERROR, "transactions are not running")))
     if is_batch and not dead_letter:  # the common batch: written from its wire body, no decoding
-        suffix, store_topic, store_queue = plain_suffix, topic, queue_id
-        if transaction is not None:
-            suffix = half_batch_suffix(plain_suffix, transaction, topic, queue_id)
-            store_topic, store_queue = HALF_TOPIC, HALF_QUEUE_ID
         batch = BatchToStore(
-            topic=store_topic, queue_id=store_queue, items=body, properties_suffix=suffix,
-            sys_flag=stored_sys_flag if transaction is None else stored_sys_flag & ~SysFlag.TRANSACTION_MASK,
+            topic=topic, queue_id=queue_id, items=body, properties_suffix=plain_suffix, sys_flag=stored_sys_flag,
             born_timestamp=header.born_timestamp, born_host=born_host_of(connection), store_host=context.store_host,
             reconsume_times=reconsume_times,
         )  # fmt: skip
         measured = context.store.measure_batch(batch, max_body_size=config.max_message_size)
         if measured is not None:
             result = await put_and_wait(context, measured, wait_for_flush=measured.wait_for_flush)
-            if transaction is not None and context.transactions is not None:
-                context.transactions.half_stored(result, suffix)
             return _response(context, request, result, queue_id)
     try:
         items = decode_batch(body) if is_batch else None
@@ -225,17 +220,13 @@ async def _send(
     half_properties: str | None = None  # a half message's (the last one's, for a batch)
     for message_body, properties_text, flag in bodies:
         target_topic, target_queue, message_sys_flag = topic, queue_id, stored_sys_flag
-        stored = (
-            None if dead_letter or transaction is not None else plain_stored_properties(properties_text, plain_suffix)
-        )
+        stored = None if dead_letter else plain_stored_properties(properties_text, plain_suffix)
         if stored is not None:  # the common case: append the broker's properties to the text
             if not wait_for_flush:
                 wait = find_property(properties_text, Property.WAIT_STORE_MSG_OK)
                 wait_for_flush = wait is None or wait.lower() in _TRUE
         else:
             properties = decode_properties(properties_text)
-            if transaction is not None:
-                properties.update(transaction)
             half = properties.get(Property.TRANSACTION_PREPARED) == "true" and not dead_letter
             if half and config.reject_transaction_message:
                 return reply(
@@ -243,7 +234,7 @@ async def _send(
                     ResponseCode.NO_PERMISSION,
                     f"the broker[{config.broker_name}] rejects transactional messages",
                 )
-            if half and is_batch and transaction is None:
+            if half and is_batch:
                 return reply(
                     request, ResponseCode.MESSAGE_ILLEGAL, "a transactional message in a batch that is not one"
                 )

@@ -12,6 +12,7 @@ properties come last, a commit cuts them off the text instead of decoding and re
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Final
 
@@ -37,10 +38,11 @@ OP_QUEUE_ID: Final = 0
 OP_TAG: Final = "d"  # RocketMQ's REMOVETAG
 OP_KIND: Final = "TRAN_OP"  # rocketq: "commit" or "rollback"
 OP_VISIBLE: Final = "TRAN_OP_VISIBLE"  # rocketq: how many committed messages follow a commit op in its put
+OP_SKIP: Final = "TRAN_OP_SKIP"  # rocketq: of the first half message listed, the messages visible already
 COMMIT: Final = "commit"
 ROLLBACK: Final = "rollback"
 
-_TRANSACTION_NAMES: Final = (
+TRANSACTION_NAMES: Final = (  # set by the producer, kept by a commit
     Property.PRODUCER_GROUP,
     Property.TRANSACTION_GROUP_ID,
     Property.TRANSACTION_GROUP_PART,
@@ -55,7 +57,7 @@ _REAL_QID_AT: Final = f"{PROPERTY_SEPARATOR}{Property.REAL_QUEUE_ID}{NAME_VALUE_
 _MARKERS: Final = tuple(name + NAME_VALUE_SEPARATOR for name in _REMOVED_ON_COMMIT)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class HalfInfo:
     """What the broker needs to know of a half message, read from its properties."""
 
@@ -63,6 +65,14 @@ class HalfInfo:
     group_id: str | None  # a grouped transaction's id (rocketq), None for a check-back transaction
     part: str | None
     immunity_s: int | None  # CHECK_IMMUNITY_TIME_IN_SECONDS, when the producer set a valid one
+
+    def __init__(  # written out: see rocketq.native.modules (one per half message)
+        self, producer_group: str, group_id: str | None, part: str | None, immunity_s: int | None
+    ) -> None:
+        object.__setattr__(self, "producer_group", producer_group)
+        object.__setattr__(self, "group_id", group_id)
+        object.__setattr__(self, "part", part)
+        object.__setattr__(self, "immunity_s", immunity_s)
 
 
 def half_info(properties: str) -> HalfInfo:
@@ -81,7 +91,7 @@ def make_half(properties: dict[str, str], topic: str, queue_id: int) -> tuple[st
     the half message is stored."""
     for name in (*_REMOVED_ON_COMMIT, Property.DELAY_TIME_LEVEL):
         properties.pop(name, None)
-    for name in _TRANSACTION_NAMES:
+    for name in TRANSACTION_NAMES:
         value = properties.pop(name, None)
         if value:
             properties[name] = value
@@ -97,7 +107,7 @@ def transaction_of_batch(header_properties: str) -> dict[str, str] | None:
     if find_property(header_properties, Property.TRANSACTION_PREPARED) != "true":
         return None
     properties = decode_properties(header_properties)
-    names = (Property.TRANSACTION_PREPARED, *_TRANSACTION_NAMES)
+    names = (Property.TRANSACTION_PREPARED, *TRANSACTION_NAMES)
     return {name: properties[name] for name in names if properties.get(name)}
 
 
@@ -110,16 +120,6 @@ def batch_transaction_problem(transaction: dict[str, str], dead_letter: bool, re
     if not transaction.get(Property.TRANSACTION_GROUP_ID) or not transaction.get(Property.PRODUCER_GROUP):
         return ResponseCode.MESSAGE_ILLEGAL, "a transactional batch names its producer group and transaction group"
     return None
-
-
-def half_batch_suffix(broker_suffix: str, header_properties: dict[str, str], topic: str, queue_id: int) -> str:
-    """The text a transactional batch's items get after their own properties: the broker's suffix, the
-    transaction's properties from the request header, and the removable tail (as ``make_half``)."""
-    own = {name: header_properties[name] for name in _TRANSACTION_NAMES if header_properties.get(name)}
-    tail = {Property.TRANSACTION_PREPARED: "true", Property.REAL_TOPIC: topic, Property.REAL_QUEUE_ID: str(queue_id)}
-    return PROPERTY_SEPARATOR.join(
-        text for text in (broker_suffix, encode_properties(own), encode_properties(tail)) if text
-    )
 
 
 def committed_properties(properties: str) -> tuple[str, str, int] | None:
@@ -193,27 +193,36 @@ def op_message(
     *,
     commit: bool,
     visible: int = 0,
+    skip: int = 0,
     group: tuple[str, str] | None = None,
     store_host: bytes,
     born_timestamp: int,
 ) -> MessageToStore:
     """An op message settling the half messages at ``ranges`` (half-queue offsets). A commit op is
-    followed, in the same put, by the ``visible`` messages it makes visible; ``group`` (producer
-    group, group id) marks the commit of a grouped transaction."""
-    properties = {Property.TAGS: OP_TAG, OP_KIND: COMMIT if commit else ROLLBACK}
-    if commit:
-        properties[OP_VISIBLE] = str(visible)
-    if group is not None:
-        properties[Property.PRODUCER_GROUP], properties[Property.TRANSACTION_GROUP_ID] = group
+    followed, in the same put, by the ``visible`` messages it makes visible, in the order it lists
+    the half messages (the first one's without its first ``skip``); ``group`` (producer group, group
+    id) marks the commit of a grouped transaction."""
     return MessageToStore(
         topic=OP_TOPIC,
         queue_id=OP_QUEUE_ID,
         body=encode_op_body(ranges),
-        properties=encode_properties(properties),
+        properties=_op_properties(commit, visible, skip, group),
         born_timestamp=born_timestamp,
         born_host=store_host,
         store_host=store_host,
     )
+
+
+@functools.lru_cache(maxsize=64)  # a check-back transaction's two ops are always the same
+def _op_properties(commit: bool, visible: int, skip: int, group: tuple[str, str] | None) -> str:
+    properties = {Property.TAGS: OP_TAG, OP_KIND: COMMIT if commit else ROLLBACK}
+    if commit:
+        properties[OP_VISIBLE] = str(visible)
+    if skip:
+        properties[OP_SKIP] = str(skip)
+    if group is not None:
+        properties[Property.PRODUCER_GROUP], properties[Property.TRANSACTION_GROUP_ID] = group
+    return encode_properties(properties)
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,17 +230,20 @@ class OpInfo:
     """An op message read back: the offsets it settled and what it was."""
 
     commit: bool
-    visible: int
+    visible: int  # committed messages stored after the op in its put
+    skip: int  # of the first half message listed, the messages made visible before
     group: tuple[str, str] | None
 
 
 def op_info(properties: str) -> OpInfo:
     visible = find_property(properties, OP_VISIBLE) or "0"
+    skip = find_property(properties, OP_SKIP) or "0"
     group_id = find_property(properties, Property.TRANSACTION_GROUP_ID)
     group = (find_property(properties, Property.PRODUCER_GROUP) or "", group_id) if group_id else None
     return OpInfo(
         commit=find_property(properties, OP_KIND) == COMMIT,
         visible=int(visible) if visible.isdigit() else 0,
+        skip=int(skip) if skip.isdigit() else 0,
         group=group,
     )
 

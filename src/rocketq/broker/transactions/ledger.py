@@ -19,17 +19,38 @@ from .half import HalfInfo
 from .ranges import OffsetRanges, Range
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class HalfRun:
-    """Consecutive half messages stored by one put (one message, or a transactional batch)."""
+    """Consecutive half messages of one transaction (a transaction group's part may have several)."""
 
-    first: int  # half-queue offset of the first message
-    count: int
-    commit_log_offset: int  # of the first message
+    first: int  # half-queue offset of the first half message
+    count: int  # half messages
+    messages: int  # the messages they hold (a transactional batch is one half message)
+    commit_log_offset: int  # of the first half message
     store_timestamp: int  # ms
     info: HalfInfo
-    checks: int = 0  # CHECK_TRANSACTION_STATE sent for it so far
-    settling: bool = False  # a settlement of it is being stored
+    checks: int  # CHECK_TRANSACTION_STATE sent for it so far
+    settling: bool  # a settlement of it is being stored
+
+    def __init__(  # written out: see rocketq.native.modules (one per half message)
+        self,
+        first: int,
+        count: int,
+        messages: int,
+        commit_log_offset: int,
+        store_timestamp: int,
+        info: HalfInfo,
+        checks: int = 0,
+        settling: bool = False,
+    ) -> None:
+        self.first = first
+        self.count = count
+        self.messages = messages
+        self.commit_log_offset = commit_log_offset
+        self.store_timestamp = store_timestamp
+        self.info = info
+        self.checks = checks
+        self.settling = settling
 
     @property
     def end(self) -> int:
@@ -94,6 +115,7 @@ class Ledger:
         previous = self._run_ending_at(run.first, key)
         if previous is not None and key is not None and previous.info == run.info and not previous.settling:
             previous.count += run.count
+            previous.messages += run.messages
             return previous
         self.runs[run.first] = run
         if key is not None:
@@ -123,7 +145,10 @@ class Ledger:
         """Mark ``ranges`` settled (an op message listing them is stored) and forget ``runs``, the pending
         runs they hold; ``op_end``: the op queue's offset after that op."""
         for start, end in ranges:
-            self.settled.add(start, end)
+            if start <= self.done_below < end and not self.settled:  # the common case: settled in order
+                self.done_below = end
+            else:
+                self.settled.add(start, end)
         for run in runs:
             self._forget(run)
         while self.done_below in self.settled:
@@ -183,7 +208,7 @@ class Ledger:
         found: dict[str, int] = {}
         for run in runs:
             part = run.info.part or ""
-            found[part] = found.get(part, 0) + run.count
+            found[part] = found.get(part, 0) + run.messages
         missing = {
             part: (expected, found.get(part, 0)) for part, expected in parts.items() if found.get(part, 0) != expected
         }
@@ -204,7 +229,7 @@ class Ledger:
             row = table.setdefault(
                 run.info.producer_group, {"messages": 0, "runs": 0, "groups": 0, "oldest": run.store_timestamp}
             )
-            row["messages"] += run.count
+            row["messages"] += run.messages
             row["runs"] += 1
             row["oldest"] = min(row["oldest"], run.store_timestamp)
             if run.info.group_id is not None:

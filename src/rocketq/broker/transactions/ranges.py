@@ -19,8 +19,6 @@ Range = tuple[int, int]
 class OffsetRanges:
     """A set of offsets kept as sorted, disjoint, non-adjacent ranges (adjacent ones are merged)."""
 
-    __slots__ = ("_ends", "_starts")
-
     def __init__(self, ranges: Iterable[Range] = ()) -> None:
         self._starts: list[int] = []
         self._ends: list[int] = []
@@ -75,6 +73,9 @@ class OffsetRanges:
         """How many ranges (not offsets)."""
         return len(self._starts)
 
+    def __bool__(self) -> bool:
+        return bool(self._starts)
+
     def __repr__(self) -> str:
         return f"OffsetRanges({list(self)})"
 
@@ -103,6 +104,17 @@ def as_ranges(offsets: Iterable[int]) -> list[Range]:
     """Sorted offsets (or any) as the fewest ranges."""
     ranges: list[Range] = []
     for offset in sorted(set(offsets)):
+        if ranges and ranges[-1][1] == offset:
+            ranges[-1] = (ranges[-1][0], offset + 1)
+        else:
+            ranges.append((offset, offset + 1))
+    return ranges
+
+
+def in_order(offsets: Iterable[int]) -> list[Range]:
+    """Offsets in the order given as ranges, merging only an offset that follows its predecessor."""
+    ranges: list[Range] = []
+    for offset in offsets:
         if ranges and ranges[-1][1] == offset:
             ranges[-1] = (ranges[-1][0], offset + 1)
         else:

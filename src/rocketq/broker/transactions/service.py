@@ -22,18 +22,21 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from rocketq.broker.clock import Clock
 from rocketq.broker.context import BrokerContext
-from rocketq.common.clock import Clock
-from rocketq.common.message import CHECK_MAX_TOPIC, HALF_TOPIC, OP_TOPIC
+from rocketq.broker.message_put import put_and_wait
+from rocketq.common.message import CHECK_MAX_TOPIC, HALF_TOPIC, OP_TOPIC, find_property
 from rocketq.common.record import StoredRecord, SysFlag
-from rocketq.store import MessageToStore, PutMessageResult, PutStatus
+from rocketq.protocol import RemoteProtocolError, ResponseCode, decode_batch
+from rocketq.store import BatchToStore, MeasuredBatch, MessageToStore, PutMessageResult, PutStatus
 from rocketq.store.config_file import read_json, write_json_atomically
 
 from . import reading
+from .batches import BATCH, batch_messages, batch_size, commit_suffix, committed_batch, half_batch_properties
 from .committed import CommittedGroups, GroupKey
 from .half import HALF_QUEUE_ID, committed_message, half_info, op_info, op_message
 from .ledger import GroupPlan, HalfRun, Ledger, Settings, runs_as_ranges
-from .ranges import Range, decode_op_body
+from .ranges import Range, decode_op_body, in_order
 
 log = logging.getLogger(__name__)
 
@@ -104,14 +107,14 @@ class TransactionService:
             for queue_offset, record in reading.read_queue(store, HALF_TOPIC, offset, end):
                 if not ledger.is_settled(queue_offset):
                     run = self._register(
-                        queue_offset, 1, record.physical_offset, record.store_timestamp, record.properties
+                        queue_offset, record.physical_offset, record.store_timestamp, record.properties
                     )
                     if run is not None and run.first == queue_offset:
                         run.checks = checks.get(queue_offset, 0)
             offset = end
             await asyncio.sleep(0)
         self.loaded = True
-        pending = sum(run.count for run in ledger.runs.values())
+        pending = sum(run.messages for run in ledger.runs.values())
         if pending or ledger.committed:
             log.info(
                 "transactions: %d half messages pending, %d committed groups known", pending, len(ledger.committed)
@@ -124,63 +127,126 @@ class TransactionService:
             self.ledger.committed.add(info.group, op.store_timestamp)
 
     async def _complete_last_commit(self, op_high: int) -> None:
-        """A crash in the middle of a commit's put leaves its op and some of its messages: store the
-        messages that did not make it (only the last put can have been cut short)."""
-        if op_high <= 0:
-            return
-        last = next((record for _, record in reading.read_queue(self._store, OP_TOPIC, op_high - 1, op_high)), None)
-        if last is None:
-            return
-        info = op_info(last.properties)
+        """A crash in the middle of a commit's put leaves its op and a part of its messages: only the last
+        put can have been cut short, so look after the last op."""
+        if op_high > 0:
+            last = next((record for _, record in reading.read_queue(self._store, OP_TOPIC, op_high - 1, op_high)), None)
+            if last is not None:
+                self._complete(last)
+
+    def _complete(self, op: StoredRecord) -> None:
+        """Store what a commit op's put did not: the messages after the ones found after it."""
+        info = op_info(op.properties)
         if not info.commit or info.visible <= 0:
             return
-        after = reading.records_after(self._store, last.physical_offset, info.visible)
-        made = sum(
-            1 for record in after if record.sys_flag & SysFlag.TRANSACTION_MASK == SysFlag.TRANSACTION_COMMIT_TYPE
-        )
+        after = reading.records_after(self._store, op.physical_offset, info.visible)
+        made = 0
+        for record in after:
+            if record.sys_flag & SysFlag.TRANSACTION_MASK != SysFlag.TRANSACTION_COMMIT_TYPE:
+                break
+            made += 1
         if made >= info.visible:
             return
-        offsets = [offset for start, end in decode_op_body(last.body) for offset in range(start, end)]
-        missing = offsets[made:]
-        halves = [record for offset in missing for record in reading.read_halves(self._store, offset, offset + 1)]
+        offsets = [offset for start, end in decode_op_body(op.body) for offset in range(start, end)]
+        halves = [record for offset in offsets for record in reading.read_halves(self._store, offset, offset + 1)]
         log.warning(
-            "transactions: the last commit (op at %d) stored %d of its %d messages before the broker stopped; "
-            "storing the other %d now",
-            last.physical_offset,
+            "transactions: the commit at %d made %d of its %d messages visible before the broker stopped; "
+            "storing the others now",
+            op.physical_offset,
             made,
             info.visible,
-            len(halves),
         )
-        ranges = [(offset, offset + 1) for offset in missing]
-        self._commit_put(halves, ranges, [], [], info.group)
+        skip, seen = info.skip, 0
+        for index, half in enumerate(halves):
+            count = batch_size(half.properties) - skip
+            if seen + count > made:  # this one is cut short, the ones after it missing
+                done = max(0, made - seen)
+                rest = halves[index + 1 :]
+                if done:
+                    self._commit_put([half], in_order([half.queue_offset]), [], [], info.group, skip=skip + done)
+                    half_list = rest
+                else:
+                    half_list = [half, *rest]
+                    if skip:  # the first one still skips what its first put made
+                        self._commit_put([half], in_order([half.queue_offset]), [], [], info.group, skip=skip)
+                        half_list = rest
+                if half_list:
+                    ranges = in_order(h.queue_offset for h in half_list)
+                    self._commit_put(half_list, ranges, [], [], info.group)
+                return
+            seen += count
+            skip = 0
 
     # -- half messages --------------------------------------------------------------------------------
 
     def half_stored(self, result: PutMessageResult, properties: str) -> None:
-        """Register the half messages a send stored (``properties``: theirs, or the suffix of a batch)."""
+        """Register the half message a send stored (``properties``: its own)."""
         if result.status in STORED and result.queue_offsets:
             if not self._topics_made:
                 self._make_topics(HALF_TOPIC, OP_TOPIC)
-            self._register(
-                result.queue_offsets[0], len(result.queue_offsets), result.physical_offsets[0], result.store_timestamp,
-                properties,
-            )  # fmt: skip
+            self._register(result.queue_offsets[0], result.physical_offsets[0], result.store_timestamp, properties)
 
-    def _register(
-        self, first: int, count: int, commit_log_offset: int, store_timestamp: int, properties: str
-    ) -> HalfRun | None:
-        return self.ledger.add(HalfRun(first, count, commit_log_offset, store_timestamp, half_info(properties)))
+    def _register(self, first: int, commit_log_offset: int, store_timestamp: int, properties: str) -> HalfRun | None:
+        messages = batch_size(properties)
+        return self.ledger.add(HalfRun(first, 1, messages, commit_log_offset, store_timestamp, half_info(properties)))
+
+    async def store_batch(
+        self,
+        topic: str,
+        queue_id: int,
+        items: bytes,
+        transaction: dict[str, str],
+        *,
+        broker_suffix: str,
+        sys_flag: int,
+        born_timestamp: int,
+        born_host: bytes,
+        reconsume_times: int,
+    ) -> PutMessageResult | tuple[int, str]:
+        """Store a transactional batch as one half message (``rocketq.broker.transactions.batches``),
+        once its items are known to be storable; (code, remark) when they are not."""
+        context, config = self._context, self._context.config
+        if len(items) > config.max_message_size:
+            return ResponseCode.MESSAGE_ILLEGAL, f"the batch of {len(items)} bytes exceeds {config.max_message_size}"
+        probe = BatchToStore(
+            topic=topic, queue_id=queue_id, items=items, properties_suffix=commit_suffix(broker_suffix, transaction)
+        )
+        measured = self._store.measure_batch(probe, max_body_size=config.max_message_size)
+        if measured is not None:
+            count, wait = len(measured.sizes), measured.wait_for_flush
+        else:  # items the compiled append leaves to the decoder (or no compiled append)
+            try:
+                decoded = decode_batch(items)
+            except RemoteProtocolError as exc:
+                return ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {exc}"
+            if not decoded:
+                return ResponseCode.MESSAGE_ILLEGAL, "empty batch"
+            count, wait = len(decoded), True
+        properties = half_batch_properties(broker_suffix, transaction, topic, queue_id, count)
+        half = MessageToStore(
+            topic=HALF_TOPIC, queue_id=HALF_QUEUE_ID, body=items, properties=properties,
+            sys_flag=sys_flag & ~SysFlag.TRANSACTION_MASK, born_timestamp=born_timestamp, born_host=born_host,
+            store_host=context.store_host, reconsume_times=reconsume_times,
+        )  # fmt: skip
+        result = await put_and_wait(context, [half], wait_for_flush=wait)
+        self.half_stored(result, properties)
+        return result
 
     # -- settlements ----------------------------------------------------------------------------------
 
     def _put(
-        self, messages: Sequence[MessageToStore], ranges: list[Range], runs: list[HalfRun], ops: int
+        self,
+        messages: list[MessageToStore],
+        batches: list[MeasuredBatch],
+        ranges: list[Range],
+        runs: list[HalfRun],
+        ops: int,
     ) -> PutMessageResult:
         """Store a settlement (``ops`` op messages first) and record it in the ledger, in this loop step."""
         context = self._context
         context.grouped_puts.put_pending()  # what the loop gathered goes first
-        result = self._store.put_messages(messages, dispatch=False)
-        context.dispatch.request(at_once=True)
+        result = self._store.put_together(messages, batches, dispatch=False)
+        context.dispatch.request(at_once=False)
         if result.status in STORED:
             self.ledger.settle(ranges, runs, result.queue_offsets[ops - 1] + 1)
         else:
@@ -190,10 +256,10 @@ class TransactionService:
         return result
 
     def _op(
-        self, ranges: list[Range], *, commit: bool, visible: int = 0, group: GroupKey | None = None
+        self, ranges: list[Range], *, commit: bool, visible: int = 0, skip: int = 0, group: GroupKey | None = None
     ) -> MessageToStore:
         return op_message(
-            ranges, commit=commit, visible=visible, group=group, store_host=self._context.store_host,
+            ranges, commit=commit, visible=visible, skip=skip, group=group, store_host=self._context.store_host,
             born_timestamp=self.now_ms(),
         )  # fmt: skip
 
@@ -204,24 +270,45 @@ class TransactionService:
         rollback_ranges: list[Range],
         runs: list[HalfRun],
         group: GroupKey | None,
+        *,
+        skip: int = 0,
     ) -> PutMessageResult:
-        visible: list[MessageToStore] = []
+        """Commit ``halves`` (and roll back ``rollback_ranges``) in one put: the ops, then every committed
+        message, in the order the commit op lists the half messages (``skip``, for a lone half message:
+        how many of its messages are visible already)."""
+        assert not skip or len(halves) == 1, "only a lone half message is committed in part"
+        singles: list[MessageToStore] = []
+        batches: list[MeasuredBatch] = []
+        single_offsets: list[int] = []
+        batch_offsets: list[int] = []
         for half in halves:
-            message = committed_message(half)
-            if message is None:
+            if find_property(half.properties, BATCH) is not None:
+                batch = committed_batch(half, skip)
+                measured = self._store.measure_batch(batch) if batch is not None else None
+                if measured is not None:
+                    batches.append(measured)
+                    batch_offsets.append(half.queue_offset)
+                    continue
+                expanded = batch_messages(batch) if batch is not None else []
+            else:
+                message = committed_message(half)
+                expanded = [message] if message is not None else []
+            if not expanded:
                 log.warning("transactions: half message at %d names no real topic; dropped", half.physical_offset)
-                continue
-            visible.append(message)
+            singles.extend(expanded)
+            single_offsets.append(half.queue_offset)
+        visible = len(singles) + sum(len(measured.sizes) for measured in batches)
+        listed = in_order([*single_offsets, *batch_offsets])
         ops = [self._op(rollback_ranges, commit=False)] if rollback_ranges else []
-        ops.append(self._op(commit_ranges, commit=True, visible=len(visible), group=group))
-        return self._put([*ops, *visible], commit_ranges + rollback_ranges, runs, len(ops))
+        ops.append(self._op(listed, commit=True, visible=visible, skip=skip, group=group))
+        return self._put([*ops, *singles], batches, commit_ranges + rollback_ranges, runs, len(ops))
 
     def rollback(self, runs: list[HalfRun], extra: Sequence[MessageToStore] = ()) -> PutMessageResult | None:
         """Roll ``runs`` back (their op, then ``extra``); None when there is nothing to roll back."""
         if not runs:
             return None
         ranges = runs_as_ranges(runs)
-        return self._put([self._op(ranges, commit=False), *extra], ranges, runs, 1)
+        return self._put([self._op(ranges, commit=False), *extra], [], ranges, runs, 1)
 
     async def flushed(self, result: PutMessageResult) -> PutMessageResult:
         """Wait for the fsync of a settlement (SYNC_FLUSH); at once otherwise."""
@@ -256,7 +343,7 @@ class TransactionService:
                 1, f"no half message at commitLogOffset {commit_log_offset} with offset {queue_offset}"
             )
         run = ledger.run_of(queue_offset) or self._register(
-            queue_offset, 1, commit_log_offset, half.store_timestamp, half.properties
+            queue_offset, commit_log_offset, half.store_timestamp, half.properties
         )
         if run is None:
             return None
@@ -266,7 +353,7 @@ class TransactionService:
             raise TransactionError(
                 1, f"the half message is part of transaction group {run.info.group_id!r}: end the group"
             )
-        if run.settling or run.count != 1:
+        if run.settling or run.count != 1 or run.messages != 1:
             return None
         ranges = [(queue_offset, queue_offset + 1)]
         if transaction == SysFlag.TRANSACTION_COMMIT_TYPE:
@@ -291,7 +378,7 @@ class TransactionService:
             result = self.rollback(plan.rollback)
             if result is not None:
                 await self.flushed(result)
-            return GroupOutcome(0, sum(run.count for run in plan.rollback), plan.already_committed, {}, result)
+            return GroupOutcome(0, sum(run.messages for run in plan.rollback), plan.already_committed, {}, result)
         return await self._commit_group(key, plan)
 
     async def _commit_group(self, key: GroupKey, plan: GroupPlan) -> GroupOutcome:
@@ -309,8 +396,8 @@ class TransactionService:
         if result.status in STORED:
             self.ledger.committed.add(key, self.now_ms())
             await self.flushed(result)
-        committed = sum(run.count for run in plan.commit)
-        return GroupOutcome(committed, sum(run.count for run in plan.rollback), False, {}, result)
+        committed = sum(run.messages for run in plan.commit)
+        return GroupOutcome(committed, sum(run.messages for run in plan.rollback), False, {}, result)
 
     async def _read_runs(self, runs: list[HalfRun]) -> list[StoredRecord]:
         """The half messages of ``runs``, in offset order (waiting for the dispatcher to index them)."""

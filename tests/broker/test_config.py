@@ -48,3 +48,26 @@ def test_bad_values_are_named() -> None:
 def test_delay_levels_accept_milliseconds() -> None:
     config = BrokerConfig(message_delay_level="100ms 2s 1m 1h 1d")
     assert config.store_config().delay_levels_ms() == (100, 2000, 60_000, 3_600_000, 86_400_000)
+
+
+def test_transaction_settings_from_broker_conf(tmp_path: Path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        "transactionTimeOut=3000\ntransactionCheckInterval=30000\ntransactionCheckMax=5\n"
+        "rejectTransactionMessage=true\ntransactionGroupTimeout=60000\n"
+        "transactionGroupCommittedMax=500\ntransactionGroupCommittedRetentionHours=1.5\n"
+    )
+    config = BrokerConfig.from_file(conf)
+    assert (config.transaction_time_out, config.transaction_check_interval, config.transaction_check_max) == (
+        3000,
+        30_000,
+        5,
+    )
+    assert config.reject_transaction_message and config.transaction_group_timeout == 60_000
+    assert (config.transaction_group_committed_max, config.transaction_group_committed_retention_hours) == (500, 1.5)
+    defaults = BrokerConfig()  # RocketMQ's: checked after 6 s, every 60 s, at most 15 times
+    assert (defaults.transaction_time_out, defaults.transaction_check_interval, defaults.transaction_check_max) == (
+        6000,
+        60_000,
+        15,
+    )

@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketq.broker.transactions.batches import half_batch_properties
+from rocketq.broker.transactions.batches import (
+    batch_messages,
+    batch_size,
+    commit_suffix,
+    committed_batch,
+    half_batch_properties,
+    skip_items,
+)
 from rocketq.broker.transactions.committed import CommittedGroups
 from rocketq.broker.transactions.half import (
     HalfInfo,
@@ -21,6 +28,8 @@ from rocketq.broker.transactions.half import (
 from rocketq.broker.transactions.ledger import HalfRun, Ledger, Settings
 from rocketq.broker.transactions.ranges import OffsetRanges, as_ranges, decode_op_body, encode_op_body
 from rocketq.common.message import HALF_TOPIC, decode_properties, encode_properties
+from rocketq.common.record import StoredRecord
+from rocketq.protocol import BatchItem, decode_batch, encode_batch
 
 SETTINGS = Settings(timeout_ms=6_000, check_max=15, group_timeout_ms=900_000)
 
@@ -158,3 +167,24 @@ def test_a_snapshot_restores_what_the_ops_did_not_bring_back() -> None:
     assert copy.done_below == book.done_below and list(copy.settled) == list(book.settled)
     assert all(copy.is_settled(offset) == (offset in settled) for offset in range(20))
     assert checks == {min(set(range(20)) - set(settled)): 4} and ("PG", "x") in copy.committed
+
+
+def test_a_transactional_batch_commits_as_a_wire_batch_or_message_by_message() -> None:
+    items = [BatchItem(b"a", "TAGS\x01x"), BatchItem(b"b", "MSG_REGION\x01Mine\x02DELAY\x013", 3), BatchItem(b"c")]
+    wire = encode_batch(items)
+    assert decode_batch(skip_items(wire, 2)) == [items[2]] and skip_items(wire, 0) == wire
+    transaction = {"TRAN_MSG": "true", "PGROUP": "PG", "TRAN_GROUP_ID": "q:1", "TRAN_GROUP_PART": "0-0"}
+    broker = "MSG_REGION\x01DefaultRegion\x02TRACE_ON\x01true\x02CLUSTER\x01C"
+    properties = half_batch_properties(broker, transaction, "Topic", 2, len(items))
+    assert batch_size(properties) == 3 and batch_size("TAGS\x01x") == 1
+    half = StoredRecord(0, 0, 0, 0, 0, 7, 4096, 0, 1, bytes(8), 2, bytes(8), 0, 0, wire, HALF_TOPIC, properties)
+    batch = committed_batch(half, skip=1)
+    assert batch is not None and (batch.topic, batch.queue_id, batch.sys_flag) == ("Topic", 2, 8)
+    assert batch.prepared_transaction_offset == 4096 and batch.items == skip_items(wire, 1)
+    assert batch.properties_suffix == commit_suffix(broker, transaction)  # without the half message's own tail
+    messages = batch_messages(batch)
+    assert [m.body for m in messages] == [b"b", b"c"] and [m.flag for m in messages] == [3, 0]
+    first = decode_properties(messages[0].properties)
+    assert first["MSG_REGION"] == "Mine" and "DELAY" not in first  # a send's region kept, never delayed
+    assert (first["CLUSTER"], first["TRAN_GROUP_PART"], first["PGROUP"]) == ("C", "0-0", "PG")
+    assert {m.prepared_transaction_offset for m in messages} == {4096}

@@ -237,3 +237,11 @@ async def test_transactional_batches_through_both_store_paths(txn_broker: Broker
     assert [without_part(r) for r in committed[:2]] == [without_part(r) for r in committed[2:]]
     assert "DELAY" not in committed[3].properties and "REAL_TOPIC" not in committed[0].properties
     assert decode_properties(committed[0].properties)["KEYS"] == "k0"
+
+
+async def test_a_broker_may_reject_transactional_messages(tmp_path: Path, client: RemotingClient) -> None:
+    async with Broker(broker_config(tmp_path / "broker", reject_transaction_message=True)) as broker:
+        single = await client.invoke(broker.address, half_send("JavaTx", b"x", "UNIQ-R"), 3)
+        batch = await client.invoke(broker.address, transactional_batch("JavaTx", [BatchItem(b"y")], "0-0"), 3)
+        assert single.code == batch.code == ResponseCode.NO_PERMISSION
+        assert await pulled(client, broker, HALF_TOPIC, 0) == []

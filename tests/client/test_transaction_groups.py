@@ -18,6 +18,7 @@ from rocketq.client import (
     TransactionGroupError,
 )
 from rocketq.client.admin import AdminClient
+from rocketq.store import FlushDiskType
 from rocketq.testing import FakeClock, LocalCluster, ThreadedCluster
 
 from .transaction_helpers import bodies, visible
@@ -139,3 +140,15 @@ def test_the_blocking_api(tmp_path: Path) -> None:
             assert group.rollback("broker-a").rolled_back == 0
         cluster.call(cluster.cluster.wait_dispatched())
         assert bodies(cluster.call(visible(cluster, TOPIC))) == bodies(rows("0-0", 3))
+
+
+async def test_commits_wait_for_their_fsync_with_sync_flush(tmp_path: Path) -> None:
+    async with LocalCluster(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH) as cluster:
+        async with Producer(group=GROUP, namesrv_addr=cluster.namesrv_addr) as producer:
+            group = producer.transaction_group("durable:1")
+            await group.send_batch(rows("0-0", 5), MessageQueue(TOPIC, "broker-a", 0), "0-0")
+            await group.send(Message(TOPIC, b"one more"), MessageQueue(TOPIC, "broker-a", 1), "1-0")
+            outcome = await group.commit("broker-a", {"0-0": 5, "1-0": 1})
+        assert outcome.committed == 6
+        await cluster.wait_dispatched()
+        assert bodies(await visible(cluster, TOPIC)) == bodies([*rows("0-0", 5), Message(TOPIC, b"one more")])

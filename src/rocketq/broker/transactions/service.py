@@ -245,7 +245,14 @@ class TransactionService:
         """Store a settlement (``ops`` op messages first) and record it in the ledger, in this loop step."""
         context = self._context
         context.grouped_puts.put_pending()  # what the loop gathered goes first
-        result = self._store.put_together(messages, batches, dispatch=False)
+        start = self._store.commit_log.max_offset
+        try:
+            result = self._store.put_together(messages, batches, dispatch=False)
+        except Exception:  # a write failed: what part of the put did it store?
+            for run in runs:
+                run.settling = False
+            self._after_failed_put(start, ops)
+            raise
         context.dispatch.request(at_once=False)
         if result.status in STORED:
             self.ledger.settle(ranges, runs, result.queue_offsets[ops - 1] + 1)
@@ -254,6 +261,27 @@ class TransactionService:
                 run.settling = False
             log.warning("transactions: settling %s refused: %s %s", ranges, result.status.value, result.remark)
         return result
+
+    def _after_failed_put(self, start: int, ops: int) -> None:
+        """A settlement's put failed half way (an I/O error, not a refusal): the ops it stored stand, as
+        after a crash, and a commit op's missing messages are stored now."""
+        first = self._store.lookup_message(start)
+        if first is None or first.topic != OP_TOPIC:
+            return  # nothing of it reached the CommitLog
+        stored = [first, *reading.records_after(self._store, start, ops - 1)][:ops]
+        log.error(
+            "transactions: a settlement put failed after storing %d of its %d ops; completing it", len(stored), ops
+        )
+        for op in stored:
+            if op.topic == OP_TOPIC:
+                self.ledger.settle(decode_op_body(op.body), [])
+                info = op_info(op.properties)
+                if info.commit and info.group is not None:
+                    self.ledger.committed.add(info.group, op.store_timestamp)
+        for run in [r for r in self.ledger.runs.values() if all(map(self.ledger.is_settled, range(r.first, r.end)))]:
+            self.ledger.settle([], [run])
+        if stored[-1].topic == OP_TOPIC:
+            self._complete(stored[-1])
 
     def _op(
         self, ranges: list[Range], *, commit: bool, visible: int = 0, skip: int = 0, group: GroupKey | None = None

@@ -4,6 +4,7 @@ broker's check-back driven by a fake clock (one check round per advance of the c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -135,10 +136,13 @@ async def test_unknown_transactions_are_resolved_by_check_back(cluster: LocalClu
     ) as producer:  # fmt: skip
         for body in (b"yes", b"no"):
             await producer.send_message_in_transaction(Message(TOPIC, body))
-        clock.advance(5)  # younger than transactionTimeOut (6 s): not checked yet
-        await asyncio.sleep(0.1)
-        assert not asked
-        await check_round(cluster, clock, 1)
+        checks = cluster.brokers[0].transaction_checks
+        assert checks is not None
+        clock.advance(5)
+        await checks.check_round()  # a round now: both are younger than transactionTimeOut (6 s)
+        assert checks.checks_sent == 0
+        await check_round(cluster, clock, 2)
+        assert checks.checks_sent == 2
         await eventually(lambda: pending(cluster) == 0)
     assert asked == Counter({b"yes": 1, b"no": 1})
     await cluster.wait_dispatched()
@@ -190,12 +194,12 @@ async def test_a_killed_producer_is_resolved_by_another_of_its_group(cluster: Lo
         local_transaction=lambda m, a: TransactionState.UNKNOWN, check=lambda m: TransactionState.COMMIT, group=GROUP,
         namesrv_addr=cluster.namesrv_addr,
     ):  # fmt: skip
-        rounds = 0
-        while pending(cluster):  # the broker may still pick the dead producer's channel in a round
-            rounds += 1
-            assert rounds <= 5, "no live producer of the group was asked"
+        for rounds in range(1, 6):  # a round may still pick the dead producer's channel: then the next one
             await check_round(cluster, clock, rounds)
-            await asyncio.sleep(0.2)
+            with contextlib.suppress(AssertionError):
+                await eventually(lambda: pending(cluster) == 0, timeout=3)
+                break
+        assert pending(cluster) == 0, "no live producer of the group answered"
     await cluster.wait_dispatched()
     assert bodies(await visible(cluster, TOPIC)) == [b"from a producer that died"]
 

@@ -26,7 +26,7 @@ from rocketq.remoting.connection import next_opaque
 
 from .half import check_max_copy, checked_record
 from .ledger import HalfRun
-from .service import TransactionService
+from .service import TransactionError, TransactionService
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,10 @@ class CheckService:
                 continue
             await self._discard(run)
         for key in plan.orphans:
-            outcome = await service.end_group(key, None)
+            try:
+                outcome = await service.end_group(key, None)
+            except TransactionError:  # a request is ending it right now
+                continue
             log.warning(
                 "transactions: group %r of producer group %s was not ended in time: %d half messages rolled back",
                 key[1],

@@ -254,6 +254,9 @@ def bench_consumer(
     "--in-flight", type=click.IntRange(min=1), default=32, show_default=True, help="Sends (or batches) in flight."
 )
 @click.option("--batch", type=click.IntRange(min=1), default=256, show_default=True, help="Messages per batch.")
+@click.option(
+    "--slices", type=click.IntRange(min=1), default=4, show_default=True, help="Alternating slices of each pair."
+)
 @click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True, help="Rounds of all four.")
 @click.option(
     "--broker",
@@ -275,6 +278,7 @@ def bench_transactions(
     size: int,
     in_flight: int,
     batch: int,
+    slices: int,
     rounds: int,
     broker: str,
     directory: Path | None,
@@ -284,8 +288,8 @@ def bench_transactions(
     from rocketq.bench.transactions import NOTES, TransactionBenchOptions, run_transaction_bench
 
     options = TransactionBenchOptions(
-        messages=messages, size=size, in_flight=in_flight, batch=batch, rounds=rounds, broker=broker,
-        directory=directory,
+        messages=messages, size=size, in_flight=in_flight, batch=batch, slices=slices, rounds=rounds,
+        broker=broker, directory=directory,
     )  # fmt: skip
 
     def emit(measurement: Measurement) -> None:

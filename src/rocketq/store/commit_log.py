@@ -253,6 +253,8 @@ class CommitLog:
         mapped = self.files.last_file()
         if topic is None or mapped is None or message.sys_flag & _TXN_MASK in _NO_QUEUE_OFFSET:
             return None
+        if not mapped.wrote_position:  # an empty file may have been made ahead of the one being written
+            return None
         body = message.body
         properties = message.properties.encode()
         size = rec.RECORD_OVERHEAD + len(body) + len(topic) + len(properties)

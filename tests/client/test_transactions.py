@@ -228,3 +228,21 @@ async def test_transactional_messages_cannot_be_delayed(cluster: LocalCluster) -
             await producer.send_message_in_transaction(Message(TOPIC, b"x", delay_level=2))
     async with AdminClient(cluster.namesrv_addr) as admin:
         assert TOPIC not in await admin.topic_list()  # nothing was sent
+
+
+async def test_a_half_message_is_not_checked_before_its_immunity_time(cluster: LocalCluster, clock: FakeClock) -> None:
+    async with TransactionProducer(
+        local_transaction=lambda m, a: TransactionState.UNKNOWN, check=lambda m: TransactionState.COMMIT,
+        group=GROUP, namesrv_addr=cluster.namesrv_addr,
+    ) as producer:  # fmt: skip
+        message = Message(TOPIC, b"patient", properties={"CHECK_IMMUNITY_TIME_IN_SECONDS": "100"})
+        await producer.send_message_in_transaction(message)
+        checks = cluster.brokers[0].transaction_checks
+        assert checks is not None
+        await check_round(cluster, clock, 1)  # 60 s old: past transactionTimeOut, not past its immunity
+        assert checks.checks_sent == 0
+        await check_round(cluster, clock, 2)
+        assert checks.checks_sent == 1
+        await eventually(lambda: pending(cluster) == 0)
+    await cluster.wait_dispatched()
+    assert bodies(await visible(cluster, TOPIC)) == [b"patient"]

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from rocketq.admin.cli import admin
+from rocketq.client import Message, MessageQueue, SyncTransactionProducer, TransactionState
 from rocketq.testing import ThreadedCluster, wait_until
 
 
@@ -140,3 +141,24 @@ def test_consumer_group_commands(cluster: ThreadedCluster) -> None:
 def progress(cluster: ThreadedCluster) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = json.loads(invoke(cluster, "consumerProgress", "-g", "AG", "--json"))
     return rows
+
+
+def test_pending_transactions(cluster: ThreadedCluster) -> None:
+    assert json.loads(invoke(cluster, "pendingTransactions", "--json")) == []
+    with SyncTransactionProducer(
+        local_transaction=lambda m, a: TransactionState.UNKNOWN,
+        check=lambda m: TransactionState.UNKNOWN,
+        group="AdminTx",
+        namesrv_addr=cluster.namesrv_addr,
+    ) as producer:
+        for body in (b"one", b"two"):
+            producer.send_message_in_transaction(Message("AdminTxTopic", body))
+        group = producer.transaction_group("batch-9")
+        group.send_batch([Message("AdminTxTopic", b"x")] * 3, MessageQueue("AdminTxTopic", "broker-a", 0), "0-0")
+        rows = json.loads(invoke(cluster, "pendingTransactions", "--json"))
+        assert sum(r["halfMessages"] for r in rows) == 5 and {r["producerGroup"] for r in rows} == {"AdminTx"}
+        assert sum(r["transactionGroups"] for r in rows) == 1 and all(r["oldest"] for r in rows)
+        assert "AdminTx" in invoke(cluster, "pendingTransactions")
+        group.rollback("broker-a")
+        rows = json.loads(invoke(cluster, "pendingTransactions", "--json"))
+        assert sum(r["halfMessages"] for r in rows) == 2 and sum(r["transactionGroups"] for r in rows) == 0

@@ -63,3 +63,26 @@ def test_client_limits_come_from_broker_conf_keys() -> None:
     limits = config.server_limits()
     assert (limits.write_buffer_high_water, limits.write_buffer_low_water) == (8 << 20, 2 << 20)
     assert (limits.frame_timeout_s, limits.idle_timeout_s, limits.max_buffered_request_bytes) == (10, 60, 64 << 20)
+
+
+def test_transaction_settings_from_broker_conf(tmp_path: Path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        "transactionTimeOut=3000\ntransactionCheckInterval=30000\ntransactionCheckMax=5\n"
+        "rejectTransactionMessage=true\ntransactionGroupTimeout=60000\n"
+        "transactionGroupCommittedMax=500\ntransactionGroupCommittedRetentionHours=1.5\n"
+    )
+    config = BrokerConfig.from_file(conf)
+    assert (config.transaction_time_out, config.transaction_check_interval, config.transaction_check_max) == (
+        3000,
+        30_000,
+        5,
+    )
+    assert config.reject_transaction_message and config.transaction_group_timeout == 60_000
+    assert (config.transaction_group_committed_max, config.transaction_group_committed_retention_hours) == (500, 1.5)
+    defaults = BrokerConfig()  # RocketMQ's: checked after 6 s, every 60 s, at most 15 times
+    assert (defaults.transaction_time_out, defaults.transaction_check_interval, defaults.transaction_check_max) == (
+        6000,
+        60_000,
+        15,
+    )

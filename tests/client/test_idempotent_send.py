@@ -9,7 +9,6 @@ import asyncio
 import dataclasses
 import os
 import signal
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageQueue
 from rocketq.protocol import RequestCode
 from rocketq.store import FlushDiskType
-from rocketq.testing import LocalCluster
+from rocketq.testing import FakeClock, LocalCluster
 from rocketq.testing.cluster_process import ClusterProcess
 
 from .broker_taps import HeldReplies
@@ -26,14 +25,9 @@ from .broker_taps import HeldReplies
 TOPIC = "Payments"
 
 
-class FakeClock:
-    """Wall-clock seconds that move only when told to."""
-
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
+def move_to(clock: FakeClock, at: float) -> None:
+    assert at >= clock.time(), "a clock does not go back"
+    clock.advance(at - clock.time())
 
 
 def producer_config(namesrv_addr: str, **settings: object) -> ProducerConfig:
@@ -214,10 +208,10 @@ async def test_a_repeat_outside_the_window_is_stored_again(tmp_path: Path) -> No
         message = Message(TOPIC, b"twice, an hour apart")
         async with Producer(producer_config(cluster.namesrv_addr, idempotent=True)) as producer:
             first = await producer.send(message)
-            clock.now += 59
+            clock.advance(59)
             assert same_store(first, await producer.send(message))
             await cluster.wait_dispatched()
-            clock.now += 3600  # the first store is outside the window, in memory and in the index
+            clock.advance(3600)  # the first store is outside the window, in memory and in the index
             later = await producer.send(message)
             assert later.msg_id == first.msg_id and later.offset_msg_id != first.offset_msg_id
             assert same_store(later, await producer.send(message))  # the new store starts a new window
@@ -237,9 +231,9 @@ async def test_the_window_runs_from_the_first_store_also_when_the_index_answers(
             await cluster.wait_dispatched()
             async with AdminClient(cluster.namesrv_addr) as admin:
                 stored_at = (await admin.view_message(first.offset_msg_id)).store_timestamp / 1000
-            clock.now = stored_at + 30
+            move_to(clock, stored_at + 30)
             assert same_store(first, await producer.send(old))  # from the index, remembered again
-            clock.now = stored_at + 61
+            move_to(clock, stored_at + 61)
             assert not same_store(first, await producer.send(old))  # its window ended
         assert await stored(cluster.namesrv_addr) == 3
 

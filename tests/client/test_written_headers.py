@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 from rocketq.client.message import MessageQueue
 from rocketq.client.producer import Producer
 from rocketq.client.pull import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND, pull_request
+from rocketq.client.transactions import TransactionState, end_transaction_request
 from rocketq.protocol import PullMessageRequestHeader, RequestCode, SendMessageRequestHeaderV2
+from rocketq.protocol.headers import EndTransactionRequestHeader
 
 
 @given(
@@ -79,3 +81,38 @@ def test_a_send_request_is_its_v2_header(
         batch=batch,
     )
     assert request.ext_fields == header.to_ext_fields()
+
+
+@given(
+    st.from_regex(r"[A-Za-z0-9_-]{1,20}", fullmatch=True),
+    st.integers(0, 2**62),
+    st.integers(0, 2**62),
+    st.sampled_from(list(TransactionState)),
+    st.text(min_size=1, max_size=32),
+    st.one_of(st.none(), st.text(min_size=1, max_size=32)),
+    st.booleans(),
+)
+def test_an_end_transaction_request_is_its_header(
+    group: str,
+    queue_offset: int,
+    commit_log_offset: int,
+    state: TransactionState,
+    msg_id: str,
+    transaction_id: str | None,
+    from_check: bool,
+) -> None:
+    request = end_transaction_request(
+        group, queue_offset, commit_log_offset, state, msg_id, transaction_id, from_check=from_check
+    )
+    header = EndTransactionRequestHeader(
+        producer_group=group,
+        tran_state_table_offset=queue_offset,
+        commit_log_offset=commit_log_offset,
+        commit_or_rollback=state.value,
+        from_transaction_check=from_check,
+        msg_id=msg_id,
+        transaction_id=transaction_id,
+    )
+    assert request.code == RequestCode.END_TRANSACTION and request.is_oneway
+    assert request.ext_fields == header.to_ext_fields()
+    assert EndTransactionRequestHeader.from_ext_fields(request.ext_fields) == header

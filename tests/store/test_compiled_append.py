@@ -79,6 +79,7 @@ def as_messages(batch: BatchToStore, max_body: int) -> tuple[list[MessageToStore
                 born_host=batch.born_host,
                 store_host=batch.store_host,
                 reconsume_times=batch.reconsume_times,
+                prepared_transaction_offset=batch.prepared_transaction_offset,
             )
         )
     return messages, waits
@@ -111,8 +112,9 @@ def test_accepted_batches_are_stored_as_the_message_path_stores_them(
             for number, items in enumerate(batches):
                 batch = BatchToStore(
                     topic="TopicA", queue_id=number % 2, items=encode_batch(items), properties_suffix=SUFFIX,
-                    sys_flag=0, born_timestamp=1_700_000_000_000 + number, born_host=bytes([127, 0, 0, 1, 0, 0, 4, 1]),
-                    store_host=bytes([10, 0, 0, 2, 0, 0, 42, 155]), reconsume_times=number,
+                    sys_flag=8 * (number % 2), born_timestamp=1_700_000_000_000 + number,  # odd ones: committed
+                    born_host=bytes([127, 0, 0, 1, 0, 0, 4, 1]), store_host=bytes([10, 0, 0, 2, 0, 0, 42, 155]),
+                    reconsume_times=number, prepared_transaction_offset=(number % 2) * (1 << 40) + number,
                 )  # fmt: skip
                 measured = wire.measure_batch(batch, max_body_size=max_body)
                 expected = as_messages(batch, max_body)
@@ -211,3 +213,27 @@ def test_batches_rolling_across_files_are_stored_and_recovered(tmp_path: Path, f
         assert store.get_max_offset_in_queue("TopicA", 0) == 40
         stored = [store.lookup_message(offset) for offset in offsets]
         assert [record.body if record else None for record in stored] == bodies * 2
+
+
+@pytest.mark.parametrize("flush", list(FlushDiskType), ids=lambda flush: flush.value)
+def test_a_put_together_rolls_over_files_in_order(tmp_path: Path, flush: FlushDiskType) -> None:
+    """``put_together`` makes the files its parts need before writing any: every part still starts in the
+    file being written (a lone message of a known topic too, which takes the one-message append), each
+    file ends with its filler, and the dispatcher and a restart find every record."""
+    config = small_config(tmp_path / "store", max_message_size=2048, flush_disk_type=flush)
+    items = encode_batch([BatchItem(bytes(600), "TAGS\x01t") for _ in range(12)])  # about two files
+    with MessageStore(config) as store:
+        for _ in range(2):  # the topic is known now, and the first file mostly full
+            assert store.put_message(message(topic="Ops", body=bytes(1500))).ok
+        batch = BatchToStore(topic="TopicB", queue_id=0, items=items, properties_suffix=SUFFIX)
+        measured = store.measure_batch(batch)
+        assert measured is not None
+        result = store.put_together([message(topic="Ops", body=b"op")], [measured, measured])
+        assert result.ok and len(result.physical_offsets) == 25
+        assert result.physical_offsets[0] < 4096  # the lone message went into the file being written
+        assert result.physical_offsets == sorted(result.physical_offsets)
+        store.dispatch_now()
+        assert (store.get_max_offset_in_queue("Ops", 0), store.get_max_offset_in_queue("TopicB", 0)) == (3, 24)
+    with MessageStore(config) as store:
+        found = [store.lookup_message(offset) for offset in result.physical_offsets]
+        assert [record.topic for record in found if record] == ["Ops", *["TopicB"] * 24]

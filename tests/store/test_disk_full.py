@@ -195,3 +195,36 @@ def test_sync_flush_batch_whose_write_finds_the_disk_full_drops_the_file_it_roll
     with MessageStore(config) as store:
         record = store.lookup_message(end)
         assert record is not None and record.body == b"after"
+
+
+@FLUSH_TYPES
+def test_messages_and_wire_batches_put_together_are_refused_whole(tiny_disk: Path, flush: FlushDiskType) -> None:
+    """``put_together`` (a transaction's ops and the batches its commit makes visible) reserves the files
+    of all its parts first: on a disk with room for one more file it stores nothing, then all of it."""
+    config = tiny_disk_config(tiny_disk, flush_disk_type=flush)
+    with MessageStore(config) as store:
+        assert store.put_message(message(body=bytes(1000))).ok
+        before = store.commit_log.max_offset
+        free = shutil.disk_usage(tiny_disk).free
+        (tiny_disk / "ballast").write_bytes(bytes(max(0, free - 256 * 1024 - 64 * 1024)))  # room for one file
+        items = encode_batch([BatchItem(bytes(100_000), "TAGS\x01t") for _ in range(3)])
+        measured = [
+            store.measure_batch(BatchToStore(topic="TopicB", queue_id=queue, items=items, properties_suffix=""))
+            for queue in (0, 1)
+        ]
+        if None in measured:
+            pytest.skip("the compiled append is not available (numba)")
+        batches = [m for m in measured if m is not None]
+        ops = [message(topic="Ops", body=b"op")]
+        assert store.put_together(ops, batches).status is PutStatus.DISK_FULL  # each part alone would fit
+        assert len(store.commit_log.files.files) == 1 and store.commit_log.max_offset == before
+        (tiny_disk / "ballast").unlink()
+        store.retention.run()
+        together = store.put_together(ops, batches)
+        assert together.ok and together.queue_offsets == [0, 0, 1, 2, 0, 1, 2]
+        assert together.physical_offsets == sorted(together.physical_offsets)  # in order, across three files
+    with MessageStore(config) as store:
+        assert [r.topic for r in (store.lookup_message(o) for o in together.physical_offsets) if r] == [
+            "Ops",
+            *["TopicB"] * 6,
+        ]

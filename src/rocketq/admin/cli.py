@@ -130,6 +130,31 @@ def delete_topic(namesrv: str, topic: str, cluster: str | None, as_json: bool) -
     emit(as_json, {"topic": topic, "brokers": brokers}, ["deleted", "broker"], [[topic, b] for b in brokers])
 
 
+@admin.command("pendingTransactions")
+@namesrv_option
+@click.option("-c", "--cluster", help="only the brokers of this cluster")
+@json_option
+def pending_transactions(namesrv: str, cluster: str | None, as_json: bool) -> None:
+    """Half messages waiting for their transaction to end, per broker and producer group."""
+    pending = run(namesrv, lambda a: a.pending_transactions(cluster))
+    rows = [
+        [
+            broker,
+            row.producer_group,
+            row.half_messages,
+            row.transaction_groups,
+            row.runs,
+            timestamp(row.oldest_store_timestamp),
+            answer.committed_groups,
+        ]
+        for broker, answer in pending.items()
+        for row in answer.groups
+    ]
+    names = ["broker", "producerGroup", "halfMessages", "transactionGroups", "runs", "oldest", "committedGroups"]
+    documents = [dict(zip(names, row, strict=True)) for row in rows]
+    emit(as_json, documents, names, rows)
+
+
 @admin.command("sendMessage")
 @namesrv_option
 @click.option("-t", "--topic", required=True)

@@ -367,3 +367,43 @@ def bench_spark(
     )
 
     run_bench(lambda emit: run_spark_bench(options, emit), NOTES, as_json, path_note=False)
+
+
+@bench.command("transactions")
+@click.option(
+    "--messages", type=click.IntRange(min=1), default=20_000, show_default=True, help="Messages per measurement."
+)
+@click.option(
+    "--size", type=click.IntRange(min=8, max=1_000_000), default=100, show_default=True, help="Body size in bytes."
+)
+@click.option(
+    "--in-flight", type=click.IntRange(min=1), default=32, show_default=True, help="Sends (or batches) in flight."
+)
+@click.option("--batch", type=click.IntRange(min=1), default=256, show_default=True, help="Messages per batch.")
+@click.option(
+    "--slices", type=click.IntRange(min=1), default=4, show_default=True, help="Alternating slices of each pair."
+)
+@click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True, help="Rounds of all four.")
+@broker_option
+@dir_option
+@json_option
+def bench_transactions(
+    messages: int,
+    size: int,
+    in_flight: int,
+    batch: int,
+    slices: int,
+    rounds: int,
+    broker: str,
+    directory: Path | None,
+    as_json: bool,
+) -> None:
+    """Measure transactional messages and grouped transactions against plain sends of the same shape."""
+    from rocketq.bench.transactions import NOTES, TransactionBenchOptions, run_transaction_bench
+
+    options = TransactionBenchOptions(
+        messages=messages, size=size, in_flight=in_flight, batch=batch, slices=slices, rounds=rounds,
+        broker=broker, directory=directory,
+    )  # fmt: skip
+
+    run_bench(lambda emit: run_transaction_bench(options, emit), NOTES, as_json)

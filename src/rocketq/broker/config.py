@@ -83,6 +83,14 @@ class BrokerConfig:
     acl_enable: bool = False  # check every request against acl_file's accounts (RocketMQ's aclEnable)
     acl_file: Path | None = None  # a plain_acl.yml; from_file: "plain_acl.yml" beside the broker.conf
     acl_file_check_interval_ms: int = 1000  # how often the file's modification time is looked at
+    reject_transaction_message: bool = False  # refuse transactional half messages (NO_PERMISSION)
+    transaction_time_out: int = 6_000  # ms: a half message is checked back once this old (transactionTimeOut)
+    transaction_check_interval: int = 60_000  # ms between check rounds (transactionCheckInterval)
+    transaction_check_max: int = 15  # unanswered checks before a half message is rolled back
+    # rocketq-only, grouped transactions (docs/transactions.md):
+    transaction_group_timeout: int = 900_000  # ms: a group's half messages without an immunity time wait this long
+    transaction_group_committed_max: int = 100_000  # committed group ids remembered (a replay of older ones is not)
+    transaction_group_committed_retention_hours: float = 168.0  # and for at most this long
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> BrokerConfig:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from rocketq.broker.client_manager import ClientManager
+from rocketq.broker.clock import SYSTEM_CLOCK, Clock
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.consume_rates import ConsumeRates
 from rocketq.broker.consumer_filters import ConsumerFilterManager
@@ -29,6 +29,7 @@ from rocketq.store import MessageStore
 
 if TYPE_CHECKING:
     from rocketq.broker.idempotent_sends import IdempotentSends
+    from rocketq.broker.transactions.service import TransactionService
 
 log = logging.getLogger(__name__)
 
@@ -56,8 +57,9 @@ class BrokerContext:
     register_now: Callable[[], Awaitable[object]] = _nothing  # re-register and wait for it
     background: set[asyncio.Task[object]] = field(default_factory=set)
     consume_rates: ConsumeRates = field(default_factory=ConsumeRates)  # consumeTps of GET_CONSUME_STATS
-    clock: Callable[[], float] = time.time  # wall-clock seconds for time-dependent behaviour (tests inject one)
+    clock: Clock = SYSTEM_CLOCK  # wall-clock time for time-dependent behaviour (tests inject a FakeClock)
     idempotent_sends: IdempotentSends | None = None  # the idempotent-send window, in front of the send handlers
+    transactions: TransactionService | None = None  # set by the broker before it serves
 
     store_host: bytes = bytes(8)  # ``address`` packed as records store it: set with ``address`` by advertise()
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Any
 
 from rocketq.acl import AclConfigError
 from rocketq.broker import consume_rates
 from rocketq.broker.acl import BrokerAcl
 from rocketq.broker.client_manager import ClientManager
+from rocketq.broker.clock import SYSTEM_CLOCK, Clock
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.consumer_filters import ConsumerFilterManager
 from rocketq.broker.consumer_offsets import ConsumerOffsetManager
@@ -28,6 +29,8 @@ from rocketq.broker.registration import Registrar
 from rocketq.broker.schedule import ScheduleService
 from rocketq.broker.subscription_groups import SubscriptionGroupManager
 from rocketq.broker.topic_config import TopicConfigManager
+from rocketq.broker.transactions.checks import CheckService
+from rocketq.broker.transactions.service import TransactionService
 from rocketq.remoting import Connection, RemotingClient, RemotingServer, RequestHandler
 from rocketq.remoting.address import listens_beyond_loopback
 from rocketq.remoting.server import BlockingHandler
@@ -39,10 +42,12 @@ log = logging.getLogger(__name__)
 
 class Broker:
     """``async with Broker(config) as broker:`` starts it; ``aclose()`` stops it gracefully: stop
-    accepting, answer held pulls, finish in-flight requests, persist offsets, close the store."""
+    accepting, answer held pulls, finish in-flight requests, persist offsets, close the store.
+    ``clock`` drives the transaction check-back (tests give a ``rocketq.testing.FakeClock``)."""
 
-    def __init__(self, config: BrokerConfig, *, clock: Callable[[], float] = time.time) -> None:
-        """``clock``: wall-clock seconds, for what depends on time (the idempotent-send window)."""
+    def __init__(self, config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK) -> None:
+        """``clock``: wall-clock time, for what depends on it (the transaction check-back, the idempotent-send
+        window, filter data); tests pass a ``rocketq.testing.FakeClock``."""
         self.config = config
         self.clock = clock
         self.store = MessageStore(config.store_config())
@@ -62,7 +67,10 @@ class Broker:
         )
         self.clients = ClientManager()
         self.filters = ConsumerFilterManager(
-            root / "consumerFilter.json", config.bloom_filter(), clean_after_ms=config.filter_data_clean_time_span
+            root / "consumerFilter.json",
+            config.bloom_filter(),
+            clean_after_ms=config.filter_data_clean_time_span,
+            clock=clock.time,
         )
         self._tasks: list[asyncio.Task[Any]] = []
         self._server: RemotingServer | None = None
@@ -73,6 +81,8 @@ class Broker:
         self.schedule: ScheduleService | None = None
         self.channels_expired = 0  # client channels dropped for want of heartbeats (channelExpiredTimeout)
         self.acl: BrokerAcl | None = None  # with aclEnable: the rules in force (rocketq.broker.acl)
+        self.transactions: TransactionService | None = None
+        self.transaction_checks: CheckService | None = None
 
     @property
     def port(self) -> int:
@@ -134,9 +144,12 @@ class Broker:
                 self.store,
                 window_ms=config.idempotent_send_window_ms,
                 max_entries=config.idempotent_send_max_entries,
-                clock=self.clock,
+                clock=self.clock.time,
             ),
         )
+        self.transactions = self.context.transactions = TransactionService(self.context, self.clock)
+        await self.transactions.load()
+        self.transaction_checks = CheckService(self.transactions, self.context)
         self._server = RemotingServer(
             handler_table(self.context),
             host=config.listen_host,
@@ -166,6 +179,7 @@ class Broker:
         self._spawn(self._every(config.flush_consumer_offset_interval_ms / 1000, self._persist_offsets))
         self._spawn(self._every(config.client_channel_scan_interval_ms / 1000, self._expire_channels))
         self._spawn(self.schedule.run())
+        self._spawn(self.transaction_checks.run())
         self.consume_rates.sample(time.monotonic())
         self._spawn(self._every(consume_rates.SAMPLE_INTERVAL_S, self._sample_consume_rates))
         if self.acl is not None:
@@ -243,6 +257,8 @@ class Broker:
             await self._client.aclose()
         if self.schedule is not None:
             self.schedule.persist()
+        if self.transactions is not None and self.transactions.loaded:
+            self.transactions.persist()
         self.offsets.persist(force=True)
         self.filters.persist()
         await asyncio.to_thread(self.store.close)

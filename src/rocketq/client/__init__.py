@@ -12,6 +12,10 @@ from rocketq.client.queue_reader import OffsetOutOfRangeError, QueueChunk, Queue
 from rocketq.client.selector import MessageSelector
 from rocketq.client.sync import SyncProducer, SyncPullConsumer, SyncPushConsumer
 from rocketq.client.sync_tools import SyncAdminClient, SyncQueueReader
+from rocketq.client.sync_transactions import SyncTransactionGroup, SyncTransactionProducer
+from rocketq.client.transaction_group import TransactionGroup, TransactionGroupError
+from rocketq.client.transactions import TransactionProducer, TransactionSendResult, TransactionState
+from rocketq.protocol.transactions import TransactionGroupResult
 
 __all__ = [
     "AdminClient",
@@ -41,5 +45,13 @@ __all__ = [
     "SyncPullConsumer",
     "SyncPushConsumer",
     "SyncQueueReader",
+    "SyncTransactionGroup",
+    "SyncTransactionProducer",
+    "TransactionGroup",
+    "TransactionGroupError",
+    "TransactionGroupResult",
+    "TransactionProducer",
+    "TransactionSendResult",
+    "TransactionState",
     "decode_messages",
 ]

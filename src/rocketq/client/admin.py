@@ -50,6 +50,7 @@ from rocketq.protocol.headers import (
     ViewMessageRequestHeader,
 )
 from rocketq.protocol.namesrv_headers import DeleteTopicFromNamesrvRequestHeader
+from rocketq.protocol.transactions import PendingTransactions
 from rocketq.remoting import RemotingError
 from rocketq.remoting.connection import next_opaque
 
@@ -252,6 +253,15 @@ class AdminClient:
                 for row in TopicStatsTable.decode(response.body).offset_table
             )
         return sorted(statuses, key=lambda status: (status.queue.broker_name, status.queue.queue_id))
+
+    async def pending_transactions(self, cluster: str | None = None) -> dict[str, PendingTransactions]:
+        """Each master's pending half messages per producer group, by broker name (a rocketq broker's
+        GET_PENDING_TRANSACTIONS; RocketMQ's brokers do not answer it)."""
+        pending: dict[str, PendingTransactions] = {}
+        for name, address in sorted((await self.master_addresses(cluster)).items()):
+            response = await self._broker(address, RequestCode.GET_PENDING_TRANSACTIONS, {})
+            pending[name] = PendingTransactions.decode(response.body)
+        return pending
 
     # -- messages -------------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from rocketq.client.config import ClientConfig
 from rocketq.client.errors import MQClientError, broker_error
 from rocketq.client.route import MASTER_ID
 from rocketq.protocol import (
+    ClusterInfo,
     HeartbeatData,
     ProducerData,
     RemotingCommand,
@@ -137,6 +138,16 @@ class ClientInstance:
         if response.code != ResponseCode.SUCCESS or offset is None:
             raise MQClientError(f"{name} for {where} answered {response.code}: {response.remark}")
         return int(offset)
+
+    async def update_broker_addresses(self) -> None:
+        """Learn every broker's addresses from the name servers' cluster table (a client that has not
+        looked up a topic yet knows none)."""
+        request = make_request(RequestCode.GET_BROKER_CLUSTER_INFO, opaque=next_opaque())
+        response = await self.invoke_namesrv(request)
+        if response.code != ResponseCode.SUCCESS:
+            raise broker_error(response.code, response.remark, "name server")
+        for name, data in ClusterInfo.decode(response.body).broker_addr_table.items():
+            self.broker_addrs[name] = dict(data.broker_addrs)
 
     # -- brokers --------------------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ import logging
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mypy_extensions import mypyc_attr
 
@@ -36,8 +36,11 @@ from rocketq.common.names import NOT_SENDABLE_TOPICS, empty_property_problem, se
 from rocketq.common.record import SysFlag
 from rocketq.protocol import BatchItem, RemotingCommand, RequestCode, ResponseCode, encode_batch, make_request
 from rocketq.protocol.headers import IDEMPOTENT_SEND_FIELD
-from rocketq.remoting import ConnectionClosedError, RemotingError, RemotingTimeoutError
+from rocketq.remoting import ConnectionClosedError, RemotingError, RemotingTimeoutError, RequestHandler
 from rocketq.remoting.connection import next_opaque
+
+if TYPE_CHECKING:
+    from rocketq.client.transaction_group import TransactionGroup
 
 log = logging.getLogger(__name__)
 
@@ -89,13 +92,17 @@ class Producer:
             raise MQClientError("the producer is closed; make a new one")
         if self._instance is not None:
             raise MQClientError("the producer is already started")
-        instance = ClientInstance(self.config.client)
+        instance = ClientInstance(self.config.client, handlers=self._request_handlers())
         instance.producer_groups.add(self.config.group)
         instance.route_listeners.append(self._route_changed)
         await instance.start()
         self._instance = instance
         self._ids = UniqueIdGenerator(instance.client_ip)
         return self
+
+    def _request_handlers(self) -> dict[int, RequestHandler]:
+        """Handlers of the requests brokers send this producer (a transaction producer answers checks)."""
+        return {}
 
     async def aclose(self) -> None:
         if self._instance is None:
@@ -209,10 +216,15 @@ class Producer:
     def _idempotent(self, idempotent: bool | None) -> bool:
         return self.config.idempotent if idempotent is None else idempotent
 
-    def _prepare(self, message: Message, idempotent: bool) -> tuple[bytes, str, int, str]:
-        """(body, properties text, sys_flag, unique id) as they go on the wire. An idempotent send keeps
-        its unique id in ``message.properties``: a later send of the same message is a repeat of it."""
+    def _prepare(
+        self, message: Message, idempotent: bool = False, extra: dict[str, str] | None = None
+    ) -> tuple[bytes, str, int, str]:
+        """(body, properties text, sys_flag, unique id) as they go on the wire (``extra``: properties the
+        client adds, a transaction's). An idempotent send keeps its unique id in ``message.properties``: a
+        later send of the same message is a repeat of it."""
         properties = self._checked_properties(message)
+        if extra is not None:
+            properties.update(extra)
         assert self._ids is not None
         unique_id = properties.setdefault(
             Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, self._ids.next_id(int(time.time() * 1000))
@@ -220,10 +232,12 @@ class Producer:
         if idempotent:
             message.properties[Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = unique_id
         body, sys_flag = message.body, 0
+        if properties.get(Property.TRANSACTION_PREPARED) == "true":  # a half message, as Java marks it
+            sys_flag = SysFlag.TRANSACTION_PREPARED_TYPE
         if len(body) > self.config.compress_msg_body_over_howmuch:
             compressed = zlib.compress(body, self.config.compress_level)
             if len(compressed) < len(body):
-                body, sys_flag = compressed, SysFlag.COMPRESSED
+                body, sys_flag = compressed, sys_flag | SysFlag.COMPRESSED
         return body, self._properties_text(properties), sys_flag, unique_id
 
     def _request(
@@ -264,6 +278,9 @@ class Producer:
         if address is None:
             await self.instance.update_route(queue.topic)
             address = self.instance.master_address(queue.broker_name)
+        if address is None:  # a queue chosen by the caller, of a topic its broker will create
+            await self.instance.update_broker_addresses()
+            address = self.instance.master_address(queue.broker_name)
         if address is None:
             raise MQClientError(f"broker {queue.broker_name} has no master address")
         return address
@@ -303,10 +320,15 @@ class Producer:
         return await self._send_message(message, timeout, self.config.retry_times_when_send_failed, idempotent)
 
     async def _send_message(
-        self, message: Message, timeout: float | None, retries: int, idempotent: bool | None
+        self,
+        message: Message,
+        timeout: float | None,
+        retries: int,
+        idempotent: bool | None,
+        extra: dict[str, str] | None = None,
     ) -> SendResult:
         marked = self._idempotent(idempotent)
-        body, properties, sys_flag, unique_id = self._prepare(message, marked)
+        body, properties, sys_flag, unique_id = self._prepare(message, marked, extra)
 
         def request(queue: MessageQueue) -> RemotingCommand:
             return self._request(queue, body, properties, sys_flag, message.flag, idempotent=marked)
@@ -425,6 +447,12 @@ class Producer:
         request = self._request(queue, body, properties, sys_flag, message.flag, idempotent=marked)
         return await self._send_once(queue, request, unique_id, timeout or self.config.send_msg_timeout_s)
 
+    def transaction_group(self, group_id: str, *, immunity_s: int | None = None) -> TransactionGroup:
+        """A grouped transaction sent and ended through this producer (``rocketq.client.transaction_group``)."""
+        from rocketq.client.transaction_group import DEFAULT_IMMUNITY_S, TransactionGroup
+
+        return TransactionGroup(self, group_id, immunity_s=immunity_s or DEFAULT_IMMUNITY_S)
+
     async def send_batch(
         self,
         messages: Sequence[Message],
@@ -437,27 +465,8 @@ class Producer:
         (retried there), or to a queue chosen as for ``send`` (a retry goes to another broker). Idempotent,
         the batch is one unit: a repeat of it (the same messages, hence unique ids) is answered with the
         first store's result."""
-        if not messages:
-            raise MQClientError("empty batch")
-        topics = {m.topic for m in messages}
-        if len(topics) != 1:
-            raise MQClientError(f"a batch must have one topic, not {sorted(topics)}")
-        if any(m.delay_level > 0 for m in messages):
-            raise MQClientError("a batch cannot carry delayed messages")
         marked = self._idempotent(idempotent)
-        items, ids = [], []
-        assert self._ids is not None
-        fresh_ids = self._ids.next_ids(len(messages), int(time.time() * 1000))
-        for message, fresh_id in zip(messages, fresh_ids, strict=True):
-            properties = self._checked_properties(message)
-            unique_id = properties.setdefault(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, fresh_id)
-            if marked:
-                message.properties[Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = unique_id
-            ids.append(unique_id)
-            items.append(BatchItem(message.body, self._properties_text(properties), message.flag))
-        body = encode_batch(items)
-        if len(body) > self.config.max_message_size:
-            raise MQClientError(f"the batch of {len(body)} bytes exceeds the maximum {self.config.max_message_size}")
+        body, ids = self._batch_body(messages, marked)
 
         def request(target: MessageQueue) -> RemotingCommand:
             return self._request(target, body, "", 0, 0, batch=True, idempotent=marked)
@@ -467,6 +476,32 @@ class Producer:
             raise MQClientError(f"the batch's topic is {topic!r}, the queue's {queue.topic!r}")
         retries = self.config.retry_times_when_send_failed
         return await self._send_with_retries(topic, request, ",".join(ids), timeout, retries, marked, queue)
+
+    def _batch_body(self, messages: Sequence[Message], idempotent: bool = False) -> tuple[bytes, list[str]]:
+        """A batch's request body and its messages' unique ids (MQClientError when it is not a valid
+        batch: empty, several topics, delayed messages, too large). Idempotent, each message keeps its
+        unique id in ``message.properties``."""
+        if not messages:
+            raise MQClientError("empty batch")
+        topics = {m.topic for m in messages}
+        if len(topics) != 1:
+            raise MQClientError(f"a batch must have one topic, not {sorted(topics)}")
+        if any(m.delay_level > 0 for m in messages):
+            raise MQClientError("a batch cannot carry delayed messages")
+        items, ids = [], []
+        assert self._ids is not None
+        fresh_ids = self._ids.next_ids(len(messages), int(time.time() * 1000))
+        for message, fresh_id in zip(messages, fresh_ids, strict=True):
+            properties = self._checked_properties(message)
+            unique_id = properties.setdefault(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, fresh_id)
+            if idempotent:
+                message.properties[Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = unique_id
+            ids.append(unique_id)
+            items.append(BatchItem(message.body, self._properties_text(properties), message.flag))
+        body = encode_batch(items)
+        if len(body) > self.config.max_message_size:
+            raise MQClientError(f"the batch of {len(body)} bytes exceeds the maximum {self.config.max_message_size}")
+        return body, ids
 
 
 _MAYBE_STORED = (RemotingTimeoutError, ConnectionClosedError)

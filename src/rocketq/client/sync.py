@@ -8,7 +8,7 @@ import asyncio
 import threading
 from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mypy_extensions import mypyc_attr
 
@@ -20,6 +20,9 @@ from rocketq.client.producer import Producer, QueueSelector
 from rocketq.client.pull_consumer import PullConsumer
 from rocketq.client.push_consumer import PushConsumer
 from rocketq.client.selector import MessageSelector
+
+if TYPE_CHECKING:
+    from rocketq.client.sync_transactions import SyncTransactionGroup
 
 T = TypeVar("T")
 
@@ -80,12 +83,16 @@ class SyncProducer:
         self, config: ProducerConfig | None = None, *, group: str | None = None, namesrv_addr: str | None = None
     ) -> None:
         self._loop = LoopThread(name="rocketq-producer")
-        self._producer = Producer(config, group=group, namesrv_addr=namesrv_addr)
+        self._producer = self._make_producer(config, group, namesrv_addr)
         try:
             self._loop.call(self._producer.start())
         except BaseException:
             self._loop.stop()
             raise
+
+    def _make_producer(self, config: ProducerConfig | None, group: str | None, namesrv_addr: str | None) -> Producer:
+        """The async producer this one runs (a subclass may run another kind)."""
+        return Producer(config, group=group, namesrv_addr=namesrv_addr)
 
     def send(self, message: Message, *, timeout: float | None = None, idempotent: bool | None = None) -> SendResult:
         return self._loop.call(self._producer.send(message, timeout=timeout, idempotent=idempotent))
@@ -128,6 +135,14 @@ class SyncProducer:
         idempotent: bool | None = None,
     ) -> SendResult:
         return self._loop.call(self._producer.send_batch(messages, queue=queue, timeout=timeout, idempotent=idempotent))
+
+    def transaction_group(self, group_id: str, *, immunity_s: int | None = None) -> SyncTransactionGroup:
+        """A grouped transaction sent and ended through this producer (``rocketq.client.transaction_group``)."""
+        from rocketq.client.sync_transactions import SyncTransactionGroup
+        from rocketq.client.transaction_group import DEFAULT_IMMUNITY_S, TransactionGroup
+
+        group = TransactionGroup(self._producer, group_id, immunity_s=immunity_s or DEFAULT_IMMUNITY_S)
+        return SyncTransactionGroup(self._loop, group)
 
     def close(self) -> None:
         self._loop.close_with(self._producer.aclose())

@@ -34,6 +34,10 @@ class Property:
     MSG_REGION: Final = "MSG_REGION"
     TRACE_SWITCH: Final = "TRACE_ON"
     CLUSTER: Final = "CLUSTER"
+    TRANSACTION_CHECK_TIMES: Final = "TRANSACTION_CHECK_TIMES"
+    CHECK_IMMUNITY_TIME_IN_SECONDS: Final = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+    TRANSACTION_GROUP_ID: Final = "TRAN_GROUP_ID"  # rocketq-only: a grouped transaction's id
+    TRANSACTION_GROUP_PART: Final = "TRAN_GROUP_PART"  # rocketq-only: the part of it a message belongs to
 
 
 KEY_SEPARATOR: Final = " "
@@ -41,6 +45,15 @@ KEY_SEPARATOR: Final = " "
 
 SCHEDULE_TOPIC: Final = "SCHEDULE_TOPIC_XXXX"
 """Delayed messages wait here; their ConsumeQueue tag code is the delivery time."""
+
+HALF_TOPIC: Final = "RMQ_SYS_TRANS_HALF_TOPIC"
+"""Transactional half messages wait here (queue 0) until their transaction is committed or rolled back."""
+
+OP_TOPIC: Final = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+"""Where the broker records that half messages were settled (each op body lists half-queue offsets)."""
+
+CHECK_MAX_TOPIC: Final = "TRANS_CHECK_MAX_TIME_TOPIC"
+"""Half messages rolled back after their last unanswered check are copied here, for operators."""
 
 
 def encode_properties(properties: Mapping[str, str]) -> str:

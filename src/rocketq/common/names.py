@@ -11,14 +11,21 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
-from rocketq.common.message import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, SCHEDULE_TOPIC
+from rocketq.common.message import (
+    CHECK_MAX_TOPIC,
+    HALF_TOPIC,
+    NAME_VALUE_SEPARATOR,
+    OP_TOPIC,
+    PROPERTY_SEPARATOR,
+    SCHEDULE_TOPIC,
+)
 
 TOPIC_MAX_LENGTH: Final = 127
 GROUP_MAX_LENGTH: Final = 255
 NAME_CHARACTERS: Final = "[%|a-zA-Z0-9_-]"
 _VALID_NAME: Final = re.compile(f"^{NAME_CHARACTERS}+$")
 
-NOT_SENDABLE_TOPICS: Final = frozenset([SCHEDULE_TOPIC])
+NOT_SENDABLE_TOPICS: Final = frozenset([SCHEDULE_TOPIC, HALF_TOPIC, OP_TOPIC, CHECK_MAX_TOPIC])
 """Topics the broker writes itself: a message sent there directly would be read as one of its own."""
 
 

@@ -133,7 +133,7 @@ def record_struct(body_length: int, topic_length: int, properties_length: int) -
     return packer
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class StoredRecord:
     """A decoded record. ``body`` is as stored (still compressed when sys_flag says so)."""
 
@@ -154,6 +154,44 @@ class StoredRecord:
     body: bytes
     topic: str
     properties: str
+
+    def __init__(  # written out: see rocketq.native.modules (a transaction's commit decodes its half message)
+        self,
+        total_size: int,
+        magic_code: int,
+        body_crc: int,
+        queue_id: int,
+        flag: int,
+        queue_offset: int,
+        physical_offset: int,
+        sys_flag: int,
+        born_timestamp: int,
+        born_host: bytes,
+        store_timestamp: int,
+        store_host: bytes,
+        reconsume_times: int,
+        prepared_transaction_offset: int,
+        body: bytes,
+        topic: str,
+        properties: str,
+    ) -> None:
+        object.__setattr__(self, "total_size", total_size)
+        object.__setattr__(self, "magic_code", magic_code)
+        object.__setattr__(self, "body_crc", body_crc)
+        object.__setattr__(self, "queue_id", queue_id)
+        object.__setattr__(self, "flag", flag)
+        object.__setattr__(self, "queue_offset", queue_offset)
+        object.__setattr__(self, "physical_offset", physical_offset)
+        object.__setattr__(self, "sys_flag", sys_flag)
+        object.__setattr__(self, "born_timestamp", born_timestamp)
+        object.__setattr__(self, "born_host", born_host)
+        object.__setattr__(self, "store_timestamp", store_timestamp)
+        object.__setattr__(self, "store_host", store_host)
+        object.__setattr__(self, "reconsume_times", reconsume_times)
+        object.__setattr__(self, "prepared_transaction_offset", prepared_transaction_offset)
+        object.__setattr__(self, "body", body)
+        object.__setattr__(self, "topic", topic)
+        object.__setattr__(self, "properties", properties)
 
 
 class RecordFormatError(ValueError):

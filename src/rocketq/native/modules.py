@@ -70,6 +70,12 @@ COMPILED_MODULES: Final = (
     "rocketq.broker.server",
     "rocketq.broker.subscription_groups",
     "rocketq.broker.topic_config",
+    "rocketq.broker.handlers.transactions",
+    "rocketq.broker.transactions.batches",
+    "rocketq.broker.transactions.half",
+    "rocketq.broker.transactions.ledger",
+    "rocketq.broker.transactions.ranges",
+    "rocketq.broker.transactions.service",
     "rocketq.client.consume_threads",
     "rocketq.client.consumer_core",
     "rocketq.client.instance",
@@ -84,6 +90,7 @@ COMPILED_MODULES: Final = (
     "rocketq.client.push_consumer",
     "rocketq.client.route",
     "rocketq.client.sync",
+    "rocketq.client.transactions",
     "rocketq.client.unique_id",
 )
 """Dotted names of the compiled modules; none of them is a package ``__init__``."""

@@ -142,6 +142,10 @@ class RequestCode(IntEnum):
     QUERY_DATA_VERSION = 322
     ADD_WRITE_PERM_OF_BROKER = 327
 
+    # rocketq-only (RocketMQ has no such codes), 9000-9019: transactions (docs/transactions.md).
+    END_TRANSACTION_GROUP = 9000  # commit or roll back a grouped transaction on one broker
+    GET_PENDING_TRANSACTIONS = 9001  # a broker's pending half messages per producer group
+
 
 class ResponseCode(IntEnum):
     """Response codes: ``RemotingSysResponseCode`` (0-4) plus ``ResponseCode.java``.

@@ -93,7 +93,7 @@ class CommitLog:
 
     # -- append ---------------------------------------------------------------------------------------
 
-    def _encode(self, messages: Sequence[MessageToStore]) -> list[_Encoded] | PutMessageResult:
+    def encode(self, messages: Sequence[MessageToStore]) -> list[_Encoded] | PutMessageResult:
         """(message, topic bytes, properties bytes, record size) per message, or why the batch is refused."""
         encoded: list[_Encoded] = []
         limit = self.config.max_message_size
@@ -139,6 +139,7 @@ class CommitLog:
             remaining -= size
         last = self.files.last_file()
         assert last is not None
+        files_needed -= (last.start_offset - mapped.start_offset) // file_size  # made for this put already
         start = last.end_offset
         created: list[MappedFile] = []
         try:
@@ -164,7 +165,7 @@ class CommitLog:
             result = self._append_one(messages[0], store_timestamp)
             if result is not None:
                 return result
-        encoded = self._encode(messages)
+        encoded = self.encode(messages)
         if isinstance(encoded, PutMessageResult):
             return encoded
         total = 0
@@ -251,6 +252,8 @@ class CommitLog:
         topic = self.topic_bytes.get(message.topic)
         mapped = self.files.last_file()
         if topic is None or mapped is None or message.sys_flag & _TXN_MASK in _NO_QUEUE_OFFSET:
+            return None
+        if not mapped.wrote_position:  # an empty file may have been made ahead of the one being written
             return None
         body = message.body
         properties = message.properties.encode()

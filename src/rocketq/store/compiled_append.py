@@ -165,6 +165,7 @@ def _write_batch(
     store_timestamp: Any,
     store_host: Any,
     reconsume_times: Any,
+    prepared_offset: Any,
     physical: Any,
 ) -> tuple[Any, Any, Any]:
     file_size = len(out)
@@ -192,7 +193,7 @@ def _write_batch(
         put64(out, position + 56, store_timestamp)
         copy(out, position + 64, store_host, 0, 8)
         put32(out, position + 72, reconsume_times)
-        put64(out, position + 76, 0)
+        put64(out, position + 76, prepared_offset)
         put32(out, position + 84, body_length)
         p = position + 88
         copy(out, p, b, body_at, body_at + body_length)
@@ -273,7 +274,7 @@ def _compile(numba: Any) -> tuple[Any, Any]:
     host = np.frombuffer(bytes(8), dtype=np.uint8)
     write(
         nothing, 0, 0, 0, np.zeros(0, dtype=np.int64), np.zeros(8, dtype=np.uint8), 0, 0, nothing, nothing,
-        0, 0, 0, 0, host, 0, host, 0, np.zeros(0, dtype=np.int64),
+        0, 0, 0, 0, host, 0, host, 0, 0, np.zeros(0, dtype=np.int64),
     )  # fmt: skip
     return measure, write
 

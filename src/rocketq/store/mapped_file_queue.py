@@ -75,13 +75,19 @@ class MappedFileQueue:
         return mapped
 
     def last_file_for_write(self) -> MappedFile:
-        """The file to append to, creating the first or the next one when needed."""
-        last = self.last_file()
-        if last is None:
+        """The file to append to, creating the first or the next one when needed. Empty files after one
+        that is not full were made ahead by a put reserving room for several appends
+        (``CommitLog.reserve_files``): the file before them is written first."""
+        files = self._files
+        if not files:
             return self.create_file(self.flushed_where)
-        if last.is_full:
-            return self.create_file(last.end_offset)
-        return last
+        index = len(files) - 1
+        while index > 0 and files[index].wrote_position == 0 and not files[index - 1].is_full:
+            index -= 1
+        current = files[index]
+        if current.is_full:
+            return self.create_file(current.end_offset)
+        return current
 
     def find(self, offset: int) -> MappedFile | None:
         """The file holding absolute ``offset``, or None."""

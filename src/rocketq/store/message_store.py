@@ -270,6 +270,16 @@ class MessageStore:
         object per message. Same contract as ``put_messages``."""
         return self._put(len(measured.sizes), lambda stamp: self.commit_log.append_batch(measured, stamp), dispatch)
 
+    def put_together(
+        self, messages: Sequence[MessageToStore], batches: Sequence[MeasuredBatch], *, dispatch: bool = True
+    ) -> PutMessageResult:
+        """``messages``, then the measured ``batches`` (``WireBatches.append_together``): one put."""
+        wire = self.commit_log.wire_batches
+        if not batches or wire is None:  # (no compiled append: measure_batch measured no batch)
+            return self.put_messages(messages, dispatch=dispatch)
+        count = len(messages) + sum(len(measured.sizes) for measured in batches)
+        return self._put(count, lambda stamp: wire.append_together(messages, batches, stamp), dispatch)
+
     def _put(self, count: int, append: Callable[[int], PutMessageResult], dispatch: bool) -> PutMessageResult:
         if self.disk_full:
             return PutMessageResult(status=PutStatus.DISK_FULL, remark="disk full: puts refused, reads served")

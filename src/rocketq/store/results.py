@@ -79,6 +79,7 @@ class BatchToStore:
     born_host: bytes = NO_HOST
     store_host: bytes = NO_HOST
     reconsume_times: int = 0
+    prepared_transaction_offset: int = 0  # a committed transactional batch's half message
 
 
 @dataclass(frozen=True, slots=True)

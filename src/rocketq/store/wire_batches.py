@@ -3,6 +3,7 @@ by the compiled kernels of ``compiled_append``, with file rolls, queue offsets a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -10,7 +11,7 @@ import numpy as np
 from rocketq.common import record as rec
 from rocketq.common.offsets import PhysicalOffset, QueueOffset
 from rocketq.store import compiled_append
-from rocketq.store.results import BatchToStore, MeasuredBatch, PutMessageResult, PutStatus
+from rocketq.store.results import BatchToStore, MeasuredBatch, MessageToStore, PutMessageResult, PutStatus
 from rocketq.store.staging import Segment, write_and_publish
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ class WireBatches:
                 done, item_at, out_end = self._write(
                     items, item_at, done, count, sizes, out, out_at, base, topic, suffix, batch.queue_id,
                     first_queue_offset, batch.sys_flag, batch.born_timestamp, born_host, store_timestamp, store_host,
-                    batch.reconsume_times, physical,
+                    batch.reconsume_times, batch.prepared_transaction_offset, physical,
                 )  # fmt: skip
             finally:
                 del out  # a view of the map must not outlive this step (the file could not be closed)
@@ -115,4 +116,28 @@ class WireBatches:
             sizes=sizes.tolist(),
             store_timestamp=store_timestamp,
             wrote_bytes=measured.total,
+        )
+
+    def append_together(
+        self, messages: Sequence[MessageToStore], batches: Sequence[MeasuredBatch], store_timestamp: int
+    ) -> PutMessageResult:
+        """``messages`` (``CommitLog.append``), then each measured batch, as one put: the files all of it
+        needs are made first, so a put the disk has no room for is refused whole (DiskFullError)."""
+        commit_log = self._log
+        encoded = commit_log.encode(messages)
+        if isinstance(encoded, PutMessageResult):
+            return encoded
+        sizes = [size for _, _, _, size in encoded] + [size for measured in batches for size in measured.sizes.tolist()]
+        commit_log.reserve_files(sizes, sum(sizes))
+        parts = [commit_log.append(messages, store_timestamp)] if messages else []
+        if parts and not parts[0].ok:
+            return parts[0]
+        parts.extend(self.append(measured, store_timestamp) for measured in batches)
+        return PutMessageResult(
+            status=PutStatus.PUT_OK,
+            physical_offsets=[offset for part in parts for offset in part.physical_offsets],
+            queue_offsets=[offset for part in parts for offset in part.queue_offsets],
+            sizes=[size for part in parts for size in part.sizes],
+            store_timestamp=store_timestamp,
+            wrote_bytes=sum(part.wrote_bytes for part in parts),
         )

@@ -2,17 +2,19 @@
 
 async with LocalCluster(tmp_path, brokers=2) as cluster:
     async with Producer(group="g", namesrv_addr=cluster.namesrv_addr) as producer: ...
+
+``clock`` is the brokers' (``FakeClock`` drives their transaction check-back in tests).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rocketq.broker.clock import SYSTEM_CLOCK, Clock
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.server import Broker
 from rocketq.client.sync import LoopThread
@@ -30,7 +32,7 @@ class LocalCluster:
         brokers: int = 1,
         name_servers: int = 1,
         cluster_name: str = "DefaultCluster",
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
         **broker_overrides: Any,
     ) -> None:
         """``clock``: the brokers' wall clock (``Broker``), for tests of time-dependent behaviour;

@@ -14,13 +14,14 @@ from rocketq.broker.handlers import (
     query,
     send,
     send_back,
+    transactions,
 )
 from rocketq.remoting import HandlerTable
 
 
 def handler_table(context: BrokerContext) -> HandlerTable:
     table: dict[int, object] = {}
-    for module in (send, send_back, pull, offsets, clients, locks, consumers, groups, query, admin):
+    for module in (send, send_back, pull, offsets, clients, locks, consumers, groups, query, admin, transactions):
         table.update(module.handlers(context))
     if context.idempotent_sends is not None:  # rocketq-only: sends marked idempotent are stored once
         context.idempotent_sends.wrap(table)

@@ -2,7 +2,10 @@
 
 Batches arrive as code 320 (Java), or as 10/310 with ``batch``/``m`` set to true or "1" (C++ clients);
 both are decoded. Delayed messages (DELAY > 0) are stored in SCHEDULE_TOPIC_XXXX, queue level-1, with
-their real topic and queue in properties; the schedule service delivers them when due.
+their real topic and queue in properties; the schedule service delivers them when due. Transactional
+half messages (``TRAN_MSG=true``; for a rocketq transactional batch, in the header's properties) are
+stored in RMQ_SYS_TRANS_HALF_TOPIC queue 0 (``rocketq.broker.transactions``), a transactional batch
+as one half message holding the batch.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from rocketq.broker.context import BrokerContext, reply
 from rocketq.broker.message_put import dead_letter_topic, put_and_wait, redirect_delayed, response_code
 from rocketq.broker.retry import V3_4_9
 from rocketq.broker.topic_config import is_writeable, topic_name_problem_in_cluster
+from rocketq.broker.transactions.half import batch_transaction_problem, make_half, transaction_of_batch
 from rocketq.common.group_topics import DEFAULT_MAX_RECONSUME_TIMES, RETRY_PREFIX
 from rocketq.common.message import (
     NAME_VALUE_SEPARATOR,
@@ -169,6 +173,20 @@ async def _send(
     plain_suffix = stored_properties_suffix(config.broker_cluster_name)
     sys_flag = header.sys_flag
     stored_sys_flag = sys_flag & ~SysFlag.INNER_BATCH if is_batch else sys_flag
+    # a transactional batch (rocketq): its header's properties say so and name its transaction group
+    transaction = transaction_of_batch(header.properties) if is_batch and header.properties else None
+    if transaction is not None:
+        refusal = batch_transaction_problem(transaction, dead_letter, config.reject_transaction_message)
+        if refusal is None and context.transactions is not None:
+            stored_batch = await context.transactions.store_batch(
+                topic, queue_id, body, transaction, broker_suffix=plain_suffix, sys_flag=stored_sys_flag,
+                born_timestamp=header.born_timestamp, born_host=born_host_of(connection),
+                reconsume_times=reconsume_times,
+            )  # fmt: skip
+            if isinstance(stored_batch, PutMessageResult):
+                return _response(context, request, stored_batch, queue_id)
+            refusal = stored_batch
+        return reply(request, *(refusal or (ResponseCode.SYSTEM_ERROR, "transactions are not running")))
     if is_batch and not dead_letter:  # the common batch: written from its wire body, no decoding
         batch = BatchToStore(
             topic=topic, queue_id=queue_id, items=body, properties_suffix=plain_suffix, sys_flag=stored_sys_flag,
@@ -199,8 +217,9 @@ async def _send(
     store_host = context.store_host
     messages: list[MessageToStore] = []
     wait_for_flush = False
+    half_properties: str | None = None  # a half message's (the last one's, for a batch)
     for message_body, properties_text, flag in bodies:
-        target_topic, target_queue = topic, queue_id
+        target_topic, target_queue, message_sys_flag = topic, queue_id, stored_sys_flag
         stored = None if dead_letter else plain_stored_properties(properties_text, plain_suffix)
         if stored is not None:  # the common case: append the broker's properties to the text
             if not wait_for_flush:
@@ -208,11 +227,16 @@ async def _send(
                 wait_for_flush = wait is None or wait.lower() in _TRUE
         else:
             properties = decode_properties(properties_text)
-            if properties.get(Property.TRANSACTION_PREPARED) == "true":
+            half = properties.get(Property.TRANSACTION_PREPARED) == "true" and not dead_letter
+            if half and config.reject_transaction_message:
                 return reply(
                     request,
                     ResponseCode.NO_PERMISSION,
-                    f"the broker[{config.broker_name}] does not support transactional messages yet",
+                    f"the broker[{config.broker_name}] rejects transactional messages",
+                )
+            if half and is_batch:
+                return reply(
+                    request, ResponseCode.MESSAGE_ILLEGAL, "a transactional message in a batch that is not one"
                 )
             wait_for_flush = wait_for_flush or properties.get(Property.WAIT_STORE_MSG_OK, "true").lower() in _TRUE
             properties.setdefault(Property.MSG_REGION, DEFAULT_REGION)
@@ -220,8 +244,14 @@ async def _send(
             properties[Property.CLUSTER] = config.broker_cluster_name
             if dead_letter:  # dead letters are stored at once, never delayed
                 properties.pop(Property.DELAY_TIME_LEVEL, None)
-            target_topic, target_queue = redirect_delayed(properties, topic, queue_id, sys_flag, level_count)
+            if half:  # stored in the half topic until its transaction ends
+                target_topic, target_queue = make_half(properties, topic, queue_id)
+                message_sys_flag = stored_sys_flag & ~SysFlag.TRANSACTION_MASK
+            else:
+                target_topic, target_queue = redirect_delayed(properties, topic, queue_id, sys_flag, level_count)
             stored = encode_properties(properties)
+            if half:
+                half_properties = stored
         messages.append(
             MessageToStore(
                 topic=target_topic,
@@ -229,7 +259,7 @@ async def _send(
                 body=message_body,
                 properties=stored,
                 flag=flag,
-                sys_flag=stored_sys_flag,
+                sys_flag=message_sys_flag,
                 born_timestamp=header.born_timestamp,
                 born_host=born_host,
                 store_host=store_host,
@@ -238,6 +268,8 @@ async def _send(
         )
 
     result = await put_and_wait(context, messages, wait_for_flush=wait_for_flush)
+    if half_properties is not None and context.transactions is not None:
+        context.transactions.half_stored(result, half_properties)
     return _response(context, request, result, queue_id)
 
 

@@ -40,9 +40,11 @@ async def create_topic(namesrv_addr: str, queues: int = 2) -> None:
         await admin.update_topic(TOPIC, cluster="DefaultCluster", read_queues=queues, write_queues=queues)
 
 
-async def stored(namesrv_addr: str) -> int:
-    """How many messages the topic holds, over every broker."""
-    async with AdminClient(namesrv_addr) as admin:
+async def stored(cluster: LocalCluster | ClusterProcess) -> int:
+    """How many messages the topic holds, over every broker (all of them dispatched, in process)."""
+    if isinstance(cluster, LocalCluster):
+        await cluster.wait_dispatched()
+    async with AdminClient(cluster.namesrv_addr) as admin:
         return sum(status.max_offset for status in await admin.topic_status(TOPIC))
 
 
@@ -80,7 +82,7 @@ async def test_a_send_retried_after_a_timeout_is_stored_once(tmp_path: Path) -> 
             int(first_answer["queueOffset"]),
         )
         assert {request.ext_fields["b"] for request in held.requests} == {TOPIC}
-        assert await stored(cluster.namesrv_addr) == 1
+        assert await stored(cluster) == 1
 
 
 async def test_without_idempotence_a_retry_after_a_timeout_is_stored_twice(tmp_path: Path) -> None:
@@ -95,7 +97,7 @@ async def test_without_idempotence_a_retry_after_a_timeout_is_stored_twice(tmp_p
         async with Producer(config) as producer:
             result = await producer.send(Message(TOPIC, b"pay 10"))
         held.release()
-        assert await stored(cluster.namesrv_addr) == 2
+        assert await stored(cluster) == 2
         await cluster.wait_dispatched()
         async with AdminClient(cluster.namesrv_addr) as admin:
             copies = await admin.query_by_unique_key(TOPIC, result.msg_id)
@@ -131,7 +133,7 @@ async def test_a_first_attempt_that_arrives_after_its_retry_is_not_stored_again(
         late, retry = answers[-1], answers[1]
         assert late is not None and retry is not None
         assert late.ext_fields["msgId"] == retry.ext_fields["msgId"] == result.offset_msg_id
-        assert await stored(cluster.namesrv_addr) == 1
+        assert await stored(cluster) == 1
 
 
 async def test_concurrent_repeats_during_a_sync_flush_store_once(tmp_path: Path) -> None:
@@ -149,7 +151,7 @@ async def test_concurrent_repeats_during_a_sync_flush_store_once(tmp_path: Path)
 
         results = await asyncio.gather(*(send(number) for number in range(5)))
         assert all(same_store(result, results[0]) for result in results)
-        assert await stored(cluster.namesrv_addr) == 1
+        assert await stored(cluster) == 1
 
 
 async def test_repeats_after_a_restart_inside_the_window_are_not_stored(tmp_path: Path) -> None:
@@ -196,7 +198,7 @@ async def test_a_repeat_after_a_sigkill_inside_the_window_is_not_stored(tmp_path
         async with Producer(producer_config(cluster.namesrv_addr, idempotent=True)) as producer:
             again = await producer.send(message)
         assert same_store(first, again)
-        assert await stored(cluster.namesrv_addr) == 1
+        assert await stored(cluster) == 1
     finally:
         cluster.stop()
 
@@ -215,7 +217,7 @@ async def test_a_repeat_outside_the_window_is_stored_again(tmp_path: Path) -> No
             later = await producer.send(message)
             assert later.msg_id == first.msg_id and later.offset_msg_id != first.offset_msg_id
             assert same_store(later, await producer.send(message))  # the new store starts a new window
-        assert await stored(cluster.namesrv_addr) == 2
+        assert await stored(cluster) == 2
 
 
 async def test_the_window_runs_from_the_first_store_also_when_the_index_answers(tmp_path: Path) -> None:
@@ -235,7 +237,7 @@ async def test_the_window_runs_from_the_first_store_also_when_the_index_answers(
             assert same_store(first, await producer.send(old))  # from the index, remembered again
             move_to(clock, stored_at + 61)
             assert not same_store(first, await producer.send(old))  # its window ended
-        assert await stored(cluster.namesrv_addr) == 3
+        assert await stored(cluster) == 3
 
 
 async def test_the_bound_evicts_the_oldest_and_the_index_still_answers_its_repeats(tmp_path: Path) -> None:
@@ -255,7 +257,7 @@ async def test_the_bound_evicts_the_oldest_and_the_index_still_answers_its_repea
             info = await runtime(cluster.namesrv_addr, address)
             assert (info["idempotentSendRepeatsFromMemory"], info["idempotentSendRepeatsFromIndex"]) == ("1", "1")
         assert same_store(oldest, first[0]) and same_store(newest, first[2])
-        assert await stored(cluster.namesrv_addr) == 3
+        assert await stored(cluster) == 3
 
 
 async def test_repeats_not_marked_idempotent_are_stored_each_time(tmp_path: Path) -> None:
@@ -269,7 +271,7 @@ async def test_repeats_not_marked_idempotent_are_stored_each_time(tmp_path: Path
         assert {r.msg_id for r in results} == {"0A0000010000000000000000000000BB"}
         assert results[0].offset_msg_id != results[1].offset_msg_id
         assert len(ids) == 2 and "UNIQ_KEY" not in fresh.properties  # no id kept on the message
-        assert await stored(cluster.namesrv_addr) == 4
+        assert await stored(cluster) == 4
 
 
 def _first_queue(queues: Sequence[MessageQueue], message: Message, arg: object) -> MessageQueue:
@@ -285,4 +287,4 @@ async def test_an_idempotent_send_needs_a_unique_key_and_a_window(tmp_path: Path
             one = await producer.send_orderly(message, selector=_first_queue)
             two = await producer.send_orderly(message, selector=_first_queue)
         assert one.msg_id == two.msg_id and one.queue_offset + 1 == two.queue_offset
-        assert await stored(cluster.namesrv_addr) == 2
+        assert await stored(cluster) == 2

@@ -14,19 +14,26 @@ from rocketq.protocol import RemotingCommand, RequestCode, make_request
 from rocketq.protocol.headers import EndTransactionRequestHeader
 from rocketq.remoting import RemotingClient
 from rocketq.remoting.connection import next_opaque
+from rocketq.testing import LocalCluster
 
 from .helpers import Cluster, consumer_config
 
 
-async def visible(cluster: Cluster, topic: str) -> list[MessageExt]:
-    """Every message of ``topic`` a consumer can read now, from every queue's start."""
+async def visible(cluster: Cluster, topic: str, at_least: int = 0) -> list[MessageExt]:
+    """Every message of ``topic`` a consumer can read now, from every queue's start; with ``at_least``,
+    once the broker has dispatched that many (a commit's messages reach the queues just after it)."""
+    if isinstance(cluster, LocalCluster):
+        await cluster.wait_dispatched()
     async with AdminClient(cluster.namesrv_addr) as admin, asyncio.timeout(10):
         while True:  # a topic the broker just created reaches the name servers soon after
             try:
                 statuses = await admin.topic_status(topic)
-                break
             except MQClientError:
                 await asyncio.sleep(0.05)
+                continue
+            if sum(status.max_offset - status.min_offset for status in statuses) >= at_least:
+                break
+            await asyncio.sleep(0.05)
     expected = sum(status.max_offset - status.min_offset for status in statuses)
     if not expected:
         return []

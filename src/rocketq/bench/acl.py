@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocketq.bench import Measurement, Sink
+from rocketq.bench.usage import Usage
 from rocketq.client import ClientConfig, Message, Producer, ProducerConfig
 from rocketq.client.admin import AdminClient
 from rocketq.testing.cluster_process import ClusterProcess
@@ -96,19 +97,31 @@ async def _send_run(producer: Producer, messages: int, in_flight: int, size: int
     return time.perf_counter() - began
 
 
-async def _run(options: AclBenchOptions, emit: Sink, plain_addr: str, acl_addr: str) -> None:
+SETTLE_S = 0.5
+"""Pause after each run: the broker's dispatch and flush of the run's last messages end before the next
+run starts (on two cores they would slow it down)."""
+
+
+async def _run(options: AclBenchOptions, emit: Sink, plain: ClusterProcess, acl: ClusterProcess) -> None:
+    plain_addr, acl_addr = plain.namesrv_addr, acl.namesrv_addr
     await _create_topic(plain_addr, ("", ""))
     await _create_topic(acl_addr, ADMIN_KEYS)
     plain_config = ProducerConfig(group="bench-plain", client=ClientConfig(namesrv_addr=plain_addr))
     acl_client = ClientConfig(namesrv_addr=acl_addr, access_key=PRODUCER_KEYS[0], secret_key=PRODUCER_KEYS[1])
     rates: dict[str, list[float]] = {"plain": [], "acl": []}
-    async with Producer(plain_config) as plain, Producer(ProducerConfig(group="bench-acl", client=acl_client)) as acl:
-        producers = {"plain": plain, "acl": acl}
+    cpu: dict[str, list[float]] = {"plain": [], "acl": []}  # µs per message, bench process + its broker
+    brokers = {"plain": plain.pid, "acl": acl.pid}
+    acl_config = ProducerConfig(group="bench-acl", client=acl_client)
+    async with Producer(plain_config) as plain_producer, Producer(acl_config) as acl_producer:
+        producers = {"plain": plain_producer, "acl": acl_producer}
         for producer in producers.values():
             await _send_run(producer, WARMUP_MESSAGES, options.in_flight, options.size)
         for round_number in range(1, options.rounds + 1):
             for kind, producer in producers.items():
+                await asyncio.sleep(SETTLE_S)
+                before = Usage.now(brokers[kind])
                 seconds = await _send_run(producer, options.messages, options.in_flight, options.size)
+                usage = Usage.now(brokers[kind]).since(before, seconds, options.messages)
                 measurement = Measurement.from_counts(
                     f"send_{kind}",
                     options.size,
@@ -116,13 +129,16 @@ async def _run(options: AclBenchOptions, emit: Sink, plain_addr: str, acl_addr: 
                     seconds,
                     options.messages * options.size,
                     writers=options.in_flight,
-                    extra={"round": round_number},
+                    extra={"round": round_number, **usage},
                 )
                 rates[kind].append(measurement.msgs_per_s)
+                cpu[kind].append(_number(usage.get("cpu_us_per_msg")) + _number(usage.get("broker_cpu_us_per_msg")))
                 emit(measurement)
     plain_rate, acl_rate = statistics.median(rates["plain"]), statistics.median(rates["acl"])
     # each round's ACL run over the plain run just before it: the pairs share the host's mood of the moment
     ratio = statistics.median(acl / plain for plain, acl in zip(rates["plain"], rates["acl"], strict=True))
+    # and the CPU both processes spent per message: steadier on a busy host than the rates
+    cpu_ratio = statistics.median(acl / plain for plain, acl in zip(cpu["plain"], cpu["acl"], strict=True))
     emit(
         Measurement(
             name="acl_vs_plain",
@@ -132,9 +148,20 @@ async def _run(options: AclBenchOptions, emit: Sink, plain_addr: str, acl_addr: 
             seconds=options.messages / acl_rate,
             msgs_per_s=acl_rate,
             mb_per_s=acl_rate * options.size / 1e6,
-            extra={"plain_msgs_per_s": plain_rate, "ratio": ratio, "cost_pct": 100 * (1 - ratio)},
+            extra={
+                "plain_msgs_per_s": plain_rate,
+                "ratio": ratio,
+                "cost_pct": 100 * (1 - ratio),
+                "cpu_us_per_msg_plain": statistics.median(cpu["plain"]),
+                "cpu_us_per_msg_acl": statistics.median(cpu["acl"]),
+                "cpu_cost_pct": 100 * (cpu_ratio - 1),
+            },
         )
     )
+
+
+def _number(value: float | int | str | None) -> float:
+    return float(value) if isinstance(value, (int, float)) else 0.0
 
 
 def run_acl_bench(options: AclBenchOptions, emit: Sink) -> None:
@@ -146,7 +173,7 @@ def run_acl_bench(options: AclBenchOptions, emit: Sink) -> None:
             ClusterProcess(root / "plain", **CLUSTER_SETTINGS) as plain,
             ClusterProcess(root / "acl", **CLUSTER_SETTINGS, acl_enable=True, acl_file=str(acl_file)) as acl,
         ):
-            main = _run(options, emit, plain.namesrv_addr, acl.namesrv_addr)
+            main = _run(options, emit, plain, acl)
             try:
                 import uvloop
             except ImportError:
@@ -157,5 +184,6 @@ def run_acl_bench(options: AclBenchOptions, emit: Sink) -> None:
 
 NOTES = (
     "Sends per second with and without aclEnable (brokers in child processes), runs alternating;",
-    "acl_vs_plain: ratio = median over rounds of acl/plain rate; cost_pct = 100 * (1 - ratio).",
+    "acl_vs_plain: ratio = median over rounds of acl/plain rate; cost_pct = 100 * (1 - ratio);",
+    "cpu_cost_pct: the same for the CPU per message of the bench process and its broker together.",
 )

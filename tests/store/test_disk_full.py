@@ -7,7 +7,6 @@ where mounting is not allowed.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,22 +16,14 @@ from rocketq.protocol.batch import BatchItem, encode_batch
 from rocketq.store import BatchToStore, FlushDiskType, GetStatus, MessageStore, PutStatus, StoreConfig
 from rocketq.store.mapped_file import file_name
 
+from ..disks import mounted_tmpfs
 from .conftest import message, small_config
 
 
 @pytest.fixture
 def tiny_disk(tmp_path: Path) -> Iterator[Path]:
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount_point)], capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
+    with mounted_tmpfs(tmp_path / "disk", "2m") as mount_point:
         yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
 FLUSH_TYPES = pytest.mark.parametrize("flush", list(FlushDiskType), ids=lambda flush: flush.value)
@@ -43,7 +34,8 @@ def tiny_disk_config(tiny_disk: Path, **overrides: object) -> StoreConfig:
     return small_config(
         tiny_disk / "store",
         mapped_file_size_commit_log=256 * 1024,
-        disk_full_ratio=1.0,
+        disk_space_warning_level_ratio=1.0,
+        disk_space_clean_forcibly_ratio=1.0,
         disk_max_used_space_ratio=1.0,
         message_index_enable=False,
         **overrides,

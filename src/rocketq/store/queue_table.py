@@ -1,0 +1,97 @@
+"""The store's ConsumeQueues by topic and queue id, and ``config/consumeQueueRegistry.json``: each
+queue's max offset as last written, so a start finds queues whose files are missing or behind (lost,
+or deleted by hand) and rebuilds them from the CommitLog."""
+
+from __future__ import annotations
+
+import threading
+
+from rocketq.store.config import StoreConfig
+from rocketq.store.config_file import read_json, write_json_atomically
+from rocketq.store.consume_queue import ConsumeQueue
+from rocketq.store.consume_queue_ext import open_ext
+
+REGISTRY_FILE = "consumeQueueRegistry.json"
+
+
+class QueueTable:
+    """Thread safety: ``queues`` may be read (``get``) by any thread; changes take the lock."""
+
+    def __init__(self, config: StoreConfig) -> None:
+        self._config = config
+        self.queues: dict[tuple[str, int], ConsumeQueue] = {}
+        self._lock = threading.Lock()
+        self._registry_dirty = False
+
+    def load(self) -> None:
+        """Open every queue found on disk (their files mapped, not recovered yet)."""
+        root = self._config.consume_queue_dir
+        root.mkdir(parents=True, exist_ok=True)
+        for topic_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+            for queue_dir in sorted(p for p in topic_dir.iterdir() if p.is_dir() and p.name.isdigit()):
+                self._new_queue(topic_dir.name, int(queue_dir.name)).load()
+
+    def _new_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        config = self._config
+        ext_size, enabled = config.mapped_file_size_consume_queue_ext, config.enable_consume_queue_ext
+        ext = open_ext(config.consume_queue_ext_dir, topic, queue_id, ext_size, enabled=enabled)
+        queue = ConsumeQueue(topic, queue_id, config.consume_queue_dir, config.mapped_file_size_consume_queue, ext)
+        self.queues[(topic, queue_id)] = queue
+        return queue
+
+    def get_or_create(self, topic: str, queue_id: int) -> ConsumeQueue:
+        queue = self.queues.get((topic, queue_id))
+        if queue is None:
+            with self._lock:
+                queue = self.queues.get((topic, queue_id)) or self._new_queue(topic, queue_id)
+                self._registry_dirty = True
+        return queue
+
+    def all(self) -> list[ConsumeQueue]:
+        with self._lock:
+            return list(self.queues.values())
+
+    def remove_topic(self, topic: str) -> list[tuple[str, int]]:
+        """Delete every queue of ``topic`` with its files and folders; returns their keys."""
+        with self._lock:
+            doomed = [key for key in self.queues if key[0] == topic]
+            for key in doomed:
+                self.queues.pop(key).destroy()
+            self._registry_dirty = True
+        for topic_dir in (self._config.consume_queue_dir / topic, self._config.consume_queue_ext_dir / topic):
+            for path in sorted(topic_dir.glob("*"), reverse=True):
+                if path.is_dir():
+                    path.rmdir()
+            if topic_dir.exists():
+                topic_dir.rmdir()
+        return doomed
+
+    def behind_registry(self) -> list[str]:
+        """``topic-queueId`` of every queue the registry lists that is missing or ends before it says."""
+        registry = read_json(self._config.config_dir / REGISTRY_FILE) or {}
+        behind: list[str] = []
+        for topic, table in registry.get("queues", {}).items():
+            for queue_id, max_offset in table.items():
+                queue = self.queues.get((topic, int(queue_id)))
+                if queue is None or queue.max_offset < int(max_offset):
+                    behind.append(f"{topic}-{queue_id}")
+        return behind
+
+    def mark_changed(self) -> None:
+        self._registry_dirty = True
+
+    def write_registry(self, *, force: bool = False) -> None:
+        """Write the registry when a queue was added or removed since the last write (or ``force``)."""
+        if not (self._registry_dirty or force):
+            return
+        self._registry_dirty = False
+        table: dict[str, dict[str, int]] = {}
+        with self._lock:
+            for (topic, queue_id), queue in self.queues.items():
+                table.setdefault(topic, {})[str(queue_id)] = queue.max_offset
+        write_json_atomically(self._config.config_dir / REGISTRY_FILE, {"queues": table})
+
+    def close(self) -> None:
+        with self._lock:
+            for queue in self.queues.values():
+                queue.close()

@@ -52,7 +52,6 @@ def fill(disk: Path, leave: int = 0, name: str = "ballast") -> Path:
 
 
 def _free(disk: Path) -> int:
-    import os
 
     usage = os.statvfs(disk)
     return usage.f_bavail * usage.f_frsize

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -16,9 +17,10 @@ import pytest
 from rocketq.client import Message, MessageSelector, MQClientError, Producer, PullConsumer
 from rocketq.client.admin import AdminClient
 from rocketq.client.config import ProducerConfig
+from rocketq.store import FlushDiskType
 from rocketq.testing import LocalCluster
 
-from ..disks import mounted_tmpfs, resize_tmpfs
+from ..disks import fill, mounted_tmpfs, resize_tmpfs
 from .helpers import close_opened, consumer_config, opened
 
 TOPIC = "Full"
@@ -68,14 +70,20 @@ async def until(condition: Callable[[], Awaitable[bool]], what: str, attempts: i
     raise AssertionError(f"waited in vain for {what}")
 
 
-@pytest.mark.parametrize("variant", ["plain", "sql-ext"])
-async def test_a_full_disk_loses_no_acknowledged_message_and_recovers(tmp_path: Path, variant: str) -> None:
+@pytest.mark.parametrize("variant", ["async-flush", "sync-flush", "sql-ext"])
+async def test_a_full_disk_loses_no_acknowledged_message_and_recovers(
+    tmp_path: Path, variant: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Sends until the disk is full (SYNC_FLUSH: the broker's grouped puts), every acknowledged message
+    consumed, sends again once the disk grows, the keys stored meanwhile found by a query."""
     # 64 MiB as the tester's; 128 MiB with the ext, whose files are 48 MiB: room for one, not for four
     with mounted_tmpfs(tmp_path / "disk", "128m" if variant == "sql-ext" else "64m") as disk:
         overrides: dict[str, object] = {"mapped_file_size_commit_log": 8 * MIB, **DEFAULT_INDEX}
         overrides["mapped_file_size_consume_queue"] = 300_000 * 20
         if variant == "sql-ext":
             overrides.update(SQL_EXT)
+        if variant == "sync-flush":
+            overrides["flush_disk_type"] = FlushDiskType.SYNC_FLUSH
         async with LocalCluster(disk, brokers=1, **overrides) as cluster:
             try:
                 async with AdminClient(cluster.namesrv_addr) as admin:
@@ -101,5 +109,65 @@ async def test_a_full_disk_loses_no_acknowledged_message_and_recovers(tmp_path: 
                         return len(found) == 2
 
                     await until(first_keys_found, "the index to catch up")
+            finally:
+                await close_opened()
+    assert not [record.getMessage() for record in caplog.records if record.exc_info]  # no traceback
+
+
+PRESSED = "Pressed"
+
+
+def press(disk: Path, used: float = 0.88) -> None:
+    """Fill the disk up to ``used`` of its size (above diskSpaceCleanForciblyRatio, 85 %)."""
+    usage = os.statvfs(disk)
+    fill(disk, leave=int(usage.f_blocks * usage.f_frsize * (1 - used)))
+
+
+@pytest.mark.parametrize("opted_in", [False, True], ids=["default", "cleanUnconsumedUnderPressure"])
+async def test_disk_pressure_never_deletes_what_a_group_has_not_consumed_unless_told_to(
+    tmp_path: Path, opted_in: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The disk is 88 % full with young files that group G has not consumed. By default retention
+    keeps them and the broker refuses sends, naming G; once G has consumed and committed, the files
+    go (a WARNING each: before their time) and sends resume. With cleanUnconsumedUnderPressure=true
+    they go at once, the WARNING naming G."""
+    hour = f"{(time.localtime().tm_hour + 12) % 24:02d}"  # expired files are deleted at an hour that is not now
+    with mounted_tmpfs(tmp_path / "disk", "32m") as disk:
+        async with LocalCluster(
+            disk,
+            mapped_file_size_commit_log=MIB,
+            delete_when=hour,
+            clean_resource_interval=3_600_000,  # retention runs when the test says
+            clean_unconsumed_under_pressure=opted_in,
+        ) as cluster:
+            try:
+                async with AdminClient(cluster.namesrv_addr) as admin:
+                    await admin.update_topic(PRESSED, cluster="DefaultCluster", read_queues=1, write_queues=1)
+                consumer = opened(PullConsumer(consumer_config(cluster, "G"), auto_commit=False))
+                consumer.subscribe(PRESSED)
+                await consumer.start()
+                bodies = {os.urandom(32 * 1024) for _ in range(160)}  # 5 MiB (incompressible): 6 files
+                async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+                    for body in bodies:
+                        await producer.send(Message(PRESSED, body))
+                    store = cluster.brokers[0].store
+                    await cluster.wait_dispatched()
+                    files = len(store.commit_log.files.files)
+                    press(disk)
+                    if opted_in:
+                        assert store.retention.run() == files - 1
+                        early = [r.getMessage() for r in caplog.records if "before its time" in r.getMessage()]
+                        assert len(early) == files - 1 and "group G" in early[0]
+                        await producer.send(Message(PRESSED, b"accepted"))
+                        return
+                    assert store.retention.run() == 0
+                    with pytest.raises(MQClientError, match=r"disk pressure.*group G"):
+                        await producer.send(Message(PRESSED, b"refused"))
+                    assert await consume(consumer, bodies) >= bodies
+                    await consumer.commit()
+                    assert store.retention.run() == files - 1
+                    early = [r for r in caplog.records if "before its time" in r.getMessage()]
+                    assert len(early) == files - 1 and {r.levelname for r in early} == {"WARNING"}
+                    await producer.send(Message(PRESSED, b"accepted"))
             finally:
                 await close_opened()

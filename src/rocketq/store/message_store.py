@@ -31,7 +31,6 @@ from typing import Any
 
 from rocketq.common import record as rec
 from rocketq.common.offsets import QueueOffset
-from rocketq.common.record import NOT_QUEUED_TRANSACTIONS, SysFlag
 from rocketq.store.checkpoint import StoreCheckpoint
 from rocketq.store.commit_log import CommitLog
 from rocketq.store.config import StoreConfig
@@ -62,11 +61,6 @@ from rocketq.store.retention import Retention, UnconsumedGuard
 from rocketq.store.store_lock import StoreLock
 
 log = logging.getLogger(__name__)
-
-_TXN_MASK = SysFlag.TRANSACTION_MASK
-
-QueueEntries = list[tuple[str, int, int]]
-"""How many ConsumeQueue entries a put adds to each queue: (topic, queue id, count)."""
 
 
 class MessageStore:
@@ -215,11 +209,10 @@ class MessageStore:
             return PutMessageResult(status=PutStatus.MESSAGE_ILLEGAL, remark="empty batch")
         if len(messages) == 1:
             first = messages[0]
-            queued = first.sys_flag & _TXN_MASK not in NOT_QUEUED_TRANSACTIONS
-            entries = [(first.topic, first.queue_id, 1)] if queued else []
+            queues: Collection[tuple[str, int]] = ((first.topic, first.queue_id),)
         else:
-            entries = _entries_by_queue(messages)
-        return self._put(len(messages), entries, lambda stamp: self.commit_log.append(messages, stamp), dispatch)
+            queues = {(message.topic, message.queue_id) for message in messages}
+        return self._put(len(messages), queues, lambda stamp: self.commit_log.append(messages, stamp), dispatch)
 
     def measure_batch(self, batch: BatchToStore, *, max_body_size: int | None = None) -> MeasuredBatch | None:
         """Check a producer's wire batch for ``put_batch``: its record sizes and whether it asks to
@@ -232,16 +225,21 @@ class MessageStore:
         """``put_messages`` for a measured wire batch: the same records, written without a Python
         object per message. Same contract as ``put_messages``."""
         count = len(measured.sizes)
-        batch = measured.batch
-        entries = [(batch.topic, batch.queue_id, count)]
-        return self._put(count, entries, lambda stamp: self.commit_log.append_batch(measured, stamp), dispatch)
+        queue = ((measured.batch.topic, measured.batch.queue_id),)
+        return self._put(count, queue, lambda stamp: self.commit_log.append_batch(measured, stamp), dispatch)
 
     def _put(
-        self, count: int, entries: QueueEntries, append: Callable[[int], PutMessageResult], dispatch: bool
+        self,
+        count: int,
+        queues: Collection[tuple[str, int]],
+        append: Callable[[int], PutMessageResult],
+        dispatch: bool,
     ) -> PutMessageResult:
-        """Every put: refused while the disk is full; else the ConsumeQueue files of its ``entries`` are
-        made (reserved) before its records are appended, so an acknowledged message is one consumers
-        can read; DISK_FULL when either cannot get its space."""
+        """Every put goes through here: refused while the disk is full; else, before its ``count``
+        records are appended, the ConsumeQueue files that ``count`` more entries of each of its
+        ``queues`` land in are made (``ConsumeQueue.reserve``; ``count`` is an upper bound for a batch
+        spread over queues, or holding transaction halves, which get no entry). So an acknowledged
+        message is one consumers can read; DISK_FULL when either cannot get its space."""
         if self.space.refusal is not None:
             refusal = self.space.admit()
             if refusal is not None:
@@ -252,10 +250,11 @@ class MessageStore:
                 return PutMessageResult(status=PutStatus.SERVICE_NOT_AVAILABLE, remark="store is not running")
             store_timestamp = int(time.time() * 1000)
             try:
-                next_offsets = self.commit_log.queue_offsets
-                for topic, queue_id, entry_count in entries:
-                    first = next_offsets.get((topic, queue_id), 0)
-                    self.consume_queue(topic, queue_id).reserve(first, first + entry_count)
+                next_offsets, known = self.commit_log.queue_offsets, self._queues
+                for key in queues:
+                    first = next_offsets.get(key, 0)
+                    queue = known.get(key) or self._table.get_or_create(*key)
+                    queue.reserve(first, first + count)
                 result = append(store_timestamp)
             except DiskFullError as exc:
                 return PutMessageResult(status=PutStatus.DISK_FULL, remark=self.space.allocation_failed(exc))
@@ -484,13 +483,3 @@ class MessageStore:
 
     def queues(self) -> list[ConsumeQueue]:
         return self._table.all()
-
-
-def _entries_by_queue(messages: Sequence[MessageToStore]) -> QueueEntries:
-    """How many ConsumeQueue entries ``messages`` add to each queue (transaction halves add none)."""
-    counts: dict[tuple[str, int], int] = {}
-    for message in messages:
-        if message.sys_flag & _TXN_MASK not in NOT_QUEUED_TRANSACTIONS:
-            key = (message.topic, message.queue_id)
-            counts[key] = counts.get(key, 0) + 1
-    return [(topic, queue_id, count) for (topic, queue_id), count in counts.items()]

@@ -140,7 +140,10 @@ class IndexService:
         cannot be allocated: then none of them is written, and a batch is never indexed in part)."""
         last = self._files[-1] if self._files else None
         room = 0 if last is None else last.max_entries - last.index_count
-        room += sum(spare.max_entries - spare.index_count for spare in self._spares)
+        if room >= count:  # the common case: the last file has room
+            return
+        for spare in self._spares:
+            room += spare.max_entries - spare.index_count
         while room < count:
             spare = self._new_file()
             self._spares.append(spare)

@@ -31,6 +31,7 @@ from typing import Any
 
 from rocketq.common import record as rec
 from rocketq.common.offsets import QueueOffset
+from rocketq.common.record import NOT_QUEUED_TRANSACTIONS, SysFlag
 from rocketq.store.checkpoint import StoreCheckpoint
 from rocketq.store.commit_log import CommitLog
 from rocketq.store.config import StoreConfig
@@ -45,8 +46,8 @@ from rocketq.store.key_query import records_by_key
 from rocketq.store.mapped_file import DiskFullError
 from rocketq.store.message_filter import MessageFilter
 from rocketq.store.queue_reader import get_from_queue
-from rocketq.store.queue_table import QueueTable
-from rocketq.store.recovery import RecoveryReport, recover_commit_log
+from rocketq.store.queue_table import QueueTable, queues_of
+from rocketq.store.recovery import RecoveryReport, recover_commit_log, recover_logics
 from rocketq.store.results import (
     BatchToStore,
     GetMessageResult,
@@ -172,21 +173,9 @@ class MessageStore:
             check_crc=config.check_crc_on_recover,
         )
         end = report.commit_log_end
-        for queue in self._queues.values():
-            queue.recover()
-            queue.truncate_dirty(end)
-        dispatch_from = end if clean else report.scan_start
-        if self.index is not None:
-            self.index.discard_after(end, 2**62 if clean else self.checkpoint.index_msg_timestamp)
-            indexed_to = self.index.end_phy_offset
-            dispatch_from = min(dispatch_from, indexed_to if indexed_to >= 0 else self.commit_log.min_offset)
-        missing = self._table.behind_registry()
-        if missing:
-            report.rebuilt.extend(missing)
-            log.warning("consume queues missing or behind, rebuilding from the commit log: %s", missing)
-            dispatch_from = self.commit_log.min_offset
-        dispatch_from = max(dispatch_from, self.commit_log.min_offset)
-        self.dispatcher.dispatched_offset = dispatch_from
+        self.dispatcher.dispatched_offset = recover_logics(
+            report, self.commit_log, self._table, self.index, self.checkpoint.index_msg_timestamp
+        )
         self.dispatcher.dispatch_until(end)
         self.commit_log.queue_offsets = {key: queue.max_offset for key, queue in self._queues.items()}
         self._last_store_timestamp = self.dispatcher.dispatched_timestamp
@@ -207,12 +196,20 @@ class MessageStore:
         backstop."""
         if not messages:
             return PutMessageResult(status=PutStatus.MESSAGE_ILLEGAL, remark="empty batch")
-        if len(messages) == 1:
+        if len(messages) > 1:
+            topic, queue_id, spread = queues_of(messages)
+        else:  # (the same, without the tuple a call returns)
             first = messages[0]
-            queues: Collection[tuple[str, int]] = ((first.topic, first.queue_id),)
-        else:
-            queues = {(message.topic, message.queue_id) for message in messages}
-        return self._put(len(messages), queues, lambda stamp: self.commit_log.append(messages, stamp), dispatch)
+            queue_id, spread = first.queue_id, ()
+            topic = None if first.sys_flag & SysFlag.TRANSACTION_MASK in NOT_QUEUED_TRANSACTIONS else first.topic
+        return self._put(
+            len(messages),
+            topic,
+            queue_id,
+            spread,
+            lambda stamp: self.commit_log.append(messages, stamp),
+            dispatch,
+        )
 
     def measure_batch(self, batch: BatchToStore, *, max_body_size: int | None = None) -> MeasuredBatch | None:
         """Check a producer's wire batch for ``put_batch``: its record sizes and whether it asks to
@@ -224,22 +221,30 @@ class MessageStore:
     def put_batch(self, measured: MeasuredBatch, *, dispatch: bool = True) -> PutMessageResult:
         """``put_messages`` for a measured wire batch: the same records, written without a Python
         object per message. Same contract as ``put_messages``."""
-        count = len(measured.sizes)
-        queue = ((measured.batch.topic, measured.batch.queue_id),)
-        return self._put(count, queue, lambda stamp: self.commit_log.append_batch(measured, stamp), dispatch)
+        batch = measured.batch
+        return self._put(
+            len(measured.sizes),
+            batch.topic,
+            batch.queue_id,
+            (),
+            lambda stamp: self.commit_log.append_batch(measured, stamp),
+            dispatch,
+        )
 
     def _put(
         self,
         count: int,
-        queues: Collection[tuple[str, int]],
+        topic: str | None,
+        queue_id: int,
+        spread: Collection[tuple[str, int]],
         append: Callable[[int], PutMessageResult],
         dispatch: bool,
     ) -> PutMessageResult:
         """Every put goes through here: refused while the disk is full; else, before its ``count``
-        records are appended, the ConsumeQueue files that ``count`` more entries of each of its
-        ``queues`` land in are made (``ConsumeQueue.reserve``; ``count`` is an upper bound for a batch
-        spread over queues, or holding transaction halves, which get no entry). So an acknowledged
-        message is one consumers can read; DISK_FULL when either cannot get its space."""
+        records are appended, the ConsumeQueue files that ``count`` more entries of its queue (and of
+        the queues in ``spread``, for a batch spread over queues) land in are made
+        (``ConsumeQueue.reserve``; ``count`` is an upper bound: transaction halves get no entry). So
+        an acknowledged message is one consumers can read; DISK_FULL when either cannot get space."""
         if self.space.refusal is not None:
             refusal = self.space.admit()
             if refusal is not None:
@@ -250,11 +255,10 @@ class MessageStore:
                 return PutMessageResult(status=PutStatus.SERVICE_NOT_AVAILABLE, remark="store is not running")
             store_timestamp = int(time.time() * 1000)
             try:
-                next_offsets, known = self.commit_log.queue_offsets, self._queues
-                for key in queues:
-                    first = next_offsets.get(key, 0)
-                    queue = known.get(key) or self._table.get_or_create(*key)
-                    queue.reserve(first, first + count)
+                if topic is not None:
+                    self._reserve(topic, queue_id, count)
+                for other_topic, other_queue_id in spread:
+                    self._reserve(other_topic, other_queue_id, count)
                 result = append(store_timestamp)
             except DiskFullError as exc:
                 return PutMessageResult(status=PutStatus.DISK_FULL, remark=self.space.allocation_failed(exc))
@@ -272,6 +276,13 @@ class MessageStore:
         if self._sync_flush:
             self.flusher.wanted(result.end_offset)
         return result
+
+    def _reserve(self, topic: str, queue_id: int, count: int) -> None:
+        """Make the ConsumeQueue files the next ``count`` entries of a queue land in (put lock held)."""
+        key = (topic, queue_id)
+        first = self.commit_log.queue_offsets.get(key, 0)
+        queue = self._queues.get(key) or self._table.get_or_create(topic, queue_id)
+        queue.reserve(first, first + count)
 
     def wait_flushed(self, result: PutMessageResult, timeout_s: float | None = None) -> PutMessageResult:
         """Block until an fsync covers the put (SYNC_FLUSH; at once otherwise); FLUSH_DISK_TIMEOUT after

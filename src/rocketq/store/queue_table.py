@@ -5,13 +5,19 @@ or deleted by hand) and rebuilds them from the CommitLog."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection, Sequence
 
+from rocketq.common.record import NOT_QUEUED_TRANSACTIONS, SysFlag
 from rocketq.store.config import StoreConfig
 from rocketq.store.config_file import read_json, write_json_atomically
 from rocketq.store.consume_queue import ConsumeQueue
 from rocketq.store.consume_queue_ext import open_ext
+from rocketq.store.results import MessageToStore
 
 REGISTRY_FILE = "consumeQueueRegistry.json"
+_TRANSACTION_MASK = SysFlag.TRANSACTION_MASK
+_PREPARED, _ROLLED_BACK = NOT_QUEUED_TRANSACTIONS  # (the transaction halves: no ConsumeQueue entry)
+_NOT_QUEUED = NOT_QUEUED_TRANSACTIONS
 
 
 class QueueTable:
@@ -95,3 +101,22 @@ class QueueTable:
         with self._lock:
             for queue in self.queues.values():
                 queue.close()
+
+
+def queues_of(messages: Sequence[MessageToStore]) -> tuple[str | None, int, Collection[tuple[str, int]]]:
+    """Where a batch's ConsumeQueue entries go: the topic and queue id of its first message that gets
+    one (None when none does: transaction halves), and the other queues that get some (usually none,
+    found without hashing)."""
+    topic: str | None = None
+    queue_id = 0
+    for message in messages:
+        transaction = message.sys_flag & _TRANSACTION_MASK
+        if transaction in (_PREPARED, _ROLLED_BACK):
+            continue
+        if topic is None:
+            topic, queue_id = message.topic, message.queue_id
+        elif message.queue_id != queue_id or message.topic != topic:
+            others = {(m.topic, m.queue_id) for m in messages if m.sys_flag & _TRANSACTION_MASK not in _NOT_QUEUED}
+            others.discard((topic, queue_id))
+            return topic, queue_id, others
+    return topic, queue_id, ()

@@ -90,9 +90,7 @@ class Dispatcher:
                 stopping = self._stopping
             try:
                 self.dispatch_until(self._commit_log.max_offset)
-                if self._index is not None and self._index.skipped_from is not None:
-                    with self._dispatch_lock:  # the index catches up with what it skipped while idle
-                        self._index.catch_up(self.dispatched_offset)
+                self.catch_up_index()
             except Exception as exc:
                 self._failed(exc)
                 if not stopping:
@@ -100,6 +98,14 @@ class Dispatcher:
                         self._wakeup.wait(RETRY_INTERVAL_S)
             if stopping:
                 return
+
+    def catch_up_index(self) -> bool:
+        """Index what the index skipped while no index file could be made (a step of it); True once
+        nothing dispatched is left unindexed."""
+        if self._index is None or self._index.skipped_from is None:
+            return True
+        with self._dispatch_lock:
+            return self._index.catch_up(self.dispatched_offset)
 
     def _failed(self, error: Exception) -> None:
         """Log a failure once per episode (with its traceback when it is not a full disk)."""

@@ -6,7 +6,8 @@ batch is indexed whole or not at all). When it cannot be made, the keys of the r
 are skipped (``skipped_from``; one log line), and the dispatcher goes on: their ConsumeQueue entries,
 which consumers need, do not wait for the index. Once an index file can be made again (tried at most
 once per ``RETRY_INTERVAL_S``), ``catch_up`` indexes the skipped records from the CommitLog, in order,
-before any newer ones. A restart catches up the same way (dispatch starts where the index ends).
+before any newer ones. It runs on the dispatcher's thread (never inline on a put's, which may be an
+event loop). A restart catches up the same way (dispatch starts where the index ends).
 """
 
 from __future__ import annotations
@@ -151,7 +152,8 @@ class IndexService:
 
     def build(self, requests: Sequence[DispatchRequest]) -> None:
         """Index UNIQ_KEY and every KEYS entry of each record; skip what is already indexed."""
-        self.build_hashed(*self._keys(requests))
+        hashes, offsets, stamps = self._keys(requests)
+        self.build_hashed(hashes, offsets, stamps)
 
     def _keys(self, requests: Sequence[DispatchRequest]) -> _Keys:
         already = self.end_phy_offset
@@ -176,7 +178,7 @@ class IndexService:
     def build_hashed(self, hashes: list[int], offsets: list[int], stamps: list[int]) -> None:
         """Index keys given their hashes (``key_hash``), CommitLog offsets and store times, in order.
         Skipped (from the first one on) when their index file cannot be made: see the module doc."""
-        if not hashes or (self.skipped_from is not None and not self.catch_up(offsets[0])):
+        if not hashes or self.skipped_from is not None:  # (catch_up, on the dispatcher's thread, fills in)
             return
         try:
             self._write(hashes, offsets, stamps)
@@ -200,6 +202,11 @@ class IndexService:
                 offset,
             )
 
+    @property
+    def can_catch_up(self) -> bool:
+        """Skipped records wait to be indexed, and no failure makes ``catch_up`` wait for its retry."""
+        return self.skipped_from is not None and self._clock() >= self._retry_at
+
     def catch_up(self, until: int) -> bool:
         """Index skipped records (``skipped_from``) below CommitLog offset ``until``, at most
         ``CATCH_UP_RECORDS`` of them per call; True once none below ``until`` is left. Tries no more
@@ -214,7 +221,8 @@ class IndexService:
             requests, next_offset = self._commit_log.scan(offset, 1024)
             requests = [request for request in requests if request.commit_log_offset < until]
             try:
-                self._write(*self._keys(requests))
+                hashes, offsets, stamps = self._keys(requests)
+                self._write(hashes, offsets, stamps)
             except DiskFullError as exc:
                 self.skipped_from = offset
                 self._skip(offset, exc)

@@ -31,7 +31,6 @@ from typing import Any
 
 from rocketq.common import record as rec
 from rocketq.common.offsets import QueueOffset
-from rocketq.common.record import NOT_QUEUED_TRANSACTIONS, SysFlag
 from rocketq.store.checkpoint import StoreCheckpoint
 from rocketq.store.commit_log import CommitLog
 from rocketq.store.config import StoreConfig
@@ -46,7 +45,7 @@ from rocketq.store.key_query import records_by_key
 from rocketq.store.mapped_file import DiskFullError
 from rocketq.store.message_filter import MessageFilter
 from rocketq.store.queue_reader import get_from_queue
-from rocketq.store.queue_table import QueueTable, queues_of
+from rocketq.store.queue_table import QueueTable, gets_no_entry, queues_of
 from rocketq.store.recovery import RecoveryReport, recover_commit_log, recover_logics
 from rocketq.store.results import (
     BatchToStore,
@@ -201,7 +200,7 @@ class MessageStore:
         else:  # (the same, without the tuple a call returns)
             first = messages[0]
             queue_id, spread = first.queue_id, ()
-            topic = None if first.sys_flag & SysFlag.TRANSACTION_MASK in NOT_QUEUED_TRANSACTIONS else first.topic
+            topic = None if gets_no_entry(first.sys_flag) else first.topic
         return self._put(
             len(messages),
             topic,
@@ -279,8 +278,8 @@ class MessageStore:
 
     def _reserve(self, topic: str, queue_id: int, count: int) -> None:
         """Make the ConsumeQueue files the next ``count`` entries of a queue land in (put lock held)."""
-        key = (topic, queue_id)
-        first = self.commit_log.queue_offsets.get(key, 0)
+        key: Any = (topic, queue_id)  # (one tuple for both lookups)
+        first: int = self.commit_log.queue_offsets.get(key, 0)
         queue = self._queues.get(key) or self._table.get_or_create(topic, queue_id)
         queue.reserve(first, first + count)
 
@@ -319,8 +318,12 @@ class MessageStore:
 
     def dispatch_now(self) -> int:
         """Dispatch every record written so far on the calling thread (the dispatcher thread would
-        within ``dispatch_interval_ms``); returns how many records this call dispatched."""
-        return self.dispatcher.dispatch_until(self.commit_log.max_offset)
+        within ``dispatch_interval_ms``), and index what the index skipped for want of space if it
+        can now; returns how many records this call dispatched."""
+        count = self.dispatcher.dispatch_until(self.commit_log.max_offset)
+        while not self.dispatcher.catch_up_index() and self.index is not None and self.index.can_catch_up:
+            pass
+        return count
 
     # -- get ------------------------------------------------------------------------------------------
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Collection, Sequence
+from typing import Final
 
-from rocketq.common.record import NOT_QUEUED_TRANSACTIONS, SysFlag
+from rocketq.common.record import SysFlag
 from rocketq.store.config import StoreConfig
 from rocketq.store.config_file import read_json, write_json_atomically
 from rocketq.store.consume_queue import ConsumeQueue
@@ -15,9 +16,10 @@ from rocketq.store.consume_queue_ext import open_ext
 from rocketq.store.results import MessageToStore
 
 REGISTRY_FILE = "consumeQueueRegistry.json"
-_TRANSACTION_MASK = SysFlag.TRANSACTION_MASK
-_PREPARED, _ROLLED_BACK = NOT_QUEUED_TRANSACTIONS  # (the transaction halves: no ConsumeQueue entry)
-_NOT_QUEUED = NOT_QUEUED_TRANSACTIONS
+_TRANSACTION_MASK: Final = SysFlag.TRANSACTION_MASK
+_PREPARED: Final = SysFlag.TRANSACTION_PREPARED_TYPE  # the transaction halves get no ConsumeQueue entry
+_ROLLED_BACK: Final = SysFlag.TRANSACTION_ROLLBACK_TYPE
+_BITS: Final = 63  # queue ids below this are collected as bits
 
 
 class QueueTable:
@@ -103,20 +105,30 @@ class QueueTable:
                 queue.close()
 
 
+def gets_no_entry(sys_flag: int) -> bool:
+    """A transaction half: stored, but without a ConsumeQueue entry."""
+    transaction = sys_flag & _TRANSACTION_MASK
+    return transaction in (_PREPARED, _ROLLED_BACK)
+
+
 def queues_of(messages: Sequence[MessageToStore]) -> tuple[str | None, int, Collection[tuple[str, int]]]:
     """Where a batch's ConsumeQueue entries go: the topic and queue id of its first message that gets
-    one (None when none does: transaction halves), and the other queues that get some (usually none,
-    found without hashing)."""
+    one (None when none does: transaction halves), and the other queues that get some. On the put
+    path: the queues of one topic are collected as bits (no tuple, no hashing per message)."""
     topic: str | None = None
     queue_id = 0
+    seen = 0  # bit q: queue q of ``topic`` gets entries
     for message in messages:
-        transaction = message.sys_flag & _TRANSACTION_MASK
-        if transaction in (_PREPARED, _ROLLED_BACK):
+        if gets_no_entry(message.sys_flag):
             continue
         if topic is None:
             topic, queue_id = message.topic, message.queue_id
-        elif message.queue_id != queue_id or message.topic != topic:
-            others = {(m.topic, m.queue_id) for m in messages if m.sys_flag & _TRANSACTION_MASK not in _NOT_QUEUED}
+        elif message.topic != topic or not 0 <= message.queue_id < _BITS:
+            others = {(m.topic, m.queue_id) for m in messages if not gets_no_entry(m.sys_flag)}
             others.discard((topic, queue_id))
             return topic, queue_id, others
-    return topic, queue_id, ()
+        seen |= 1 << message.queue_id
+    seen &= ~(1 << queue_id)
+    if topic is None or not seen:
+        return topic, queue_id, ()
+    return topic, queue_id, [(topic, other) for other in range(_BITS) if seen >> other & 1]

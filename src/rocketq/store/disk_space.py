@@ -86,11 +86,11 @@ class DiskSpace:
     def admit(self) -> str | None:
         """On the put path: None when puts are accepted, else why not. Free while they are; while they
         are not, looks at the disk again at most once per ``RECHECK_INTERVAL_S``."""
-        if self.refusal is None:
-            return None
-        if self._clock() - self._checked_at >= RECHECK_INTERVAL_S:
+        refusal = self.refusal  # (a local: check() changes the attribute)
+        if refusal is not None and self._clock() - self._checked_at >= RECHECK_INTERVAL_S:
             self.check()
-        return self.refusal
+            refusal = self.refusal
+        return refusal
 
     def allocation_failed(self, error: Exception) -> str:
         """A file a put needed could not be allocated: refuse puts until the disk has room again (the

@@ -86,3 +86,28 @@ def test_transaction_settings_from_broker_conf(tmp_path: Path) -> None:
         60_000,
         15,
     )
+
+
+def test_disk_space_keys_reach_the_store_as_shares_of_the_disk() -> None:
+    """RocketMQ's percentages (diskMaxUsedSpaceRatio bounded to 10..95 as there) and rocketq's own
+    cleanUnconsumedUnderPressure, from broker.conf spellings."""
+    config = BrokerConfig.from_mapping(
+        {
+            "fileReservedTime": "48",
+            "deleteWhen": "02;04",
+            "diskMaxUsedSpaceRatio": "99",
+            "diskSpaceCleanForciblyRatio": "80",
+            "diskSpaceWarningLevelRatio": "93",
+            "cleanFileForciblyEnable": "false",
+            "cleanResourceInterval": "5000",
+            "cleanUnconsumedUnderPressure": "true",
+        }
+    ).store_config()
+    assert (config.file_reserved_time_hours, config.delete_when) == (48.0, "02;04")
+    assert config.disk_max_used_space_ratio == 0.95
+    assert (config.disk_space_clean_forcibly_ratio, config.disk_space_warning_level_ratio) == (0.80, 0.93)
+    assert config.clean_file_forcibly_enable is False and config.clean_unconsumed_under_pressure is True
+    assert config.clean_resource_interval_ms == 5000
+    defaults = BrokerConfig().store_config()
+    assert (defaults.disk_max_used_space_ratio, defaults.disk_space_clean_forcibly_ratio) == (0.75, 0.85)
+    assert defaults.disk_space_warning_level_ratio == 0.90 and defaults.clean_unconsumed_under_pressure is False

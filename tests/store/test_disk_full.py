@@ -7,7 +7,6 @@ where mounting is not allowed.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,22 +16,14 @@ from rocketq.protocol.batch import BatchItem, encode_batch
 from rocketq.store import BatchToStore, FlushDiskType, GetStatus, MessageStore, PutStatus, StoreConfig
 from rocketq.store.mapped_file import file_name
 
+from ..disks import fill, mounted_tmpfs, resize_tmpfs
 from .conftest import message, small_config
 
 
 @pytest.fixture
 def tiny_disk(tmp_path: Path) -> Iterator[Path]:
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount_point)], capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
+    with mounted_tmpfs(tmp_path / "disk", "2m") as mount_point:
         yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
 FLUSH_TYPES = pytest.mark.parametrize("flush", list(FlushDiskType), ids=lambda flush: flush.value)
@@ -43,7 +34,8 @@ def tiny_disk_config(tiny_disk: Path, **overrides: object) -> StoreConfig:
     return small_config(
         tiny_disk / "store",
         mapped_file_size_commit_log=256 * 1024,
-        disk_full_ratio=1.0,
+        disk_space_warning_level_ratio=1.0,
+        disk_space_clean_forcibly_ratio=1.0,
         disk_max_used_space_ratio=1.0,
         message_index_enable=False,
         **overrides,
@@ -228,3 +220,123 @@ def test_messages_and_wire_batches_put_together_are_refused_whole(tiny_disk: Pat
             "Ops",
             *["TopicB"] * 6,
         ]
+
+
+class FakeClock:
+    """Monotonic seconds that move only when the test says so."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def queue_file_config(disk: Path, **overrides: object) -> StoreConfig:
+    """256 KiB CommitLog files and 200 KB ConsumeQueue files (10,000 entries) on the tiny disk."""
+    return tiny_disk_config(disk, mapped_file_size_consume_queue=200_000, **overrides)
+
+
+def wire_batch(queue_id: int, count: int) -> BatchToStore:
+    items = encode_batch([BatchItem(f"w{i}".encode(), "TAGS\x01t") for i in range(count)])
+    return BatchToStore(topic="TopicA", queue_id=queue_id, items=items, properties_suffix="")
+
+
+PUT_KINDS = pytest.mark.parametrize("kind", ["single", "list", "wire-batch"])
+
+
+def put(store: MessageStore, kind: str, queue_id: int) -> PutStatus:
+    """A put of ``kind`` to ``queue_id`` (the list also to queue 0, whose file exists)."""
+    if kind == "single":
+        return store.put_message(message(queue_id=queue_id, body=b"one")).status
+    if kind == "list":
+        return store.put_messages([message(queue_id=0, body=b"a"), message(queue_id=queue_id, body=b"b")]).status
+    measured = store.measure_batch(wire_batch(queue_id, 3))
+    if measured is None:
+        pytest.skip("the compiled append is not available (numba)")
+    return store.put_batch(measured).status
+
+
+@FLUSH_TYPES
+@PUT_KINDS
+def test_a_put_whose_consume_queue_file_cannot_be_made_is_refused_not_acknowledged(
+    tiny_disk: Path, flush: FlushDiskType, kind: str
+) -> None:
+    """The CommitLog has room but the new queue's ConsumeQueue file does not fit: the put is refused
+    with DISK_FULL, nothing of it is stored, and every acknowledged message stays readable. Before,
+    it was acknowledged and its entry never written: no consumer could read it."""
+    clock = FakeClock()
+    config = queue_file_config(tiny_disk, flush_disk_type=flush)
+    with MessageStore(config, clock=clock) as store:
+        assert store.put_message(message(queue_id=0, body=b"first")).ok  # queue 0's file is made
+        end = store.commit_log.max_offset
+        fill(tiny_disk, leave=150_000)  # the CommitLog's current file has room; a 200 KB file does not fit
+        assert put(store, kind, queue_id=1) is PutStatus.DISK_FULL
+        assert store.commit_log.max_offset == end
+        assert "disk full" in (store.space.refusal or "")
+        (tiny_disk / "ballast").unlink()
+        clock.now += 1.0  # the next refused put looks at the disk again
+        assert put(store, kind, queue_id=1) is PutStatus.PUT_OK
+        store.dispatch_now()
+        for queue_id in (0, 1):
+            high = store.get_max_offset_in_queue("TopicA", queue_id)
+            with store.get_messages("TopicA", queue_id, 0, 100) as result:
+                assert result.message_count == high > 0
+    with MessageStore(config) as store:
+        assert store.get_max_offset_in_queue("TopicA", 1) > 0
+
+
+def test_refused_puts_look_at_the_disk_again_at_most_once_a_second(tiny_disk: Path) -> None:
+    """While puts are refused, a put checks the disk again once the clock has moved a second: writes
+    resume at once after space returns, not at the next retention round (which never runs here)."""
+    clock = FakeClock()
+    config = tiny_disk_config(tiny_disk, clean_resource_interval_ms=3_600_000)
+    with MessageStore(config, clock=clock) as store:
+        assert store.put_message(message(body=b"first")).ok
+        ballast = fill(tiny_disk, leave=100_000)  # less than one more CommitLog file
+        for _ in range(300):  # until the current file is full
+            if not store.put_message(message(body=bytes(2000))).ok:
+                break
+        assert store.disk_full
+        ballast.unlink()
+        clock.now += 0.5
+        refused = store.put_message(message(body=b"too soon"))  # the refusal is remembered, no statvfs
+        assert refused.status is PutStatus.DISK_FULL and "disk full" in (refused.remark or "")
+        clock.now += 0.5
+        assert store.put_message(message(body=b"space again")).ok
+        assert not store.disk_full
+
+
+def test_keys_skipped_while_no_index_file_fits_are_indexed_once_space_returns(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An index file that cannot be made does not hold up dispatch: the messages are consumable at
+    once; their keys are indexed from the CommitLog once a file fits (queries find them), and the
+    episode is one log line, without a traceback."""
+    clock = FakeClock()
+    with mounted_tmpfs(tmp_path / "disk", "4m") as disk:
+        config = small_config(
+            disk / "store",
+            mapped_file_size_commit_log=256 * 1024,
+            max_hash_slot_num=1000,
+            max_index_num=150_000,  # a 3 MB index file
+            disk_space_warning_level_ratio=1.0,
+            disk_space_clean_forcibly_ratio=1.0,
+        )
+        fill(disk, leave=2 * 1024 * 1024)
+        with MessageStore(config, clock=clock) as store:
+            for i in range(50):
+                assert store.put_message(message(body=f"k{i}".encode(), KEYS=f"key{i}")).ok
+            store.dispatch_now()
+            with store.get_messages("TopicA", 0, 0, 100) as result:
+                assert result.message_count == 50
+            assert store.query_message("TopicA", "key3") == []
+            resize_tmpfs(disk, "16m")
+            clock.now += 1.0
+            assert store.put_message(message(body=b"after", KEYS="after")).ok
+            store.dispatch_now()
+            assert [record.body for record in store.query_message("TopicA", "key3")] == [b"k3"]
+            assert [record.body for record in store.query_message("TopicA", "after")] == [b"after"]
+    index_errors = [r for r in caplog.records if r.name == "rocketq.store.index_service" and r.levelname == "ERROR"]
+    assert len(index_errors) == 1
+    assert not [r for r in caplog.records if r.exc_info]

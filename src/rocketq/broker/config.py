@@ -40,9 +40,18 @@ class BrokerConfig:
     max_message_size: int = 4 * 1024 * 1024
     max_hash_slot_num: int = 5_000_000  # IndexFile slots
     max_index_num: int = 20_000_000  # IndexFile entries per file
-    file_reserved_time: float = 72.0  # hours
     access_message_in_memory_max_ratio: int = 40  # % of RAM: older CommitLog bytes count as on disk only
-    delete_when: str = "04"
+    # retention and disk space (docs/operations.md#disk-space); ratios in percent of the store's disk
+    file_reserved_time: float = 72.0  # hours a CommitLog file is kept
+    delete_when: str = "04"  # hours of day ("04", "02;04") when expired files are deleted
+    disk_max_used_space_ratio: int = 75  # above it expired files are deleted at any hour (10..95)
+    disk_space_clean_forcibly_ratio: int = 85  # above it files go before they expire, if consumed...
+    clean_file_forcibly_enable: bool = True  # ...when this allows it
+    disk_space_warning_level_ratio: int = 90  # above it sends are refused
+    clean_resource_interval: int = 10_000  # ms between retention runs
+    # rocketq-only: let disk pressure delete files holding messages a group has not consumed yet (the
+    # default refuses sends instead, saying which group is behind)
+    clean_unconsumed_under_pressure: bool = False
     auto_create_topic_enable: bool = True
     auto_create_subscription_group: bool = True
     default_topic_queue_nums: int = 8
@@ -147,6 +156,12 @@ class BrokerConfig:
             flush_disk_type=self.flush_disk_type,
             file_reserved_time_hours=self.file_reserved_time,
             delete_when=self.delete_when,
+            disk_max_used_space_ratio=min(max(self.disk_max_used_space_ratio, 10), 95) / 100,  # RocketMQ's bounds
+            disk_space_clean_forcibly_ratio=self.disk_space_clean_forcibly_ratio / 100,
+            clean_file_forcibly_enable=self.clean_file_forcibly_enable,
+            clean_unconsumed_under_pressure=self.clean_unconsumed_under_pressure,
+            disk_space_warning_level_ratio=self.disk_space_warning_level_ratio / 100,
+            clean_resource_interval_ms=self.clean_resource_interval,
             message_delay_level=self.message_delay_level,
             enable_consume_queue_ext=self.enable_consume_queue_ext,
             mapped_file_size_consume_queue_ext=self.mapped_file_size_consume_queue_ext,

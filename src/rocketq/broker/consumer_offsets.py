@@ -50,6 +50,12 @@ class ConsumerOffsetManager:
             prefix = topic + TOPIC_GROUP_SEPARATOR
             return sorted(key[len(prefix) :] for key in self._table if key.startswith(prefix))
 
+    def entries(self) -> list[tuple[str, str, dict[int, int]]]:
+        """Every (topic, group, {queue id: offset}) committed, a copy."""
+        with self._lock:
+            items = [(key.partition(TOPIC_GROUP_SEPARATOR), dict(queues)) for key, queues in self._table.items()]
+        return [(topic, group, queues) for (topic, _, group), queues in items]
+
     def topics_of_group(self, group: str) -> list[str]:
         with self._lock:
             suffix = TOPIC_GROUP_SEPARATOR + group

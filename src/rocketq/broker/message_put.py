@@ -31,6 +31,10 @@ PUT_STATUS_CODES = {
 }
 
 
+_NOT_LOGGED = (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT, PutStatus.DISK_FULL)
+"""Put outcomes not logged per request (the store logs a full disk once per episode)."""
+
+
 def response_code(status: PutStatus) -> int:
     if status is PutStatus.PUT_OK:  # every good put, without hashing the enum (Enum.__hash__ is Python)
         return ResponseCode.SUCCESS
@@ -93,6 +97,10 @@ async def put_and_wait(
         context.dispatch.request(at_once=not waits)
         if waits and batch is not None:
             await context.flush_waits.wait(result)
-    if result.status not in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT):
+    if result.status not in (
+        PutStatus.PUT_OK,
+        PutStatus.FLUSH_DISK_TIMEOUT,
+        PutStatus.DISK_FULL,
+    ):  # (the store logs those)
         log.warning("put to %s refused: %s %s", topic, result.status.value, result.remark)
     return result

@@ -26,6 +26,7 @@ from rocketq.broker.long_polling import LongPolling
 from rocketq.broker.loop_dispatch import FlushWaits, LoopDispatch
 from rocketq.broker.rebalance_locks import RebalanceLockTable
 from rocketq.broker.registration import Registrar
+from rocketq.broker.retention_guard import UnconsumedGuard
 from rocketq.broker.schedule import ScheduleService
 from rocketq.broker.subscription_groups import SubscriptionGroupManager
 from rocketq.broker.topic_config import TopicConfigManager
@@ -175,6 +176,10 @@ class Broker:
         self.context.register_now = self.registrar.register_all
         self.schedule = ScheduleService(self.context)
         self.schedule.load()
+        schedule = self.schedule
+        self.store.set_unconsumed_guard(
+            UnconsumedGuard(self.store, self.offsets, self.clients, lambda: dict(schedule.offsets))
+        )
         self._spawn(self.registrar.run())
         self._spawn(self._every(config.flush_consumer_offset_interval_ms / 1000, self._persist_offsets))
         self._spawn(self._every(config.client_channel_scan_interval_ms / 1000, self._expire_channels))

@@ -46,6 +46,7 @@ COMPILED_MODULES: Final = (
     "rocketq.remoting.server",
     "rocketq.store.commit_log",
     "rocketq.store.consume_queue",
+    "rocketq.store.disk_space",  # every put reads whether the disk refuses it
     "rocketq.store.dispatch_apply",
     "rocketq.store.flush",
     "rocketq.store.index_file",
@@ -55,6 +56,7 @@ COMPILED_MODULES: Final = (
     "rocketq.store.mapped_file_queue",
     "rocketq.store.message_store",
     "rocketq.store.queue_reader",
+    "rocketq.store.queue_table",  # queues_of: where every put's entries go
     "rocketq.store.filtered_read",
     "rocketq.store.record_views",
     "rocketq.store.results",

@@ -36,11 +36,15 @@ class StoreConfig:
     flush_interval_consume_queue_ms: int = 1000  # ConsumeQueue and IndexFile flush interval
     flush_consume_queue_least_pages: int = 2
     sync_flush_timeout_ms: int = 5000  # SYNC_FLUSH: how long a put waits for its fsync
-    file_reserved_time_hours: float = 72.0  # CommitLog files older than this may be deleted
-    disk_max_used_space_ratio: float = 0.75  # delete old files above this disk usage, even if young
-    disk_full_ratio: float = 0.90  # refuse puts above this disk usage
-    clean_resource_interval_ms: int = 10_000  # how often the retention check runs
+    # retention and disk space (rocketq.store.retention, rocketq.store.disk_space; ratios are shares of the disk)
+    file_reserved_time_hours: float = 72.0  # CommitLog files older than this expire
     delete_when: str = "04"  # hour(s) of day when expired files are deleted ("04" or "02;04")
+    disk_max_used_space_ratio: float = 0.75  # above it expired files are deleted at any hour
+    disk_space_clean_forcibly_ratio: float = 0.85  # above it files are deleted before they expire...
+    clean_file_forcibly_enable: bool = True  # ...when this allows it...
+    clean_unconsumed_under_pressure: bool = False  # ...but never ones a group has not consumed, unless this
+    disk_space_warning_level_ratio: float = 0.90  # refuse puts above it
+    clean_resource_interval_ms: int = 10_000  # how often retention runs (every second under disk pressure)
     message_index_enable: bool = True
     message_delay_level: str = DEFAULT_DELAY_LEVELS
     dispatch_interval_ms: int = 10  # how long the idle dispatcher sleeps (every put also wakes it)

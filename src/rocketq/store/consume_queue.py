@@ -140,6 +140,15 @@ class ConsumeQueue:
 
     # -- writing --------------------------------------------------------------------------------------
 
+    def reserve(self, first_offset: int, end_offset: int) -> None:
+        """Make the files that entries for queue offsets ``[first_offset, end_offset)`` will be written
+        into, ahead of the dispatcher (the store calls this before it appends their records). Cheap when
+        they exist. Raises DiskFullError when a file cannot be allocated."""
+        end = end_offset * ENTRY_SIZE
+        if end > self.files.reserved_end:
+            position = first_offset * ENTRY_SIZE
+            self.files.reserve(end, position - position % self.files.file_size)
+
     def put(self, queue_offset: int, entries: Sequence[Entry]) -> int:
         """Write entries for queue offsets ``queue_offset, queue_offset+1, ...``.
 
@@ -191,7 +200,7 @@ class ConsumeQueue:
         position = queue_offset * ENTRY_SIZE
         start = position - position % self.files.file_size
         self.files.flushed_where = start
-        self.files.create_file(start)
+        self.files.last_file_for_write()  # the file reserve() made for it, or a new one
         self._write(PADDING * ((position - start) // ENTRY_SIZE))
         self.min_logical_offset = position
 

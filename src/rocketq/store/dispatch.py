@@ -6,6 +6,11 @@ which queues grew (the broker wakes long-polling pulls with it). Re-dispatching 
 already in a ConsumeQueue or index is harmless: both skip what they have, which is what makes
 recovery and rebuilds simple.
 
+A batch that fails (a file that cannot be made on a full disk) leaves ``dispatched_offset`` where it
+was: the thread tries the batch again every ``RETRY_INTERVAL_S`` (nothing is skipped, no entry is
+left empty), and logs the failure once per episode, not once per try. Dispatching on a caller's
+thread (``try_dispatch_until``) never raises: a failure there is left to the thread.
+
 The work on each batch read (ConsumeQueue writes, listeners, index) is ``DispatchApplier``'s, which is
 compiled; this module keeps the thread and the walk along the CommitLog, which stay interpreted.
 """
@@ -20,10 +25,13 @@ from rocketq.store.commit_log import CommitLog
 from rocketq.store.consume_queue import ConsumeQueue
 from rocketq.store.dispatch_apply import ArrivalListener, DispatchApplier
 from rocketq.store.index_service import IndexService
+from rocketq.store.mapped_file import DiskFullError
 
 log = logging.getLogger(__name__)
 
 BATCH_RECORDS = 4096
+RETRY_INTERVAL_S = 0.5
+"""How long the thread waits before trying a failed batch again."""
 
 
 class Dispatcher:
@@ -35,6 +43,7 @@ class Dispatcher:
         interval_s: float,
     ) -> None:
         self._commit_log = commit_log
+        self._index = index
         self.applier = DispatchApplier(consume_queue_of, index)
         self._interval = interval_s
         # at least this much CommitLog goes through the compiled columnar path (below it, numpy's
@@ -46,6 +55,7 @@ class Dispatcher:
         self._stopping = False
         self._worker_thread: threading.Thread | None = None
         self._dispatch_lock = threading.Lock()  # the thread and dispatch_now() callers take turns
+        self.failing: str | None = None  # why dispatch is stuck at dispatched_offset (None: it is not)
 
     @property
     def listeners(self) -> list[ArrivalListener]:
@@ -80,29 +90,53 @@ class Dispatcher:
                 stopping = self._stopping
             try:
                 self.dispatch_until(self._commit_log.max_offset)
-            except Exception:
-                log.exception("dispatch failed at offset %d; retrying", self.dispatched_offset)
+                self.catch_up_index()
+            except Exception as exc:
+                self._failed(exc)
                 if not stopping:
-                    self._wakeup_after_error()
+                    with self._wakeup:
+                        self._wakeup.wait(RETRY_INTERVAL_S)
             if stopping:
                 return
 
-    def _wakeup_after_error(self) -> None:
-        with self._wakeup:
-            self._wakeup.wait(0.5)
+    def catch_up_index(self) -> bool:
+        """Index what the index skipped while no index file could be made (a step of it); True once
+        nothing dispatched is left unindexed."""
+        if self._index is None or self._index.skipped_from is None:
+            return True
+        with self._dispatch_lock:
+            return self._index.catch_up(self.dispatched_offset)
+
+    def _failed(self, error: Exception) -> None:
+        """Log a failure once per episode (with its traceback when it is not a full disk)."""
+        if self.failing is not None:
+            return
+        self.failing = f"{type(error).__name__}: {error}"
+        if isinstance(error, DiskFullError):
+            log.error("dispatch stopped at offset %d: %s; retrying", self.dispatched_offset, error)
+        else:
+            log.exception("dispatch failed at offset %d; retrying", self.dispatched_offset)
 
     def dispatch_until(self, end_offset: int) -> int:
-        """Dispatch every record below ``end_offset``; returns how many records were dispatched."""
+        """Dispatch every record below ``end_offset``; returns how many records were dispatched.
+        Raises what a batch raised (``dispatched_offset`` stays at that batch)."""
         with self._dispatch_lock:
-            return self._dispatch_until(end_offset)
+            count = self._dispatch_until(end_offset)
+        if self.failing is not None:
+            log.warning("dispatch resumed at offset %d (%s is over)", self.dispatched_offset, self.failing)
+            self.failing = None
+        return count
 
     def try_dispatch_until(self, end_offset: int) -> bool:
-        """Dispatch on the calling thread if the dispatcher is idle; False (nothing done) if it is busy.
-        Saves a thread hop between a small put and the pulls waiting for it."""
-        if not self._dispatch_lock.acquire(blocking=False):
+        """Dispatch on the calling thread if the dispatcher is idle and not stuck; False (and nothing
+        done, or a failure left to the thread) otherwise. Saves a thread hop between a small put and
+        the pulls waiting for it."""
+        if self.failing is not None or not self._dispatch_lock.acquire(blocking=False):
             return False
         try:
             self._dispatch_until(end_offset)
+        except Exception:  # the thread tries again, and logs it
+            return False
         finally:
             self._dispatch_lock.release()
         return True

@@ -9,11 +9,16 @@ that computes bit maps and writes units.
 
 The calculator is asked once per batch (``for_batch``) with the batch's first CommitLog offset, so it
 knows from which offset on every record's bit map includes a newly registered subscription.
+
+Units are an optimisation: a record without one is filtered by its properties. So when an ext file
+cannot be made (a full disk), records get no unit and keep their tag code (one log line per episode,
+another try at most once per ``RETRY_INTERVAL_S``); the dispatcher does not wait for space.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
@@ -21,12 +26,16 @@ from rocketq.common.message import SCHEDULE_TOPIC, decode_properties
 from rocketq.common.record import NOT_QUEUED_TRANSACTIONS, SysFlag
 from rocketq.store.commit_log import CommitLog
 from rocketq.store.consume_queue import ConsumeQueue
+from rocketq.store.mapped_file import DiskFullError
 from rocketq.store.record_views import PropertiesReader
 
 log = logging.getLogger(__name__)
 
 BitMapOf = Callable[[Mapping[str, str]], bytes]
 """A topic's bit map of one record, from its properties."""
+
+RETRY_INTERVAL_S = 1.0
+"""After an ext file could not be made, how long records get no unit before the next try."""
 
 ExtRecord = tuple[str, int, int, int, int, int]
 """topic, queue id, queue offset, CommitLog offset, store timestamp, sys flag."""
@@ -47,10 +56,14 @@ class ExtWriter:
         commit_log: CommitLog,
         consume_queue_of: Callable[[str, int], ConsumeQueue],
         calculator: BitMapCalculator,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._commit_log = commit_log
         self._consume_queue_of = consume_queue_of
         self._calculator = calculator
+        self._clock = clock
+        self._retry_at = 0.0
+        self.failing: str | None = None  # why records get no unit now (no space for an ext file)
 
     def topics(self, first_offset: int) -> Mapping[str, BitMapOf]:
         """The batch's bit map functions (see ``BitMapCalculator``); empty: nothing to extend."""
@@ -82,7 +95,22 @@ class ExtWriter:
                 except Exception:  # a subscription's bug must not stop the dispatcher: no unit, no skip
                     log.exception("filter bit map of %s at %d failed", topic, physical)
                     continue
-                codes[index] = queue.ext.put(codes[index], stamp, bit_map)
+                if self.failing is not None and self._clock() < self._retry_at:
+                    continue
+                try:
+                    codes[index] = queue.ext.put(codes[index], stamp, bit_map)
+                except DiskFullError as exc:
+                    self._failed(exc)
+                    continue
+                if self.failing is not None:
+                    log.warning("consume queue ext: units written again (%s is over)", self.failing)
+                    self.failing = None
         finally:
             reader.close()
         return codes
+
+    def _failed(self, error: DiskFullError) -> None:
+        self._retry_at = self._clock() + RETRY_INTERVAL_S
+        if self.failing is None:
+            self.failing = str(error)
+            log.error("consume queue ext: %s; records get no filter bit map until space returns", error)

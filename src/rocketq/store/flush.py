@@ -232,10 +232,18 @@ def _call_on_loop(loop: EventLoop, futures: list[LoopFuture], flushed: int, erro
 
 class PeriodicTask:
     """A daemon thread that runs ``action`` every ``interval_s`` (and once more when stopped, for
-    flushers; not for the cleaner, which must not delete files on the way out)."""
+    flushers; not for the cleaner, which must not delete files on the way out). ``interval_s`` may be a
+    function, asked before each wait (the cleaner runs more often under disk pressure)."""
 
-    def __init__(self, name: str, interval_s: float, action: Callable[[], object], *, run_at_stop: bool = True) -> None:
-        self._interval = interval_s
+    def __init__(
+        self,
+        name: str,
+        interval_s: float | Callable[[], float],
+        action: Callable[[], object],
+        *,
+        run_at_stop: bool = True,
+    ) -> None:
+        self._interval: Callable[[], float] = interval_s if callable(interval_s) else lambda: interval_s
         self._action = action
         self._run_at_stop = run_at_stop
         self._stop = threading.Event()
@@ -245,7 +253,7 @@ class PeriodicTask:
         self._worker_thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(self._interval):
+        while not self._stop.wait(self._interval()):
             self._run_once()
         if self._run_at_stop:
             self._run_once()

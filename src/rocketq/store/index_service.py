@@ -1,4 +1,14 @@
-"""The IndexFiles of a store: builds keys for dispatched records, answers queries by key and time."""
+"""The IndexFiles of a store: builds keys for dispatched records, answers queries by key and time.
+
+The index is the one part of the store that may fall behind on a full disk. An index file is big (420
+MB with RocketMQ's defaults) and made before the keys that need it are written (``_make_room``: a
+batch is indexed whole or not at all). When it cannot be made, the keys of the records from there on
+are skipped (``skipped_from``; one log line), and the dispatcher goes on: their ConsumeQueue entries,
+which consumers need, do not wait for the index. Once an index file can be made again (tried at most
+once per ``RETRY_INTERVAL_S``), ``catch_up`` indexes the skipped records from the CommitLog, in order,
+before any newer ones. It runs on the dispatcher's thread (never inline on a put's, which may be an
+event loop). A restart catches up the same way (dispatch starts where the index ends).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,9 +26,19 @@ from rocketq.store import compiled_dispatch
 from rocketq.store.config import StoreConfig
 from rocketq.store.index_file import IndexFile, index_file_name
 from rocketq.store.key_hash import index_key_hashes
+from rocketq.store.mapped_file import DiskFullError
 from rocketq.store.results import DispatchRequest
 
+if TYPE_CHECKING:
+    from rocketq.store.commit_log import CommitLog
+
 log = logging.getLogger(__name__)
+
+RETRY_INTERVAL_S = 1.0
+"""While keys are skipped, how often making an index file is tried again."""
+CATCH_UP_RECORDS = 65_536
+"""Skipped records one ``catch_up`` call indexes at most (the dispatcher's thread calls it again)."""
+_Keys = tuple[list[int], list[int], list[int]]  # key hashes, CommitLog offsets, store timestamps
 
 _ROLLBACK = SysFlag.TRANSACTION_ROLLBACK_TYPE
 
@@ -37,7 +58,14 @@ def are_indexed(physical_offsets: np.ndarray, sys_flags: np.ndarray, indexed_unt
 class IndexService:
     """Thread safety: the dispatcher thread writes; queries may come from any thread."""
 
-    def __init__(self, config: StoreConfig) -> None:
+    def __init__(self, config: StoreConfig, commit_log: CommitLog, clock: Callable[[], float] = time.monotonic) -> None:
+        """``commit_log``: where skipped records are read again; ``clock``: monotonic seconds."""
+        self._commit_log = commit_log
+        self._clock = clock
+        self.skipped_from: int | None = None
+        """The CommitLog offset from which records' keys were skipped (no index file could be made)."""
+        self._retry_at = 0.0
+        self._spares: list[IndexFile] = []  # made by _make_room before the writes that fill the last file
         self.directory: Path = config.index_dir
         self.slot_count = config.max_hash_slot_num
         self.max_entries = config.max_index_num
@@ -92,19 +120,42 @@ class IndexService:
         last = self._files[-1] if self._files else None
         if last is not None and not last.is_full:
             return last
+        following = self._spares.pop(0) if self._spares else self._new_file()
+        with self._lock:
+            self._files.append(following)
+        return following
+
+    def _new_file(self) -> IndexFile:
+        """A new index file, named after every other (DiskFullError when it cannot be allocated)."""
+        newest = self._spares[-1] if self._spares else self._files[-1] if self._files else None
         now = int(time.time() * 1000)
         name = index_file_name(now)
-        while (self.directory / name).exists() or (last is not None and name <= last.path.name):
+        while (self.directory / name).exists() or (newest is not None and name <= newest.path.name):
             now += 1
             name = index_file_name(now)
         self.directory.mkdir(parents=True, exist_ok=True)
-        created = IndexFile(self.directory / name, self.slot_count, self.max_entries, create=True)
-        with self._lock:
-            self._files.append(created)
-        return created
+        return IndexFile(self.directory / name, self.slot_count, self.max_entries, create=True)
+
+    def _make_room(self, count: int) -> None:
+        """Make the files ``count`` more keys need before any is written (DiskFullError when one
+        cannot be allocated: then none of them is written, and a batch is never indexed in part)."""
+        last = self._files[-1] if self._files else None
+        room = 0 if last is None else last.max_entries - last.index_count
+        if room >= count:  # the common case: the last file has room
+            return
+        for spare in self._spares:
+            room += spare.max_entries - spare.index_count
+        while room < count:
+            spare = self._new_file()
+            self._spares.append(spare)
+            room += spare.max_entries - spare.index_count
 
     def build(self, requests: Sequence[DispatchRequest]) -> None:
         """Index UNIQ_KEY and every KEYS entry of each record; skip what is already indexed."""
+        hashes, offsets, stamps = self._keys(requests)
+        self.build_hashed(hashes, offsets, stamps)
+
+    def _keys(self, requests: Sequence[DispatchRequest]) -> _Keys:
         already = self.end_phy_offset
         keys: list[str] = []
         offsets: list[int] = []
@@ -122,13 +173,70 @@ class IndexService:
                 keys.append(prefix + request.uniq_key)
                 offsets.append(request.commit_log_offset)
                 stamps.append(request.store_timestamp)
-        self.build_hashed(index_key_hashes(keys), offsets, stamps)
+        return index_key_hashes(keys), offsets, stamps
 
     def build_hashed(self, hashes: list[int], offsets: list[int], stamps: list[int]) -> None:
-        """Index keys given their hashes (``key_hash``), CommitLog offsets and store times, in order."""
+        """Index keys given their hashes (``key_hash``), CommitLog offsets and store times, in order.
+        Skipped (from the first one on) when their index file cannot be made: see the module doc."""
+        if not hashes or self.skipped_from is not None:  # (catch_up, on the dispatcher's thread, fills in)
+            return
+        try:
+            self._write(hashes, offsets, stamps)
+        except DiskFullError as exc:
+            self._skip(offsets[0], exc)
+
+    def _write(self, hashes: list[int], offsets: list[int], stamps: list[int]) -> None:
+        self._make_room(len(hashes))
         while hashes:
             written = self._writable_file().put_hashed(hashes, offsets, stamps, self._compiled)
             hashes, offsets, stamps = hashes[written:], offsets[written:], stamps[written:]
+
+    def _skip(self, offset: int, error: DiskFullError) -> None:
+        self._retry_at = self._clock() + RETRY_INTERVAL_S
+        if self.skipped_from is None:
+            self.skipped_from = offset
+            log.error(
+                "index: %s; keys of the records from CommitLog offset %d on are not indexed until space returns"
+                " (their messages are stored and consumable; queries by key miss them meanwhile)",
+                error,
+                offset,
+            )
+
+    @property
+    def can_catch_up(self) -> bool:
+        """Skipped records wait to be indexed, and no failure makes ``catch_up`` wait for its retry."""
+        return self.skipped_from is not None and self._clock() >= self._retry_at
+
+    def catch_up(self, until: int) -> bool:
+        """Index skipped records (``skipped_from``) below CommitLog offset ``until``, at most
+        ``CATCH_UP_RECORDS`` of them per call; True once none below ``until`` is left. Tries no more
+        than once per ``RETRY_INTERVAL_S`` after a failure. Runs on the dispatcher's thread."""
+        offset = self.skipped_from
+        if offset is None:
+            return True
+        if self._clock() < self._retry_at:
+            return False
+        done = 0
+        while offset < until and done < CATCH_UP_RECORDS:
+            requests, next_offset = self._commit_log.scan(offset, 1024)
+            requests = [request for request in requests if request.commit_log_offset < until]
+            try:
+                hashes, offsets, stamps = self._keys(requests)
+                self._write(hashes, offsets, stamps)
+            except DiskFullError as exc:
+                self.skipped_from = offset
+                self._skip(offset, exc)
+                return False
+            if next_offset == offset:
+                break
+            offset = next_offset
+            done += len(requests)
+        if offset < until and done >= CATCH_UP_RECORDS:
+            self.skipped_from = offset
+            return False
+        log.warning("index: caught up with the records skipped from CommitLog offset %d on", self.skipped_from)
+        self.skipped_from = None
+        return True
 
     def query(
         self,
@@ -165,12 +273,14 @@ class IndexService:
 
     def destroy_all(self) -> None:
         with self._lock:
-            files, self._files = self._files, []
+            files, self._files = self._files + self._spares, []
+            self._spares = []
         for index_file in files:
             index_file.destroy()
 
     def close(self) -> None:
         with self._lock:
-            files, self._files = self._files, []
+            files, self._files = self._files + self._spares, []
+            self._spares = []
         for index_file in files:
             index_file.close()

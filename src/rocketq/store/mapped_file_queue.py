@@ -2,6 +2,11 @@
 
 File ``k`` covers offsets ``[start_k, start_k + file_size)`` and is named by ``start_k``. Offsets are
 absolute across the queue, so after old files are deleted the first file may start far above 0.
+
+Files may be made ahead of the writes that need them (``reserve``): the store makes the ConsumeQueue
+file an entry will land in before it appends the entry's record, so a full disk refuses the put instead
+of leaving an acknowledged message that no consumer can find. Such files wait beside the queue (empty,
+invisible to readers) until the writer rolls into them.
 """
 
 from __future__ import annotations
@@ -27,6 +32,9 @@ class MappedFileQueue:
         self._files: list[MappedFile] = []
         self._starts: list[int] = []
         self._lock = threading.Lock()
+        self._ahead: list[MappedFile] = []  # made by reserve(), not written yet (the writer rolls into them)
+        self._grow_lock = threading.Lock()  # reserve() and the writer's rolls take turns
+        self.reserved_end = 0  # where the last file, made or reserved, ends (0: no file yet)
         self.flushed_where = 0
 
     # -- loading --------------------------------------------------------------------------------------
@@ -52,6 +60,7 @@ class MappedFileQueue:
     def _append_file(self, mapped: MappedFile) -> None:
         self._files.append(mapped)
         self._starts.append(mapped.start_offset)
+        self.reserved_end = max(self.reserved_end, mapped.end_offset)
 
     # -- access ---------------------------------------------------------------------------------------
 
@@ -75,19 +84,49 @@ class MappedFileQueue:
         return mapped
 
     def last_file_for_write(self) -> MappedFile:
-        """The file to append to, creating the first or the next one when needed. Empty files after one
-        that is not full were made ahead by a put reserving room for several appends
-        (``CommitLog.reserve_files``): the file before them is written first."""
+        """The file to append to: the last one being written, or the next (the first) when it is full
+        (there is none), taken from the files ``reserve`` made or else created now (DiskFullError when no
+        space). Empty files after one that is not full were made by a put that reserved room for several
+        appends at once (``CommitLog.reserve_files``): the file before them is written first."""
         files = self._files
-        if not files:
-            return self.create_file(self.flushed_where)
-        index = len(files) - 1
-        while index > 0 and files[index].wrote_position == 0 and not files[index - 1].is_full:
-            index -= 1
-        current = files[index]
-        if current.is_full:
-            return self.create_file(current.end_offset)
-        return current
+        if files:
+            index = len(files) - 1
+            while index > 0 and files[index].wrote_position == 0 and not files[index - 1].is_full:
+                index -= 1
+            current = files[index]
+            if not current.is_full:
+                return current
+            start = current.end_offset
+        else:
+            start = self.flushed_where
+        with self._grow_lock:
+            while self._ahead and self._ahead[0].start_offset < start:  # reserved for a start that never came
+                self._ahead.pop(0).destroy()
+            if self._ahead and self._ahead[0].start_offset == start:
+                following = self._ahead.pop(0)
+                with self._lock:
+                    self._append_file(following)
+                return following
+            return self.create_file(start)
+
+    def reserve(self, end_offset: int, first_start: int) -> None:
+        """Make every file that writes up to ``end_offset`` will need now (``first_start``: where the
+        first file starts when there is none yet). Cheap when they exist; called by another thread than
+        the writer's (which takes them in ``last_file_for_write``).
+
+        Raises:
+            DiskFullError: A file could not be allocated (the ones made before it stay reserved).
+        """
+        if end_offset <= self.reserved_end:
+            return
+        with self._grow_lock:
+            while self.reserved_end < end_offset:
+                last = self._ahead[-1] if self._ahead else self.last_file()
+                start = first_start if last is None else last.end_offset
+                self.directory.mkdir(parents=True, exist_ok=True)
+                made = MappedFile(self.directory / file_name(start), self.file_size, create=True)
+                self._ahead.append(made)
+                self.reserved_end = made.end_offset
 
     def find(self, offset: int) -> MappedFile | None:
         """The file holding absolute ``offset``, or None."""
@@ -149,6 +188,7 @@ class MappedFileQueue:
         for mapped in drop:
             log.warning("%s: deleting %s, past the recovered end %d", self.directory, mapped.path.name, offset)
             mapped.destroy()
+        self._drop_ahead()
         last = self.last_file()
         if last is not None and offset < last.end_offset:
             if zero_tail:
@@ -157,6 +197,15 @@ class MappedFileQueue:
                 last.wrote_position = offset - last.start_offset
                 last.flushed_position = min(last.flushed_position, last.wrote_position)
         self.flushed_where = offset
+
+    def _drop_ahead(self) -> None:
+        """Delete the reserved files (recovery, destruction) and reset ``reserved_end``."""
+        with self._grow_lock:
+            ahead, self._ahead = self._ahead, []
+            last = self.last_file()
+            self.reserved_end = last.end_offset if last is not None else 0
+        for mapped in ahead:
+            mapped.destroy()
 
     def drop_last(self, count: int) -> None:
         """Delete the newest ``count`` files (unused ones just created for a batch that cannot fit)."""
@@ -167,6 +216,7 @@ class MappedFileQueue:
             self._starts = self._starts[:-count]
         for mapped in dropped:
             mapped.destroy()
+        self._drop_ahead()
 
     def delete_files(self, should_delete: Callable[[MappedFile], bool], *, keep_last: bool = True) -> int:
         """Delete leading files while ``should_delete(file)`` holds; never the file being written."""
@@ -189,10 +239,13 @@ class MappedFileQueue:
             files, self._files, self._starts = self._files, [], []
         for mapped in files:
             mapped.destroy()
+        self._drop_ahead()
         self.flushed_where = 0
 
     def close(self) -> None:
         with self._lock:
             files, self._files, self._starts = self._files, [], []
-        for mapped in files:
+        with self._grow_lock:
+            ahead, self._ahead = self._ahead, []
+        for mapped in files + ahead:
             mapped.close()

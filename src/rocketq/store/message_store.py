@@ -4,26 +4,26 @@ Threading contract:
 - ``put_message``/``put_messages``/``put_batch`` are thread safe (one internal put lock) and never
   block on the disk: an append is a copy into a mapped file. They may be called from an event loop
   thread. ``measure_batch`` (checking a producer's wire batch for ``put_batch``) is pure.
+  Before appending, a put makes sure the ConsumeQueue files its entries will land in exist
+  (``ConsumeQueue.reserve``; an fallocate when one is due): a put is acknowledged only when consumers
+  will be able to read it, and is refused with DISK_FULL (``DiskSpace``) when the disk has no room.
   A small put (``dispatch_inline_max_records``) is also dispatched by the calling thread when the
-  dispatcher is idle, so arrival listeners run at once; rarely that creates a ConsumeQueue or
-  index file (an fallocate). With SYNC_FLUSH every put is fsynced by the next group commit; to
-  wait for it, a thread calls ``wait_flushed(result)`` (``put_message_and_wait`` does both) and an
-  event loop awaits ``flushed_on_loop(result, loop)``.
+  dispatcher is idle, so arrival listeners run at once. With SYNC_FLUSH every put is fsynced by the
+  next group commit; to wait for it, a thread calls ``wait_flushed(result)`` (``put_message_and_wait``
+  does both) and an event loop awaits ``flushed_on_loop(result, loop)``.
 - Reads (``get_messages``, offsets, lookups, queries) are thread safe and see every record the
   dispatcher has indexed. ``get_messages`` returns views into the mapped files; release the result.
 - Background threads: the dispatcher, the CommitLog flusher, the ConsumeQueue/index flusher (which
-  also writes the checkpoint) and the cleaner (retention, disk-full detection). fsync happens only on
-  them. ``close()`` stops them after dispatching and flushing everything, and removes ``abort``.
+  also writes the checkpoint) and the cleaner (retention and disk space: ``rocketq.store.retention``).
+  fsync happens only on them. ``close()`` stops them after dispatching and flushing everything, and
+  removes ``abort``.
 - Arrival listeners run on the dispatcher thread: hand work to your loop with
   ``loop.call_soon_threadsafe``.
 """
 
 from __future__ import annotations
 
-import fcntl
 import logging
-import os
-import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import TimeoutError as FutureTimeoutError
@@ -34,12 +34,10 @@ from rocketq.common.offsets import QueueOffset
 from rocketq.store.checkpoint import StoreCheckpoint
 from rocketq.store.commit_log import CommitLog
 from rocketq.store.config import StoreConfig
-from rocketq.store.config_file import read_json, write_json_atomically
 from rocketq.store.consume_queue import ConsumeQueue
-from rocketq.store.consume_queue_ext import open_ext
+from rocketq.store.disk_space import RECHECK_INTERVAL_S, DiskSpace, disk_usage
 from rocketq.store.dispatch import Dispatcher
 from rocketq.store.dispatch_apply import ArrivalListener
-from rocketq.store.errors import StoreError
 from rocketq.store.ext_writer import BitMapCalculator, ExtWriter
 from rocketq.store.flush import CommitLogFlusher, EventLoop, PeriodicTask
 from rocketq.store.index_service import IndexService
@@ -47,7 +45,8 @@ from rocketq.store.key_query import records_by_key
 from rocketq.store.mapped_file import DiskFullError
 from rocketq.store.message_filter import MessageFilter
 from rocketq.store.queue_reader import get_from_queue
-from rocketq.store.recovery import RecoveryReport, recover_commit_log
+from rocketq.store.queue_table import QueueTable, gets_no_entry, queues_of
+from rocketq.store.recovery import RecoveryReport, recover_commit_log, recover_logics
 from rocketq.store.results import (
     BatchToStore,
     GetMessageResult,
@@ -58,40 +57,38 @@ from rocketq.store.results import (
     PutStatus,
     StoreStats,
 )
-from rocketq.store.retention import Retention
+from rocketq.store.retention import Retention, UnconsumedGuard
+from rocketq.store.store_lock import StoreLock
 
 log = logging.getLogger(__name__)
 
-REGISTRY_FILE = "consumeQueueRegistry.json"
-
 
 class MessageStore:
-    def __init__(self, config: StoreConfig) -> None:
+    def __init__(self, config: StoreConfig, *, clock: Callable[[], float] = time.monotonic) -> None:
+        """``clock``: monotonic seconds, for how often a refused put looks at the disk again."""
         self.config = config
         self._sync_flush = config.sync_flush
         self.commit_log = CommitLog(config)
-        self.index = IndexService(config) if config.message_index_enable else None
+        self._clock = clock
+        self.index = IndexService(config, self.commit_log, clock) if config.message_index_enable else None
         self.checkpoint = StoreCheckpoint(config.checkpoint_path)
-        self._queues: dict[tuple[str, int], ConsumeQueue] = {}
-        self._queues_lock = threading.Lock()
-        self._registry_dirty = False
+        self._table = QueueTable(config)
+        self._queues = self._table.queues  # (read without a lock)
         self.dispatcher = Dispatcher(
             self.commit_log, self.consume_queue, self.index, config.dispatch_interval_ms / 1000
         )
         self.flusher = CommitLogFlusher(
             config, self.commit_log.files, lambda: self._last_store_timestamp, self._on_commit_log_flushed
         )
-        self.retention = Retention(self)
+        self.space = DiskSpace(config, clock)
+        self.retention = Retention(self, self.space)
         self._logics_flusher = PeriodicTask(
             "rocketq-logics-flush", config.flush_interval_consume_queue_ms / 1000, self.flush_logics
         )
-        self._cleaner = PeriodicTask(
-            "rocketq-clean", config.clean_resource_interval_ms / 1000, self.retention.run, run_at_stop=False
-        )
+        self._cleaner = PeriodicTask("rocketq-clean", self._clean_interval, self.retention.run, run_at_stop=False)
         self._last_store_timestamp = 0
-        self._lock_fd = -1
+        self._lock = StoreLock(config.lock_path)
         self._open = False
-        self.disk_full = False
         self.recovery: RecoveryReport | None = None
         self._put_messages = 0
         self._put_bytes = 0
@@ -104,18 +101,18 @@ class MessageStore:
         """Load files, recover, rebuild what is missing, then start the background threads."""
         config = self.config
         config.store_path_root_dir.mkdir(parents=True, exist_ok=True)
-        self._acquire_lock()
+        self._lock.acquire()
         try:
             clean = not config.abort_path.exists()
             self.checkpoint = StoreCheckpoint.load(config.checkpoint_path)
             self.commit_log.files.load()
-            self._load_consume_queues()
+            self._table.load()
             if self.index is not None:
                 self.index.load()
             self.recovery = self._recover(clean)
             config.abort_path.touch()
         except BaseException:
-            self._release_lock()
+            self._lock.release()
             raise
         self._open = True
         self.dispatcher.start()
@@ -145,52 +142,26 @@ class MessageStore:
         with self.commit_log.put_lock:
             self._open = False
         self.dispatcher.stop()
-        self.dispatcher.dispatch_until(self.commit_log.max_offset)
+        try:
+            self.dispatcher.dispatch_until(self.commit_log.max_offset)
+            clean = True
+        except Exception as exc:  # the next start recovers as after a crash: it dispatches them
+            log.error("store closing with records from %d not dispatched: %s", self.dispatcher.dispatched_offset, exc)
+            clean = False
         self.flusher.stop()
         self._cleaner.stop()
         self._logics_flusher.stop()
-        self._write_registry(force=True)
+        self._table.write_registry(force=True)
         self.commit_log.close()
-        with self._queues_lock:
-            for queue in self._queues.values():
-                queue.close()
+        self._table.close()
         if self.index is not None:
             self.index.close()
-        self.config.abort_path.unlink(missing_ok=True)
-        self._release_lock()
+        if clean:
+            self.config.abort_path.unlink(missing_ok=True)
+        self._lock.release()
         log.info("store %s closed", self.config.store_path_root_dir)
 
-    def _acquire_lock(self) -> None:
-        self._lock_fd = os.open(self.config.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(self._lock_fd)
-            self._lock_fd = -1
-            raise StoreError(f"{self.config.store_path_root_dir} is in use by another process") from exc
-
-    def _release_lock(self) -> None:
-        if self._lock_fd >= 0:
-            os.close(self._lock_fd)
-            self._lock_fd = -1
-
     # -- recovery -------------------------------------------------------------------------------------
-
-    def _load_consume_queues(self) -> None:
-        root = self.config.consume_queue_dir
-        root.mkdir(parents=True, exist_ok=True)
-        for topic_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-            for queue_dir in sorted(p for p in topic_dir.iterdir() if p.is_dir() and p.name.isdigit()):
-                queue = self._new_queue(topic_dir.name, int(queue_dir.name))
-                queue.load()
-
-    def _new_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
-        config = self.config
-        ext_size, enabled = config.mapped_file_size_consume_queue_ext, config.enable_consume_queue_ext
-        ext = open_ext(config.consume_queue_ext_dir, topic, queue_id, ext_size, enabled=enabled)
-        queue = ConsumeQueue(topic, queue_id, config.consume_queue_dir, config.mapped_file_size_consume_queue, ext)
-        self._queues[(topic, queue_id)] = queue
-        return queue
 
     def _recover(self, clean: bool) -> RecoveryReport:
         config = self.config
@@ -201,46 +172,14 @@ class MessageStore:
             check_crc=config.check_crc_on_recover,
         )
         end = report.commit_log_end
-        for queue in self._queues.values():
-            queue.recover()
-            queue.truncate_dirty(end)
-        dispatch_from = end if clean else report.scan_start
-        if self.index is not None:
-            self.index.discard_after(end, 2**62 if clean else self.checkpoint.index_msg_timestamp)
-            indexed_to = self.index.end_phy_offset
-            dispatch_from = min(dispatch_from, indexed_to if indexed_to >= 0 else self.commit_log.min_offset)
-        missing = self._queues_behind_registry()
-        if missing:
-            report.rebuilt.extend(missing)
-            log.warning("consume queues missing or behind, rebuilding from the commit log: %s", missing)
-            dispatch_from = self.commit_log.min_offset
-        dispatch_from = max(dispatch_from, self.commit_log.min_offset)
-        self.dispatcher.dispatched_offset = dispatch_from
+        self.dispatcher.dispatched_offset = recover_logics(
+            report, self.commit_log, self._table, self.index, self.checkpoint.index_msg_timestamp
+        )
         self.dispatcher.dispatch_until(end)
         self.commit_log.queue_offsets = {key: queue.max_offset for key, queue in self._queues.items()}
         self._last_store_timestamp = self.dispatcher.dispatched_timestamp
-        self._registry_dirty = True
+        self._table.mark_changed()
         return report
-
-    def _queues_behind_registry(self) -> list[str]:
-        registry = read_json(self.config.config_dir / REGISTRY_FILE) or {}
-        behind: list[str] = []
-        for topic, queues in registry.get("queues", {}).items():
-            for queue_id, max_offset in queues.items():
-                queue = self._queues.get((topic, int(queue_id)))
-                if queue is None or queue.max_offset < int(max_offset):
-                    behind.append(f"{topic}-{queue_id}")
-        return behind
-
-    def _write_registry(self, *, force: bool = False) -> None:
-        if not (self._registry_dirty or force):
-            return
-        self._registry_dirty = False
-        table: dict[str, dict[str, int]] = {}
-        with self._queues_lock:
-            for (topic, queue_id), queue in self._queues.items():
-                table.setdefault(topic, {})[str(queue_id)] = queue.max_offset
-        write_json_atomically(self.config.config_dir / REGISTRY_FILE, {"queues": table})
 
     # -- put ------------------------------------------------------------------------------------------
 
@@ -256,7 +195,20 @@ class MessageStore:
         backstop."""
         if not messages:
             return PutMessageResult(status=PutStatus.MESSAGE_ILLEGAL, remark="empty batch")
-        return self._put(len(messages), lambda stamp: self.commit_log.append(messages, stamp), dispatch)
+        if len(messages) > 1:
+            topic, queue_id, spread = queues_of(messages)
+        else:  # (the same, without the tuple a call returns)
+            first = messages[0]
+            queue_id, spread = first.queue_id, ()
+            topic = None if gets_no_entry(first.sys_flag) else first.topic
+        return self._put(
+            len(messages),
+            topic,
+            queue_id,
+            spread,
+            lambda stamp: self.commit_log.append(messages, stamp),
+            dispatch,
+        )
 
     def measure_batch(self, batch: BatchToStore, *, max_body_size: int | None = None) -> MeasuredBatch | None:
         """Check a producer's wire batch for ``put_batch``: its record sizes and whether it asks to
@@ -268,7 +220,15 @@ class MessageStore:
     def put_batch(self, measured: MeasuredBatch, *, dispatch: bool = True) -> PutMessageResult:
         """``put_messages`` for a measured wire batch: the same records, written without a Python
         object per message. Same contract as ``put_messages``."""
-        return self._put(len(measured.sizes), lambda stamp: self.commit_log.append_batch(measured, stamp), dispatch)
+        batch = measured.batch
+        return self._put(
+            len(measured.sizes),
+            batch.topic,
+            batch.queue_id,
+            (),
+            lambda stamp: self.commit_log.append_batch(measured, stamp),
+            dispatch,
+        )
 
     def put_together(
         self, messages: Sequence[MessageToStore], batches: Sequence[MeasuredBatch], *, dispatch: bool = True
@@ -278,22 +238,45 @@ class MessageStore:
         if not batches or wire is None:  # (no compiled append: measure_batch measured no batch)
             return self.put_messages(messages, dispatch=dispatch)
         count = len(messages) + sum(len(measured.sizes) for measured in batches)
-        return self._put(count, lambda stamp: wire.append_together(messages, batches, stamp), dispatch)
+        topic, queue_id, spread = queues_of(messages) if messages else (None, 0, ())
+        queues = {*spread, *((measured.batch.topic, measured.batch.queue_id) for measured in batches)}
+        if topic is not None:
+            queues.discard((topic, queue_id))
+        return self._put(
+            count, topic, queue_id, queues, lambda stamp: wire.append_together(messages, batches, stamp), dispatch
+        )
 
-    def _put(self, count: int, append: Callable[[int], PutMessageResult], dispatch: bool) -> PutMessageResult:
-        if self.disk_full:
-            return PutMessageResult(status=PutStatus.DISK_FULL, remark="disk full: puts refused, reads served")
+    def _put(
+        self,
+        count: int,
+        topic: str | None,
+        queue_id: int,
+        spread: Collection[tuple[str, int]],
+        append: Callable[[int], PutMessageResult],
+        dispatch: bool,
+    ) -> PutMessageResult:
+        """Every put goes through here: refused while the disk is full; else, before its ``count``
+        records are appended, the ConsumeQueue files that ``count`` more entries of its queue (and of
+        the queues in ``spread``, for a batch spread over queues) land in are made
+        (``ConsumeQueue.reserve``; ``count`` is an upper bound: transaction halves get no entry). So
+        an acknowledged message is one consumers can read; DISK_FULL when either cannot get space."""
+        if self.space.refusal is not None:
+            refusal = self.space.admit()
+            if refusal is not None:
+                return PutMessageResult(status=PutStatus.DISK_FULL, remark=refusal)
         began = time.perf_counter()
         with self.commit_log.put_lock:
             if not self._open:
                 return PutMessageResult(status=PutStatus.SERVICE_NOT_AVAILABLE, remark="store is not running")
             store_timestamp = int(time.time() * 1000)
             try:
+                if topic is not None:
+                    self._reserve(topic, queue_id, count)
+                for other_topic, other_queue_id in spread:
+                    self._reserve(other_topic, other_queue_id, count)
                 result = append(store_timestamp)
             except DiskFullError as exc:
-                self.disk_full = True
-                log.error("put refused: %s", exc)
-                return PutMessageResult(status=PutStatus.DISK_FULL, remark=str(exc))
+                return PutMessageResult(status=PutStatus.DISK_FULL, remark=self.space.allocation_failed(exc))
             if result.ok:
                 self._last_store_timestamp = store_timestamp
         if not result.ok:
@@ -308,6 +291,13 @@ class MessageStore:
         if self._sync_flush:
             self.flusher.wanted(result.end_offset)
         return result
+
+    def _reserve(self, topic: str, queue_id: int, count: int) -> None:
+        """Make the ConsumeQueue files the next ``count`` entries of a queue land in (put lock held)."""
+        key: Any = (topic, queue_id)  # (one tuple for both lookups)
+        first: int = self.commit_log.queue_offsets.get(key, 0)
+        queue = self._queues.get(key) or self._table.get_or_create(topic, queue_id)
+        queue.reserve(first, first + count)
 
     def wait_flushed(self, result: PutMessageResult, timeout_s: float | None = None) -> PutMessageResult:
         """Block until an fsync covers the put (SYNC_FLUSH; at once otherwise); FLUSH_DISK_TIMEOUT after
@@ -344,19 +334,19 @@ class MessageStore:
 
     def dispatch_now(self) -> int:
         """Dispatch every record written so far on the calling thread (the dispatcher thread would
-        within ``dispatch_interval_ms``); returns how many records this call dispatched."""
-        return self.dispatcher.dispatch_until(self.commit_log.max_offset)
+        within ``dispatch_interval_ms``), and index what the index skipped for want of space if it
+        can now; returns how many records this call dispatched."""
+        count = self.dispatcher.dispatch_until(self.commit_log.max_offset)
+        while not self.dispatcher.catch_up_index() and self.index is not None and self.index.can_catch_up:
+            pass
+        return count
 
     # -- get ------------------------------------------------------------------------------------------
 
     def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
-        """The queue for topic/queue_id, created on first use (dispatcher thread)."""
+        """The queue for topic/queue_id, created on first use (by a put, or the dispatcher)."""
         queue = self._queues.get((topic, queue_id))
-        if queue is None:
-            with self._queues_lock:
-                queue = self._queues.get((topic, queue_id)) or self._new_queue(topic, queue_id)
-                self._registry_dirty = True
-        return queue
+        return queue if queue is not None else self._table.get_or_create(topic, queue_id)
 
     def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
         return self._queues.get((topic, queue_id))
@@ -447,30 +437,25 @@ class MessageStore:
     def add_arrival_listener(self, listener: ArrivalListener) -> None:
         self.dispatcher.listeners.append(listener)
 
+    def set_unconsumed_guard(self, guard: UnconsumedGuard | None) -> None:
+        """Who has not consumed what (the broker's committed offsets): retention under disk pressure
+        keeps the files it names (``rocketq.store.retention``)."""
+        self.retention.guard = guard
+
     def set_bit_map_calculator(self, calculator: BitMapCalculator | None) -> None:
         """Give dispatched records of filtered topics ext units with their filter bit maps (needs
         ``enable_consume_queue_ext``; without it, or with None, no units are written)."""
         ext = None
         if calculator is not None and self.config.enable_consume_queue_ext:
-            ext = ExtWriter(self.commit_log, self.consume_queue, calculator)
+            ext = ExtWriter(self.commit_log, self.consume_queue, calculator, self._clock)
         self.dispatcher.applier.ext = ext
 
     def delete_topic(self, topic: str) -> None:
         """Remove a topic's ConsumeQueues (its records age out of the CommitLog with the rest)."""
-        with self._queues_lock:
-            doomed = [key for key in self._queues if key[0] == topic]
-            for key in doomed:
-                self._queues.pop(key).destroy()
-            self._registry_dirty = True
+        doomed = self._table.remove_topic(topic)
         with self.commit_log.put_lock:
             for key in doomed:
                 self.commit_log.queue_offsets.pop(key, None)
-        for topic_dir in (self.config.consume_queue_dir / topic, self.config.consume_queue_ext_dir / topic):
-            for path in sorted(topic_dir.glob("*"), reverse=True):
-                if path.is_dir():
-                    path.rmdir()
-            if topic_dir.exists():
-                topic_dir.rmdir()
 
     # -- flushing -------------------------------------------------------------------------------------
 
@@ -480,9 +465,7 @@ class MessageStore:
     def flush_logics(self) -> None:
         """Flush ConsumeQueues and the index, then the checkpoint (runs on the logics flush thread)."""
         stamp = self.dispatcher.dispatched_timestamp
-        with self._queues_lock:
-            queues = list(self._queues.values())
-        for queue in queues:
+        for queue in self._table.all():
             queue.flush(0)
         if self.index is not None:
             self.index.flush()
@@ -490,15 +473,22 @@ class MessageStore:
             self.checkpoint.logics_msg_timestamp = stamp
             self.checkpoint.index_msg_timestamp = stamp
         self.checkpoint.flush()
-        self._write_registry()
+        self._table.write_registry()
 
     # -- statistics -----------------------------------------------------------------------------------
 
     def disk_used_ratio(self) -> float:
-        """Used share of the store's file system, counting blocks reserved for root as free, as
-        RocketMQ does (Java's getFreeSpace). The room actually left for us is checked separately."""
-        usage = os.statvfs(self.config.store_path_root_dir)
-        return 0.0 if usage.f_blocks == 0 else 1 - usage.f_bfree / usage.f_blocks
+        """Used share of the store's file system (``DiskUsage.used_ratio``)."""
+        return disk_usage(self.config.store_path_root_dir).used_ratio
+
+    @property
+    def disk_full(self) -> bool:
+        """Puts are refused for want of disk space now (``space.refusal`` says why)."""
+        return self.space.refusal is not None
+
+    def _clean_interval(self) -> float:
+        """Retention runs every ``clean_resource_interval_ms``; every second while puts are refused."""
+        return RECHECK_INTERVAL_S if self.disk_full else self.config.clean_resource_interval_ms / 1000
 
     def stats(self) -> StoreStats:
         return StoreStats(
@@ -522,5 +512,4 @@ class MessageStore:
         return self._open
 
     def queues(self) -> list[ConsumeQueue]:
-        with self._queues_lock:
-            return list(self._queues.values())
+        return self._table.all()

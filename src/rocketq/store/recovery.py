@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 
 from rocketq.common import record as rec
 from rocketq.store.commit_log import CommitLog
+from rocketq.store.index_service import IndexService
 from rocketq.store.mapped_file import MappedFile
+from rocketq.store.queue_table import QueueTable
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,33 @@ def recover_commit_log(
     commit_log.files.truncate(end, zero_tail=not clean_shutdown or bool(report.damage))
     report.commit_log_end = end
     return report
+
+
+def recover_logics(
+    report: RecoveryReport,
+    commit_log: CommitLog,
+    queues: QueueTable,
+    index: IndexService | None,
+    index_timestamp: int,
+) -> int:
+    """Cut the ConsumeQueues and the index back to the recovered CommitLog (``index_timestamp``: the
+    checkpoint's); returns where dispatching must start to rebuild what they lack: the recovered end
+    after a clean close, else the scan start, or earlier for an index behind or a queue missing."""
+    end = report.commit_log_end
+    for queue in queues.all():
+        queue.recover()
+        queue.truncate_dirty(end)
+    dispatch_from = end if report.clean_shutdown else report.scan_start
+    if index is not None:
+        index.discard_after(end, 2**62 if report.clean_shutdown else index_timestamp)
+        indexed_to = index.end_phy_offset
+        dispatch_from = min(dispatch_from, indexed_to if indexed_to >= 0 else commit_log.min_offset)
+    missing = queues.behind_registry()
+    if missing:
+        report.rebuilt.extend(missing)
+        log.warning("consume queues missing or behind, rebuilding from the commit log: %s", missing)
+        dispatch_from = commit_log.min_offset
+    return max(dispatch_from, commit_log.min_offset)
 
 
 def _file_written_at(files: list[MappedFile], timestamp: int) -> int:

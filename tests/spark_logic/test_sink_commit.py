@@ -32,8 +32,10 @@ def report(partition: int, attempt: int, held: dict[str, int], transaction: str 
 def test_transaction_ids() -> None:
     assert T == "q1:7" and batch_of(T) == 7 and batch_of(stream_transaction("a:b", "12")) == 12
     assert batch_of(job_transaction("f00d")) is None
-    with pytest.raises(ValueError, match="query id"):
+    with pytest.raises(ValueError, match="query and batch ids"):
         stream_transaction("", 3)
+    with pytest.raises(ValueError, match="streaming.sql.batchId"):
+        stream_transaction("q1", "")
     assert part_id(3, 1, "ab12") == "3-1-ab12"
 
 

@@ -28,8 +28,11 @@ JOB_PREFIX: Final = "job-"
 
 def stream_transaction(query_id: str, batch_id: int | str) -> str:
     """The transaction of micro-batch ``batch_id`` of query ``query_id``."""
-    if not query_id:
-        raise ValueError("a streaming write needs its query id (the task's sql.streaming.queryId property)")
+    if not query_id or not str(batch_id).isdigit():
+        raise ValueError(
+            f"a streaming write needs its query and batch ids (the task's sql.streaming.queryId and"
+            f" streaming.sql.batchId properties), not {query_id!r} and {batch_id!r}"
+        )
     return f"{query_id}{STREAM_SEPARATOR}{int(batch_id)}"
 
 

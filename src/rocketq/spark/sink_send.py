@@ -141,12 +141,12 @@ class Sender:
         timeout = self.options.request_timeout_s
         for target, messages in groups:
             queues = await self._fresh_queues(attempt, target.topic)
-            queue = named_queue(target, queues) if target.queue_id is not None else None
+            named = named_queue(target, queues) if target.queue_id is not None else None
             chooser = attempt.choosers.get(target.topic)
             if chooser is None:
                 chooser = attempt.choosers[target.topic] = QueueChooser(queues)
             for index, chunk in enumerate(_chunks(messages, self.options.send_batch_size)):
-                where = queue or chooser.choose(chunk_key(attempt.partition, first_seq, index))
+                where = named or chooser.choose(chunk_key(attempt.partition, first_seq, index))
                 held[where.broker_name] += len(chunk)
                 sends.append(attempt.group.send_batch(chunk, where, attempt.part, timeout=timeout))
         await asyncio.gather(*sends)

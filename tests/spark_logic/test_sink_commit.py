@@ -34,7 +34,7 @@ def test_transaction_ids() -> None:
     assert batch_of(job_transaction("f00d")) is None
     with pytest.raises(ValueError, match="query and batch ids"):
         stream_transaction("", 3)
-    with pytest.raises(ValueError, match="streaming.sql.batchId"):
+    with pytest.raises(ValueError, match=r"streaming\.sql\.batchId"):
         stream_transaction("q1", "")
     assert part_id(3, 1, "ab12") == "3-1-ab12"
 

@@ -69,7 +69,7 @@ def main() -> None:
         "--delivery",
         choices=["atLeastOnce", "exactlyOnce"],
         default="atLeastOnce",
-        help="of the order-stats messages (exactlyOnce needs brokers with grouped transactions)",
+        help="of the order-stats messages (exactlyOnce: rocketq brokers, which have grouped transactions)",
     )
     args = parser.parse_args()
 

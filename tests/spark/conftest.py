@@ -57,7 +57,8 @@ def spark_builder(master: str, app: str) -> SparkSession.Builder:
 def spark() -> Iterator[SparkSession]:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    session = spark_builder("local[2]", "rocketq-tests").getOrCreate()
+    # local[2,2]: a failed task is run once more, as on a cluster (plain local[2] never retries)
+    session = spark_builder("local[2,2]", "rocketq-tests").getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     from rocketq.spark import register
 

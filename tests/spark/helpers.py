@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from rocketq.client import Message, MessageQueue, SyncAdminClient, SyncProducer
+from rocketq.client import Message, MessageExt, MessageQueue, SyncAdminClient, SyncProducer, SyncQueueReader
 from rocketq.testing import ThreadedCluster
 
 _numbers = itertools.count()
@@ -48,3 +48,21 @@ def fill(
 
 def body(queue: MessageQueue, n: int) -> bytes:
     return f"{queue.broker_name}/{queue.queue_id}/{n}".encode()
+
+
+def visible(cluster: ThreadedCluster, topic: str) -> list[MessageExt]:
+    """Every message a consumer of ``topic`` can read now, queue by queue."""
+    cluster.call(cluster.cluster.wait_dispatched())
+    with SyncQueueReader(cluster.namesrv_addr) as reader:
+        return [m for queue in reader.queues(topic) for m in reader.messages(queue, 0, reader.max_offset(queue))]
+
+
+def pending_half_messages(namesrv_addr: str, producer_group: str) -> int:
+    """Half messages of ``producer_group`` neither committed nor rolled back, over every broker."""
+    with SyncAdminClient(namesrv_addr) as admin:
+        return sum(
+            group.half_messages
+            for answer in admin.pending_transactions().values()
+            for group in answer.groups
+            if group.producer_group == producer_group
+        )

@@ -1,4 +1,5 @@
-"""The order-statistics example, run as its README says (in this test session's Spark)."""
+"""The order-statistics example, run as its README says (in this test session's Spark; its statistics
+written to a topic exactly once, after an aggregation: rows that come out of a shuffle)."""
 
 from __future__ import annotations
 
@@ -59,6 +60,7 @@ def test_order_stats_example(spark: SparkSession, cluster: ThreadedCluster, tmp_
         "--out", str(tmp_path / "out"),
         "--watermark", "1 minute",
         "--available-now",
+        "--delivery", "exactlyOnce",
     )  # fmt: skip
     rows = pq.read_table(tmp_path / "out" / "parquet").to_pylist()
     got = {(r["region"], r["windowStart"].replace(tzinfo=dt.UTC)): [r["orders"], r["amount"]] for r in rows}

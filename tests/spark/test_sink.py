@@ -1,5 +1,6 @@
-"""The rocketmq sink: every row acknowledged, deterministic unique keys, the columns it takes, queues named
-by the rows, and refusals (other columns, exactlyOnce before the brokers have it)."""
+"""The rocketmq sink, at least once: every row acknowledged, deterministic unique keys, the columns it takes,
+queues named by the rows, and refusals (other columns, a refused send). Exactly once:
+``test_exactly_once``."""
 
 from __future__ import annotations
 
@@ -9,9 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
-from pyspark.sql.utils import AnalysisException
 
 from rocketq.client import MessageQueue, SyncAdminClient
 from rocketq.client.route import PERM_READ
@@ -144,20 +143,3 @@ def test_stream_write_keys_are_deterministic_across_a_replayed_batch(
     for row in again:
         by_id.setdefault(row.msgId, set()).add(row.keys)
     assert len(by_id) == 50 and all(len(keys) == 1 for keys in by_id.values())  # ... under the same keys
-
-
-def test_exactly_once_is_refused_until_the_brokers_have_transactions(
-    spark: SparkSession, cluster: ThreadedCluster, tmp_path: Path
-) -> None:
-    topic = new_topic(cluster, queues=1)
-    frame = spark.readStream.format("rocketmq").options(nameServer=cluster.namesrv_addr, topic=topic).load()
-    query = (
-        frame.select("body")
-        .writeStream.format("rocketmq")
-        .options(nameServer=cluster.namesrv_addr, topic=topic)
-        .option("deliveryGuarantee", "exactlyOnce")
-        .option("checkpointLocation", str(tmp_path / "c"))
-        .trigger(availableNow=True)
-    )
-    with pytest.raises((StreamingQueryException, AnalysisException), match="exactlyOnce is not available"):
-        query.start().awaitTermination(120)

@@ -109,3 +109,14 @@ def test_sink_options() -> None:
     with pytest.raises(OptionError, match="subexpression"):
         SinkOptions.parse({"nameServer": "h:1", "subExpression": "A"})
     assert SinkOptions.parse({"nameServer": "h:1", "path": "x", "checkpointLocation": "y"}).topic is None
+
+
+def test_transaction_timeout() -> None:
+    exactly_once = {"nameServer": "h:1", "deliveryGuarantee": "exactlyOnce"}
+    assert SinkOptions.parse(exactly_once).transaction_timeout_s == 900
+    assert SinkOptions.parse({**exactly_once, "transactionTimeoutMs": "60000"}).transaction_timeout_s == 60
+    assert SinkOptions.parse({**exactly_once, "transactiontimeoutms": "1500"}).transaction_timeout_s == 2  # up
+    with pytest.raises(OptionError, match="at least 1000"):
+        SinkOptions.parse({**exactly_once, "transactionTimeoutMs": "999"})
+    with pytest.raises(OptionError, match="exactlyOnce only"):
+        SinkOptions.parse({"nameServer": "h:1", "transactionTimeoutMs": "60000"})

@@ -333,6 +333,13 @@ def bench_acl(messages: int, rounds: int, in_flight: int, size: int, directory: 
 @click.option(
     "--sink-messages", type=click.IntRange(min=1), default=200_000, show_default=True, help="Rows the sink writes."
 )
+@click.option(
+    "--micro-batches",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="Micro-batches the stream sink measurements write the rows in.",
+)
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Timed runs of each.")
 @click.option("--no-store", is_flag=True, help="Leave out the offline store reader's measurements.")
 @click.option(
@@ -347,6 +354,7 @@ def bench_spark(
     sizes: tuple[int, ...],
     messages: int,
     sink_messages: int,
+    micro_batches: int,
     repeat: int,
     no_store: bool,
     max_pull_bytes: int | None,
@@ -360,6 +368,7 @@ def bench_spark(
         sizes=sizes or (100, 1024),
         messages=messages,
         sink_messages=sink_messages,
+        micro_batches=micro_batches,
         repeat=repeat,
         store=not no_store,
         max_pull_bytes=max_pull_bytes,

@@ -90,6 +90,7 @@ class SyncAdminClient(_LoopClient[AdminClient]):
     commit_offsets = blocking(AdminClient.commit_offsets)
     reset_offset_by_time = blocking(AdminClient.reset_offset_by_time)
     update_subscription_group = blocking(AdminClient.update_subscription_group)
+    pending_transactions = blocking(AdminClient.pending_transactions)
 
     def close(self) -> None:
         self._loop.close_with(self._client.aclose())

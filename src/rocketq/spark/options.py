@@ -22,6 +22,9 @@ reader learns how many messages fit and asks for about that many."""
 DEFAULT_MAX_TRIGGER_DELAY_MS: Final = 15 * 60 * 1000
 DEFAULT_SEND_BATCH_SIZE: Final = 128
 DEFAULT_PRODUCER_GROUP: Final = "rocketq-spark"
+DEFAULT_TRANSACTION_TIMEOUT_MS: Final = 15 * 60 * 1000
+"""exactlyOnce: how long a micro-batch's prepared messages wait for its commit before the brokers roll
+them back (the broker's own default for grouped transactions)."""
 EARLIEST: Final = -2  # in startingOffsets / endingOffsets JSON
 LATEST: Final = -1
 
@@ -48,7 +51,15 @@ SOURCE_OPTIONS: Final = frozenset(
     }
 )
 SINK_OPTIONS: Final = frozenset(
-    {"nameserver", "topic", "deliveryguarantee", "producergroup", "sendbatchsize", "requesttimeoutms"}
+    {
+        "nameserver",
+        "topic",
+        "deliveryguarantee",
+        "producergroup",
+        "sendbatchsize",
+        "requesttimeoutms",
+        "transactiontimeoutms",
+    }
 )
 SPARK_OWN_OPTIONS: Final = frozenset({"path", "checkpointlocation", "queryname"})
 """Options Spark itself passes along with the user's (``save(path)``, ``checkpointLocation``)."""
@@ -156,6 +167,7 @@ class SinkOptions:
     producer_group: str = DEFAULT_PRODUCER_GROUP
     send_batch_size: int = DEFAULT_SEND_BATCH_SIZE
     request_timeout_s: float = 10.0
+    transaction_timeout_s: int = DEFAULT_TRANSACTION_TIMEOUT_MS // 1000  # exactlyOnce; whole seconds
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SinkOptions:
@@ -165,13 +177,22 @@ class SinkOptions:
         if guarantee.lower() not in ("atleastonce", "exactlyonce"):
             raise OptionError("deliveryGuarantee", f"must be atLeastOnce or exactlyOnce, not {guarantee!r}")
         topic = found.get("topic", "").strip() or None
+        exactly_once = guarantee.lower() == "exactlyonce"
+        timeout_ms = _positive(found, "transactionTimeoutMs")
+        if timeout_ms is not None and not exactly_once:
+            raise OptionError("transactionTimeoutMs", "applies to deliveryGuarantee=exactlyOnce only")
+        if timeout_ms is not None and timeout_ms < 1000:
+            raise OptionError(
+                "transactionTimeoutMs", f"must be at least 1000 (brokers count whole seconds), not {timeout_ms}"
+            )
         return cls(
             name_server=_required(found, "nameServer"),
             topic=topic,
-            exactly_once=guarantee.lower() == "exactlyonce",
+            exactly_once=exactly_once,
             producer_group=found.get("producergroup", "").strip() or DEFAULT_PRODUCER_GROUP,
             send_batch_size=_positive(found, "sendBatchSize") or DEFAULT_SEND_BATCH_SIZE,
             request_timeout_s=(_positive(found, "requestTimeoutMs") or 10_000) / 1000,
+            transaction_timeout_s=-(-(timeout_ms or DEFAULT_TRANSACTION_TIMEOUT_MS) // 1000),
         )
 
 

@@ -416,3 +416,45 @@ def bench_transactions(
     )  # fmt: skip
 
     run_bench(lambda emit: run_transaction_bench(options, emit), NOTES, as_json)
+
+
+@bench.command("producer")
+@click.option(
+    "-n", "--namesrv", default=None, help="A NameServer (rocketq's or RocketMQ's).  [default: start one here]"
+)
+@click.option("-t", "--topic", default="BenchProducer", show_default=True, help="The topic sent to.")
+@click.option(
+    "--size", type=click.IntRange(min=1, max=4 * 1024 * 1024), default=100, show_default=True, help="Body bytes."
+)
+@click.option("--inflight", type=click.IntRange(min=1), default=64, show_default=True, help="Calls in flight.")
+@click.option(
+    "--batch", type=click.IntRange(min=1), default=1, show_default=True, help="Messages per call (send_batch)."
+)
+@click.option("--duration", type=click.FloatRange(min=0.1), default=10.0, show_default=True, help="Seconds measured.")
+@click.option("--flush", is_flag=True, help="SYNC_FLUSH on the broker started here (ASYNC_FLUSH otherwise).")
+@click.option("--sync-api", is_flag=True, help="Threads calling SyncProducer instead of asyncio tasks.")
+@dir_option
+@json_option
+def bench_producer(
+    namesrv: str | None,
+    topic: str,
+    size: int,
+    inflight: int,
+    batch: int,
+    duration: float,
+    flush: bool,
+    sync_api: bool,
+    directory: Path | None,
+    as_json: bool,
+) -> None:
+    """Measure a producer's sends per second and latency, a line per second, against any NameServer."""
+    from rocketq.bench.producer import NOTES, ProducerBenchOptions, run_producer_bench
+
+    if flush and namesrv is not None:
+        raise click.UsageError("--flush sets up the broker started here: leave out -n, or set flushDiskType there")
+    options = ProducerBenchOptions(
+        namesrv_addr=namesrv, topic=topic, size=size, in_flight=inflight, batch=batch, duration_s=duration,
+        sync_flush=flush, sync_api=sync_api, directory=directory,
+    )  # fmt: skip
+
+    run_bench(lambda emit: run_producer_bench(options, emit), NOTES, as_json)

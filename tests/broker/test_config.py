@@ -190,6 +190,11 @@ def test_named_rocketmq_keys_reach_the_store() -> None:
             "mapedFileSizeCommitLog": "1048576",
         }
     ).store_config()
+    broker = BrokerConfig.from_mapping(
+        {"flushConsumerOffsetInterval": "1000", "registerNameServerPeriod": "10000", "shortPollingTimeMills": "50"}
+    )
+    assert (broker.flush_consumer_offset_interval_ms, broker.register_name_server_period_ms) == (1000, 10_000)
+    assert broker.short_polling_time_mills == 50
     assert (store.flush_interval_commit_log_ms, store.flush_commit_log_least_pages) == (200, 0)
     assert (store.flush_interval_consume_queue_ms, store.sync_flush_timeout_ms) == (300, 9000)
     assert store.message_index_enable is False and store.check_crc_on_recover is False

@@ -39,6 +39,9 @@ _ALIASES = {
     "mapedFileSizeConsumeQueue": "mapped_file_size_consume_queue",
     "brokerIP1": "broker_ip1",
     "bindAddress": "listen_host",  # RocketMQ 5's name for it
+    "flushConsumerOffsetInterval": "flush_consumer_offset_interval_ms",
+    "registerNameServerPeriod": "register_name_server_period_ms",
+    "maxTransferBytesOnMessageInMemory": "max_pull_bytes",
 }
 
 # StoreConfig fields that store_config() derives from BrokerConfig fields (their broker.conf keys are

@@ -83,6 +83,18 @@ def test_up_sizes_its_store_for_a_laptop(tmp_path: Path) -> None:
     assert queues and all(file.stat().st_size == 1_000_000 for file in queues)
 
 
+def test_up_keeps_the_sizes_of_a_store_made_with_rocketmqs(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    (store / "commitlog").mkdir(parents=True)
+    with (store / "commitlog" / ("0" * 20)).open("wb") as made:  # (sparse: no GiB written)
+        made.truncate(1024 * MiB)
+    with running("up", "--namesrv-port", "0", "--broker-port", "0", "--store", str(store)) as (_, lines):
+        send_one(lines[-1], "Kept")
+    assert any("made with RocketMQ's file sizes: keeping them" in line for line in lines)
+    queues = list((store / "consumequeue" / "Kept").rglob("0" * 20))
+    assert queues and all(file.stat().st_size == 6_000_000 for file in queues)
+
+
 def test_up_takes_a_broker_conf_and_names_unknown_keys(tmp_path: Path) -> None:
     store = tmp_path / "from-conf"
     conf = tmp_path / "broker.conf"

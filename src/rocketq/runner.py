@@ -36,6 +36,19 @@ LOCAL_STORE_SIZES: dict[str, object] = {
 }
 
 
+def keep_made_sizes(config: BrokerConfig) -> BrokerConfig:
+    """``config``, or for a store made with RocketMQ's sizes (before ``rocketq up`` had its own) whose
+    CommitLog files the local ones would not open, ``config`` with RocketMQ's sizes back."""
+    commit_log = config.store_path_root_dir / "commitlog"
+    made = {path.stat().st_size for path in commit_log.glob("[0-9]*")} if commit_log.is_dir() else set()
+    local = all(getattr(config, name) == size for name, size in LOCAL_STORE_SIZES.items())
+    if not local or not made or made == {config.mapped_file_size_commit_log}:
+        return config
+    log.warning("store %s was made with RocketMQ's file sizes: keeping them (docs/configuration.md)", commit_log.parent)
+    rocketmq = BrokerConfig()
+    return dataclasses.replace(config, **{name: getattr(rocketmq, name) for name in LOCAL_STORE_SIZES})
+
+
 def run_forever(main: Callable[[asyncio.Event], Coroutine[Any, Any, None]]) -> None:
     """Run ``main(stop)`` on uvloop (or asyncio); SIGTERM/SIGINT set ``stop``."""
 
@@ -186,14 +199,10 @@ def up_command(
     host: str,
 ) -> None:
     """A local NameServer and Broker in one process, on loopback (Ctrl-C stops both cleanly). Its store
-    is sized for a laptop or CI (64 MiB CommitLog files, about 70 MB to start): see the README's "Disk
-    use"; a broker.conf given with -c may set RocketMQ's sizes back."""
+    is sized for a laptop or CI (64 MiB CommitLog files, about 70 MB after the first send; a store made
+    with RocketMQ's sizes keeps them); a broker.conf given with -c may set others (docs/configuration.md)."""
     namesrv_config = NamesrvConfig(listen_host=host, listen_port=namesrv_port)
-    defaults: dict[str, object] = {
-        **LOCAL_STORE_SIZES,
-        "listen_port": 10911,
-        "store_path_root_dir": Path(".rocketq"),
-    }
+    defaults = {**LOCAL_STORE_SIZES, "listen_port": 10911, "store_path_root_dir": Path(".rocketq")}
     config = BrokerConfig.load(
         config_file,
         defaults,
@@ -205,7 +214,7 @@ def up_command(
             "flush_disk_type": None if flush is None else f"{flush.upper()}_FLUSH",
         },
     )
-    config = dataclasses.replace(config, store_path_root_dir=config.store_path_root_dir.resolve())
+    config = keep_made_sizes(dataclasses.replace(config, store_path_root_dir=config.store_path_root_dir.resolve()))
     flush_name = "sync" if config.store_config().sync_flush else "async"
 
     async def start_pair_broker(namesrv: NameServer) -> Broker:

@@ -5,6 +5,7 @@ Real processes on port 0 (each prints the address it got), stopped with SIGTERM.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import re
@@ -20,6 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from rocketq.admin.cli import admin
+from rocketq.cli import explain
 from rocketq.testing import wait_until
 
 ROCKETQ = [sys.executable, "-m", "rocketq.cli"]
@@ -184,3 +186,13 @@ def test_debug_logging_adds_the_traceback(tmp_path: Path) -> None:
     path.write_text("brokerRole=SLAVE\n")
     result = failing("broker", "-c", str(path), "--log-level", "debug")
     assert result.returncode == 1 and "Traceback" in result.stderr and "SettingError" in result.stderr
+
+
+def test_an_unwritable_store_is_explained() -> None:
+    """(Tests run as root here, who may write anywhere: the line for the error the OS gives others.)"""
+    line = explain(PermissionError(errno.EACCES, "Permission denied", "/srv/store/commitlog"))
+    assert line == (
+        "cannot write (/srv/store/commitlog): Permission denied; choose a folder this user can write"
+        " (--store, storePathRootDir)."
+    )
+    assert explain(RuntimeError("a bug")) is None  # (not a user's mistake: the traceback stays)

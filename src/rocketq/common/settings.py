@@ -95,9 +95,8 @@ def settings_from_mapping(
 
 
 def known_keys(cls: type[Any], aliases: Mapping[str, str] | None = None) -> list[str]:
-    """The camelCase keys ``cls`` reads (its fields' names, or their Java spelling from ``aliases``)."""
-    by_field = {field: key for key, field in (aliases or {}).items()}
-    return [by_field.get(field.name, camel_case(field.name)) for field in dataclasses.fields(cls)]
+    """The camelCase keys ``cls`` reads: its fields' names, and the Java spellings in ``aliases``."""
+    return sorted({*(camel_case(field.name) for field in dataclasses.fields(cls)), *(aliases or {})})
 
 
 def unknown_settings_warning(keys: Iterable[str], known: Iterable[str]) -> str:

@@ -173,7 +173,7 @@ class BrokerConfig:
     transaction_group_committed_retention_hours: float = 168.0  # and for at most this long
     # StoreConfig fields set by their own broker.conf key (flushIntervalCommitLog, messageIndexEnable ...),
     # by field name; store_config() applies them
-    store_settings: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    store_settings: Mapping[str, Any] = dataclasses.field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         """Raises SettingError for a value rocketq cannot honour."""

@@ -181,6 +181,13 @@ def test_a_bad_setting_is_one_line(tmp_path: Path, conf: str, expected: str) -> 
     assert line.startswith(f"Error: {expected}") and "broker.conf" in line
 
 
+def test_an_acl_file_that_is_not_there_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "broker.conf"
+    path.write_text("aclEnable=true\n")  # (aclFile: plain_acl.yml beside it, missing)
+    line = one_line_error(failing("broker", "-c", str(path), "-p", "0", "--store", str(tmp_path / "store")))
+    assert "plain_acl.yml" in line and "docs/acl.md" in line
+
+
 def test_debug_logging_adds_the_traceback(tmp_path: Path) -> None:
     path = tmp_path / "broker.conf"
     path.write_text("brokerRole=SLAVE\n")

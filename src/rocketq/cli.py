@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from rocketq import __version__
+from rocketq.acl.addresses import AclConfigError
 from rocketq.admin.cli import admin
 from rocketq.bench.commands import bench
 from rocketq.common.settings import SettingError
@@ -45,6 +46,8 @@ def explain(exc: BaseException) -> str | None:
     """One line saying what went wrong and what to do, for the errors a user can fix; else None."""
     if isinstance(exc, SettingError):
         return f"{exc}. Fix it in broker.conf (or the command line) and start again."
+    if isinstance(exc, AclConfigError):
+        return f"{exc}; see docs/acl.md."
     if isinstance(exc, StoreError):
         return f"{exc}."
     if isinstance(exc, OSError):

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import os
 import signal
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
@@ -21,9 +22,31 @@ from rocketq.broker.config import BrokerConfig
 from rocketq.broker.server import Broker
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.server import NameServer
-from rocketq.store import FlushDiskType
 
 log = logging.getLogger(__name__)
+
+# ``rocketq up``'s store sizes, for a laptop or a CI container (RocketMQ's defaults, which ``rocketq broker``
+# keeps, take 1 GiB per CommitLog file, 420 MB per index file and 5.7 MiB per ConsumeQueue file); a
+# broker.conf given with -c sets its own. README "Disk use" says what they come to.
+LOCAL_STORE_SIZES: dict[str, object] = {
+    "mapped_file_size_commit_log": 64 * 1024 * 1024,  # 64 MiB per CommitLog file (a message may be 4 MiB)
+    "mapped_file_size_consume_queue": 50_000 * 20,  # 50,000 entries: 1 MB per ConsumeQueue file
+    "max_hash_slot_num": 50_000,  # index file: 0.2 MB of slots...
+    "max_index_num": 200_000,  # ...and 4 MB of entries
+}
+
+
+def keep_made_sizes(config: BrokerConfig) -> BrokerConfig:
+    """``config``, or for a store made with RocketMQ's sizes (before ``rocketq up`` had its own) whose
+    CommitLog files the local ones would not open, ``config`` with RocketMQ's sizes back."""
+    commit_log = config.store_path_root_dir / "commitlog"
+    made = {path.stat().st_size for path in commit_log.glob("[0-9]*")} if commit_log.is_dir() else set()
+    local = all(getattr(config, name) == size for name, size in LOCAL_STORE_SIZES.items())
+    if not local or not made or made == {config.mapped_file_size_commit_log}:
+        return config
+    log.warning("store %s was made with RocketMQ's file sizes: keeping them (docs/configuration.md)", commit_log.parent)
+    rocketmq = BrokerConfig()
+    return dataclasses.replace(config, **{name: getattr(rocketmq, name) for name in LOCAL_STORE_SIZES})
 
 
 def run_forever(main: Callable[[asyncio.Event], Coroutine[Any, Any, None]]) -> None:
@@ -67,7 +90,14 @@ async def start_namesrv(config: NamesrvConfig) -> NameServer:
 
 
 async def start_broker(config: BrokerConfig) -> Broker:
-    return await Broker(config).start()
+    """A started broker; one that fails to start is closed again (its store unlocked)."""
+    broker = Broker(config)
+    try:
+        return await broker.start()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await broker.aclose()
+        raise
 
 
 # -- click commands (added to the ``rocketq`` group in cli.py) ------------------------------------------
@@ -104,27 +134,28 @@ def namesrv_command(config_file: Path | None, port: int | None, host: str | None
     "--config",
     "config_file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="a RocketMQ-style broker.conf",
+    help="a RocketMQ-style broker.conf (docs/configuration.md)",
 )
-@click.option("-n", "--namesrv-addr", help="NameServer address(es), host:port;host:port")
+@click.option("-n", "--namesrv-addr", help="NameServer address(es), host:port;host:port (default: $NAMESRV_ADDR)")
 @click.option("-p", "--port", type=int, help="listen port (default 10911)")
 @click.option("--host", help="listen address (default 0.0.0.0: all interfaces; broker.conf listenHost)")
 @click.option("--store", "store_dir", type=click.Path(file_okay=False, path_type=Path), help="store root folder")
 def broker_command(
     config_file: Path | None, namesrv_addr: str | None, port: int | None, host: str | None, store_dir: Path | None
 ) -> None:
-    """Run a Broker. Without aclEnable it warns at start when it listens beyond loopback."""
-    overrides = {
-        "namesrv_addr": namesrv_addr,
-        "listen_port": port,
-        "listen_host": host,
-        "store_path_root_dir": store_dir,
-    }
-    config = (
-        BrokerConfig.from_file(config_file, **overrides)
-        if config_file
-        else BrokerConfig.from_mapping({k: v for k, v in overrides.items() if v is not None})
+    """Run a Broker, with RocketMQ's store sizes. Without aclEnable it warns at start when it listens
+    beyond loopback. The NameServers: -n, else broker.conf's namesrvAddr, else $NAMESRV_ADDR."""
+    config = BrokerConfig.load(
+        config_file,
+        {"namesrv_addr": os.environ.get("NAMESRV_ADDR", "")},
+        {"namesrv_addr": namesrv_addr, "listen_port": port, "listen_host": host, "store_path_root_dir": store_dir},
     )
+    if not config.name_servers:
+        log.warning(
+            "broker %s registers with no NameServer, so clients cannot find it: set namesrvAddr in broker.conf,"
+            " -n host:port, or NAMESRV_ADDR",
+            config.broker_name,
+        )
 
     def announce(servers: list[Any]) -> None:
         click.echo(
@@ -135,44 +166,76 @@ def broker_command(
 
 
 @click.command("up")
-@click.option("--namesrv-port", default=9876, show_default=True)
-@click.option("--broker-port", default=10911, show_default=True)
+@click.option(
+    "-c",
+    "--config",
+    "config_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="a broker.conf for the broker (the options below win over it)",
+)
+@click.option("--namesrv-port", type=int, default=9876, show_default=True)
+@click.option("--broker-port", type=int, help="[default: 10911, or the broker.conf's listenPort]")
 @click.option(
     "--store",
     "store_dir",
-    default=Path(".rocketq"),
-    show_default=True,
     type=click.Path(file_okay=False, path_type=Path),
+    help="store root folder  [default: .rocketq, or the broker.conf's storePathRootDir]",
 )
-@click.option("--flush", type=click.Choice(["async", "sync"]), default="async", show_default=True)
+@click.option(
+    "--flush", type=click.Choice(["async", "sync"]), help="[default: async, or the broker.conf's flushDiskType]"
+)
 @click.option(
     "--host",
     default="127.0.0.1",
     show_default=True,
     help="address to listen on and advertise (loopback: only this machine; see docs/acl.md before widening)",
 )
-def up_command(namesrv_port: int, broker_port: int, store_dir: Path, flush: str, host: str) -> None:
-    """A local NameServer and Broker in one process, on loopback (Ctrl-C stops both cleanly)."""
+def up_command(
+    config_file: Path | None,
+    namesrv_port: int,
+    broker_port: int | None,
+    store_dir: Path | None,
+    flush: str | None,
+    host: str,
+) -> None:
+    """A local NameServer and Broker in one process, on loopback (Ctrl-C stops both cleanly). Its store
+    is sized for a laptop or CI (64 MiB CommitLog files, about 70 MB after the first send; a store made
+    with RocketMQ's sizes keeps them); a broker.conf given with -c may set others (docs/configuration.md)."""
     namesrv_config = NamesrvConfig(listen_host=host, listen_port=namesrv_port)
+    defaults = {**LOCAL_STORE_SIZES, "listen_port": 10911, "store_path_root_dir": Path(".rocketq")}
+    config = BrokerConfig.load(
+        config_file,
+        defaults,
+        {
+            "listen_host": host,
+            "broker_ip1": None if host == "0.0.0.0" else host,
+            "listen_port": broker_port,
+            "store_path_root_dir": store_dir,
+            "flush_disk_type": None if flush is None else f"{flush.upper()}_FLUSH",
+        },
+    )
+    config = keep_made_sizes(dataclasses.replace(config, store_path_root_dir=config.store_path_root_dir.resolve()))
+    flush_name = "sync" if config.store_config().sync_flush else "async"
 
-    async def start_pair_broker() -> Broker:
-        return await start_broker(
-            BrokerConfig(
-                namesrv_addr=f"{'127.0.0.1' if host == '0.0.0.0' else host}:{namesrv_port}",
-                listen_host=host,
-                listen_port=broker_port,
-                broker_ip1="" if host == "0.0.0.0" else host,
-                store_path_root_dir=store_dir.resolve(),
-                flush_disk_type=FlushDiskType.SYNC_FLUSH if flush == "sync" else FlushDiskType.ASYNC_FLUSH,
-            )
-        )
+    async def start_pair_broker(namesrv: NameServer) -> Broker:
+        address = f"{'127.0.0.1' if host == '0.0.0.0' else host}:{namesrv.port}"
+        return await start_broker(dataclasses.replace(config, namesrv_addr=address))
+
+    async def start_pair(stop: asyncio.Event) -> None:
+        namesrv: list[NameServer] = []
+
+        async def start_first() -> NameServer:
+            namesrv.append(await start_namesrv(namesrv_config))
+            return namesrv[0]
+
+        await serve(stop, [start_first, lambda: start_pair_broker(namesrv[0])], announce)
 
     def announce(servers: list[Any]) -> None:
         click.echo(
             f"rocketq is up: NameServer {servers[0].address}, Broker {servers[1].address} "
-            f"(store {store_dir.resolve()}, {flush} flush). Ctrl-C to stop.",
+            f"(store {config.store_path_root_dir}, {flush_name} flush). Ctrl-C to stop.",
             err=True,
         )
         click.echo(f"  try: rocketq admin sendMessage -n {servers[0].address} -t TopicTest -p hello", err=True)
 
-    run_forever(lambda stop: serve(stop, [lambda: start_namesrv(namesrv_config), start_pair_broker], announce))
+    run_forever(start_pair)

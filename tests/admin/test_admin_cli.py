@@ -162,3 +162,18 @@ def test_pending_transactions(cluster: ThreadedCluster) -> None:
         group.rollback("broker-a")
         rows = json.loads(invoke(cluster, "pendingTransactions", "--json"))
         assert sum(r["halfMessages"] for r in rows) == 2 and sum(r["transactionGroups"] for r in rows) == 0
+
+
+def test_deleting_a_topic_that_does_not_exist_says_so(cluster: ThreadedCluster) -> None:
+    result = CliRunner().invoke(admin, ["deleteTopic", "-n", cluster.namesrv_addr, "-t", "NeverCreated"])
+    assert result.exit_code == 1
+    assert result.output == (
+        "Error: topic NeverCreated does not exist (rocketq admin topicList shows them); nothing deleted\n"
+    )
+
+
+def test_sending_to_an_unknown_topic_without_auto_creation_names_the_fix(tmp_path: Path) -> None:
+    with ThreadedCluster(tmp_path, auto_create_topic_enable=False) as strict:
+        result = CliRunner().invoke(admin, ["sendMessage", "-n", strict.namesrv_addr, "-t", "Unknown", "-p", "x"])
+    assert result.exit_code == 1 and len(result.output.splitlines()) == 1
+    assert "rocketq admin updateTopic -t Unknown" in result.output and "autoCreateTopicEnable=true" in result.output

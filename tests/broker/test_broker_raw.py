@@ -323,3 +323,16 @@ async def test_sync_flush_sends_and_batches_across_file_rolls_survive_a_restart(
                 assert response.code == ResponseCode.SUCCESS
                 pulled += bodies(response)
             assert pulled == [messages[offset] for offset in range(len(messages))]
+
+
+async def test_without_long_polling_a_pull_is_held_for_the_short_polling_time(
+    tmp_path: Path, client: RemotingClient
+) -> None:
+    """longPollingEnable=false: shortPollingTimeMills, not the client's minute, answers the pull."""
+    config = broker_config(tmp_path / "broker", long_polling_enable=False, short_polling_time_mills=200)
+    async with Broker(config) as short:
+        await client.invoke(short.address, send_request("TopicS", b"x"), 3)
+        await wait_dispatched(short)
+        # the call's own timeout (30 s) is half the suspend timeout: only the short hold answers in time
+        response = await client.invoke(short.address, pull_request("TopicS", 0, 1, suspend_ms=60_000), 30)
+        assert response.code == ResponseCode.PULL_NOT_FOUND

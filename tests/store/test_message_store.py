@@ -133,7 +133,7 @@ def test_reopen_keeps_messages_and_continues_queue_offsets(tmp_path: Path) -> No
 
 
 def test_a_store_directory_is_opened_once(tmp_path: Path) -> None:
-    with MessageStore(small_config(tmp_path)), pytest.raises(StoreError, match="in use"):
+    with MessageStore(small_config(tmp_path)), pytest.raises(StoreError, match="locked by another process"):
         MessageStore(small_config(tmp_path)).start()
 
 

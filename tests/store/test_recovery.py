@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 from pathlib import Path
 
@@ -207,3 +208,19 @@ def test_random_appends_reads_and_reopens_stay_consistent(
             assert store.get_max_offset_in_queue("TopicA", queue_id) == len(expected)
     finally:
         store.close()
+
+
+def test_a_crash_recovery_says_what_it_does_and_how_long_it_took(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = small_config(tmp_path)
+    fill(config, 50)
+    with caplog.at_level(logging.WARNING), MessageStore(config):
+        pass  # a clean start: nothing said
+    assert caplog.records == []
+    crash_marker(config)
+    with caplog.at_level(logging.WARNING), MessageStore(config):
+        pass
+    first, last = (record.getMessage() for record in caplog.records)
+    assert "was not shut down cleanly: recovering" in first and "at most about" in first
+    assert last.startswith(f"store {tmp_path}") and "recovered in" in last and "50 records checked" in last

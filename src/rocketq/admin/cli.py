@@ -125,7 +125,12 @@ def update_topic(
 @click.option("-c", "--cluster", help="delete only in this cluster")
 @json_option
 def delete_topic(namesrv: str, topic: str, cluster: str | None, as_json: bool) -> None:
-    """Delete a topic from the brokers and the name servers."""
+    """Delete a topic from the brokers and the name servers. A topic the name servers do not know is
+    an error (nothing is deleted)."""
+    if topic not in run(namesrv, lambda a: a.topic_list()):
+        raise click.ClickException(
+            f"topic {topic} does not exist (rocketq admin topicList shows them); nothing deleted"
+        )
     brokers = run(namesrv, lambda a: a.delete_topic(topic, cluster=cluster))
     emit(as_json, {"topic": topic, "brokers": brokers}, ["deleted", "broker"], [[topic, b] for b in brokers])
 

@@ -1,18 +1,37 @@
-"""BrokerConfig: RocketMQ ``broker.conf`` keys (camelCase Java properties) mapped onto snake_case fields."""
+"""BrokerConfig: RocketMQ ``broker.conf`` keys (camelCase Java properties) mapped onto snake_case fields.
+
+One path from a broker.conf to the code that uses each key: a key is a field of ``BrokerConfig`` (the
+broker's own settings, and the store settings RocketMQ spells differently, in percent or without a unit),
+else a field of ``StoreConfig`` (kept in ``store_settings`` and applied by ``store_config()``), else not
+implemented: named in a WARNING at start. A value rocketq cannot honour (a slave's role) is refused.
+docs/configuration.md lists the keys.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import enum
+import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from rocketq.common.settings import parse_properties, settings_from_mapping
+from rocketq.common.settings import (
+    SettingError,
+    camel_case,
+    known_keys,
+    parse_properties,
+    split_settings,
+    unknown_settings_warning,
+)
 from rocketq.filter.bloom import BloomFilter
 from rocketq.remoting.address import local_ipv4
 from rocketq.remoting.limits import ServerLimits
 from rocketq.store import FlushDiskType, StoreConfig
+
+log = logging.getLogger(__name__)
 
 # broker.conf spellings that are not the snake_case of our field names
 _ALIASES = {
@@ -20,7 +39,59 @@ _ALIASES = {
     "mapedFileSizeConsumeQueue": "mapped_file_size_consume_queue",
     "brokerIP1": "broker_ip1",
     "bindAddress": "listen_host",  # RocketMQ 5's name for it
+    "flushConsumerOffsetInterval": "flush_consumer_offset_interval_ms",
+    "registerNameServerPeriod": "register_name_server_period_ms",
+    "maxTransferBytesOnMessageInMemory": "max_pull_bytes",
 }
+
+# StoreConfig fields that store_config() derives from BrokerConfig fields (their broker.conf keys are
+# BrokerConfig's); every other StoreConfig field is set by its own key through ``store_settings``
+_STORE_FIELDS_FROM_BROKER: Final = frozenset(
+    {
+        "store_path_root_dir",
+        "mapped_file_size_commit_log",
+        "mapped_file_size_consume_queue",
+        "max_hash_slot_num",
+        "max_index_num",
+        "max_message_size",
+        "flush_disk_type",
+        "file_reserved_time_hours",
+        "delete_when",
+        "disk_max_used_space_ratio",
+        "disk_space_clean_forcibly_ratio",
+        "clean_file_forcibly_enable",
+        "clean_unconsumed_under_pressure",
+        "disk_space_warning_level_ratio",
+        "clean_resource_interval_ms",
+        "message_delay_level",
+        "enable_consume_queue_ext",
+        "mapped_file_size_consume_queue_ext",
+        "bit_map_length_consume_queue_ext",
+    }
+)
+_UNIT_SUFFIX: Final = re.compile(r"_(ms|hours)$")
+
+
+def _store_keys() -> dict[str, str]:
+    """broker.conf key -> StoreConfig field, for the fields set by their own key: the camelCase of the
+    field's name without its unit (``flush_interval_commit_log_ms``: ``flushIntervalCommitLog``)."""
+    keys = {"checkCRCOnRecover": "check_crc_on_recover"}  # (RocketMQ's capitals)
+    for field in dataclasses.fields(StoreConfig):
+        if field.name not in _STORE_FIELDS_FROM_BROKER and field.name != "check_crc_on_recover":
+            bare = _UNIT_SUFFIX.sub("", field.name)
+            keys[camel_case(bare)] = keys[bare] = field.name
+    return keys
+
+
+_STORE_KEYS: Final = _store_keys()
+
+
+class BrokerRole(enum.Enum):
+    """RocketMQ's broker roles. rocketq has no replication yet: only ASYNC_MASTER is accepted."""
+
+    ASYNC_MASTER = "ASYNC_MASTER"
+    SYNC_MASTER = "SYNC_MASTER"  # a put is acknowledged once a slave has it
+    SLAVE = "SLAVE"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -28,7 +99,7 @@ class BrokerConfig:
     broker_cluster_name: str = "DefaultCluster"
     broker_name: str = "broker-a"
     broker_id: int = 0  # 0 is the master
-    broker_role: str = "ASYNC_MASTER"
+    broker_role: BrokerRole = BrokerRole.ASYNC_MASTER  # the only one rocketq runs (no replication yet)
     namesrv_addr: str = ""  # "host:port;host:port"
     listen_host: str = "0.0.0.0"  # all interfaces, as RocketMQ; a WARNING at start without ACL (docs/acl.md)
     listen_port: int = 10911
@@ -87,7 +158,7 @@ class BrokerConfig:
     filter_data_clean_time_span: int = 24 * 3600 * 1000  # ms a gone group's filter data is kept
     enable_consume_queue_ext: bool = False  # consumequeue_ext/ files beside the ConsumeQueues
     mapped_file_size_consume_queue_ext: int = 48 * 1024 * 1024
-    bit_map_length_consume_queue_ext: int = 64  # derived from the bloom filter, as RocketMQ does
+    # (the bit maps' length, bitMapLengthConsumeQueueExt, is derived from the bloom filter, as in RocketMQ)
     # access control (rocketq.broker.acl, docs/acl.md)
     acl_enable: bool = False  # check every request against acl_file's accounts (RocketMQ's aclEnable)
     acl_file: Path | None = None  # a plain_acl.yml; from_file: "plain_acl.yml" beside the broker.conf
@@ -100,26 +171,90 @@ class BrokerConfig:
     transaction_group_timeout: int = 900_000  # ms: a group's half messages without an immunity time wait this long
     transaction_group_committed_max: int = 100_000  # committed group ids remembered (a replay of older ones is not)
     transaction_group_committed_retention_hours: float = 168.0  # and for at most this long
+    # StoreConfig fields set by their own broker.conf key (flushIntervalCommitLog, messageIndexEnable ...),
+    # by field name; store_config() applies them
+    store_settings: Mapping[str, Any] = dataclasses.field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        """Raises SettingError for a value rocketq cannot honour."""
+        if self.broker_role is not BrokerRole.ASYNC_MASTER:
+            raise SettingError(
+                "brokerRole",
+                self.broker_role.value,
+                "rocketq has no replication yet (no slaves, nothing to wait for): use brokerRole=ASYNC_MASTER",
+            )
+        if self.broker_id != 0:
+            raise SettingError(
+                "brokerId", self.broker_id, "a non-zero id is a slave's and rocketq has no replication yet: use 0"
+            )
+        if not 0 <= self.listen_port <= 65535:
+            raise SettingError("listenPort", self.listen_port, "expected a port number, 0..65535")
+        if not re.fullmatch(r"(?:[01]?\d|2[0-3])(?:;(?:[01]?\d|2[0-3]))*", self.delete_when):
+            raise SettingError("deleteWhen", self.delete_when, 'expected hours of the day, "04" or "02;04"')
+        unknown = self.store_settings.keys() - _STORE_KEYS.values()
+        if unknown:
+            raise SettingError("store_settings", sorted(unknown), "not StoreConfig fields set by their own key")
+
+    @classmethod
+    def known_keys(cls) -> list[str]:
+        """Every broker.conf key rocketq implements (camelCase)."""
+        broker = known_keys(cls, _ALIASES)
+        store = [key for key in _STORE_KEYS if "_" not in key]
+        return sorted({*broker, *store} - {"storeSettings"})
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> BrokerConfig:
-        """Build from broker.conf-style keys (camelCase or snake_case); unknown keys are ignored.
+        """Build from broker.conf-style keys (camelCase or snake_case). Keys rocketq does not implement
+        are named in one WARNING (with the closest known key when one looks misspelled).
 
         Raises:
-            SettingError: A value has the wrong type.
+            SettingError: A value has the wrong type, or one rocketq cannot honour.
         """
-        return settings_from_mapping(cls, values, _ALIASES)
+        values = dict(values)
+        store: dict[str, Any] = dict(values.pop("store_settings", None) or {})
+        fields, rest = split_settings(cls, values, _ALIASES)
+        unknown: dict[str, object] = {}
+        for key, value in rest.items():
+            field = _STORE_KEYS.get(key)
+            if field is None:
+                unknown[key] = value
+            else:
+                store.update(split_settings(StoreConfig, {field: value})[0])
+        if unknown:
+            log.warning("%s", unknown_settings_warning(unknown, cls.known_keys()))
+        return cls(**fields, store_settings=store)
 
     @classmethod
     def from_file(cls, path: Path, **overrides: Any) -> BrokerConfig:
-        """Read a Java-properties ``broker.conf``, then apply ``overrides`` (None values are skipped).
-        ``aclFile`` defaults to ``plain_acl.yml`` in the folder of ``path``, and a relative one is taken
-        from there."""
-        values: dict[str, Any] = dict(parse_properties(path.read_text(encoding="utf-8")))
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        config = cls.from_mapping(values)
-        acl_file = path.parent / (config.acl_file or "plain_acl.yml")  # (an absolute acl_file wins)
-        return dataclasses.replace(config, acl_file=acl_file)
+        """Read a Java-properties ``broker.conf``, then apply ``overrides`` (None values are skipped)."""
+        return cls.load(path, overrides=overrides)
+
+    @classmethod
+    def load(
+        cls,
+        path: Path | None,
+        defaults: Mapping[str, object] | None = None,
+        overrides: Mapping[str, object | None] | None = None,
+    ) -> BrokerConfig:
+        """``defaults``, then the keys of the broker.conf at ``path`` (when given), then ``overrides`` (the
+        command line's; None values are not given). ``aclFile`` defaults to ``plain_acl.yml`` in the folder
+        of ``path``, and a relative one is taken from there.
+
+        Raises:
+            OSError: The file cannot be read.
+            SettingError: A value has the wrong type, or one rocketq cannot honour.
+        """
+        layers = [defaults or {}, parse_properties(path.read_text(encoding="utf-8")) if path else {}]
+        layers.append({key: value for key, value in (overrides or {}).items() if value is not None})
+        merged: dict[str, object] = {}
+        for layer in layers:
+            for key, value in layer.items():
+                merged.pop(key, None)  # (a later layer's key comes last, so it wins over another spelling)
+                merged[key] = value
+        config = cls.from_mapping(merged)
+        if path is None:
+            return config
+        return dataclasses.replace(config, acl_file=path.parent / (config.acl_file or "plain_acl.yml"))
 
     @property
     def advertised_ip(self) -> str:
@@ -146,7 +281,9 @@ class BrokerConfig:
         )
 
     def store_config(self) -> StoreConfig:
+        """The store's settings: those derived from this config's fields, then ``store_settings``."""
         return StoreConfig(
+            **self.store_settings,
             store_path_root_dir=self.store_path_root_dir,
             mapped_file_size_commit_log=self.mapped_file_size_commit_log,
             mapped_file_size_consume_queue=self.mapped_file_size_consume_queue,

@@ -145,7 +145,12 @@ class Producer:
         else:  # unknown topic: send through the template's brokers; the broker creates the topic
             template = await instance.update_route(self.config.create_topic_key)
             if template is None:
-                raise MQClientError(f"no route for topic {topic!r} and no {self.config.create_topic_key} template")
+                raise MQClientError(
+                    f"topic {topic!r} does not exist and no broker creates topics on first send (no"
+                    f" {self.config.create_topic_key} route: autoCreateTopicEnable=false): create it with"
+                    f" `rocketq admin updateTopic -t {topic} -c <cluster>`, or set autoCreateTopicEnable=true in"
+                    " broker.conf"
+                )
             info = publish_info(topic, template)
             queue_count = self.config.default_topic_queue_nums
             info.queues = [q for q in info.queues if q.queue_id < queue_count]

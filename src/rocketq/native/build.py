@@ -146,6 +146,11 @@ def _build_once(work_dir: Path, *, if_stale: bool) -> int:
     if lacking is not None:
         print(f"rocketq: compiled modules not built: {lacking}; running plain Python", file=sys.stderr)
         return CANNOT_BUILD
+    print(
+        f"rocketq: compiling {len(COMPILED_MODULES)} modules with mypyc (after an install or a change to them;"
+        " about 1.5-3 minutes on 2 cores)...",
+        flush=True,
+    )
     try:
         seconds = build(work_dir)
     except (Exception, SystemExit) as exc:  # any failure (mypyc exits on errors): run interpreted, say why

@@ -9,3 +9,10 @@ from rocketq.common.errors import RocketqError
 
 class StoreError(RocketqError):
     """Base class of store errors."""
+
+
+# what a file of an unexpected size means, and what to do about it
+OTHER_FILE_SIZES = (
+    "the store was made with other file sizes: configure them as they were (mapedFileSizeCommitLog,"
+    " mapedFileSizeConsumeQueue, maxHashSlotNum and maxIndexNum in broker.conf), or use a new store"
+)

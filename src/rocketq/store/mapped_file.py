@@ -30,7 +30,7 @@ import os
 import threading
 from pathlib import Path
 
-from rocketq.store.errors import StoreError
+from rocketq.store.errors import OTHER_FILE_SIZES, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class MappedFile:
                 os.rename(creating, path)
             elif os.fstat(self._fd).st_size != file_size:
                 actual = os.fstat(self._fd).st_size
-                raise StoreError(f"{path}: size {actual} is not the configured {file_size}")
+                raise StoreError(f"{path}: size {actual} is not the configured {file_size}; {OTHER_FILE_SIZES}")
             self.mm = mmap.mmap(self._fd, file_size, access=mmap.ACCESS_WRITE)
         except BaseException:
             os.close(self._fd)

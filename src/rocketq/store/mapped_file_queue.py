@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from rocketq.store.errors import StoreError
+from rocketq.store.errors import OTHER_FILE_SIZES, StoreError
 from rocketq.store.mapped_file import MappedFile, file_name
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,10 @@ class MappedFileQueue:
         for name in names:
             path = self.directory / name
             if path.stat().st_size != self.file_size:
-                raise StoreError(f"{path}: size {path.stat().st_size} is not the configured file size {self.file_size}")
+                raise StoreError(
+                    f"{path}: size {path.stat().st_size} is not the configured file size {self.file_size};"
+                    f" {OTHER_FILE_SIZES}"
+                )
             mapped = MappedFile(path, self.file_size, create=False)
             mapped.wrote_position = mapped.flushed_position = self.file_size
             self._append_file(mapped)

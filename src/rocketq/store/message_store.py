@@ -109,7 +109,17 @@ class MessageStore:
             self._table.load()
             if self.index is not None:
                 self.index.load()
+            began = time.monotonic()
             self.recovery = self._recover(clean)
+            if not clean:
+                log.warning(
+                    "store %s recovered in %.1f s: %d records checked, %d damaged place(s) cut off, log ends at %d",
+                    config.store_path_root_dir,
+                    time.monotonic() - began,
+                    self.recovery.records_checked,
+                    len(self.recovery.damage),
+                    self.recovery.commit_log_end,
+                )
             config.abort_path.touch()
         except BaseException:
             self._lock.release()

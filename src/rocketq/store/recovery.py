@@ -20,6 +20,10 @@ from rocketq.store.queue_table import QueueTable
 
 log = logging.getLogger(__name__)
 
+# how fast a crash recovery checks the CommitLog and re-dispatches it (measured interpreted on a busy 2-core
+# machine: 55 MB in 2.3 s), for the estimate its first log line gives
+CHECKED_BYTES_PER_S = 25 * 1024 * 1024
+
 
 @dataclass(slots=True)
 class RecoveryReport:
@@ -43,6 +47,7 @@ def recover_commit_log(
         check_crc = False
     else:
         start_index = _file_written_at(files, checkpoint_min_timestamp)
+        _announce(commit_log, files[start_index:])
     report.scan_start = files[start_index].start_offset
     end = files[start_index].start_offset
     for mapped in files[start_index:]:
@@ -60,6 +65,20 @@ def recover_commit_log(
     commit_log.files.truncate(end, zero_tail=not clean_shutdown or bool(report.damage))
     report.commit_log_end = end
     return report
+
+
+def _announce(commit_log: CommitLog, files: list[MappedFile]) -> None:
+    """Say at start that a crash recovery runs, what it checks and roughly how long it takes."""
+    at_most = files[-1].start_offset + files[-1].file_size - files[0].start_offset
+    log.warning(
+        "the store in %s was not shut down cleanly: recovering. Checking every record of %d CommitLog file(s)"
+        " from offset %d (up to %d MB: at most about %d s), then rebuilding the consume queues and index from them",
+        commit_log.files.directory.parent,
+        len(files),
+        files[0].start_offset,
+        at_most // (1024 * 1024),
+        max(1, at_most // CHECKED_BYTES_PER_S),
+    )
 
 
 def recover_logics(

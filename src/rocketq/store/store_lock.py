@@ -23,7 +23,10 @@ class StoreLock:
         except OSError as exc:
             os.close(self._fd)
             self._fd = -1
-            raise StoreError(f"{self._path.parent} is in use by another process") from exc
+            raise StoreError(
+                f"store {self._path.parent} is locked by another process (a broker running on it?): stop that"
+                " process, or give this one another store (--store, storePathRootDir)"
+            ) from exc
 
     def release(self) -> None:
         if self._fd >= 0:

@@ -108,7 +108,10 @@ def pull(
     if header.sys_flag & FLAG_COMMIT_OFFSET and context.is_master:
         context.offsets.commit(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
 
-    may_hold = bool(header.sys_flag & FLAG_SUSPEND) and config.long_polling_enable and header.suspend_timeout_millis > 0
+    # held until a message arrives or the client's suspend timeout; without long polling (longPollingEnable=false)
+    # for shortPollingTimeMills, as RocketMQ does
+    hold_ms = header.suspend_timeout_millis if config.long_polling_enable else config.short_polling_time_mills
+    may_hold = bool(header.sys_flag & FLAG_SUSPEND) and header.suspend_timeout_millis > 0 and hold_ms > 0
     caught_up = header.queue_offset == context.store.get_max_offset_in_queue(header.topic, header.queue_id) > 0
     if not (may_hold and caught_up):  # (a consumer that caught up is held without reading: the common pull)
         code, fields, body = _read(context, header, tags_codes, message_filter)
@@ -126,9 +129,7 @@ def pull(
             response = reply(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
         connection.send(response)
 
-    context.long_polling.hold(
-        header.topic, header.queue_id, header.queue_offset, header.suspend_timeout_millis / 1000, answer
-    )
+    context.long_polling.hold(header.topic, header.queue_id, header.queue_offset, hold_ms / 1000, answer)
     return None
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from rocketq.broker.server import Broker
-from rocketq.protocol import RemotingCommand
+from rocketq.protocol import PullMessageRequestHeader, RemotingCommand, RequestCode
 from rocketq.remoting import Connection
 from rocketq.remoting.server import BlockingHandler
 
@@ -62,3 +62,21 @@ class HeldReplies:
 
     def release(self) -> None:
         self._released.set()
+
+
+def pulled_with(brokers: Iterable[Broker], group: str, topic: str, expression: str) -> set[tuple[str, int]]:
+    """The (broker name, queue id) of every queue of ``topic`` that ``group`` pulls with the subscription
+    ``expression`` from now on (filled as the brokers see the pulls). A push or pull consumer has one
+    pull per queue out at a time, so once a queue is here, its pulls with an older expression are done."""
+    seen_with: set[tuple[str, int]] = set()
+    for broker in brokers:
+
+        def seen(
+            request: RemotingCommand, response: RemotingCommand | None, name: str = broker.config.broker_name
+        ) -> None:
+            header = PullMessageRequestHeader.from_ext_fields(request.ext_fields)
+            if header.consumer_group == group and header.topic == topic and header.subscription == expression:
+                seen_with.add((name, header.queue_id))
+
+        tap(broker, RequestCode.PULL_MESSAGE, seen)
+    return seen_with

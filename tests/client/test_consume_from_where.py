@@ -19,7 +19,6 @@ ConsumerManageProcessor.queryConsumerOffset):
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -32,17 +31,20 @@ from rocketq.client.message import MessageExt
 from rocketq.testing import LocalCluster, eventually
 
 from .helpers import TOPIC, close_opened, consumer_config, opened, send
+from .sentinels import send_sentinels
 
 LAST = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
 TIMESTAMP = ConsumeFromWhere.CONSUME_FROM_TIMESTAMP
 AGED = "Aged"  # one queue, whose first messages retention deletes
 
 
-async def consume(consumer: PushConsumer, received: list[bytes], expected: list[bytes]) -> None:
-    """Wait for ``expected`` and a little longer: nothing else may come."""
-    await eventually(lambda: len(received) >= len(expected), timeout_s=10)
-    await asyncio.sleep(0.5)
-    assert sorted(received) == sorted(expected)
+async def consume(
+    cluster: LocalCluster, consumer: PushConsumer, received: list[bytes], expected: list[bytes], topic: str = TOPIC
+) -> None:
+    """Wait for ``expected`` and for a sentinel sent after them on every queue: nothing else may come."""
+    sentinels = await send_sentinels(cluster, topic)
+    await eventually(lambda: set(sentinels) <= set(received) and len(received) >= len(expected) + len(sentinels))
+    assert sorted(received) == sorted(expected + sentinels)
     await consumer.aclose()
 
 
@@ -76,7 +78,7 @@ async def test_a_new_clustering_group_whose_queue_start_is_on_disk_only_follows_
             consumer.subscribe(TOPIC)
             await consumer.start()
             after = await send(running, 8, "after")
-            await consume(consumer, received, after)
+            await consume(running, consumer, received, after)
         finally:
             await close_opened()
 
@@ -104,7 +106,7 @@ async def test_a_new_clustering_group_starts_a_young_queue_at_zero(
     consumer.subscribe(TOPIC)
     await consumer.start()
     after = await send(cluster, 16, "after")
-    await consume(consumer, received, before + after)
+    await consume(cluster, consumer, received, before + after)
 
 
 async def test_a_new_broadcasting_member_with_last_offset_gets_only_later_messages(
@@ -114,7 +116,7 @@ async def test_a_new_broadcasting_member_with_last_offset_gets_only_later_messag
     received: list[bytes] = []
     consumer = await broadcasting_member(cluster, "LateB", received, tmp_path, consume_from_where=LAST)
     after = await send(cluster, 16, "after")
-    await consume(consumer, received, after)
+    await consume(cluster, consumer, received, after)
 
 
 async def test_a_new_broadcasting_member_from_a_timestamp_gets_what_was_stored_since(
@@ -128,7 +130,7 @@ async def test_a_new_broadcasting_member_from_a_timestamp_gets_what_was_stored_s
         cluster, "StampedB", received, tmp_path, consume_from_where=TIMESTAMP, consume_timestamp_ms=stamp
     )
     after = await send(cluster, 8, "after")
-    await consume(consumer, received, since + after)
+    await consume(cluster, consumer, received, since + after)
 
 
 @pytest.fixture
@@ -183,4 +185,4 @@ async def test_a_new_clustering_group_follows_consume_from_where_once_the_first_
     consumer.subscribe(AGED)
     await consumer.start()
     after = await send_aged(aged, 8, "after")
-    await consume(consumer, received, after if where is LAST else since + after)
+    await consume(aged, consumer, received, after if where is LAST else since + after, AGED)

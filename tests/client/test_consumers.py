@@ -26,7 +26,9 @@ from rocketq.client.errors import MQClientError
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.testing import LocalCluster, eventually
 
+from .broker_taps import pulled_with
 from .helpers import TOPIC, consumer_config, opened, send
+from .sentinels import send_sentinels
 
 
 def topic_queues(consumer: PushConsumer) -> set[object]:
@@ -94,6 +96,7 @@ async def test_subscribing_again_with_other_tags_changes_what_a_running_consumer
     consumer = opened(PushConsumer(config, lambda ms: got.extend(m.body for m in ms)))
     consumer.subscribe(TOPIC, "TagA")
     await consumer.start()
+    retagged = pulled_with(cluster.brokers, "RETAG", TOPIC, "TagB")
     async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
 
         async def send_tagged(body: bytes, tags: str) -> None:
@@ -103,12 +106,12 @@ async def test_subscribing_again_with_other_tags_changes_what_a_running_consumer
         await send_tagged(b"b1", "TagB")
         await eventually(lambda: got == [b"a1"])
         consumer.subscribe(TOPIC, "TagB")  # the queues keep going; their next pulls filter by TagB
-        await asyncio.sleep(1.0)  # pulls held with the old filter return (0.5 s here)
+        await eventually(lambda: len(retagged) == 8)  # pulls held with the old filter returned (0.5 s here)
         await send_tagged(b"a2", "TagA")
         await send_tagged(b"b2", "TagB")
-        await eventually(lambda: b"b2" in got, timeout_s=5)
-    await asyncio.sleep(0.3)
-    assert got == [b"a1", b"b2"]
+    sentinels = await send_sentinels(cluster, TOPIC, tags="TagB")  # after a2 on its queue: nothing else comes
+    await eventually(lambda: set(sentinels) <= set(got))
+    assert got[0] == b"a1" and sorted(got[1:]) == sorted([b"b2", *sentinels])
     await consumer.aclose()
 
 
@@ -116,11 +119,12 @@ async def test_a_pull_consumer_subscribing_again_with_other_tags_gets_the_new_on
     consumer = opened(PullConsumer(consumer_config(cluster, "RETAGP", broker_suspend_max_time_ms=500)))
     consumer.subscribe(TOPIC, "TagA")
     await consumer.start()
+    retagged = pulled_with(cluster.brokers, "RETAGP", TOPIC, "TagB")
     got: list[bytes] = []
 
-    async def poll_until(body: bytes) -> None:
-        deadline = time.monotonic() + 5
-        while body not in got and time.monotonic() < deadline:
+    async def poll_until(*bodies: bytes) -> None:
+        deadline = time.monotonic() + 15
+        while not set(bodies) <= set(got) and time.monotonic() < deadline:
             got.extend(m.body for m in await consumer.poll(0.2))
 
     async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
@@ -128,12 +132,12 @@ async def test_a_pull_consumer_subscribing_again_with_other_tags_gets_the_new_on
         await producer.send(Message(TOPIC, b"b1", tags="TagB"))
         await poll_until(b"a1")
         consumer.subscribe(TOPIC, "TagB")
-        await asyncio.sleep(1.0)  # pulls held with the old filter return (0.5 s here)
+        await eventually(lambda: len(retagged) == 8)  # pulls held with the old filter returned (0.5 s here)
         await producer.send(Message(TOPIC, b"a2", tags="TagA"))
         await producer.send(Message(TOPIC, b"b2", tags="TagB"))
-        await poll_until(b"b2")
-    got.extend(m.body for m in await consumer.poll(0.3))
-    assert got == [b"a1", b"b2"]
+    sentinels = await send_sentinels(cluster, TOPIC, tags="TagB")  # after a2 on its queue: nothing else comes
+    await poll_until(*sentinels)
+    assert got[0] == b"a1" and sorted(got[1:]) == sorted([b"b2", *sentinels])
     await consumer.aclose()
 
 
@@ -171,9 +175,9 @@ async def test_broadcasting_gives_every_member_everything(cluster: LocalCluster,
     )
     restarted.subscribe(TOPIC)
     await restarted.start()
-    await eventually(lambda: sorted(again) == sorted(more + later))
-    await asyncio.sleep(0.3)
-    assert sorted(again) == sorted(more + later)
+    sentinels = await send_sentinels(cluster, TOPIC)  # after everything else on each queue
+    await eventually(lambda: set(sentinels) <= set(again))
+    assert sorted(again) == sorted(more + later + sentinels)
     await restarted.aclose()
 
 
@@ -212,23 +216,23 @@ async def test_group_resumes_from_committed_offsets_after_restarts(cluster: Loca
     consumer = opened(PushConsumer(consumer_config(cluster, "R"), lambda ms: second_run.extend(m.body for m in ms)))
     consumer.subscribe(TOPIC)
     await consumer.start()
-    await eventually(lambda: sorted(second_run) == sorted(more))
-    await asyncio.sleep(0.3)
-    assert sorted(second_run) == sorted(more)  # nothing lost, nothing from before the restart again
+    sentinels = await send_sentinels(cluster, TOPIC)  # after everything else on each queue
+    await eventually(lambda: set(sentinels) <= set(second_run))
+    assert sorted(second_run) == sorted(more + sentinels)  # nothing lost, nothing from before the restart again
     await consumer.aclose()
 
 
 async def test_tag_filtering_in_push_consumer(cluster: LocalCluster) -> None:
-    seen: list[str | None] = []
-    consumer = opened(PushConsumer(consumer_config(cluster, "T"), lambda ms: seen.extend(m.tags for m in ms)))
+    seen: list[tuple[str | None, bytes]] = []
+    consumer = opened(PushConsumer(consumer_config(cluster, "T"), lambda ms: seen.extend((m.tags, m.body) for m in ms)))
     consumer.subscribe(TOPIC, "TagA || TagC")
     await consumer.start()
     async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
         for i in range(30):
             await producer.send(Message(TOPIC, b"x", tags=f"Tag{'ABC'[i % 3]}"))
-    await eventually(lambda: len(seen) == 20)
-    await asyncio.sleep(0.3)
-    assert Counter(seen) == {"TagA": 10, "TagC": 10}
+    sentinels = await send_sentinels(cluster, TOPIC, tags="TagC")  # after the 30 on each queue
+    await eventually(lambda: set(sentinels) <= {body for _, body in seen})
+    assert Counter(tags for tags, body in seen if body == b"x") == {"TagA": 10, "TagC": 10}
     await consumer.aclose()
 
 
@@ -426,7 +430,7 @@ async def test_a_reset_by_time_moves_a_running_orderly_or_pull_consumer_back(clu
     await collect(12)
     if isinstance(consumer, PullConsumer):
         await consumer.commit()
-    await asyncio.sleep(0.5)  # committed
+    await eventually(lambda: sum(sum(b.offsets.offsets_of(group, TOPIC).values()) for b in cluster.brokers) == 12)
     async with AdminClient(cluster.namesrv_addr) as admin:
         offsets = await admin.reset_offset_by_time(group, TOPIC, 0)
     assert {o.offset for o in offsets} == {0}
@@ -438,8 +442,9 @@ async def test_a_reset_by_time_moves_a_running_orderly_or_pull_consumer_back(clu
         for message in again:
             by_queue.setdefault((message.store_host, message.queue_id), []).append(message.queue_offset)
         assert all(offsets == list(range(len(offsets))) for offsets in by_queue.values()), by_queue
-    await asyncio.sleep(0.5)
-    assert len(got) == 24  # and nothing beyond
+    sentinels = await send_sentinels(cluster, TOPIC)  # after the twelve on each queue
+    await collect(24 + len(sentinels))
+    assert sorted(m.body for m in got[24:]) == sorted(sentinels)  # and nothing beyond
     await consumer.aclose()
 
 

@@ -95,7 +95,9 @@ async def test_a_full_disk_loses_no_acknowledged_message_and_recovers(
                 config = ProducerConfig(retry_times_when_send_failed=0, compress_msg_body_over_howmuch=1 << 30)
                 async with Producer(dataclasses.replace(config, group="P"), namesrv_addr=cluster.namesrv_addr) as p:
                     acknowledged, refusal = await send_until_refused(p, 5000)
-                    assert "disk full" in refusal.lower()
+                    # refused by the put that found no room, or by the disk check that ran first (which one
+                    # comes first depends on when the check runs: a busy machine may change it)
+                    assert "disk full" in refusal.lower() or "disk pressure" in refusal.lower(), refusal
                     assert len(acknowledged) > 20
                     got = await consume(consumer, set(acknowledged))
                     assert len(got & set(acknowledged)) == len(acknowledged)

@@ -17,7 +17,7 @@ from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageQueue
 from rocketq.protocol import RequestCode
 from rocketq.store import FlushDiskType
-from rocketq.testing import FakeClock, LocalCluster
+from rocketq.testing import FakeClock, LocalCluster, eventually
 from rocketq.testing.cluster_process import ClusterProcess
 
 from .broker_taps import HeldReplies
@@ -128,8 +128,7 @@ async def test_a_first_attempt_that_arrives_after_its_retry_is_not_stored_again(
         async with Producer(config) as producer:
             result = await producer.send(Message(TOPIC, b"late"), idempotent=True)
         released.set()
-        while len(answers) < 3:
-            await asyncio.sleep(0.01)
+        await eventually(lambda: len(answers) >= 3)
         late, retry = answers[-1], answers[1]
         assert late is not None and retry is not None
         assert late.ext_fields["msgId"] == retry.ext_fields["msgId"] == result.offset_msg_id

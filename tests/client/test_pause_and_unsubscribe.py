@@ -26,6 +26,8 @@ async def test_a_suspended_push_consumer_pulls_nothing_until_resumed(cluster: Lo
     await asyncio.sleep(0.2)  # pulls held at the broker when it was suspended may still bring messages
     got.clear()
     held_back = await send(cluster, 40, "held")
+    # time to (wrongly) pull more: a slow machine pulls less meanwhile, so it can only make the count
+    # below less sensitive, never fail it
     await asyncio.sleep(1.5)
     taken_while_suspended = len(got)
     consumer.resume()
@@ -52,10 +54,13 @@ async def test_a_paused_queue_is_neither_fetched_nor_returned_by_poll_until_resu
             for number in range(3):
                 await producer.send_orderly(Message(TOPIC, name(queue, number)), selector=lambda qs, m, a: a, arg=queue)
     got: list[bytes] = []
-    deadline = time.monotonic() + 2
-    while time.monotonic() < deadline:
+    expected = sorted(name(q, n) for q in queues[1:] for n in range(3))
+    deadline = time.monotonic() + 15
+    while not set(expected) <= set(got) and time.monotonic() < deadline:
         got.extend(m.body for m in await consumer.poll(0.2))
-    assert sorted(got) == sorted(name(q, n) for q in queues[1:] for n in range(3))  # all but the paused queue's
+    # one more poll for the paused queue's to (wrongly) come: a slow machine brings fewer, never a false failure
+    got.extend(m.body for m in await consumer.poll(0.5))
+    assert sorted(got) == expected  # all but the paused queue's
     consumer.resume([paused])
     late: list[bytes] = []
     deadline = time.monotonic() + 5
@@ -79,13 +84,12 @@ async def test_unsubscribing_a_topic_drops_its_queues_and_the_brokers_forget_it(
     await consumer.start()
     await eventually(lambda: {q.topic for q in consumer.assigned_queues} >= {TOPIC, OTHER})
     consumer.unsubscribe(OTHER)
-    await eventually(lambda: OTHER not in {q.topic for q in consumer.assigned_queues}, timeout_s=3)
-    await eventually(
-        lambda: all(OTHER not in b.clients.consumers["UNSUB"].subscriptions for b in cluster.brokers), timeout_s=3
-    )
+    await eventually(lambda: OTHER not in {q.topic for q in consumer.assigned_queues})
+    await eventually(lambda: all(OTHER not in b.clients.consumers["UNSUB"].subscriptions for b in cluster.brokers))
     kept = await send(cluster, 6, "kept")
     dropped = await send(cluster, 6, "dropped", topic=OTHER)
     await eventually(lambda: set(kept) <= set(got))
+    # time for them to (wrongly) arrive: a slow machine brings fewer, never a false failure
     await asyncio.sleep(0.5)
     assert not set(dropped) & set(got)
     await consumer.aclose()
@@ -106,8 +110,9 @@ async def test_closing_stops_a_slow_listener_after_its_current_call_not_its_whol
     consumer.subscribe(TOPIC)
     await consumer.start()
     await eventually(lambda: len(calls) >= 2)
-    began = time.monotonic()
-    await consumer.aclose()
-    closed = time.monotonic()
-    assert closed - began < 3.0  # the calls in progress end; the rest of their shares is not consumed
-    assert not [at for at in calls if at > began + 1.0]  # no call starts once the queues are dropped
+    in_hand = len(calls)
+    await consumer.aclose()  # the calls in progress end; the rest of their shares is not consumed
+    # Each thread's share of a pulled batch is 16 calls, and closing waits for the calls in hand only: a
+    # thread may start another call only until the queues are dropped, at the start of closing (a stall
+    # of over two seconds would be needed to start 16).
+    assert len(calls) - in_hand < 16, len(calls) - in_hand

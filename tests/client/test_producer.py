@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from rocketq.common.message import Property
 from rocketq.protocol import RequestCode, ResponseCode, make_request
 from rocketq.protocol.headers import PullMessageRequestHeader
 from rocketq.remoting.connection import next_opaque
-from rocketq.testing import LocalCluster, ThreadedCluster
+from rocketq.testing import LocalCluster, ThreadedCluster, wait_until
 from rocketq.testing.cluster_process import ClusterProcess
 
 
@@ -100,7 +99,9 @@ async def test_compressed_batch_oneway_async_and_orderly(cluster: LocalCluster) 
         ]
         assert len({r.message_queue for r in ordered}) == 1
         assert [r.queue_offset for r in ordered] == sorted(r.queue_offset for r in ordered)
-        await asyncio.sleep(0.1)
+        async with asyncio.timeout(15):  # the oneway send has no answer to wait for
+            while b"oneway" not in [m.body for m in await all_messages(cluster, producer, "TopicB")]:
+                await asyncio.sleep(0.05)
         messages = await all_messages(cluster, producer, "TopicB")
     bodies = {m.body for m in messages}
     assert big in bodies and {b"oneway", b"async", b"b0", b"b4", b"o5"} <= bodies
@@ -111,10 +112,12 @@ async def test_compressed_batch_oneway_async_and_orderly(cluster: LocalCluster) 
 async def test_delayed_message_waits_for_its_level(cluster: LocalCluster) -> None:
     async with Producer(group="PG", namesrv_addr=cluster.namesrv_addr) as producer:
         sent = await producer.send(Message("TopicDelay", b"later", delay_level=1))
-        assert await all_messages(cluster, producer, "TopicDelay") == []
-        await asyncio.sleep(1.5)
-        messages = await all_messages(cluster, producer, "TopicDelay")
+        async with asyncio.timeout(15):
+            while not (messages := await all_messages(cluster, producer, "TopicDelay")):
+                await asyncio.sleep(0.05)
     assert [m.body for m in messages] == [b"later"]
+    # stored again when level 1 (1 s) had passed since it was sent: a slow machine only makes it later
+    assert messages[0].store_timestamp - messages[0].born_timestamp >= 1000
     assert Property.DELAY_TIME_LEVEL not in messages[0].properties
     assert messages[0].msg_id == sent.msg_id
 
@@ -209,9 +212,8 @@ def test_sync_producer(tmp_path: Path) -> None:
         assert producer.send_batch([Message("TopicS", b"1"), Message("TopicS", b"2")]).queue_offset >= 0
         assert producer.send_orderly(Message("TopicS", b"o"), sharding_key="k").status is SendStatus.SEND_OK
         store = cluster.cluster.brokers[0].store
-        deadline = time.monotonic() + 3
-        while sum(store.get_max_offset_in_queue("TopicS", q) for q in range(4)) < 6 and time.monotonic() < deadline:
-            time.sleep(0.01)  # the dispatcher indexes the last records within milliseconds
+        # the dispatcher indexes the last records (the oneway send's among them) soon after they arrive
+        wait_until(lambda: sum(store.get_max_offset_in_queue("TopicS", q) for q in range(4)) >= 6)
         assert sum(store.get_max_offset_in_queue("TopicS", q) for q in range(4)) == 6
 
 

@@ -109,7 +109,7 @@ def test_sync_push_consumer_takes_a_topic_subscribed_after_start_at_once(tmp_pat
 
             consumer.subscribe(SECOND)
             second = send(cluster, SECOND, 10)
-            wait_until(lambda: len(received) >= 20, 2.0)
+            wait_until(lambda: len(received) >= 20)
             assert sorted(received) == sorted(first + second)
             # and the brokers were told at once, as Java's subscribe() after start sends a heartbeat
             assert SECOND in cluster.call(subscribed_topics(cluster.namesrv_addr, "SyncPush"))

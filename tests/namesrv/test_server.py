@@ -28,7 +28,7 @@ from rocketq.protocol import (
 )
 from rocketq.remoting import RemotingClient
 from rocketq.remoting.connection import next_opaque
-from rocketq.testing import eventually
+from rocketq.testing import FakeClock, eventually
 from tests.protocol.captures import captured_frames
 
 TIMEOUT = 3.0
@@ -227,13 +227,16 @@ async def test_broker_disappears_when_its_connection_closes(namesrv: NameServer,
 
 
 async def test_silent_broker_expires_and_its_connection_is_closed(client: RemotingClient) -> None:
-    async with NameServer(local_config(broker_expiry_s=0.8, scan_interval_s=0.1)) as ns:
+    clock = FakeClock(start=1000.0)
+    async with NameServer(local_config(broker_expiry_s=0.8, scan_interval_s=0.1), clock=clock.time) as ns:
         broker = RemotingClient()
         try:
             await broker.invoke(ns.address, register_request(topics={"T": 4}), TIMEOUT)
             connection = await broker.connection(ns.address)
-            await asyncio.sleep(0.2)
-            assert ns.route_table.pick_topic_route("T") is not None  # not yet
+            clock.advance(0.7)
+            await asyncio.sleep(0.3)  # scans run meanwhile (fewer on a slow machine: never a false failure)
+            assert ns.route_table.pick_topic_route("T") is not None  # not yet: 0.7 s of 0.8 s
+            clock.advance(0.2)
             await eventually(lambda: ns.route_table.pick_topic_route("T") is None)
             assert (await get_route(client, ns, "T")).code == ResponseCode.TOPIC_NOT_EXIST
             async with asyncio.timeout(TIMEOUT):
@@ -243,11 +246,15 @@ async def test_silent_broker_expires_and_its_connection_is_closed(client: Remoti
 
 
 async def test_heartbeating_broker_does_not_expire(client: RemotingClient) -> None:
-    async with NameServer(local_config(broker_expiry_s=0.6, scan_interval_s=0.1)) as ns:
-        for _ in range(8):
+    clock = FakeClock(start=1000.0)
+    async with NameServer(local_config(broker_expiry_s=0.6, scan_interval_s=0.1), clock=clock.time) as ns:
+        for _ in range(8):  # 4 s on the name server's clock, a heartbeat every 0.5 s
             await client.invoke(ns.address, register_request(topics={"T": 4}), TIMEOUT)
-            await asyncio.sleep(0.1)
-        assert ns.route_table.pick_topic_route("T") is not None
+            clock.advance(0.5)
+            await asyncio.sleep(0.15)  # a scan or more in between (fewer on a slow machine: never a false failure)
+            assert ns.route_table.pick_topic_route("T") is not None
+        clock.advance(0.2)  # 0.7 s since the last heartbeat: without heartbeats it would have gone long ago
+        await eventually(lambda: ns.route_table.pick_topic_route("T") is None)
 
 
 async def test_two_name_servers_are_independent(namesrv: NameServer, client: RemotingClient) -> None:

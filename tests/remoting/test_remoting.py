@@ -14,7 +14,7 @@ from rocketq.protocol import (
     make_request,
     make_response,
 )
-from rocketq.remoting import ConnectionClosedError, RemotingClient, RemotingServer, RemotingTimeoutError
+from rocketq.remoting import ConnectionClosedError, RemotingClient, RemotingServer, RemotingTimeoutError, RequestHandler
 from rocketq.remoting.connection import Connection, next_opaque
 from rocketq.remoting.limits import ServerLimits
 from rocketq.remoting.server import BlockingHandler
@@ -37,6 +37,19 @@ async def slow(request: RemotingCommand, connection: Connection) -> RemotingComm
 
 def blocking(request: RemotingCommand, connection: Connection) -> RemotingCommand:
     return make_response(request, ResponseCode.SUCCESS, remark=threading.current_thread().name)
+
+
+def started_slow() -> tuple[RequestHandler, tuple[asyncio.Event, asyncio.Event]]:
+    """A ``slow`` handler that sets the first event when it starts and the second when it returns."""
+    started, finished = asyncio.Event(), asyncio.Event()
+
+    async def handling(request: RemotingCommand, connection: Connection) -> RemotingCommand:
+        started.set()
+        response = await slow(request, connection)
+        finished.set()
+        return response
+
+    return handling, (started, finished)
 
 
 async def boom(request: RemotingCommand, connection: Connection) -> RemotingCommand:
@@ -172,10 +185,12 @@ async def test_silent_and_half_frame_clients_do_not_block_others(
 
 
 async def test_pending_requests_fail_when_the_peer_goes_away(client: RemotingClient) -> None:
-    server = RemotingServer({SLOW: slow}, host="127.0.0.1", port=0)
+    handling, (started, _) = started_slow()
+    server = RemotingServer({SLOW: handling}, host="127.0.0.1", port=0)
     await server.start()
     call = asyncio.create_task(client.invoke(f"127.0.0.1:{server.port}", request(SLOW, delay="5"), 10))
-    await asyncio.sleep(0.1)
+    async with asyncio.timeout(10):
+        await started.wait()  # the request is pending at the server
     for connection in list(server.connections):
         connection.abort()
     with pytest.raises(ConnectionClosedError):
@@ -184,11 +199,14 @@ async def test_pending_requests_fail_when_the_peer_goes_away(client: RemotingCli
 
 
 async def test_graceful_close_finishes_in_flight(client: RemotingClient) -> None:
-    server = RemotingServer({SLOW: slow}, host="127.0.0.1", port=0)
+    handling, (started, finished) = started_slow()
+    server = RemotingServer({SLOW: handling}, host="127.0.0.1", port=0)
     await server.start()
-    call = asyncio.create_task(client.invoke(f"127.0.0.1:{server.port}", request(SLOW, delay="0.2"), 5))
-    await asyncio.sleep(0.05)
+    call = asyncio.create_task(client.invoke(f"127.0.0.1:{server.port}", request(SLOW, delay="0.2"), 10))
+    async with asyncio.timeout(10):
+        await started.wait()  # in flight when the close begins
     await server.aclose()
+    assert finished.is_set()
     assert (await call).code == ResponseCode.SUCCESS
 
 
@@ -254,10 +272,11 @@ async def test_handlers_answer_in_order_and_a_waiting_one_continues_in_a_task() 
     """Handlers start as their request is decoded; one that waits carries on in a Task of its own (so
     what needs a task works after its first wait) while the requests behind it are answered."""
     order: list[str] = []
+    last_answered = asyncio.Event()
 
     async def waits_then_times(request: RemotingCommand, connection: Connection) -> RemotingCommand:
         order.append("waiting start")
-        await asyncio.sleep(0.05)
+        await last_answered.wait()  # only the requests behind it, handled meanwhile, can set it
         assert asyncio.current_task() is not None
         async with asyncio.timeout(1):  # needs a current task
             await asyncio.sleep(0)
@@ -266,6 +285,8 @@ async def test_handlers_answer_in_order_and_a_waiting_one_continues_in_a_task() 
 
     async def at_once(request: RemotingCommand, connection: Connection) -> RemotingCommand:
         order.append("at once " + request.ext_fields["n"])
+        if request.ext_fields["n"] == "2":
+            last_answered.set()
         return make_response(request, ResponseCode.SUCCESS, remark=request.ext_fields["n"])
 
     server = RemotingServer({SLOW: waits_then_times, ECHO: at_once}, host="127.0.0.1", port=0)

@@ -98,11 +98,14 @@ async def test_the_coroutine_runs_in_a_copy_of_the_context_before_and_after_its_
 
 
 async def test_cancel_and_wait_stops_a_caller_that_is_cancelled_while_it_waits() -> None:
+    cleaning = asyncio.Event()
+
     async def slow_to_stop() -> None:
         try:
             await asyncio.sleep(3600)
         except asyncio.CancelledError:
-            await asyncio.sleep(0.05)  # cleanup that takes a moment
+            cleaning.set()
+            await asyncio.Event().wait()  # cleanup that lasts until it is cancelled too
             raise
 
     carried_on: list[str] = []
@@ -114,10 +117,11 @@ async def test_cancel_and_wait_stops_a_caller_that_is_cancelled_while_it_waits()
     worker = asyncio.create_task(slow_to_stop())
     await asyncio.sleep(0)
     closing = asyncio.create_task(closer(worker))
-    await asyncio.sleep(0.01)  # the closer now waits for the worker's cleanup
-    closing.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await closing
+    async with asyncio.timeout(10):
+        await cleaning.wait()  # the closer now waits for the worker's cleanup
+        closing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await closing
     assert carried_on == [] and worker.cancelled()
 
 

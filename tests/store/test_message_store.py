@@ -9,6 +9,7 @@ import pytest
 from rocketq.common.message import tags_hash_code
 from rocketq.common.record import decode_record
 from rocketq.store import FlushDiskType, GetStatus, MessageStore, MessageToStore, PutStatus, StoreError
+from rocketq.testing import wait_until
 
 from .conftest import message, small_config
 
@@ -167,10 +168,7 @@ def test_async_flush_writes_behind(tmp_path: Path) -> None:
     config = small_config(tmp_path, mapped_file_size_commit_log=1 << 20, flush_commit_log_least_pages=0)
     with MessageStore(config) as store:
         result = store.put_message(message(body=b"later"))
-        deadline = time.monotonic() + 5
-        while store.commit_log.files.flushed_where < result.end_offset and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert store.commit_log.files.flushed_where >= result.end_offset
+        wait_until(lambda: store.commit_log.files.flushed_where >= result.end_offset)
 
 
 def test_arrival_listener_sees_new_queue_offsets(store: MessageStore) -> None:
@@ -286,7 +284,5 @@ def test_dispatch_pending_dispatches_deferred_puts_on_the_caller(tmp_path: Path)
         assert store.get_max_offset_in_queue("TopicA", 0) == 4  # on this thread, before returning
         assert store.put_messages([message(queue_id=0, body=bytes(2000))], dispatch=False).ok
         store.dispatch_pending(max_bytes=100)  # too much for the caller: the dispatcher thread is woken
-        deadline = time.monotonic() + 5
-        while store.get_max_offset_in_queue("TopicA", 0) < 5 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: store.get_max_offset_in_queue("TopicA", 0) >= 5)
         assert store.get_max_offset_in_queue("TopicA", 0) == 5

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rocketq.client.config import ConsumeFromWhere, ConsumerConfig, MessageModel
-from rocketq.client.errors import BrokerResponseError, MQClientError
+from rocketq.client.errors import BrokerResponseError, MQClientError, ValidationError
 from rocketq.client.instance import ClientInstance
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteOffsetStore
@@ -80,7 +80,7 @@ class ConsumerCore:
         self, config: ConsumerConfig, *, consume_type: str, on_assigned: QueuesCallback, on_revoked: QueuesCallback
     ) -> None:
         if config.allocate_strategy not in STRATEGIES:
-            raise MQClientError(
+            raise ValidationError(
                 f"unknown allocate strategy {config.allocate_strategy!r}; use one of {sorted(STRATEGIES)}"
             )
         self.config = config

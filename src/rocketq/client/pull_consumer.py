@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from rocketq.client.config import ConsumerConfig
 from rocketq.client.consumer_core import ConsumerCore
-from rocketq.client.errors import MQClientError
+from rocketq.client.errors import MQClientError, RouteNotFoundError
 from rocketq.client.listener import user_view
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.pull import PullStatus
@@ -130,7 +130,7 @@ class PullConsumer:
         """All readable queues of a topic (to choose from for ``assign``)."""
         route = await self._core.instance.update_route(topic)
         if route is None:
-            raise MQClientError(f"topic {topic!r} does not exist")
+            raise RouteNotFoundError(f"topic {topic!r} does not exist")
         return subscribe_queues(topic, route)
 
     @property

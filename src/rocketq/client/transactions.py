@@ -23,7 +23,7 @@ from typing import Any
 from mypy_extensions import mypyc_attr
 
 from rocketq.client.config import ProducerConfig
-from rocketq.client.errors import MQClientError
+from rocketq.client.errors import MQClientError, ValidationError
 from rocketq.client.message import Message, MessageExt, MessageQueue, SendResult, SendStatus, decode_messages
 from rocketq.client.producer import Producer
 from rocketq.common.message import Property
@@ -182,7 +182,7 @@ class TransactionProducer(Producer):
             MQClientError: The message is delayed (a transactional message never is) or cannot be sent.
         """
         if message.delay_level > 0:
-            raise MQClientError("a transactional message cannot be delayed")
+            raise ValidationError("a transactional message cannot be delayed")
         local_transaction = self.local_transaction
         half = {Property.TRANSACTION_PREPARED: "true", Property.PRODUCER_GROUP: self.config.group}
         result = await self._send_message(message, timeout, self.config.retry_times_when_send_failed, False, half)

@@ -139,7 +139,13 @@ class PullConsumer:
 
     @property
     def client_id(self) -> str:
+        """This member's id, as the brokers list it (``rocketq admin consumerConnection``)."""
         return self._core.instance.client_id
+
+    @property
+    def running(self) -> bool:
+        """Started and not closed yet: what iterating over the consumer waits on."""
+        return self._started
 
     async def _assigned(self, queues: list[MessageQueue]) -> None:
         for queue in queues:
@@ -273,6 +279,7 @@ class PullConsumer:
                     await self._arrived.wait()
 
     async def __aiter__(self) -> AsyncIterator[MessageExt]:
+        """Every message, one at a time (polled in batches); the loop ends once the consumer is closed."""
         while self._started:
             for message in await self.poll(1.0):
                 yield message

@@ -64,7 +64,7 @@ class PushConsumer:
         self._coroutine_parts = 0  # parts of pulled batches given to a coroutine listener, not yet done
         self._threads = ConsumeThreads(config.consume_thread_min, config.consume_thread_max, name="rocketq-consume")
         self._lock_task: asyncio.Task[None] | None = None
-        self._calls = ListenerCalls()  # concurrent: the listener calls running now
+        self._calls = ListenerCalls(config.group)  # concurrent: the listener calls running now
         self._call_times = CallTimes()  # how long the listener's calls take: how widely to spread a batch
         self._timeout_task: asyncio.Task[None] | None = None
         self._locks = QueueLocks(self._core)  # orderly clustering: this client's queue locks on the brokers

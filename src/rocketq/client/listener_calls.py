@@ -54,15 +54,14 @@ class ListenerCalls:
         if self._none_warned:
             return
         with self._none_lock:
-            if self._none_warned:
-                return
-            self._none_warned = True
-        log.warning(
-            "group %s: the listener returned None, which acknowledges its messages (as CONSUME_SUCCESS does);"
-            " return ConsumeStatus.CONSUME_SUCCESS or True to say so, RECONSUME_LATER or False to have them"
-            " redelivered (said once per consumer)",
-            self.group,
-        )
+            first, self._none_warned = not self._none_warned, True
+        if first:
+            log.warning(
+                "group %s: the listener returned None, which acknowledges its messages (as CONSUME_SUCCESS does);"
+                " return ConsumeStatus.CONSUME_SUCCESS or True to say so, RECONSUME_LATER or False to have them"
+                " redelivered (said once per consumer)",
+                self.group,
+            )
 
     def open(self, process: ProcessQueue) -> CallSlot:
         """A run of calls on ``process``'s messages starts (any thread); ``close`` it when it ends."""

@@ -115,6 +115,7 @@ class AdminClient:
         await self.aclose()
 
     async def aclose(self) -> None:
+        """Disconnect from the NameServers and brokers."""
         await self._instance.aclose()
 
     async def _namesrv(self, code: int, fields: dict[str, str] | None = None) -> RemotingCommand:
@@ -138,14 +139,17 @@ class AdminClient:
     # -- cluster and routes ---------------------------------------------------------------------------
 
     async def cluster_info(self) -> ClusterInfo:
+        """The NameServers' cluster table: clusters, their brokers and the brokers' addresses."""
         return ClusterInfo.decode((await self._namesrv(RequestCode.GET_BROKER_CLUSTER_INFO)).body)
 
     async def topic_list(self) -> list[str]:
+        """Every topic the NameServers know, sorted."""
         return sorted(
             TopicList.decode((await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)).body).topic_list
         )
 
     async def topic_route(self, topic: str) -> TopicRouteData:
+        """The route of ``topic``: its queues per broker and the brokers' addresses."""
         route = await self._instance.fetch_route(topic)
         if route is None:
             raise RouteNotFoundError(f"no route for topic {topic!r}: the name servers do not know it")

@@ -95,6 +95,7 @@ class Producer:
     # -- lifecycle ------------------------------------------------------------------------------------
 
     async def start(self) -> Producer:
+        """Connect: look up the NameServers and start the heartbeats. Returns the producer."""
         if self._closed:
             raise MQClientError("the producer is closed; make a new one")
         if self._instance is not None:
@@ -112,6 +113,7 @@ class Producer:
         return {}
 
     async def aclose(self) -> None:
+        """Wait for sends in flight, unregister from the brokers and disconnect, for good."""
         if self._instance is None:
             return
         self._closed = True

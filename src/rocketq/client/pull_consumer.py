@@ -65,6 +65,15 @@ class _QueueState:
 
 
 class PullConsumer:
+    """Fetches in the background and hands messages over when asked (RocketMQ's lite pull consumer,
+    Kafka's consumer): ``await poll(timeout)`` for a batch, or ``async for message in consumer``. Use from
+    one event loop.
+
+    Either ``subscribe()`` topics (the group's rebalancing assigns queues) or ``assign()`` queues, then
+    ``await start()``. With ``auto_commit`` the position after what ``poll()`` returned is committed
+    periodically; else call ``commit()``. ``seek()`` and its kin move a queue's position.
+    """
+
     def __init__(self, config: ConsumerConfig, *, auto_commit: bool = True) -> None:
         self.config = config
         self.auto_commit = auto_commit
@@ -106,6 +115,7 @@ class PullConsumer:
         self._paused.update(queues)
 
     def resume(self, queues: Iterable[MessageQueue]) -> None:
+        """Return ``queues``' messages from ``poll()`` again."""
         self._paused.difference_update(queues)
         self._arrived.set()  # a poll waiting now may have buffered messages of these to return
 
@@ -173,6 +183,7 @@ class PullConsumer:
     # -- lifecycle ------------------------------------------------------------------------------------
 
     async def start(self) -> PullConsumer:
+        """Start fetching. Subscribed, when no NameServer answers yet, it starts anyway and keeps asking."""
         if self._started or self._closed:
             raise MQClientError("the consumer is already started" if self._started else "the consumer is closed")
         if self._manual is None:  # neither subscribe() nor assign() yet: assign() follows, as in Java's
@@ -195,6 +206,7 @@ class PullConsumer:
         return self
 
     async def aclose(self) -> None:
+        """Commit (with ``auto_commit``), leave the group and disconnect."""
         if not self._started:
             return
         self._started = False
@@ -312,14 +324,17 @@ class PullConsumer:
                 self.seek(queue, offset)
 
     async def seek_to_begin(self, queue: MessageQueue) -> None:
+        """Continue ``queue`` from its first offset still stored."""
         fields = GetMinOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id).to_ext_fields()
         self.seek(queue, await self._core.queue_offset(RequestCode.GET_MIN_OFFSET, queue, fields))
 
     async def seek_to_end(self, queue: MessageQueue) -> None:
+        """Continue ``queue`` after its last message (only what arrives from now on)."""
         fields = GetMaxOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id).to_ext_fields()
         self.seek(queue, await self._core.queue_offset(RequestCode.GET_MAX_OFFSET, queue, fields))
 
     async def offset_for_timestamp(self, queue: MessageQueue, timestamp_ms: int) -> int:
+        """The first offset of ``queue`` stored at or after ``timestamp_ms`` (milliseconds since the epoch)."""
         fields = SearchOffsetRequestHeader(
             topic=queue.topic, queue_id=queue.queue_id, timestamp=timestamp_ms
         ).to_ext_fields()

@@ -154,6 +154,7 @@ class QueueReader:
         self._instance = ClientInstance(config)
 
     async def aclose(self) -> None:
+        """Disconnect from the NameServers and brokers."""
         await self._instance.aclose()
 
     async def __aenter__(self) -> QueueReader:

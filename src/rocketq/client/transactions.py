@@ -158,6 +158,7 @@ class TransactionProducer(Producer):
         return {RequestCode.CHECK_TRANSACTION_STATE: self._on_check}
 
     async def start(self) -> TransactionProducer:
+        """Start as ``Producer.start`` does, ready to answer the brokers' transaction checks."""
         """Start, and introduce this producer to every broker at once (heartbeat), so that checks of
         its group's half messages can reach it before it sends anything."""
         await super().start()
@@ -242,6 +243,7 @@ class TransactionProducer(Producer):
             connection.oneway(request)
 
     async def aclose(self) -> None:
+        """Finish the checks being answered, then close as ``Producer.aclose`` does."""
         for task in list(self._checks):
             task.cancel()
         await super().aclose()

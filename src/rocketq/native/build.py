@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Final
 
+from rocketq.native.docstrings import keep_docstrings, source_docstrings
 from rocketq.native.loader import check_build, source_hash
 from rocketq.native.modules import COMPILED_MODULES, GROUP_NAME, MANIFEST_NAME, NATIVE_DIR, source_path
 
@@ -90,6 +91,8 @@ def build(work_dir: Path, native_dir: Path = NATIVE_DIR, *, opt_level: str = "3"
     staging = work_dir / "lib"
     previous_cwd = Path.cwd()
     os.chdir(work_dir)  # mypy's cache and mypyc's C files stay in the work folder
+    if not keep_docstrings(source_docstrings(zip(COMPILED_MODULES, paths, strict=True))):
+        print("rocketq: this mypyc cannot be given docstrings; the compiled build has none", file=sys.stderr)
     try:
         extensions = mypycify(
             [str(path) for path in paths],

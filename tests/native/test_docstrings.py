@@ -1,0 +1,97 @@
+"""The public client classes keep their docstrings and signatures, compiled or not: ``help()`` and
+``inspect`` show what the source says. Runs in whichever mode the suite runs in (``make test`` runs both),
+and checks the compiled build in a child interpreter when there is one."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import rocketq.client
+from rocketq.native.loader import check_build
+from rocketq.native.modules import NATIVE_DIR
+
+PUBLIC_CLASSES = sorted(
+    name
+    for name in rocketq.client.__all__
+    if inspect.isclass(getattr(rocketq.client, name)) and not issubclass(getattr(rocketq.client, name), BaseException)
+)
+ROOT = Path(__file__).resolve().parent.parent.parent
+CLIENTS = [
+    "Producer",
+    "TransactionProducer",
+    "PushConsumer",
+    "PullConsumer",
+    "SyncProducer",
+    "SyncTransactionProducer",
+    "SyncPushConsumer",
+    "SyncPullConsumer",
+    "AdminClient",
+    "SyncAdminClient",
+    "QueueReader",
+    "SyncQueueReader",
+]
+
+
+def describe() -> dict[str, dict[str, object]]:
+    """What ``help()`` draws on for each public class: its docstring, its parameters, and which of its
+    public methods have no docstring; and the same for ``SyncProducer.send``."""
+    described: dict[str, dict[str, object]] = {}
+    for name in PUBLIC_CLASSES:
+        cls = getattr(rocketq.client, name)
+        undocumented = sorted(
+            member
+            for member, value in vars(cls).items()
+            if not member.startswith("_") and callable(value) and not (getattr(value, "__doc__", None) or "").strip()
+        )
+        described[name] = {
+            "doc": (cls.__doc__ or "").strip(),
+            "parameters": parameters(cls),
+            "undocumented": undocumented,
+        }
+    send = rocketq.client.SyncProducer.send
+    described["SyncProducer.send"] = {"doc": inspect.getdoc(send), "parameters": parameters(send)}
+    return described
+
+
+def parameters(function: object) -> list[str] | None:
+    try:
+        return list(inspect.signature(function).parameters)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def check(described: dict[str, dict[str, object]]) -> None:
+    for name in CLIENTS:
+        entry = described[name]
+        assert entry["doc"], f"{name} has no docstring"
+        assert entry["undocumented"] == [], f"{name}: public methods without a docstring"
+        assert entry["parameters"] is not None and "args" not in entry["parameters"], (name, entry["parameters"])
+    assert described["SyncProducer"]["parameters"] == ["config", "group", "namesrv_addr"]
+    assert str(described["SyncProducer"]["doc"]).startswith("Blocking twin of ``Producer``")
+    assert described["SyncProducer.send"]["parameters"] == ["self", "message", "timeout", "idempotent"]
+    assert "broker's answer" in str(described["SyncProducer.send"]["doc"])
+
+
+def test_the_clients_document_themselves_in_this_mode() -> None:
+    check(describe())
+
+
+@pytest.mark.skipif(check_build(NATIVE_DIR)[0] is None, reason="no compiled build matching the sources")
+def test_the_compiled_clients_document_themselves() -> None:
+    code = (
+        "import json, rocketq.native as n; from tests.native.test_docstrings import describe;"
+        " assert n.STATUS.compiled, n.STATUS.reason; print(json.dumps(describe()))"
+    )
+    env = {**os.environ, "ROCKETQ_NATIVE": "required"}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    compiled = json.loads(run.stdout)
+    check(compiled)
+    assert compiled == json.loads(json.dumps(describe()))  # and it says what the plain source says

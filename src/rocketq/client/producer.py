@@ -131,16 +131,14 @@ class Producer:
 
     @property
     def instance(self) -> ClientInstance:
-        """The started producer's connection to NameServers and brokers; MQClientError before ``start()``
-        and after ``aclose()``."""
+        """The started producer's connection to NameServers and brokers (MQClientError when not running)."""
         if self._instance is None:
             raise self._not_running()
         return self._instance
 
     def _not_running(self) -> MQClientError:
-        if self._closed:
-            return MQClientError("the producer is closed")
-        return MQClientError("the producer is not started (call start() or use 'async with')")
+        state = "closed" if self._closed else "not started (call start() or use 'async with')"
+        return MQClientError(f"the producer is {state}")
 
     def _unique_ids(self) -> UniqueIdGenerator:
         if self._ids is None or self._instance is None:

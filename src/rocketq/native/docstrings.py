@@ -1,80 +1,119 @@
-"""Docstrings in the compiled build. mypyc gives a compiled function or class its signature (CPython's
-``__text_signature__`` form) but not its docstring, so ``help()`` of a compiled ``SyncProducer`` would show
-no documentation. ``keep_docstrings`` makes the C code mypyc writes carry both: the signature as mypyc
-writes it, then the docstring read from the plain source. The compiled and the plain build then answer
-``__doc__`` and ``inspect.signature`` alike (``tests/native/test_docstrings.py`` holds them to it).
+"""Docstrings in the compiled build. mypyc gives a compiled method or class its signature (CPython's
+``__text_signature__`` form) but not its docstring, so ``help()`` of a compiled ``SyncProducer`` would
+show no documentation. ``add_docstrings`` writes them into the C code mypyc generated, before it is
+compiled: after each method's and class's signature, the docstring read from the plain source. The
+compiled and the plain build then answer ``__doc__`` and ``inspect.signature`` alike
+(``tests/native/test_docstrings.py`` holds them to it).
 
-Build-time only (``rocketq.native.build`` calls it before ``mypycify``); it hooks mypyc's two functions
-that write these texts, and leaves mypyc as it was when they are missing (an older or newer mypyc: the
-build still works, without docstrings).
+Build-time only (``rocketq.native.build``). It edits the method tables (``static PyMethodDef
+<Class>_methods[]``) and type templates (``.tp_doc``) mypyc writes, matched by the class names in
+``.tp_name``; a class name defined in two compiled modules is left without docstrings, as is anything
+the patterns do not find (the build then still works; the test says what is missing).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-DocKey = tuple[str, str | None, str]
-"""(module, class or None, function or class name)."""
+MethodKey = tuple[str, str | None]
+"""(class, method), or (class, None) for the class's own docstring."""
 
-
-def source_docstrings(modules: Iterable[tuple[str, Path]]) -> dict[DocKey, str]:
-    """The docstrings of the top-level classes and functions of ``modules`` (name, source path), and of
-    the classes' methods, as the interpreter keeps them (uncleaned)."""
-    found: dict[DocKey, str] = {}
-    for module, path in modules:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in tree.body:
-            _note(found, module, None, node)
-            if isinstance(node, ast.ClassDef):
-                for member in node.body:
-                    _note(found, module, node.name, member)
-    return found
+_TABLE = re.compile(r"static PyMethodDef (\w+)_methods\[\] = \{(.*?)\n\};", re.S)
+_ENTRY = re.compile(r'(\{"(\w+)",\s*\(PyCFunction\)\w+,\s*[\w |]+,\s*)PyDoc_STR\((NULL|"(?:[^"\\]|\\.)*")\)')
+_TEMPLATE = re.compile(r"static PyTypeObject \w+_template_ = \{(.*?)\n\};", re.S)
+_TP_NAME = re.compile(r'\.tp_name = "(\w+)"')
+_TP_METHODS = re.compile(r"\.tp_methods = (\w+)_methods,")
+_TP_DOC = re.compile(r'\.tp_doc = PyDoc_STR\((NULL|"(?:[^"\\]|\\.)*")\)')
 
 
-def _note(found: dict[DocKey, str], module: str, owner: str | None, node: ast.stmt) -> None:
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        doc = ast.get_docstring(node, clean=False)
-        if doc:
-            found[(module, owner, node.name)] = doc
+def class_docstrings(paths: Iterable[Path]) -> dict[MethodKey, str]:
+    """The docstrings of the top-level classes of these sources and of their methods, as the interpreter
+    keeps them (uncleaned). A class name found in two sources is left out."""
+    found: dict[MethodKey, str] = {}
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for path in paths:
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            (twice if node.name in seen else seen).add(node.name)
+            doc = ast.get_docstring(node, clean=False)
+            if doc:
+                found[(node.name, None)] = doc
+            for member in node.body:
+                if isinstance(member, ast.FunctionDef | ast.AsyncFunctionDef):
+                    doc = ast.get_docstring(member, clean=False)
+                    if doc:
+                        found[(node.name, member.name)] = doc
+    return {key: doc for key, doc in found.items() if key[0] not in twice}
 
 
-def keep_docstrings(docs: dict[DocKey, str]) -> bool:
-    """Make the mypyc of this process write ``docs`` into the compiled functions and classes; False when
-    this mypyc does not have the functions hooked."""
-    try:
-        from mypyc.codegen import emit, emitclass, emitmodule
-        from mypyc.codegen.cstring import c_string_initializer
-        from mypyc.ir.func_ir import get_text_signature
-    except ImportError:
-        return False
-    if not all(
-        hasattr(emitclass, name) for name in ("native_function_doc_initializer", "native_class_doc_initializer")
-    ):
-        return False
-
-    def text(signature: str | None, doc: str | None) -> str:
-        if signature is None and doc is None:
-            return "NULL"
-        head = "" if signature is None else f"{signature}\n--\n\n"
-        return str(c_string_initializer((head + (doc or "")).encode("utf-8")))
-
-    def function_doc(fn: Any) -> str:
-        return text(get_text_signature(fn), docs.get((fn.decl.module_name, fn.class_name, fn.name)))
-
-    def class_doc(cl: Any) -> str:
-        init = cl.get_method("__init__")
-        if init is None:
-            signature: str | None = f"{cl.name}()"
+def c_text(text: str) -> str:
+    """``text`` as the inside of a C string literal (UTF-8, escaped byte by byte where needed)."""
+    out = []
+    for byte in text.encode("utf-8"):
+        char = chr(byte)
+        if char in '"\\?':
+            out.append("\\" + char)
+        elif char == "\n":
+            out.append("\\n")
+        elif 32 <= byte < 127:
+            out.append(char)
         else:
-            signature = get_text_signature(init, bound=True)
-            signature = None if signature is None else signature.replace("__init__", cl.name, 1)
-        return text(signature, docs.get((cl.module_name, None, cl.name)))
+            out.append(f"\\{byte:03o}")
+    return "".join(out)
 
-    for module in (emit, emitclass, emitmodule):
-        if hasattr(module, "native_function_doc_initializer"):
-            module.native_function_doc_initializer = function_doc  # type: ignore[attr-defined]
-    emitclass.native_class_doc_initializer = class_doc
-    return True
+
+def _with_doc(literal: str, doc: str | None) -> str:
+    """A ``PyDoc_STR`` argument (``NULL`` or a literal holding the signature) with ``doc`` after it."""
+    if doc is None:
+        return literal
+    if literal == "NULL":
+        return f'"{c_text(doc)}"'
+    return literal[:-1] + c_text(doc) + '"'
+
+
+def add_docstrings(c_files: Iterable[Path], docs: dict[MethodKey, str]) -> int:
+    """Write ``docs`` into mypyc's generated ``c_files``; returns how many docstrings went in."""
+    added = 0
+    for path in c_files:
+        code = path.read_text(encoding="utf-8")
+        patched, count = patch_c(code, docs)
+        if count:
+            path.write_text(patched, encoding="utf-8")
+            added += count
+    return added
+
+
+def patch_c(code: str, docs: dict[MethodKey, str]) -> tuple[str, int]:
+    """``code`` (one generated C file) with ``docs`` written in, and how many went in."""
+    classes: dict[str, str] = {}  # C prefix of a method table -> its class name
+    for found in _TEMPLATE.finditer(code):
+        name, methods = _TP_NAME.search(found.group(1)), _TP_METHODS.search(found.group(1))
+        if name is not None and methods is not None:
+            classes[methods.group(1)] = name.group(1)
+    added: list[str] = []
+
+    def doc_of(cls: str, member: str | None) -> str | None:
+        doc = docs.get((cls, member))
+        if doc is not None:
+            added.append(f"{cls}.{member}")
+        return doc
+
+    def table(match: re.Match[str]) -> str:
+        cls = classes.get(match.group(1))
+        if cls is None:
+            return match.group(0)
+        return _ENTRY.sub(
+            lambda e: f"{e.group(1)}PyDoc_STR({_with_doc(e.group(3), doc_of(cls, e.group(2)))})", match.group(0)
+        )
+
+    def template(match: re.Match[str]) -> str:
+        name = _TP_NAME.search(match.group(1))
+        doc = None if name is None else doc_of(name.group(1), None)
+        return _TP_DOC.sub(lambda t: f".tp_doc = PyDoc_STR({_with_doc(t.group(1), doc)})", match.group(0))
+
+    return _TEMPLATE.sub(template, _TABLE.sub(table, code)), len(added)

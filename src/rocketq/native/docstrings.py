@@ -5,6 +5,10 @@ compiled: after each method's and class's signature, the docstring read from the
 compiled and the plain build then answer ``__doc__`` and ``inspect.signature`` alike
 (``tests/native/test_docstrings.py`` holds them to it).
 
+An ``async def`` method is the exception: mypyc makes it a function object of its own whose ``__doc__``
+is read-only and whose signature ``inspect`` reads as ``()``, so compiled coroutine methods (``Producer.send``)
+show neither; their blocking twins (``SyncProducer.send``) show both.
+
 Build-time only (``rocketq.native.build``). It edits the method tables (``static PyMethodDef
 <Class>_methods[]``) and type templates (``.tp_doc``) mypyc writes, matched by the class names in
 ``.tp_name``; a class name defined in two compiled modules is left without docstrings, as is anything

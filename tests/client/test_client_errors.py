@@ -123,7 +123,7 @@ async def test_an_unreachable_name_server_is_a_connection_error(refused_addr: st
         with pytest.raises(MQConnectionError):
             await producer.send_orderly(MESSAGE, sharding_key="k")
     assert isinstance(caught.value, MQClientError)
-    assert caught.value.__cause__ is not None
+    assert refused_addr in str(caught.value)
     consumer = PullConsumer(ConsumerConfig(group="G", client=ClientConfig(namesrv_addr=refused_addr)))
     with pytest.raises(MQConnectionError):
         await consumer.fetch_queues(TOPIC)

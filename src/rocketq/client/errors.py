@@ -4,7 +4,7 @@
   sent (an invalid topic name, an empty or oversized body, an empty batch).
 - ``RouteNotFoundError``: the NameServers know no route (or no master broker) for a topic.
 - ``MQConnectionError``: no NameServer or broker could be reached (refused, timed out, connection lost);
-  ``__cause__`` holds the transport error.
+  the message names the address and the transport error.
 - ``BrokerResponseError``: a broker or NameServer answered with an error code; its subclass is chosen by
   the code (``TopicNotExistError``, ``SystemBusyError``, ...).
 

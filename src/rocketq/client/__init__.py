@@ -2,7 +2,13 @@
 
 from rocketq.client.admin import AdminClient
 from rocketq.client.config import ClientConfig, ConsumeFromWhere, ConsumerConfig, MessageModel, ProducerConfig
-from rocketq.client.errors import BrokerResponseError, MQClientError
+from rocketq.client.errors import (
+    BrokerResponseError,
+    MQClientError,
+    MQConnectionError,
+    RouteNotFoundError,
+    ValidationError,
+)
 from rocketq.client.listener import ConsumeStatus, Reconsume
 from rocketq.client.message import Message, MessageExt, MessageQueue, SendResult, SendStatus, decode_messages
 from rocketq.client.producer import Producer
@@ -25,6 +31,7 @@ __all__ = [
     "ConsumeStatus",
     "ConsumerConfig",
     "MQClientError",
+    "MQConnectionError",
     "Message",
     "MessageExt",
     "MessageModel",
@@ -38,6 +45,7 @@ __all__ = [
     "QueueChunk",
     "QueueReader",
     "Reconsume",
+    "RouteNotFoundError",
     "SendResult",
     "SendStatus",
     "SyncAdminClient",
@@ -53,5 +61,6 @@ __all__ = [
     "TransactionProducer",
     "TransactionSendResult",
     "TransactionState",
+    "ValidationError",
     "decode_messages",
 ]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rocketq.client.config import ClientConfig
-from rocketq.client.errors import MQClientError, broker_error
+from rocketq.client.errors import MQClientError, RouteNotFoundError, ValidationError, broker_error
 from rocketq.client.instance import ClientInstance
 from rocketq.client.message import MessageExt, MessageQueue, decode_messages
 from rocketq.client.message_query import FAR_FUTURE_MS, kept, newest_in_store_order, offset_id_address
@@ -115,6 +115,7 @@ class AdminClient:
         await self.aclose()
 
     async def aclose(self) -> None:
+        """Disconnect from the NameServers and brokers."""
         await self._instance.aclose()
 
     async def _namesrv(self, code: int, fields: dict[str, str] | None = None) -> RemotingCommand:
@@ -138,17 +139,20 @@ class AdminClient:
     # -- cluster and routes ---------------------------------------------------------------------------
 
     async def cluster_info(self) -> ClusterInfo:
+        """The NameServers' cluster table: clusters, their brokers and the brokers' addresses."""
         return ClusterInfo.decode((await self._namesrv(RequestCode.GET_BROKER_CLUSTER_INFO)).body)
 
     async def topic_list(self) -> list[str]:
+        """Every topic the NameServers know, sorted."""
         return sorted(
             TopicList.decode((await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)).body).topic_list
         )
 
     async def topic_route(self, topic: str) -> TopicRouteData:
+        """The route of ``topic``: its queues per broker and the brokers' addresses."""
         route = await self._instance.fetch_route(topic)
         if route is None:
-            raise MQClientError(f"no route for topic {topic!r}: the name servers do not know it")
+            raise RouteNotFoundError(f"no route for topic {topic!r}: the name servers do not know it")
         return route
 
     async def _query_masters(self, topic: str) -> dict[str, str]:
@@ -270,7 +274,7 @@ class AdminClient:
         offset). MQClientError when the id is not an offset id or no message starts there."""
         place = offset_id_address(offset_msg_id)
         if place is None:
-            raise MQClientError(f"{offset_msg_id!r} is not an offset message id")
+            raise ValidationError(f"{offset_msg_id!r} is not an offset message id")
         address, offset = place
         response = await self._broker(
             address,
@@ -327,7 +331,7 @@ class AdminClient:
         address = masters.get(broker_name)
         if address is None:
             known = ", ".join(sorted(masters))
-            raise MQClientError(f"topic {topic!r} has no master on broker {broker_name!r} (its brokers: {known})")
+            raise RouteNotFoundError(f"topic {topic!r} has no master on broker {broker_name!r} (its brokers: {known})")
         queue = MessageQueue(topic, broker_name, queue_id)
         try:
             response = await self._instance.invoke_broker(
@@ -470,10 +474,10 @@ class AdminClient:
         The group needs no member online. Raises when a broker refuses or cannot be reached."""
         for queue, offset in sorted(offsets.items()):
             if offset < 0:
-                raise MQClientError(f"{queue}: an offset to commit must be 0 or more, not {offset}")
+                raise ValidationError(f"{queue}: an offset to commit must be 0 or more, not {offset}")
             address = await self._instance.find_master(queue.topic, queue.broker_name)
             if address is None:
-                raise MQClientError(f"{queue}: broker {queue.broker_name} has no master in the topic's route")
+                raise RouteNotFoundError(f"{queue}: broker {queue.broker_name} has no master in the topic's route")
             fields = UpdateConsumerOffsetRequestHeader(
                 consumer_group=group, topic=queue.topic, queue_id=queue.queue_id, commit_offset=offset
             ).to_ext_fields()

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rocketq.client.config import ConsumeFromWhere, ConsumerConfig, MessageModel
-from rocketq.client.errors import BrokerResponseError, MQClientError
+from rocketq.client.errors import BrokerResponseError, MQClientError, MQConnectionError, ValidationError
 from rocketq.client.instance import ClientInstance
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteOffsetStore
@@ -80,7 +80,7 @@ class ConsumerCore:
         self, config: ConsumerConfig, *, consume_type: str, on_assigned: QueuesCallback, on_revoked: QueuesCallback
     ) -> None:
         if config.allocate_strategy not in STRATEGIES:
-            raise MQClientError(
+            raise ValidationError(
                 f"unknown allocate strategy {config.allocate_strategy!r}; use one of {sorted(STRATEGIES)}"
             )
         self.config = config
@@ -95,6 +95,7 @@ class ConsumerCore:
         self._subscriptions_changed = False  # tell the brokers (heartbeat) before the next rebalance
         self.rebalance_lock = asyncio.Lock()  # held while the assignment changes (rebalance, reset)
         self._tasks: list[asyncio.Task[Any]] = []
+        self._unreachable = False  # no NameServer answered the last route lookup (logged once)
         self.instance = ClientInstance(
             config.client,
             handlers={
@@ -154,12 +155,15 @@ class ConsumerCore:
             for topic in self.subscriptions:
                 await self._route(topic)
             await self.check_brokers_take_filters()
+        except MQConnectionError as exc:  # as Java's consumers: start, and keep asking
+            self._namesrv_unreachable(exc)
         except BaseException:
             await self.instance.aclose()
             self.offsets.close()
             raise
         await self.instance.heartbeat()
-        await self.rebalance()
+        if not self._unreachable:
+            await self.rebalance()
         self._tasks.append(asyncio.create_task(self._rebalance_loop()))
         self._tasks.append(asyncio.create_task(self._persist_loop()))
 
@@ -216,7 +220,7 @@ class ConsumerCore:
         route_retry = MISSING_ROUTE_RETRY_S
         while True:
             wait = interval
-            if self._a_topic_has_no_route():
+            if self._unreachable or self._a_topic_has_no_route():
                 wait, route_retry = min(interval, route_retry), min(interval, route_retry * 2)
             else:
                 route_retry = MISSING_ROUTE_RETRY_S
@@ -231,8 +235,28 @@ class ConsumerCore:
                         await self._route(topic)  # a new topic may live on brokers not yet known
                     await self.instance.heartbeat()
                 await self.rebalance()
+            except MQConnectionError as exc:
+                self._namesrv_unreachable(exc)
+                continue
             except Exception as exc:
                 log.warning("group %s: rebalance failed: %s", self.config.group, exc)
+            if self._unreachable:
+                self._unreachable = False
+                log.warning("group %s: a NameServer answers again; consuming", self.config.group)
+
+    def _namesrv_unreachable(self, error: MQConnectionError) -> None:
+        """Say once (until one answers again) that no NameServer answers: the rebalance loop keeps asking,
+        after 1 s, then 2, 4, ... up to ``rebalance_interval_s``, as it does for a topic without a route."""
+        if not self._unreachable:
+            self._unreachable = True
+            log.warning(
+                "group %s: %s; the consumer keeps asking (every %g s at most) and consumes once one answers",
+                self.config.group,
+                error,
+                self.config.rebalance_interval_s,
+            )
+        else:
+            log.debug("group %s: still no NameServer: %s", self.config.group, error)
 
     async def _on_notify(self, request: RemotingCommand, connection: Connection) -> RemotingCommand | None:
         log.info("group %s: membership changed, rebalancing", self.config.group)

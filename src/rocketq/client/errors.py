@@ -1,4 +1,15 @@
-"""Client errors. Broker answers become ``BrokerResponseError`` subclasses chosen by response code."""
+"""Client errors. Every one is an ``MQClientError``; the subclasses say what kind of failure it is:
+
+- ``ValidationError`` (also a ``ValueError``): a bad argument or message, refused before anything is
+  sent (an invalid topic name, an empty or oversized body, an empty batch).
+- ``RouteNotFoundError``: the NameServers know no route (or no master broker) for a topic.
+- ``MQConnectionError``: no NameServer or broker could be reached (refused, timed out, connection lost);
+  the message names the address and the transport error.
+- ``BrokerResponseError``: a broker or NameServer answered with an error code; its subclass is chosen by
+  the code (``TopicNotExistError``, ``SystemBusyError``, ...).
+
+A client used before ``start()`` or after ``aclose()`` raises ``MQClientError`` itself.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +21,18 @@ from rocketq.protocol import ResponseCode
 
 class MQClientError(RocketqError):
     """A client-side failure: bad argument, no route, client not started, all retries failed."""
+
+
+class ValidationError(MQClientError, ValueError):
+    """A bad argument or message, refused before anything was sent."""
+
+
+class RouteNotFoundError(MQClientError):
+    """No route for a topic: the NameServers do not know it, or none of its brokers has a master."""
+
+
+class MQConnectionError(MQClientError):
+    """No NameServer or broker could be reached, or the connection broke before an answer came."""
 
 
 class BrokerResponseError(MQClientError):

@@ -14,7 +14,7 @@ from typing import Any
 
 from rocketq.acl.signing import sign
 from rocketq.client.config import ClientConfig
-from rocketq.client.errors import MQClientError, broker_error
+from rocketq.client.errors import MQClientError, MQConnectionError, RouteNotFoundError, ValidationError, broker_error
 from rocketq.client.route import MASTER_ID
 from rocketq.protocol import (
     ClusterInfo,
@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 class ClientInstance:
     def __init__(self, config: ClientConfig, *, handlers: dict[int, RequestHandler] | None = None) -> None:
         if not config.name_servers:
-            raise MQClientError("no NameServer address configured (namesrv_addr)")
+            raise ValidationError("no NameServer address configured (namesrv_addr)")
         self.config = config
         self.client_ip = config.client_ip or local_ipv4()
         self.client_id = f"{self.client_ip}@{os.getpid()}#{config.instance_name}#{time.monotonic_ns()}"
@@ -83,7 +83,7 @@ class ClientInstance:
                 return response
             except RemotingError as exc:
                 last_error = exc
-        raise MQClientError(f"no NameServer answered ({', '.join(servers)}): {last_error}") from last_error
+        raise MQConnectionError(f"no NameServer answered ({', '.join(servers)}): {last_error}") from last_error
 
     async def fetch_route(self, topic: str) -> TopicRouteData | None:
         """The topic's route from a NameServer; None when the NameServer does not know the topic."""
@@ -131,9 +131,12 @@ class ClientInstance:
         where = f"{topic}@{broker_name}:{fields.get('queueId')}"
         address = await self.find_master(topic, broker_name)
         if address is None:
-            raise MQClientError(f"{name} for {where}: no master broker is known")
+            raise RouteNotFoundError(f"{name} for {where}: no master broker is known")
         request = make_request(code, opaque=next_opaque(), ext_fields=fields)
-        response = await self.invoke_broker(address, request, self.config.request_timeout_s)
+        try:
+            response = await self.invoke_broker(address, request, self.config.request_timeout_s)
+        except RemotingError as exc:
+            raise MQConnectionError(f"{name} for {where}: {exc}") from exc
         offset = response.ext_fields.get("offset")
         if response.code != ResponseCode.SUCCESS or offset is None:
             raise MQClientError(f"{name} for {where} answered {response.code}: {response.remark}")

@@ -29,9 +29,13 @@ class Reconsume:
 
 ListenerResult = ConsumeStatus | Reconsume | bool | None
 Listener = Callable[[list[MessageExt]], ListenerResult | Awaitable[ListenerResult]]
-"""Gets a batch (``consume_message_batch_max_size``, 1 by default). Returning None, True or
-CONSUME_SUCCESS acknowledges it; False, RECONSUME_LATER, a ``Reconsume`` or an exception asks for
-redelivery."""
+"""Gets a batch (``consume_message_batch_max_size``, 1 by default). Returning True or CONSUME_SUCCESS
+acknowledges it; False, RECONSUME_LATER, a ``Reconsume`` or an exception asks for redelivery.
+
+Returning None (a function without ``return``) acknowledges it too, unlike RocketMQ's Java client, which
+takes a null status as RECONSUME_LATER: a Python listener that ends without ``return`` has consumed its
+messages. The first None a consumer's listener returns is logged as a WARNING (once per consumer), so a
+forgotten ``return RECONSUME_LATER`` does not go unnoticed."""
 
 
 def retry_level(result: ListenerResult) -> int | None:

@@ -10,6 +10,7 @@ returns, a failure it reports sends its messages back once more, as in Java.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 from rocketq.client.consumer_core import ConsumerCore
@@ -41,8 +42,26 @@ class CallSlot:
 
 
 class ListenerCalls:
-    def __init__(self) -> None:
+    def __init__(self, group: str = "") -> None:
         self._slots: set[CallSlot] = set()
+        self.group = group
+        self._none_warned = False  # a listener call returned None: said once per consumer
+        self._none_lock = threading.Lock()
+
+    def returned_none(self) -> None:
+        """A listener call returned None, which acknowledges its messages: say so once (a listener that
+        forgot its ``return`` would otherwise lose the redeliveries it meant to ask for without a word)."""
+        if self._none_warned:
+            return
+        with self._none_lock:
+            first, self._none_warned = not self._none_warned, True
+        if first:
+            log.warning(
+                "group %s: the listener returned None, which acknowledges its messages (as CONSUME_SUCCESS does);"
+                " return ConsumeStatus.CONSUME_SUCCESS or True to say so, RECONSUME_LATER or False to have them"
+                " redelivered (said once per consumer)",
+                self.group,
+            )
 
     def open(self, process: ProcessQueue) -> CallSlot:
         """A run of calls on ``process``'s messages starts (any thread); ``close`` it when it ends."""
@@ -139,6 +158,8 @@ class ListenerRun:
         return False
 
     def returned(self, batch: list[MessageExt], result: ListenerResult) -> None:
+        if result is None:
+            self._calls.returned_none()
         level = retry_level(result)
         if level is not None:
             self.failed.append((batch, level))

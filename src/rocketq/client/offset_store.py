@@ -11,7 +11,7 @@ import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from rocketq.client.errors import MQClientError
+from rocketq.client.errors import MQClientError, RouteNotFoundError
 from rocketq.client.message import MessageQueue
 from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, make_request
 from rocketq.protocol.headers import QueryConsumerOffsetRequestHeader, UpdateConsumerOffsetRequestHeader
@@ -71,7 +71,7 @@ class RemoteOffsetStore(OffsetStore):
             queue, make_request(RequestCode.QUERY_CONSUMER_OFFSET, opaque=next_opaque(), ext_fields=fields)
         )
         if response is None:
-            raise MQClientError(f"QUERY_CONSUMER_OFFSET for {queue}: no master broker is known")
+            raise RouteNotFoundError(f"QUERY_CONSUMER_OFFSET for {queue}: no master broker is known")
         if response.code == ResponseCode.QUERY_NOT_FOUND:
             return -1
         if response.code != ResponseCode.SUCCESS:

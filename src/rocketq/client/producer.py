@@ -25,14 +25,21 @@ from typing import TYPE_CHECKING, Any
 from mypy_extensions import mypyc_attr
 
 from rocketq.client.config import ProducerConfig
-from rocketq.client.errors import BrokerResponseError, MQClientError, broker_error
+from rocketq.client.errors import (
+    BrokerResponseError,
+    MQClientError,
+    MQConnectionError,
+    RouteNotFoundError,
+    ValidationError,
+    broker_error,
+)
 from rocketq.client.instance import ClientInstance
 from rocketq.client.latency import LatencyFaultTolerance
 from rocketq.client.message import Message, MessageQueue, SendResult, SendStatus
 from rocketq.client.route import TopicPublishInfo, publish_info
+from rocketq.client.send_checks import checked_properties, properties_text
 from rocketq.client.unique_id import UniqueIdGenerator
-from rocketq.common.message import Property, encode_properties, java_string_hash
-from rocketq.common.names import NOT_SENDABLE_TOPICS, empty_property_problem, separator_problem, topic_name_problem
+from rocketq.common.message import Property, java_string_hash
 from rocketq.common.record import SysFlag
 from rocketq.protocol import BatchItem, RemotingCommand, RequestCode, ResponseCode, encode_batch, make_request
 from rocketq.protocol.headers import IDEMPOTENT_SEND_FIELD
@@ -88,6 +95,7 @@ class Producer:
     # -- lifecycle ------------------------------------------------------------------------------------
 
     async def start(self) -> Producer:
+        """Connect: look up the NameServers and start the heartbeats. Returns the producer."""
         if self._closed:
             raise MQClientError("the producer is closed; make a new one")
         if self._instance is not None:
@@ -105,6 +113,7 @@ class Producer:
         return {}
 
     async def aclose(self) -> None:
+        """Wait for sends in flight, unregister from the brokers and disconnect, for good."""
         if self._instance is None:
             return
         self._closed = True
@@ -122,11 +131,19 @@ class Producer:
 
     @property
     def instance(self) -> ClientInstance:
+        """The started producer's connection to NameServers and brokers (MQClientError when not running)."""
         if self._instance is None:
-            if self._closed:
-                raise MQClientError("the producer is closed")
-            raise MQClientError("the producer is not started (call start() or use 'async with')")
+            raise self._not_running()
         return self._instance
+
+    def _not_running(self) -> MQClientError:
+        state = "closed" if self._closed else "not started (call start() or use 'async with')"
+        return MQClientError(f"the producer is {state}")
+
+    def _unique_ids(self) -> UniqueIdGenerator:
+        if self._ids is None or self._instance is None:
+            raise self._not_running()
+        return self._ids
 
     # -- routes ---------------------------------------------------------------------------------------
 
@@ -145,7 +162,7 @@ class Producer:
         else:  # unknown topic: send through the template's brokers; the broker creates the topic
             template = await instance.update_route(self.config.create_topic_key)
             if template is None:
-                raise MQClientError(
+                raise RouteNotFoundError(
                     f"topic {topic!r} does not exist and no broker creates topics on first send (no"
                     f" {self.config.create_topic_key} route: autoCreateTopicEnable=false): create it with"
                     f" `rocketq admin updateTopic -t {topic} -c <cluster>`, or set autoCreateTopicEnable=true in"
@@ -155,7 +172,7 @@ class Producer:
             queue_count = self.config.default_topic_queue_nums
             info.queues = [q for q in info.queues if q.queue_id < queue_count]
         if not info.queues:
-            raise MQClientError(f"topic {topic!r} has no writable queue on a master broker")
+            raise RouteNotFoundError(f"topic {topic!r} has no writable queue on a master broker")
         self._publish[topic] = info
         await instance.heartbeat()
         return info
@@ -187,37 +204,6 @@ class Producer:
 
     # -- message preparation ----------------------------------------------------------------------------
 
-    def _checked_properties(self, message: Message) -> dict[str, str]:
-        """``message``'s properties as they travel, once it passed the checks made before a send
-        (MQClientError says what is wrong; nothing is sent). ``_properties_text`` makes the last one."""
-        topic = message.topic
-        if topic not in self._valid_topics:  # a regular expression per topic, not per message
-            problem = topic_name_problem(topic)
-            if problem is None and topic in NOT_SENDABLE_TOPICS:
-                problem = f"the topic {topic!r} is written by the broker only"
-            if problem is not None:
-                raise MQClientError(problem)
-            self._valid_topics.add(topic)
-        if not message.body:
-            raise MQClientError("the message body is empty")
-        if len(message.body) > self.config.max_message_size:
-            raise MQClientError(
-                f"the message body of {len(message.body)} bytes exceeds the maximum {self.config.max_message_size}"
-            )
-        problem = empty_property_problem(message.properties)
-        if problem is not None:
-            raise MQClientError(problem)
-        return message.wire_properties()
-
-    @staticmethod
-    def _properties_text(properties: dict[str, str]) -> str:
-        """``properties`` encoded, or MQClientError when a name or value holds a separator."""
-        text = encode_properties(properties)
-        problem = separator_problem(properties, text)
-        if problem is not None:
-            raise MQClientError(problem)
-        return text
-
     def _idempotent(self, idempotent: bool | None) -> bool:
         return self.config.idempotent if idempotent is None else idempotent
 
@@ -227,12 +213,11 @@ class Producer:
         """(body, properties text, sys_flag, unique id) as they go on the wire (``extra``: properties the
         client adds, a transaction's). An idempotent send keeps its unique id in ``message.properties``: a
         later send of the same message is a repeat of it."""
-        properties = self._checked_properties(message)
+        properties = checked_properties(message, self.config.max_message_size, self._valid_topics)
         if extra is not None:
             properties.update(extra)
-        assert self._ids is not None
         unique_id = properties.setdefault(
-            Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, self._ids.next_id(int(time.time() * 1000))
+            Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, self._unique_ids().next_id(int(time.time() * 1000))
         )
         if idempotent:
             message.properties[Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = unique_id
@@ -243,7 +228,7 @@ class Producer:
             compressed = zlib.compress(body, self.config.compress_level)
             if len(compressed) < len(body):
                 body, sys_flag = compressed, sys_flag | SysFlag.COMPRESSED
-        return body, self._properties_text(properties), sys_flag, unique_id
+        return body, properties_text(properties), sys_flag, unique_id
 
     def _request(
         self,
@@ -287,7 +272,7 @@ class Producer:
             await self.instance.update_broker_addresses()
             address = self.instance.master_address(queue.broker_name)
         if address is None:
-            raise MQClientError(f"broker {queue.broker_name} has no master address")
+            raise RouteNotFoundError(f"broker {queue.broker_name} has no master address")
         return address
 
     async def _send_once(
@@ -386,7 +371,8 @@ class Producer:
             log.info("send to %s failed (attempt %d): %s", queue, attempts, last_error)
             if isinstance(last_error, BrokerResponseError) and last_error.refresh_route:
                 self._publish.pop(topic, None)
-        raise MQClientError(f"send to topic {topic!r} failed after {attempts} attempts: {last_error}") from last_error
+        error = MQConnectionError if isinstance(last_error, RemotingError | MQConnectionError) else MQClientError
+        raise error(f"send to topic {topic!r} failed after {attempts} attempts: {last_error}") from last_error
 
     def send_async(
         self,
@@ -424,7 +410,11 @@ class Producer:
         info = await self._publish_info(message.topic)
         queue = self._select_queue(info, None)
         request = self._request(queue, body, properties, sys_flag, message.flag, oneway=True, idempotent=marked)
-        await self.instance.remoting.oneway(await self._address(queue), request)
+        address = await self._address(queue)
+        try:
+            await self.instance.remoting.oneway(address, request)
+        except RemotingError as exc:
+            raise MQConnectionError(f"send to {queue} failed: {exc}") from exc
 
     async def send_orderly(
         self,
@@ -439,7 +429,7 @@ class Producer:
         """Send to the queue chosen by ``selector(queues, message, arg)`` or by hashing ``sharding_key``:
         messages with the same key keep their order. No retry on another queue (that would break it)."""
         if (selector is None) == (sharding_key is None):
-            raise MQClientError("give exactly one of sharding_key and selector")
+            raise ValidationError("give exactly one of sharding_key and selector")
         marked = self._idempotent(idempotent)
         body, properties, sys_flag, unique_id = self._prepare(message, marked)
         info = await self._publish_info(message.topic)
@@ -450,7 +440,10 @@ class Producer:
             assert sharding_key is not None
             queue = queues[(java_string_hash(sharding_key) & 0x7FFFFFFF) % len(queues)]
         request = self._request(queue, body, properties, sys_flag, message.flag, idempotent=marked)
-        return await self._send_once(queue, request, unique_id, timeout or self.config.send_msg_timeout_s)
+        try:
+            return await self._send_once(queue, request, unique_id, timeout or self.config.send_msg_timeout_s)
+        except RemotingError as exc:
+            raise MQConnectionError(f"send to {queue} failed: {exc}") from exc
 
     def transaction_group(self, group_id: str, *, immunity_s: int | None = None) -> TransactionGroup:
         """A grouped transaction sent and ended through this producer (``rocketq.client.transaction_group``)."""
@@ -478,7 +471,7 @@ class Producer:
 
         topic = messages[0].topic
         if queue is not None and queue.topic != topic:
-            raise MQClientError(f"the batch's topic is {topic!r}, the queue's {queue.topic!r}")
+            raise ValidationError(f"the batch's topic is {topic!r}, the queue's {queue.topic!r}")
         retries = self.config.retry_times_when_send_failed
         return await self._send_with_retries(topic, request, ",".join(ids), timeout, retries, marked, queue)
 
@@ -487,25 +480,24 @@ class Producer:
         batch: empty, several topics, delayed messages, too large). Idempotent, each message keeps its
         unique id in ``message.properties``."""
         if not messages:
-            raise MQClientError("empty batch")
+            raise ValidationError("empty batch")
         topics = {m.topic for m in messages}
         if len(topics) != 1:
-            raise MQClientError(f"a batch must have one topic, not {sorted(topics)}")
+            raise ValidationError(f"a batch must have one topic, not {sorted(topics)}")
         if any(m.delay_level > 0 for m in messages):
-            raise MQClientError("a batch cannot carry delayed messages")
+            raise ValidationError("a batch cannot carry delayed messages")
         items, ids = [], []
-        assert self._ids is not None
-        fresh_ids = self._ids.next_ids(len(messages), int(time.time() * 1000))
+        fresh_ids = self._unique_ids().next_ids(len(messages), int(time.time() * 1000))
         for message, fresh_id in zip(messages, fresh_ids, strict=True):
-            properties = self._checked_properties(message)
+            properties = checked_properties(message, self.config.max_message_size, self._valid_topics)
             unique_id = properties.setdefault(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, fresh_id)
             if idempotent:
                 message.properties[Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = unique_id
             ids.append(unique_id)
-            items.append(BatchItem(message.body, self._properties_text(properties), message.flag))
+            items.append(BatchItem(message.body, properties_text(properties), message.flag))
         body = encode_batch(items)
         if len(body) > self.config.max_message_size:
-            raise MQClientError(f"the batch of {len(body)} bytes exceeds the maximum {self.config.max_message_size}")
+            raise ValidationError(f"the batch of {len(body)} bytes exceeds the maximum {self.config.max_message_size}")
         return body, ids
 
 

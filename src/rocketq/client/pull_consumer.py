@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from rocketq.client.config import ConsumerConfig
 from rocketq.client.consumer_core import ConsumerCore
-from rocketq.client.errors import MQClientError
+from rocketq.client.errors import MQClientError, RouteNotFoundError
 from rocketq.client.listener import user_view
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.pull import PullStatus
@@ -65,6 +65,15 @@ class _QueueState:
 
 
 class PullConsumer:
+    """Fetches in the background and hands messages over when asked (RocketMQ's lite pull consumer,
+    Kafka's consumer): ``await poll(timeout)`` for a batch, or ``async for message in consumer``. Use from
+    one event loop.
+
+    Either ``subscribe()`` topics (the group's rebalancing assigns queues) or ``assign()`` queues, then
+    ``await start()``. With ``auto_commit`` the position after what ``poll()`` returned is committed
+    periodically; else call ``commit()``. ``seek()`` and its kin move a queue's position.
+    """
+
     def __init__(self, config: ConsumerConfig, *, auto_commit: bool = True) -> None:
         self.config = config
         self.auto_commit = auto_commit
@@ -106,6 +115,7 @@ class PullConsumer:
         self._paused.update(queues)
 
     def resume(self, queues: Iterable[MessageQueue]) -> None:
+        """Return ``queues``' messages from ``poll()`` again."""
         self._paused.difference_update(queues)
         self._arrived.set()  # a poll waiting now may have buffered messages of these to return
 
@@ -130,7 +140,7 @@ class PullConsumer:
         """All readable queues of a topic (to choose from for ``assign``)."""
         route = await self._core.instance.update_route(topic)
         if route is None:
-            raise MQClientError(f"topic {topic!r} does not exist")
+            raise RouteNotFoundError(f"topic {topic!r} does not exist")
         return subscribe_queues(topic, route)
 
     @property
@@ -139,7 +149,13 @@ class PullConsumer:
 
     @property
     def client_id(self) -> str:
+        """This member's id, as the brokers list it (``rocketq admin consumerConnection``)."""
         return self._core.instance.client_id
+
+    @property
+    def running(self) -> bool:
+        """Started and not closed yet: what iterating over the consumer waits on."""
+        return self._started
 
     async def _assigned(self, queues: list[MessageQueue]) -> None:
         for queue in queues:
@@ -167,6 +183,7 @@ class PullConsumer:
     # -- lifecycle ------------------------------------------------------------------------------------
 
     async def start(self) -> PullConsumer:
+        """Start fetching. Subscribed, when no NameServer answers yet, it starts anyway and keeps asking."""
         if self._started or self._closed:
             raise MQClientError("the consumer is already started" if self._started else "the consumer is closed")
         if self._manual is None:  # neither subscribe() nor assign() yet: assign() follows, as in Java's
@@ -189,6 +206,7 @@ class PullConsumer:
         return self
 
     async def aclose(self) -> None:
+        """Commit (with ``auto_commit``), leave the group and disconnect."""
         if not self._started:
             return
         self._started = False
@@ -273,6 +291,7 @@ class PullConsumer:
                     await self._arrived.wait()
 
     async def __aiter__(self) -> AsyncIterator[MessageExt]:
+        """Every message, one at a time (polled in batches); the loop ends once the consumer is closed."""
         while self._started:
             for message in await self.poll(1.0):
                 yield message
@@ -305,14 +324,17 @@ class PullConsumer:
                 self.seek(queue, offset)
 
     async def seek_to_begin(self, queue: MessageQueue) -> None:
+        """Continue ``queue`` from its first offset still stored."""
         fields = GetMinOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id).to_ext_fields()
         self.seek(queue, await self._core.queue_offset(RequestCode.GET_MIN_OFFSET, queue, fields))
 
     async def seek_to_end(self, queue: MessageQueue) -> None:
+        """Continue ``queue`` after its last message (only what arrives from now on)."""
         fields = GetMaxOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id).to_ext_fields()
         self.seek(queue, await self._core.queue_offset(RequestCode.GET_MAX_OFFSET, queue, fields))
 
     async def offset_for_timestamp(self, queue: MessageQueue, timestamp_ms: int) -> int:
+        """The first offset of ``queue`` stored at or after ``timestamp_ms`` (milliseconds since the epoch)."""
         fields = SearchOffsetRequestHeader(
             topic=queue.topic, queue_id=queue.queue_id, timestamp=timestamp_ms
         ).to_ext_fields()

@@ -43,6 +43,20 @@ before a thread got to it (nothing was consumed)."""
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # users may subclass it; see rocketq.native
 class PushConsumer:
+    """Consumes the subscribed topics by handing what it pulls to a listener (RocketMQ's
+    DefaultMQPushConsumer). Use from one event loop.
+
+    ``PushConsumer(ConsumerConfig(group="g", client=ClientConfig(namesrv_addr=...)), listener)``, then
+    ``subscribe(topic, selector)`` and ``await start()`` (or ``async with``). ``orderly=True`` consumes
+    each queue in order, one message at a time, holding the queue's lock on its broker.
+
+    The listener (a function, run on the consume threads, or a coroutine function) gets a list of
+    ``MessageExt`` and answers: ``ConsumeStatus.CONSUME_SUCCESS`` or True acknowledge;
+    ``RECONSUME_LATER``, False, ``Reconsume(delay_level)`` or an exception ask for redelivery; None
+    (no ``return``) acknowledges too, with a WARNING the first time (unlike Java, which redelivers on a
+    null status). See ``rocketq.client.listener.Listener``.
+    """
+
     def __init__(self, config: ConsumerConfig, listener: Listener | None = None, *, orderly: bool = False) -> None:
         self.config = config
         self.orderly = orderly
@@ -64,7 +78,7 @@ class PushConsumer:
         self._coroutine_parts = 0  # parts of pulled batches given to a coroutine listener, not yet done
         self._threads = ConsumeThreads(config.consume_thread_min, config.consume_thread_max, name="rocketq-consume")
         self._lock_task: asyncio.Task[None] | None = None
-        self._calls = ListenerCalls()  # concurrent: the listener calls running now
+        self._calls = ListenerCalls(config.group)  # concurrent: the listener calls running now
         self._call_times = CallTimes()  # how long the listener's calls take: how widely to spread a batch
         self._timeout_task: asyncio.Task[None] | None = None
         self._locks = QueueLocks(self._core)  # orderly clustering: this client's queue locks on the brokers
@@ -91,9 +105,12 @@ class PushConsumer:
         self.suspended = True
 
     def resume(self) -> None:
+        """Pull again after ``suspend()``."""
         self.suspended = False
 
     def register_listener(self, listener: Listener) -> None:
+        """Consume with ``listener`` (before ``start()``; one given to the constructor is replaced). See
+        ``rocketq.client.listener.Listener`` for what it gets and may answer."""
         self._listener = listener
         self._listener_is_async = inspect.iscoroutinefunction(listener)
 
@@ -112,6 +129,8 @@ class PushConsumer:
         return None if offset is None else int(offset)
 
     async def start(self) -> PushConsumer:
+        """Join the group and start consuming. When no NameServer answers yet, it starts anyway and keeps
+        asking (a WARNING says so), as RocketMQ's Java consumer does."""
         if self._started or self._closed:
             raise MQClientError("the consumer is already started" if self._started else "the consumer is closed")
         if self._listener is None:
@@ -131,6 +150,7 @@ class PushConsumer:
         return self
 
     async def aclose(self) -> None:
+        """Stop pulling, let listener calls in progress finish, commit offsets and leave the group."""
         if not self._started:
             return
         self._started = False

@@ -32,7 +32,7 @@ from functools import cached_property
 from librt.strings import read_i32_be, read_i64_be
 
 from rocketq.client.config import ClientConfig
-from rocketq.client.errors import MQClientError
+from rocketq.client.errors import MQClientError, RouteNotFoundError, ValidationError
 from rocketq.client.instance import ClientInstance
 from rocketq.client.message import MessageExt, MessageQueue, decode_messages
 from rocketq.client.pull import PullStatus, pull_outcome, pull_request
@@ -147,13 +147,14 @@ class QueueReader:
         if timeout_s is not None:
             config = dataclasses.replace(config, request_timeout_s=timeout_s)
         if pull_batch_size < 1:
-            raise MQClientError(f"pull_batch_size must be at least 1, not {pull_batch_size}")
+            raise ValidationError(f"pull_batch_size must be at least 1, not {pull_batch_size}")
         self.config = config
         self.group = group
         self.pull_batch_size = pull_batch_size
         self._instance = ClientInstance(config)
 
     async def aclose(self) -> None:
+        """Disconnect from the NameServers and brokers."""
         await self._instance.aclose()
 
     async def __aenter__(self) -> QueueReader:
@@ -169,7 +170,7 @@ class QueueReader:
         the name servers do not know the topic."""
         route = await self._instance.update_route(topic)
         if route is None:
-            raise MQClientError(f"topic {topic!r} does not exist (the name servers do not know it)")
+            raise RouteNotFoundError(f"topic {topic!r} does not exist (the name servers do not know it)")
         return subscribe_queues(topic, route)
 
     async def queues_by_broker(self, topic: str) -> dict[str, list[MessageQueue]]:
@@ -227,7 +228,7 @@ class QueueReader:
         count = max_nums or self.pull_batch_size
         if end is not None:
             if end <= offset:
-                raise MQClientError(f"{queue}: empty range [{offset}, {end})")
+                raise ValidationError(f"{queue}: empty range [{offset}, {end})")
             count = min(count, end - offset)
         suspend_ms = int(wait_s * 1000)
         request = pull_request(
@@ -241,7 +242,7 @@ class QueueReader:
         )
         address = await self._instance.find_master(queue.topic, queue.broker_name)
         if address is None:
-            raise MQClientError(f"{queue}: broker {queue.broker_name} has no master in the route of {queue.topic}")
+            raise RouteNotFoundError(f"{queue}: broker {queue.broker_name} has no master in the route of {queue.topic}")
         try:
             response = await self._instance.invoke_broker(address, request, self.config.request_timeout_s + wait_s)
         except RemotingError:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mypy_extensions import mypyc_attr
@@ -16,7 +17,7 @@ from rocketq.client.config import ConsumerConfig, ProducerConfig
 from rocketq.client.errors import MQClientError
 from rocketq.client.listener import Listener
 from rocketq.client.message import Message, MessageExt, MessageQueue, SendResult
-from rocketq.client.producer import Producer, QueueSelector
+from rocketq.client.producer import Producer, QueueSelector, SendCallback
 from rocketq.client.pull_consumer import PullConsumer
 from rocketq.client.push_consumer import PushConsumer
 from rocketq.client.selector import MessageSelector
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
     from rocketq.client.sync_transactions import SyncTransactionGroup
 
 T = TypeVar("T")
+
+ITERATION_POLL_S = 1.0
+"""How long one poll of an iteration over a ``SyncPullConsumer`` waits (then it checks it is still open)."""
 
 
 class LoopThread:
@@ -77,7 +81,13 @@ class LoopThread:
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # users may subclass it; see rocketq.native
 class SyncProducer:
-    """Blocking twin of ``Producer``: the same methods, without ``await``."""
+    """Blocking twin of ``Producer``: the same methods, without ``await``. Started when made (no
+    ``start()``); ``close()`` or a ``with`` block ends it.
+
+    ``SyncProducer(group="g", namesrv_addr="127.0.0.1:9876")``, or ``SyncProducer(ProducerConfig(...))``.
+    Its producer runs on an event loop of its own, on a daemon thread; every method waits for that
+    loop, so the object may be shared by threads.
+    """
 
     def __init__(
         self, config: ProducerConfig | None = None, *, group: str | None = None, namesrv_addr: str | None = None
@@ -95,19 +105,30 @@ class SyncProducer:
         return Producer(config, group=group, namesrv_addr=namesrv_addr)
 
     def send(self, message: Message, *, timeout: float | None = None, idempotent: bool | None = None) -> SendResult:
+        """Send and wait for the broker's answer, retrying on another broker when it fails (on the same
+        one after a timeout when idempotent). ``idempotent``: None follows ``ProducerConfig.idempotent``."""
         return self._loop.call(self._producer.send(message, timeout=timeout, idempotent=idempotent))
 
     def send_async(
-        self, message: Message, *, timeout: float | None = None, idempotent: bool | None = None
+        self,
+        message: Message,
+        callback: SendCallback | None = None,
+        *,
+        timeout: float | None = None,
+        idempotent: bool | None = None,
     ) -> Future[SendResult]:
-        """Start a send; returns a ``concurrent.futures.Future`` with its result."""
+        """Start a send; returns a ``concurrent.futures.Future`` with its result. ``callback(result,
+        error)``, when given, is called once the send ends, on the producer's loop thread (as
+        ``Producer.send_async`` calls it on its loop): keep it short, and do not call this producer's
+        blocking methods from it."""
 
         async def start() -> SendResult:
-            return await self._producer.send_async(message, timeout=timeout, idempotent=idempotent)
+            return await self._producer.send_async(message, callback, timeout=timeout, idempotent=idempotent)
 
         return self._loop.submit(start())
 
     def send_oneway(self, message: Message, *, idempotent: bool | None = None) -> None:
+        """Send without waiting for (or getting) an answer; one attempt."""
         self._loop.call(self._producer.send_oneway(message, idempotent=idempotent))
 
     def send_orderly(
@@ -120,6 +141,8 @@ class SyncProducer:
         timeout: float | None = None,
         idempotent: bool | None = None,
     ) -> SendResult:
+        """Send to the queue chosen by ``selector(queues, message, arg)`` or by hashing ``sharding_key``:
+        messages with the same key keep their order. No retry on another queue (that would break it)."""
         return self._loop.call(
             self._producer.send_orderly(
                 message, sharding_key=sharding_key, selector=selector, arg=arg, timeout=timeout, idempotent=idempotent
@@ -134,7 +157,13 @@ class SyncProducer:
         timeout: float | None = None,
         idempotent: bool | None = None,
     ) -> SendResult:
+        """Send several messages of one topic in one request (stored together, in order): to ``queue``,
+        or to a queue chosen as for ``send``."""
         return self._loop.call(self._producer.send_batch(messages, queue=queue, timeout=timeout, idempotent=idempotent))
+
+    def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
+        """The queues a send to ``topic`` can go to (the writable queues of its master brokers)."""
+        return self._loop.call(self._producer.fetch_publish_queues(topic))
 
     def transaction_group(self, group_id: str, *, immunity_s: int | None = None) -> SyncTransactionGroup:
         """A grouped transaction sent and ended through this producer (``rocketq.client.transaction_group``)."""
@@ -145,6 +174,7 @@ class SyncProducer:
         return SyncTransactionGroup(self._loop, group)
 
     def close(self) -> None:
+        """Wait for sends in flight, unregister from the brokers and stop the loop thread."""
         self._loop.close_with(self._producer.aclose())
 
     def __enter__(self) -> SyncProducer:
@@ -156,9 +186,14 @@ class SyncProducer:
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # users may subclass it; see rocketq.native
 class SyncPushConsumer:
-    """Blocking twin of ``PushConsumer``: a plain-function listener runs on the consume threads."""
+    """Blocking twin of ``PushConsumer``: a plain-function listener runs on the consume threads.
 
-    def __init__(self, config: ConsumerConfig, listener: Listener, *, orderly: bool = False) -> None:
+    ``SyncPushConsumer(config, listener)`` (or ``register_listener`` before ``start()``), then
+    ``subscribe()`` and ``start()``; ``close()`` or a ``with`` block ends it. The listener gets a list of
+    ``MessageExt`` and answers as described at ``rocketq.client.listener.Listener``.
+    """
+
+    def __init__(self, config: ConsumerConfig, listener: Listener | None = None, *, orderly: bool = False) -> None:
         self._loop = LoopThread(name="rocketq-push-consumer")
         self._consumer = PushConsumer(config, listener, orderly=orderly)
 
@@ -167,21 +202,37 @@ class SyncPushConsumer:
         self._loop.run(lambda: self._consumer.subscribe(topic, selector))
 
     def unsubscribe(self, topic: str) -> None:
+        """Stop consuming ``topic`` (its queues are committed and dropped at the next rebalance, at once
+        when started)."""
         self._loop.run(lambda: self._consumer.unsubscribe(topic))
 
+    def register_listener(self, listener: Listener) -> None:
+        """Consume with ``listener`` (before ``start()``; a listener given to the constructor is replaced)."""
+        self._loop.run(lambda: self._consumer.register_listener(listener))
+
     def suspend(self) -> None:
+        """Stop pulling (RocketMQ's ``suspend``): what is already cached is still consumed."""
         self._loop.run(self._consumer.suspend)
 
     def resume(self) -> None:
+        """Pull again after ``suspend()``."""
         self._loop.run(self._consumer.resume)
 
     def start(self) -> SyncPushConsumer:
+        """Join the group and start consuming. When no NameServer answers yet, it starts anyway and keeps
+        asking (a WARNING says so), as RocketMQ's Java consumer does."""
         self._loop.call(self._consumer.start())
         return self
 
     @property
     def assigned_queues(self) -> set[MessageQueue]:
+        """The queues the group's rebalancing gave this member."""
         return self._loop.run(lambda: self._consumer.assigned_queues)
+
+    def consume_offset(self, queue: MessageQueue) -> int | None:
+        """The offset this member has consumed ``queue`` up to, the one it commits next (None when it has
+        none for the queue)."""
+        return self._loop.run(lambda: self._consumer.consume_offset(queue))
 
     @property
     def client_id(self) -> str:
@@ -194,6 +245,7 @@ class SyncPushConsumer:
         return self._consumer.consumed
 
     def close(self) -> None:
+        """Stop pulling, let listener calls in progress finish, commit offsets and leave the group."""
         self._loop.close_with(self._consumer.aclose())
 
     def __enter__(self) -> SyncPushConsumer:
@@ -205,7 +257,13 @@ class SyncPushConsumer:
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # users may subclass it; see rocketq.native
 class SyncPullConsumer:
-    """Blocking twin of ``PullConsumer``."""
+    """Blocking twin of ``PullConsumer``: ``poll()`` batches, or iterate (``for message in consumer``)
+    for one message at a time until the consumer is closed.
+
+    Either ``subscribe()`` (group rebalancing) or ``assign()`` queues, then ``start()``; ``close()`` or
+    a ``with`` block ends it. With ``auto_commit`` the position after what ``poll()`` returned is
+    committed periodically; else call ``commit()``.
+    """
 
     def __init__(self, config: ConsumerConfig, *, auto_commit: bool = True) -> None:
         self._loop = LoopThread(name="rocketq-pull-consumer")
@@ -216,21 +274,27 @@ class SyncPullConsumer:
         self._loop.run(lambda: self._consumer.subscribe(topic, selector))
 
     def unsubscribe(self, topic: str) -> None:
+        """Stop consuming ``topic`` (subscribe() mode): its queues are committed and dropped."""
         self._loop.run(lambda: self._consumer.unsubscribe(topic))
 
     def pause(self, queues: Sequence[MessageQueue]) -> None:
+        """Return nothing of ``queues`` from ``poll()`` until ``resume()`` (they stay assigned)."""
         self._loop.run(lambda: self._consumer.pause(queues))
 
     def resume(self, queues: Sequence[MessageQueue]) -> None:
+        """Return ``queues``' messages from ``poll()`` again."""
         self._loop.run(lambda: self._consumer.resume(queues))
 
     def assign(self, queues: Sequence[MessageQueue], selector: MessageSelector | str = "*") -> None:
+        """Consume exactly these queues (no group rebalancing), the messages ``selector`` picks."""
         self._loop.call(self._consumer.assign(queues, selector))
 
     def fetch_queues(self, topic: str) -> list[MessageQueue]:
+        """All readable queues of a topic (to choose from for ``assign``)."""
         return self._loop.call(self._consumer.fetch_queues(topic))
 
     def start(self) -> SyncPullConsumer:
+        """Start fetching. Subscribed, when no NameServer answers yet, it starts anyway and keeps asking."""
         self._loop.call(self._consumer.start())
         return self
 
@@ -240,31 +304,59 @@ class SyncPullConsumer:
         return self._consumer.client_id
 
     def poll(self, timeout: float = 5.0) -> list[MessageExt]:
+        """The next batch of messages (one queue's pull), or [] when none came within ``timeout``."""
         return self._loop.call(self._consumer.poll(timeout))
 
+    def __iter__(self) -> Iterator[MessageExt]:
+        """Every message, one at a time, as ``async for`` over a ``PullConsumer`` gives them; the loop
+        ends once the consumer is closed (from another thread, or after ``break``)."""
+        while self._loop.run(lambda: self._consumer.running):
+            try:
+                batch = self._loop.call(self._consumer.poll(ITERATION_POLL_S), ITERATION_POLL_S + 10)
+            except FutureTimeout:  # the loop was stopped under the poll: closed
+                continue
+            except MQClientError:
+                if self._loop.run(lambda: self._consumer.running):
+                    raise
+                return  # closed between the check and the poll
+            yield from batch
+
     def seek(self, queue: MessageQueue, offset: int) -> None:
+        """Continue ``queue`` from ``offset``; what was prefetched from before is dropped."""
         self._loop.run(lambda: self._consumer.seek(queue, offset))
 
     def seek_to_begin(self, queue: MessageQueue) -> None:
+        """Continue ``queue`` from its first offset still stored."""
         self._loop.call(self._consumer.seek_to_begin(queue))
 
     def seek_to_end(self, queue: MessageQueue) -> None:
+        """Continue ``queue`` after its last message (only what arrives from now on)."""
         self._loop.call(self._consumer.seek_to_end(queue))
 
     def offset_for_timestamp(self, queue: MessageQueue, timestamp_ms: int) -> int:
+        """The first offset of ``queue`` stored at or after ``timestamp_ms`` (milliseconds since the epoch)."""
         return self._loop.call(self._consumer.offset_for_timestamp(queue, timestamp_ms))
 
     def commit(self) -> None:
+        """Commit, for every assigned queue, the position after what poll() returned."""
         self._loop.call(self._consumer.commit())
 
     def committed(self, queue: MessageQueue) -> int:
+        """The offset stored for ``queue`` (on the broker, or locally when broadcasting); -1 if none."""
         return self._loop.call(self._consumer.committed(queue))
 
     @property
+    def paused(self) -> set[MessageQueue]:
+        """The queues ``pause()`` holds back."""
+        return self._loop.run(lambda: self._consumer.paused)
+
+    @property
     def assignment(self) -> set[MessageQueue]:
+        """The queues this consumer reads now (assigned, or given by the group's rebalancing)."""
         return self._loop.run(lambda: self._consumer.assignment)
 
     def close(self) -> None:
+        """Commit (with ``auto_commit``), leave the group and stop the loop thread."""
         self._loop.close_with(self._consumer.aclose())
 
     def __enter__(self) -> SyncPullConsumer:

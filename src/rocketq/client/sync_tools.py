@@ -93,6 +93,7 @@ class SyncAdminClient(_LoopClient[AdminClient]):
     pending_transactions = blocking(AdminClient.pending_transactions)
 
     def close(self) -> None:
+        """Disconnect and stop the loop thread."""
         self._loop.close_with(self._client.aclose())
 
     def __enter__(self) -> SyncAdminClient:
@@ -158,6 +159,7 @@ class SyncQueueReader(_LoopClient[QueueReader]):
             self._loop.call(chunks.aclose())
 
     def close(self) -> None:
+        """Disconnect and stop the loop thread."""
         self._loop.close_with(self._client.aclose())
 
     def __enter__(self) -> SyncQueueReader:

@@ -45,6 +45,8 @@ class SyncTransactionProducer(SyncProducer):
     def send_message_in_transaction(
         self, message: Message, arg: Any = None, *, timeout: float | None = None
     ) -> TransactionSendResult:
+        """Send ``message`` as a half message, run the local transaction with ``arg`` and end the
+        transaction with its answer (``TransactionProducer.send_message_in_transaction``)."""
         producer = cast(TransactionProducer, self._producer)
         return self._loop.call(producer.send_message_in_transaction(message, arg, timeout=timeout))
 

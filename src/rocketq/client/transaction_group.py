@@ -20,9 +20,10 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from rocketq.client.errors import MQClientError, broker_error
+from rocketq.client.errors import MQClientError, RouteNotFoundError, ValidationError, broker_error
 from rocketq.client.message import Message, MessageQueue, SendResult
 from rocketq.client.producer import Producer
+from rocketq.client.send_checks import properties_text
 from rocketq.common.message import Property
 from rocketq.common.record import SysFlag
 from rocketq.protocol import RequestCode, ResponseCode, make_request
@@ -51,16 +52,16 @@ class TransactionGroup:
 
     def __init__(self, producer: Producer, group_id: str, *, immunity_s: int = DEFAULT_IMMUNITY_S) -> None:
         if not group_id:
-            raise MQClientError("a transaction group needs an id")
+            raise ValidationError("a transaction group needs an id")
         if immunity_s <= 0:
-            raise MQClientError("immunity_s must be positive")
+            raise ValidationError("immunity_s must be positive")
         self.producer = producer
         self.group_id = group_id
         self.immunity_s = immunity_s
 
     def _properties(self, part: str) -> dict[str, str]:
         if not part:
-            raise MQClientError("a part id must not be empty")
+            raise ValidationError("a part id must not be empty")
         return {
             Property.TRANSACTION_PREPARED: "true",
             Property.PRODUCER_GROUP: self.producer.config.group,
@@ -76,7 +77,7 @@ class TransactionGroup:
         make the part's count wrong, which the commit refuses)."""
         producer = self.producer
         if message.delay_level > 0:
-            raise MQClientError("a transactional message cannot be delayed")
+            raise ValidationError("a transactional message cannot be delayed")
         tagged = dataclasses.replace(message, properties={**message.properties, **self._properties(part)})
         body, properties, sys_flag, unique_id = producer._prepare(tagged)
         request = producer._request(queue, body, properties, sys_flag, message.flag)
@@ -89,9 +90,9 @@ class TransactionGroup:
         request that the broker stores as it stores a plain batch; not retried."""
         producer = self.producer
         if any(message.topic != queue.topic for message in messages):
-            raise MQClientError(f"every message of the batch must be of the queue's topic {queue.topic!r}")
+            raise ValidationError(f"every message of the batch must be of the queue's topic {queue.topic!r}")
         body, ids = producer._batch_body(messages)
-        properties = producer._properties_text(self._properties(part))
+        properties = properties_text(self._properties(part))
         request = producer._request(queue, body, properties, SysFlag.TRANSACTION_PREPARED_TYPE, 0, batch=True)
         timeout_s = timeout or producer.config.send_msg_timeout_s
         return await producer._send_once(queue, request, ",".join(ids), timeout_s)
@@ -145,7 +146,7 @@ async def broker_address(producer: Producer, broker_name: str) -> str:
         await instance.update_broker_addresses()
         address = instance.master_address(broker_name)
     if address is None:
-        raise MQClientError(f"broker {broker_name!r} has no master the name servers know of")
+        raise RouteNotFoundError(f"broker {broker_name!r} has no master the name servers know of")
     return address
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from mypy_extensions import mypyc_attr
 
 from rocketq.client.config import ProducerConfig
-from rocketq.client.errors import MQClientError
+from rocketq.client.errors import MQClientError, ValidationError
 from rocketq.client.message import Message, MessageExt, MessageQueue, SendResult, SendStatus, decode_messages
 from rocketq.client.producer import Producer
 from rocketq.common.message import Property
@@ -158,6 +158,7 @@ class TransactionProducer(Producer):
         return {RequestCode.CHECK_TRANSACTION_STATE: self._on_check}
 
     async def start(self) -> TransactionProducer:
+        """Start as ``Producer.start`` does, ready to answer the brokers' transaction checks."""
         """Start, and introduce this producer to every broker at once (heartbeat), so that checks of
         its group's half messages can reach it before it sends anything."""
         await super().start()
@@ -182,7 +183,7 @@ class TransactionProducer(Producer):
             MQClientError: The message is delayed (a transactional message never is) or cannot be sent.
         """
         if message.delay_level > 0:
-            raise MQClientError("a transactional message cannot be delayed")
+            raise ValidationError("a transactional message cannot be delayed")
         local_transaction = self.local_transaction
         half = {Property.TRANSACTION_PREPARED: "true", Property.PRODUCER_GROUP: self.config.group}
         result = await self._send_message(message, timeout, self.config.retry_times_when_send_failed, False, half)
@@ -242,6 +243,7 @@ class TransactionProducer(Producer):
             connection.oneway(request)
 
     async def aclose(self) -> None:
+        """Finish the checks being answered, then close as ``Producer.aclose`` does."""
         for task in list(self._checks):
             task.cancel()
         await super().aclose()

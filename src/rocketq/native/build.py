@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Final
 
+from rocketq.native.docstrings import add_docstrings, class_docstrings
 from rocketq.native.loader import check_build, source_hash
 from rocketq.native.modules import COMPILED_MODULES, GROUP_NAME, MANIFEST_NAME, NATIVE_DIR, source_path
 
@@ -98,6 +99,7 @@ def build(work_dir: Path, native_dir: Path = NATIVE_DIR, *, opt_level: str = "3"
             target_dir=str(work_dir / "c"),
             multi_file=True,  # a C file per module, compiled in parallel below
         )
+        add_docstrings(sorted((work_dir / "c").glob("*.c")), class_docstrings(paths))  # mypyc writes none
         command = _parallel(build_ext)(Distribution({"name": "rocketq-native", "ext_modules": extensions}))
         command.parallel = os.cpu_count() or 1
         command.build_lib = str(staging)

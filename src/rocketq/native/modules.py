@@ -91,6 +91,7 @@ COMPILED_MODULES: Final = (
     "rocketq.client.pull",
     "rocketq.client.push_consumer",
     "rocketq.client.route",
+    "rocketq.client.send_checks",  # every send checks its message
     "rocketq.client.sync",
     "rocketq.client.transactions",
     "rocketq.client.unique_id",

@@ -18,7 +18,7 @@ from rocketq.client.admin import AdminClient
 from rocketq.testing import LocalCluster
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVER_ONLY = ("numpy", "numba", "llvmlite", "mmh3", "uvloop")
+SERVER_ONLY = ("numpy", "numba", "llvmlite", "mmh3", "uvloop", "javaproperties")
 
 CHILD = r"""
 import json, sys
@@ -59,7 +59,7 @@ def test_the_base_dependencies_leave_the_servers_packages_out() -> None:
     base = {_name(requirement) for requirement in project["dependencies"]}
     server = {_name(requirement) for requirement in project["optional-dependencies"]["server"]}
     assert base.isdisjoint(SERVER_ONLY), base & set(SERVER_ONLY)
-    assert {"numpy", "numba", "mmh3", "uvloop"} <= server
+    assert {"numpy", "numba", "mmh3", "uvloop", "javaproperties"} <= server
     dev = project["optional-dependencies"]["dev"]
     assert any(_name(requirement) == "rocketq" and "server" in requirement for requirement in dev)
 
@@ -83,3 +83,42 @@ async def test_a_client_without_the_server_packages_sends_and_receives(tmp_path:
     assert child.returncode == 0, stderr.decode()
     answer = json.loads(stdout.decode().strip().splitlines()[-1])
     assert answer == {"got": ["m0", "m1", "m2"], "loaded": []}
+
+
+ADMIN_CHILD = r"""
+import sys
+
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {name!r} (a client-only install)", name=name)
+        return None
+
+sys.meta_path.insert(0, Refuse())
+from rocketq.cli import main
+
+main(sys.argv[1:])
+"""
+
+
+async def _cli(*args: str) -> tuple[int, str]:
+    code = f"BLOCKED = {SERVER_ONLY!r}\n{ADMIN_CHILD}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    output, _ = await asyncio.wait_for(child.communicate(), 120)
+    assert child.returncode is not None
+    return child.returncode, output.decode()
+
+
+async def test_the_admin_command_runs_without_the_server_packages(tmp_path: Path) -> None:
+    async with LocalCluster(tmp_path) as cluster:
+        async with AdminClient(cluster.namesrv_addr) as admin:
+            await admin.update_topic("SplitAdmin", cluster="DefaultCluster")
+        code, output = await _cli("admin", "topicList", "-n", cluster.namesrv_addr)
+    assert code == 0, output
+    assert "SplitAdmin" in output
+    code, output = await _cli("up", "--help")  # a server command says what to install
+    assert code == 1
+    assert "pip install 'rocketq[server]'" in output and "Traceback" not in output

@@ -8,6 +8,7 @@ line saying what and what to do, exit status 1; ``--log-level debug`` adds the t
 from __future__ import annotations
 
 import errno
+import importlib
 import logging
 from typing import Any
 
@@ -18,8 +19,6 @@ from rocketq.acl.addresses import AclConfigError
 from rocketq.admin.cli import admin
 from rocketq.bench.commands import bench
 from rocketq.common.settings import SettingError
-from rocketq.runner import broker_command, namesrv_command, up_command
-from rocketq.store.errors import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +47,8 @@ def explain(exc: BaseException) -> str | None:
         return f"{exc}. Fix it in broker.conf (or the command line) and start again."
     if isinstance(exc, AclConfigError):
         return f"{exc}; see docs/acl.md."
-    if isinstance(exc, StoreError):
+    store_error = _store_error()
+    if store_error is not None and isinstance(exc, store_error):
         return f"{exc}."
     if isinstance(exc, OSError):
         where = f" ({exc.filename})" if exc.filename else ""
@@ -71,12 +71,44 @@ def explain(exc: BaseException) -> str | None:
     return None
 
 
+def _store_error() -> type[Exception] | None:
+    """StoreError, where the servers are installed (a client-only install has no store to fail)."""
+    try:
+        from rocketq.store.errors import StoreError
+    except ImportError:
+        return None
+    return StoreError
+
+
 def _reason(exc: OSError) -> str:
     return str(exc).removeprefix(f"[Errno {exc.errno}] ")
 
 
+SERVER_COMMANDS = {"namesrv": "namesrv_command", "broker": "broker_command", "up": "up_command"}
+"""The server commands (in ``rocketq.runner``), loaded when used: a client-only install (``pip install
+rocketq``, without the ``server`` extra) runs ``rocketq admin`` and ``rocketq bench`` without them."""
+
+
 class RocketqGroup(click.Group):
-    """The ``rocketq`` group: errors a user can fix are one line (see ``explain``)."""
+    """The ``rocketq`` group: errors a user can fix are one line (see ``explain``); the server commands
+    are imported when asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *SERVER_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in SERVER_COMMANDS and cmd_name not in self.commands:
+            try:
+                runner = importlib.import_module("rocketq.runner")
+            except ImportError as exc:
+                raise click.ClickException(
+                    f"`rocketq {cmd_name}` needs the servers' packages ({exc.name} is missing):"
+                    " pip install 'rocketq[server]'"
+                ) from exc
+            command: click.Command = getattr(runner, SERVER_COMMANDS[cmd_name])
+            _add_log_level_option(command)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -107,19 +139,18 @@ def main(log_level: str) -> None:
 
 main.add_command(admin)
 main.add_command(bench)
-main.add_command(namesrv_command)
-main.add_command(broker_command)
-main.add_command(up_command)
 
 
-def _add_log_level_options(group: click.Group) -> None:
-    for command in group.commands.values():
-        command.params.append(_log_level_after_subcommand())
-        if isinstance(command, click.Group):
-            _add_log_level_options(command)
+def _add_log_level_option(command: click.Command) -> None:
+    """``--log-level`` after ``command`` and after each of its subcommands."""
+    command.params.append(_log_level_after_subcommand())
+    if isinstance(command, click.Group):
+        for subcommand in command.commands.values():
+            _add_log_level_option(subcommand)
 
 
-_add_log_level_options(main)
+_add_log_level_option(admin)
+_add_log_level_option(bench)
 
 
 if __name__ == "__main__":

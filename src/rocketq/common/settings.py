@@ -18,8 +18,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, TypeVar, Union, get_args, get_origin, get_type_hints
 
-import javaproperties
-
 from rocketq.common.errors import RocketqError
 
 log = logging.getLogger(__name__)
@@ -55,6 +53,8 @@ def parse_properties(text: str) -> dict[str, str]:
     """A Java ``.properties`` text in its full syntax: ``=``, ``:`` or whitespace between key and value,
     ``#``/``!`` comments, lines continued with a trailing backslash, ``\\uXXXX`` and other escapes.
     A key given twice keeps its last value, as in Java."""
+    import javaproperties  # a server dependency: client-only installs (rocketq admin) never read a file
+
     return dict(javaproperties.loads(text))
 
 

@@ -358,7 +358,7 @@ async def _read_ahead(chunks: AsyncGenerator[QueueChunk, None], limit: int) -> A
     arrived, room = asyncio.Event(), asyncio.Event()
     waiting = 0  # bytes of records in ``ready``
     finished = False
-    failure: Exception | None = None
+    failure: BaseException | None = None
 
     async def fill() -> None:
         nonlocal waiting, finished, failure
@@ -370,8 +370,10 @@ async def _read_ahead(chunks: AsyncGenerator[QueueChunk, None], limit: int) -> A
                 while waiting >= limit:
                     room.clear()
                     await room.wait()
-        except Exception as exc:  # handed to the caller, in order
+        except BaseException as exc:  # handed to the caller, in order: a read never ends short silently
             failure = exc
+            if not isinstance(exc, Exception):  # cancelled (this task, or a pull by someone else)
+                raise
         finally:
             finished = True
             arrived.set()

@@ -218,3 +218,40 @@ async def test_pulls_ask_for_about_what_the_brokers_byte_cap_lets_through(tmp_pa
         async with QueueReader(cluster.namesrv_addr, pull_batch_size=5000) as reader:
             assert [m.queue_offset for m in await reader.messages(queue, 0, 60)] == list(range(60))
         assert asked[0] == 60 and max(asked[2:]) < 20  # the first asks for the range, the later for what fits
+
+
+async def test_read_ahead_goes_on_while_the_caller_works_and_keeps_order_errors_and_cancellation(
+    cluster: LocalCluster,
+) -> None:
+    await fill(cluster, QUEUE, [None] * 12)
+    pulls: list[int] = []
+    all_pulled = asyncio.Event()
+
+    def seen(request: RemotingCommand, response: RemotingCommand | None) -> None:
+        pulls.append(int(request.ext_fields["queueOffset"]))
+        if len(pulls) == 6:
+            all_pulled.set()
+
+    tap(cluster.brokers[0], RequestCode.PULL_MESSAGE, seen)
+    async with QueueReader(cluster.namesrv_addr, pull_batch_size=2) as reader:
+        chunks = reader.read(QUEUE, 0, 12, read_ahead_bytes=10**6)
+        first = await anext(chunks)
+        # the caller does not ask for more, yet the pulls go on to the range's end
+        await asyncio.wait_for(all_pulled.wait(), 30)
+        assert pulls == [0, 2, 4, 6, 8, 10] and [m.queue_offset for m in first.messages] == [0, 1]
+        rest = [m.queue_offset async for chunk in chunks for m in chunk.messages]
+        assert rest == list(range(2, 12)) and len(pulls) == 6
+
+        # an error comes after the chunks pulled before it
+        got: list[int] = []
+        with pytest.raises(OffsetOutOfRangeError, match="queue's end"):
+            async for chunk in reader.read(QUEUE, 8, 20, read_ahead_bytes=1):
+                got.extend(m.queue_offset for m in chunk.messages)
+        assert got == [8, 9, 10, 11]
+
+        # stopping early stops the background pulls
+        early = reader.read(QUEUE, 0, 12, read_ahead_bytes=1)
+        assert [m.queue_offset for m in (await anext(early)).messages] == [0, 1]
+        await early.aclose()
+        others = asyncio.all_tasks() - {asyncio.current_task()}
+        assert not [t for t in others if "pull" in repr(t.get_coro()) or "fill" in repr(t.get_coro())]

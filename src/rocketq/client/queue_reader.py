@@ -17,12 +17,16 @@ on the brokers.
 Each pull of a range asks for at most what is left of it. A tag or SQL92 filter makes the broker skip
 messages (and possibly return some past the range): a chunk holds only the wanted messages below the
 range's end, and its ``next_offset`` says where reading goes on, past whatever was skipped. ``read``
-keeps one pull in flight while the caller works on the previous chunk, never one beyond the range.
+keeps one pull in flight while the caller works on the previous chunk, never one beyond the range;
+with ``read_ahead_bytes`` it goes on pulling, one pull after the other, until that many bytes of
+records wait for the caller (a caller that works on a batch of chunks at a time, as the Spark source
+does, then finds the next batch pulled meanwhile instead of waiting for each pull in turn).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import logging
 from collections.abc import AsyncGenerator, Iterable
@@ -263,7 +267,7 @@ class QueueReader:
             raise MQClientError(f"malformed pull response from {address}: {exc}") from exc
         return QueueChunk(queue, offset, next_begin, low, high, status, records, positions)
 
-    async def read(
+    def read(
         self,
         queue: MessageQueue,
         start: int,
@@ -271,14 +275,24 @@ class QueueReader:
         *,
         selector: MessageSelector | str | None = None,
         skip_lost: bool = False,
+        read_ahead_bytes: int = 0,
     ) -> AsyncGenerator[QueueChunk, None]:
         """The chunks of ``[start, end)`` (``end`` None: up to the queue's end now), one per pull, with the
-        next pull already in flight while the caller handles one.
+        next pull already in flight while the caller handles one. With ``read_ahead_bytes`` > 0 the pulls
+        go on in the background, in order, while less than that many bytes of records wait for the caller.
 
         Raises ``OffsetOutOfRangeError`` when part of the range is gone: it starts below what the queue
         still keeps, or the queue ends before ``end``. With ``skip_lost`` the reader moves on past
         messages that aged out instead (the chunk that says so has status OFFSET_ILLEGAL and no records)
         and stops where the queue ends."""
+        chunks = self._read(queue, start, end, selector, skip_lost)
+        if read_ahead_bytes <= 0:
+            return chunks
+        return _read_ahead(chunks, read_ahead_bytes)
+
+    async def _read(
+        self, queue: MessageQueue, start: int, end: int | None, selector: MessageSelector | str | None, skip_lost: bool
+    ) -> AsyncGenerator[QueueChunk, None]:
         offset = start
         pending: asyncio.Task[QueueChunk] | None = None
         unfiltered = selector is None or MessageSelector.of(selector) == MessageSelector.by_tag()
@@ -336,3 +350,50 @@ class QueueReader:
         async for chunk in self.read(queue, start, end, selector=selector):
             found.extend(chunk.messages)
         return found
+
+
+async def _read_ahead(chunks: AsyncGenerator[QueueChunk, None], limit: int) -> AsyncGenerator[QueueChunk, None]:
+    """``chunks``, drawn by a task of their own while less than ``limit`` bytes of records wait; their
+    error, if any, is raised after the chunks before it. Closing this stops the task and the pulls."""
+    ready: collections.deque[QueueChunk] = collections.deque()
+    arrived, room = asyncio.Event(), asyncio.Event()
+    waiting = 0  # bytes of records in ``ready``
+    finished = False
+    failure: BaseException | None = None
+
+    async def fill() -> None:
+        nonlocal waiting, finished, failure
+        try:
+            async for chunk in chunks:
+                ready.append(chunk)
+                waiting += len(chunk.records)
+                arrived.set()
+                while waiting >= limit:
+                    room.clear()
+                    await room.wait()
+        except BaseException as exc:  # handed to the caller, in order: a read never ends short silently
+            failure = exc
+            if not isinstance(exc, Exception):  # cancelled (this task, or a pull by someone else)
+                raise
+        finally:
+            finished = True
+            arrived.set()
+
+    filler = asyncio.ensure_future(fill())
+    try:
+        while True:
+            while not ready:
+                if finished:
+                    if failure is not None:
+                        raise failure
+                    return
+                arrived.clear()
+                await arrived.wait()
+            chunk = ready.popleft()
+            waiting -= len(chunk.records)
+            room.set()
+            yield chunk
+    finally:
+        filler.cancel()
+        await asyncio.wait([filler])
+        await chunks.aclose()

@@ -145,9 +145,12 @@ class SyncQueueReader(_LoopClient[QueueReader]):
         *,
         selector: MessageSelector | str | None = None,
         skip_lost: bool = False,
+        read_ahead_bytes: int = 0,
     ) -> Generator[QueueChunk, None, None]:
         """``QueueReader.read``: the next pull is in flight on the loop thread while the caller works."""
-        chunks = self._client.read(queue, start, end, selector=selector, skip_lost=skip_lost)
+        chunks = self._client.read(
+            queue, start, end, selector=selector, skip_lost=skip_lost, read_ahead_bytes=read_ahead_bytes
+        )
         try:
             while True:
                 try:

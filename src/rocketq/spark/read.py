@@ -109,7 +109,12 @@ def read_range(settings: ReadSettings, part: QueueRange) -> Iterator[pa.RecordBa
     gathered: list[QueueChunk] = []
     size = 0
     chunks = settings.reader().read(
-        queue, part.start, part.end, selector=settings.selector, skip_lost=not settings.fail_on_data_loss
+        queue,
+        part.start,
+        part.end,
+        selector=settings.selector,
+        skip_lost=not settings.fail_on_data_loss,
+        read_ahead_bytes=BATCH_BYTES,  # the next batch is pulled while this one is decoded
     )
     try:
         for chunk in chunks:

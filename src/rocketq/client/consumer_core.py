@@ -163,9 +163,18 @@ class ConsumerCore:
             raise
         await self.instance.heartbeat()
         if not self._unreachable:
+            await self._route_retry_topic()
             await self.rebalance()
         self._tasks.append(asyncio.create_task(self._rebalance_loop()))
         self._tasks.append(asyncio.create_task(self._persist_loop()))
+
+    async def _route_retry_topic(self) -> None:
+        """Ask again for the retry topic's route: the heartbeats just sent made brokers that did not have
+        it create it (and register it), and its messages on a broker missing from the route would wait
+        for the next route poll (``poll_name_server_interval_s``)."""
+        if self.clustering:
+            with contextlib.suppress(MQClientError, RemotingError):
+                await self.instance.update_route(retry_topic(self.config.group))
 
     async def check_brokers_take_filters(self) -> None:
         """Ask every master broker of each SQL92-subscribed topic whether it can filter so

@@ -34,6 +34,19 @@ from rocketq.remoting.connection import next_opaque
 
 log = logging.getLogger(__name__)
 
+REGISTER_WAIT_S = 1.0
+"""How long a heartbeat that created a retry topic waits for the name servers to learn it."""
+
+
+async def _registered(context: BrokerContext) -> None:
+    """Register with the name servers now and wait up to ``REGISTER_WAIT_S`` for it (a name server that
+    does not answer must not hold the heartbeat up; the registration goes on without it): the member asks
+    for its retry topic's route right after its heartbeats, and must find this broker there."""
+    registration = asyncio.ensure_future(context.register_now())
+    context.background.add(registration)
+    registration.add_done_callback(context.background.discard)
+    await asyncio.wait({registration}, timeout=REGISTER_WAIT_S)
+
 
 def notify_group_changed(context: BrokerContext, group: str) -> None:
     """Tell every member of ``group`` to rebalance now (oneway, best effort)."""
@@ -116,8 +129,8 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
                 notify_group_changed(context, consumer.group_name)
         for producer in data.producer_data_set:
             clients.register_producer(producer.group_name, channel)
-        if registered_topics:
-            context.request_registration()
+        if registered_topics:  # a group's retry topic is new here: routed before the member asks for it
+            await _registered(context)
         if context.filters.changed:  # written before the dispatcher uses it: see ConsumerFilterManager
             await asyncio.to_thread(context.filters.persist)
         return reply(request, ResponseCode.SUCCESS)

@@ -9,6 +9,8 @@ import hashlib
 import hmac
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rocketq.acl import Credentials, SigningKey, sign, signature, verify
 from rocketq.protocol import FrameDecoder, RemotingCommand, RequestCode, encode_frame, make_request
@@ -142,3 +144,27 @@ def test_prepared_keys_give_the_standard_hmac(secret: str) -> None:
     key = SigningKey(secret)
     assert key.signature(fields, body) == expected
     assert key.signature(fields, memoryview(body)) == expected  # again: the prepared states are not used up
+
+
+field_maps = st.dictionaries(
+    st.text(alphabet=st.characters(codec="ascii", exclude_characters="\x00"), max_size=12),
+    st.text(max_size=20),
+    max_size=16,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(fields=field_maps, later_values=st.lists(st.text(max_size=20), min_size=16, max_size=16), body=st.binary())
+def test_signatures_equal_the_reference_whatever_the_names(
+    fields: dict[str, str], later_values: list[str], body: bytes
+) -> None:
+    # the field order is worked out once per sequence of names: a second request with the same names and
+    # other values, and one with the same names in another order, are signed by the rule all the same
+    key = SigningKey("secret-1")
+    assert key.signature(fields, body) == reference_signature("secret-1", fields, body)
+    again = dict(zip(fields, later_values, strict=False))
+    assert key.signature(again, body) == reference_signature("secret-1", again, body)
+    reordered = dict(reversed(list(again.items())))
+    assert key.signature(reordered, body) == reference_signature("secret-1", reordered, body)
+    with_signature = dict(fields, Signature=key.signature(fields, body))
+    assert verify(key, with_signature, body)

@@ -68,7 +68,7 @@ class AddressPattern:
     def matches(self, host: Host | None) -> bool:
         if self.matches_all:
             return True
-        if host is None:
+        if host is None or not self.spans:  # no pattern (most accounts): asked on every request
             return False
         return any(
             len(span) == len(host) and all(low <= part <= high for part, (low, high) in zip(host, span, strict=True))

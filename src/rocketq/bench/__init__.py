@@ -7,10 +7,14 @@ aligned text table or as JSON lines (one object per measurement). Rates use deci
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from collections.abc import Callable, Sequence
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from rocketq.native import STATUS as NATIVE_STATUS
 
@@ -171,4 +175,27 @@ def _note(value: float | int | str | None) -> str:
     return str(value)
 
 
-__all__ = ["MB", "Extra", "Measurement", "Sink", "latency_us", "percentile", "table_header", "table_row"]
+@contextlib.contextmanager
+def scratch_directory(parent: Path | None, name: str) -> Iterator[Path]:
+    """A fresh directory ``rocketq-bench-<name>-*`` under ``parent`` (made if missing; None: the system
+    temp dir), removed with everything in it afterwards."""
+    if parent is not None:
+        parent.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix=f"rocketq-bench-{name}-", dir=parent))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+__all__ = [
+    "MB",
+    "Extra",
+    "Measurement",
+    "Sink",
+    "latency_us",
+    "percentile",
+    "scratch_directory",
+    "table_header",
+    "table_row",
+]

@@ -19,16 +19,12 @@ send rate that ACL costs; the target is at most 10).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import shutil
 import statistics
-import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocketq.bench import Measurement, Sink
+from rocketq.bench import Measurement, Sink, scratch_directory
 from rocketq.bench.usage import Usage
 from rocketq.client import ClientConfig, Message, Producer, ProducerConfig
 from rocketq.client.admin import AdminClient
@@ -64,17 +60,6 @@ class AclBenchOptions:
     in_flight: int = 64
     size: int = 100
     directory: Path | None = None
-
-
-@contextlib.contextmanager
-def _scratch(parent: Path | None) -> Iterator[Path]:
-    if parent is not None:
-        parent.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix="rocketq-bench-acl-", dir=parent))
-    try:
-        yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 async def _create_topic(namesrv_addr: str, keys: tuple[str, str]) -> None:
@@ -169,7 +154,7 @@ def _number(value: float | int | str | None) -> float:
 
 def run_acl_bench(options: AclBenchOptions, emit: Sink) -> None:
     """Run ``rocketq bench acl`` (on uvloop when installed), handing every measurement to ``emit``."""
-    with _scratch(options.directory) as root:
+    with scratch_directory(options.directory, "acl") as root:
         acl_file = root / "plain_acl.yml"
         acl_file.write_text(ACL_FILE)
         with (

@@ -34,15 +34,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import shutil
-import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rocketq.bench import Extra, Measurement, Sink, percentile
+from rocketq.bench import Extra, Measurement, Sink, percentile, scratch_directory
 from rocketq.bench.echo import PAYLOAD, measure_echo
 from rocketq.bench.pacing import paced
 from rocketq.bench.recorder import SENT_PROPERTY, Recorder
@@ -117,17 +115,6 @@ class ConsumerBenchOptions:
     directory: Path | None = None
 
 
-@contextlib.contextmanager
-def _scratch(parent: Path | None) -> Iterator[Path]:
-    if parent is not None:
-        parent.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix="rocketq-bench-consumer-", dir=parent))
-    try:
-        yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
 class ConsumerBench:
     """Runs every measurement of ``rocketq bench consumer`` and hands each to ``emit``."""
 
@@ -147,7 +134,7 @@ class ConsumerBench:
             "max_hash_slot_num": 500_000,
             "max_index_num": 2_000_000,
         }
-        with _scratch(self.options.directory) as root:
+        with scratch_directory(self.options.directory, "consumer") as root:
             if self.options.broker == "process":
                 with ClusterProcess(root, **overrides) as child:
                     self.namesrv_addr = child.namesrv_addr

@@ -23,13 +23,11 @@ store's work, which a network round trip per pull would hide.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocketq.bench import Extra, Measurement, Sink
+from rocketq.bench import Extra, Measurement, Sink, scratch_directory
 from rocketq.bench.store import frozen_gc, quiet
 from rocketq.broker.consumer_filters import ConsumerFilterManager, SqlSubscription
 from rocketq.broker.filter_bit_maps import FilterBitMaps
@@ -74,11 +72,7 @@ class FilterBench:
 
     def run(self) -> None:
         options = self.options
-        parent = options.directory
-        if parent is not None:
-            parent.mkdir(parents=True, exist_ok=True)
-        root = Path(tempfile.mkdtemp(prefix="rocketq-bench-filter-", dir=parent))
-        try:
+        with scratch_directory(options.directory, "filter") as root:
             messages = self._messages()
             with frozen_gc(), quiet("rocketq.broker.consumer_filters"):
                 self._plain_store(root / "plain", messages).close()
@@ -102,8 +96,6 @@ class FilterBench:
                         self.emit(measured)
                 finally:
                     store.close()
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
 
     def _messages(self) -> list[MessageToStore]:
         options = self.options

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
@@ -26,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rocketq.bench import Measurement, Sink, percentile
+from rocketq.bench import Measurement, Sink, percentile, scratch_directory
 from rocketq.bench.usage import Usage
 from rocketq.client import ClientConfig, Message, Producer, ProducerConfig, SyncProducer
 from rocketq.client.admin import AdminClient
@@ -243,15 +241,12 @@ async def _create_topic(namesrv_addr: str, topic: str) -> None:
 
 @contextlib.contextmanager
 def _local_cluster(options: ProducerBenchOptions) -> Iterator[ClusterProcess]:
-    if options.directory is not None:
-        options.directory.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix="rocketq-bench-producer-", dir=options.directory))
     flush = "SYNC_FLUSH" if options.sync_flush else "ASYNC_FLUSH"
-    try:
-        with ClusterProcess(root, flush_disk_type=flush, **CLUSTER_SETTINGS) as cluster:
-            yield cluster
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    with (
+        scratch_directory(options.directory, "producer") as root,
+        ClusterProcess(root, flush_disk_type=flush, **CLUSTER_SETTINGS) as cluster,
+    ):
+        yield cluster
 
 
 def run_producer_bench(options: ProducerBenchOptions, emit: Sink) -> None:

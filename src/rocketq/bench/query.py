@@ -36,14 +36,12 @@ import asyncio
 import logging
 import os
 import random
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rocketq.bench import Extra, Measurement, Sink, latency_us, percentile
+from rocketq.bench import Extra, Measurement, Sink, latency_us, percentile, scratch_directory
 from rocketq.bench.echo import PAYLOAD, echo_connection
 from rocketq.bench.store import frozen_gc
 from rocketq.bench.store_workload import QUEUES, TOPIC, build_messages, build_wire_batches
@@ -114,11 +112,7 @@ class QueryBench:
         self.prefix = os.urandom(8).hex().upper()  # of the UNIQ_KEYs: the message i has prefix + i as 16 hex
 
     async def run(self) -> None:
-        parent = self.options.directory
-        if parent is not None:
-            parent.mkdir(parents=True, exist_ok=True)
-        root = Path(tempfile.mkdtemp(prefix="rocketq-bench-query-", dir=parent))
-        try:
+        with scratch_directory(self.options.directory, "query") as root:
             overrides = broker_overrides(self.options.messages)
             store_config = LocalCluster(root, **overrides).broker_config(0).store_config()
             await asyncio.to_thread(self.build, MessageStore(store_config))
@@ -129,8 +123,6 @@ class QueryBench:
             else:
                 async with LocalCluster(root, **overrides) as cluster:
                     await self.measure(cluster.namesrv_addr)
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
 
     # -- the store ------------------------------------------------------------------------------------
 

@@ -52,7 +52,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from rocketq.bench import Measurement, Sink
+from rocketq.bench import Measurement, Sink, scratch_directory
 from rocketq.bench.spark_store import tree_cpu_seconds
 from rocketq.client import Message, Producer, SyncAdminClient, SyncQueueReader
 from rocketq.spark.read import BATCH_BYTES
@@ -348,22 +348,19 @@ def measure_sinks(
 
 
 def run_spark_bench(options: SparkBenchOptions, emit: Sink) -> None:
-    parent = options.directory
-    if parent is not None:
-        parent.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix="rocketq-bench-spark-", dir=parent))
-    try:
-        overrides: dict[str, Any] = {
-            "mapped_file_size_commit_log": 256 * 1024 * 1024,
-            "mapped_file_size_consume_queue": 300_000 * 20,
-        }
-        if options.max_pull_bytes is not None:
-            overrides["max_pull_bytes"] = options.max_pull_bytes
-        with ClusterProcess(root / "cluster", **overrides) as cluster, spark_session() as spark:
-            for size in options.sizes:
-                measure_size(spark, cluster.namesrv_addr, cluster.pid, size, options, emit)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    overrides: dict[str, Any] = {
+        "mapped_file_size_commit_log": 256 * 1024 * 1024,
+        "mapped_file_size_consume_queue": 300_000 * 20,
+    }
+    if options.max_pull_bytes is not None:
+        overrides["max_pull_bytes"] = options.max_pull_bytes
+    with (
+        scratch_directory(options.directory, "spark") as root,
+        ClusterProcess(root / "cluster", **overrides) as cluster,
+        spark_session() as spark,
+    ):
+        for size in options.sizes:
+            measure_size(spark, cluster.namesrv_addr, cluster.pid, size, options, emit)
     if options.store:
         store_bench(options, emit)
 

@@ -26,18 +26,15 @@ MB = 10**6 bytes of message bodies.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
-import shutil
-import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rocketq.bench import Extra, Measurement, Sink
+from rocketq.bench import Extra, Measurement, Sink, scratch_directory
 from rocketq.client import Message, MessageQueue, Producer, TransactionProducer, TransactionState
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
@@ -96,17 +93,6 @@ class TransactionBenchOptions:
     directory: Path | None = None
 
 
-@contextlib.contextmanager
-def _scratch(parent: Path | None) -> Iterator[Path]:
-    if parent is not None:
-        parent.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix="rocketq-bench-transactions-", dir=parent))
-    try:
-        yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
 async def _in_flight(count: int, concurrency: int, step: Callable[[int], Awaitable[object]]) -> None:
     """``step(0..count-1)``, at most ``concurrency`` at a time."""
     next_index = 0
@@ -133,7 +119,7 @@ class TransactionBench:
         self._admin: AdminClient | None = None
 
     async def run(self) -> None:
-        with _scratch(self.options.directory) as root:
+        with scratch_directory(self.options.directory, "transactions") as root:
             if self.options.broker == "process":
                 with ClusterProcess(root, **OVERRIDES) as child:
                     self.namesrv_addr = child.namesrv_addr

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
 import time
 import urllib.request
 from collections import Counter
@@ -14,7 +16,15 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.server import Broker
-from rocketq.client import ClientConfig, ConsumeFromWhere, ConsumerConfig, Message, Producer, PushConsumer
+from rocketq.client import (
+    ClientConfig,
+    ConsumeFromWhere,
+    ConsumerConfig,
+    Message,
+    Producer,
+    ProducerConfig,
+    PushConsumer,
+)
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.metrics.exporter import MetricsConfigError, exporter_enabled
@@ -22,6 +32,8 @@ from rocketq.metrics.latency import Histogram
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.server import NameServer
 from rocketq.testing import LocalCluster, eventually
+
+DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana-rocketq.json"
 
 PROM = {"metrics_exporter_type": "PROM", "metrics_prom_exporter_port": 0}
 
@@ -43,6 +55,15 @@ async def scrape(port: int) -> Samples:
             labels = frozenset((k, v) for k, v in sample.labels.items() if k not in ("cluster", "node_type", "node_id"))
             samples[(sample.name, labels)] = sample.value
     return samples
+
+
+def dashboard_names() -> set[str]:
+    """The metric names docs/grafana-rocketq.json queries (in its panels and variables)."""
+    document = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    texts = [target["expr"] for panel in document["panels"] for target in panel.get("targets", [])]
+    texts += [variable["definition"] for variable in document["templating"]["list"] if "definition" in variable]
+    assert texts
+    return {name for text in texts for name in re.findall(r"\b(?:rocketmq|process)_[a-z_]+", text)}
 
 
 def value(samples: Samples, name: str, **labels: str) -> float:
@@ -71,11 +92,13 @@ async def test_counts_match_what_was_sent_and_consumed_per_topic_and_group(tmp_p
         assert broker.metrics is not None and broker.metrics.port > 0
         await create_topic(cluster, "Singles")
         await create_topic(cluster, "Batches")
-        async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
-            for i in range(30):
-                await producer.send(Message("Singles", f"s{i}".encode()))
-            for _ in range(4):
-                await producer.send_batch([Message("Batches", b"b" * 100) for _ in range(25)])
+        client = ClientConfig(namesrv_addr=cluster.namesrv_addr, heartbeat_broker_interval_s=0.1)
+        producer = Producer(ProducerConfig(group="P", client=client))
+        await producer.start()
+        for i in range(30):
+            await producer.send(Message("Singles", f"s{i}".encode()))
+        for _ in range(4):
+            await producer.send_batch([Message("Batches", b"b" * 100) for _ in range(25)])
         received: Counter[str] = Counter()
 
         def listener(messages: list[MessageExt]) -> None:
@@ -84,10 +107,25 @@ async def test_counts_match_what_was_sent_and_consumed_per_topic_and_group(tmp_p
         member = consumer(cluster, "G", listener)
         member.subscribe("Singles")
         await member.start()
+        connected: list[Samples] = []
         try:
             await eventually(lambda: received["Singles"] == 30)
+
+            async def both_connected() -> bool:  # the producer heartbeats every 0.1 s, the consumer at start
+                connected[:] = [await scrape(broker.metrics.port)]
+                names = {name for name, _ in connected[0]}
+                return {"rocketmq_producer_connections", "rocketmq_consumer_connections"} <= names
+
+            async with asyncio.timeout(30):
+                while not await both_connected():
+                    await asyncio.sleep(0.05)
+            # (rocketq's clients give their language as JAVA in their requests, as RocketMQ's Java client)
+            assert value(connected[0], "rocketmq_consumer_connections", consumer_group="G", language="JAVA") == 1
+            assert value(connected[0], "rocketmq_producer_connections", language="JAVA") == 1
+            assert value(connected[0], "rocketmq_connections") == 2
         finally:
             await member.aclose()
+            await producer.aclose()
 
         samples = await scrape(broker.metrics.port)
         assert value(samples, "rocketmq_messages_in_total", topic="Singles") == 30
@@ -111,6 +149,9 @@ async def test_counts_match_what_was_sent_and_consumed_per_topic_and_group(tmp_p
         assert value(samples, "rocketmq_storage_size") > 0
         assert value(samples, "rocketmq_storage_dispatch_behind_bytes") >= 0
         assert value(samples, "process_cpu_seconds_total") > 0  # the process metrics are there too
+        exported = {name for name, _ in samples} | {name for name, _ in connected[0]}
+        wanted = {name for name in dashboard_names() if not name.startswith("rocketmq_namesrv_")}
+        assert wanted <= exported, wanted - exported  # the Grafana dashboard's queries find these samples
 
 
 async def test_lag_matches_consumer_progress(tmp_path: Path) -> None:
@@ -165,6 +206,8 @@ async def test_name_server_serves_its_metrics(tmp_path: Path) -> None:
     assert value(samples, "rocketmq_namesrv_brokers") == 1
     assert value(samples, "rocketmq_connections") >= 1
     assert value(samples, "process_cpu_seconds_total") > 0
+    exported = {name for name, _ in samples}
+    assert {name for name in dashboard_names() if name.startswith("rocketmq_namesrv_")} <= exported
 
 
 def listening_ports() -> set[int]:

@@ -458,3 +458,52 @@ def bench_producer(
     )  # fmt: skip
 
     run_bench(lambda emit: run_producer_bench(options, emit), NOTES, as_json)
+
+
+@bench.command("metrics")
+@click.option(
+    "--rounds", type=click.IntRange(min=1), default=3, show_default=True, help="Runs with metrics on and off."
+)
+@click.option("--duration", type=click.FloatRange(min=0.1), default=5.0, show_default=True, help="Seconds of sends.")
+@click.option(
+    "--size", type=click.IntRange(min=1, max=4 * 1024 * 1024), default=100, show_default=True, help="Body bytes."
+)
+@click.option("--inflight", type=click.IntRange(min=1), default=64, show_default=True, help="Calls in flight.")
+@click.option(
+    "--batch", type=click.IntRange(min=1), default=1, show_default=True, help="Messages per call (send_batch)."
+)
+@click.option(
+    "--scrape-interval",
+    type=click.FloatRange(min=0.05),
+    default=1.0,
+    show_default=True,
+    help="Seconds between scrapes of /metrics while metrics are on.",
+)
+@click.option(
+    "--drain-backlog",
+    type=click.IntRange(min=1),
+    default=300_000,
+    show_default=True,
+    help="Messages the drain reads (the topic is filled up to this after the sends).",
+)
+@dir_option
+@json_option
+def bench_metrics(
+    rounds: int,
+    duration: float,
+    size: int,
+    inflight: int,
+    batch: int,
+    scrape_interval: float,
+    drain_backlog: int,
+    directory: Path | None,
+    as_json: bool,
+) -> None:
+    """Measure what the Prometheus metrics cost: send and drain rates with metrics on and off, alternating."""
+    from rocketq.bench.metrics import NOTES, MetricsBenchOptions, run_metrics_bench
+
+    options = MetricsBenchOptions(
+        rounds=rounds, duration_s=duration, size=size, in_flight=inflight, batch=batch,
+        scrape_interval_s=scrape_interval, drain_backlog=drain_backlog, directory=directory,
+    )  # fmt: skip
+    run_bench(lambda emit: run_metrics_bench(options, emit), NOTES, as_json)

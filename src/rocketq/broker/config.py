@@ -171,6 +171,11 @@ class BrokerConfig:
     transaction_group_timeout: int = 900_000  # ms: a group's half messages without an immunity time wait this long
     transaction_group_committed_max: int = 100_000  # committed group ids remembered (a replay of older ones is not)
     transaction_group_committed_retention_hours: float = 168.0  # and for at most this long
+    # Prometheus metrics (rocketq.metrics, docs/metrics.md), RocketMQ 5's keys: PROM serves /metrics;
+    # DISABLE opens no port
+    metrics_exporter_type: str = "DISABLE"
+    metrics_prom_exporter_host: str = ""  # "": the address the broker listens on (listenHost)
+    metrics_prom_exporter_port: int = 5557  # 0 picks a free port
     # StoreConfig fields set by their own broker.conf key (flushIntervalCommitLog, messageIndexEnable ...),
     # by field name; store_config() applies them
     store_settings: Mapping[str, Any] = dataclasses.field(default_factory=dict, hash=False)

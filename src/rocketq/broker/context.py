@@ -18,6 +18,7 @@ from rocketq.broker.consumer_offsets import ConsumerOffsetManager
 from rocketq.broker.grouped_puts import GroupedPuts
 from rocketq.broker.long_polling import LongPolling
 from rocketq.broker.loop_dispatch import FlushWaits, LoopDispatch
+from rocketq.broker.put_traffic import PutTraffic
 from rocketq.broker.rebalance_locks import RebalanceLockTable
 from rocketq.broker.subscription_groups import SubscriptionGroupManager
 from rocketq.broker.topic_config import TopicConfigManager
@@ -57,6 +58,7 @@ class BrokerContext:
     register_now: Callable[[], Awaitable[object]] = _nothing  # re-register and wait for it
     background: set[asyncio.Task[object]] = field(default_factory=set)
     consume_rates: ConsumeRates = field(default_factory=ConsumeRates)  # consumeTps of GET_CONSUME_STATS
+    put_traffic: PutTraffic = field(default_factory=PutTraffic)  # messages and bytes stored by sends, per topic
     clock: Clock = SYSTEM_CLOCK  # wall-clock time for time-dependent behaviour (tests inject a FakeClock)
     idempotent_sends: IdempotentSends | None = None  # the idempotent-send window, in front of the send handlers
     transactions: TransactionService | None = None  # set by the broker before it serves

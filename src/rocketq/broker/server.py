@@ -32,6 +32,8 @@ from rocketq.broker.subscription_groups import SubscriptionGroupManager
 from rocketq.broker.topic_config import TopicConfigManager
 from rocketq.broker.transactions.checks import CheckService
 from rocketq.broker.transactions.service import TransactionService
+from rocketq.metrics.broker import BrokerMetrics
+from rocketq.metrics.exporter import exporter_enabled
 from rocketq.remoting import Connection, RemotingClient, RemotingServer, RequestHandler
 from rocketq.remoting.address import listens_beyond_loopback
 from rocketq.remoting.server import BlockingHandler
@@ -84,6 +86,7 @@ class Broker:
         self.acl: BrokerAcl | None = None  # with aclEnable: the rules in force (rocketq.broker.acl)
         self.transactions: TransactionService | None = None
         self.transaction_checks: CheckService | None = None
+        self.metrics: BrokerMetrics | None = None  # with metricsExporterType=PROM (rocketq.metrics)
 
     @property
     def port(self) -> int:
@@ -108,6 +111,8 @@ class Broker:
 
     async def start(self) -> Broker:
         config = self.config
+        if exporter_enabled(config.metrics_exporter_type):  # (an unknown type stops the start)
+            self.metrics = BrokerMetrics(self)
         if config.acl_enable:  # a missing or bad file stops the start before anything else
             if config.acl_file is None:
                 raise AclConfigError("aclEnable=true needs aclFile: the plain_acl.yml to read accounts from")
@@ -151,8 +156,9 @@ class Broker:
         self.transactions = self.context.transactions = TransactionService(self.context, self.clock)
         await self.transactions.load()
         self.transaction_checks = CheckService(self.transactions, self.context)
+        handlers = handler_table(self.context)
         self._server = RemotingServer(
-            handler_table(self.context),
+            handlers if self.metrics is None else self.metrics.timed(handlers),
             host=config.listen_host,
             port=config.listen_port,
             limits=config.server_limits(),
@@ -170,6 +176,8 @@ class Broker:
                 self._server.port,
             )
         self.context.advertise(f"{config.advertised_ip}:{self._server.port}")
+        if self.metrics is not None:
+            await self.metrics.start()
         self.store.add_arrival_listener(long_polling.on_arrival)
         self.registrar = Registrar(self.context, self._client)
         self.context.request_registration = self.registrar.trigger
@@ -250,6 +258,8 @@ class Broker:
                 self.filters.unregister(group)
 
     async def aclose(self) -> None:
+        if self.metrics is not None:
+            await self.metrics.aclose()
         await cancel_and_wait(self._tasks, ignore_errors=True)  # failures were logged when they happened
         self._tasks.clear()
         if self.context is not None:

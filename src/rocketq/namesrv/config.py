@@ -50,6 +50,12 @@ class NamesrvConfig:
     frame_timeout_s: float = 30.0  # a request frame not complete this long closes its connection
     max_buffered_request_bytes: int = 256 * 1024 * 1024  # partial frames held, process-wide
     shutdown_grace_s: float = 5.0  # how long aclose() lets in-flight requests finish
+    # Prometheus metrics (rocketq.metrics, docs/metrics.md), with the broker's RocketMQ 5 key names:
+    # PROM serves /metrics; DISABLE opens no port. The port's default is the broker's plus one, so
+    # both can run on one host with their defaults.
+    metrics_exporter_type: str = "DISABLE"
+    metrics_prom_exporter_host: str = ""  # "": the address the NameServer listens on (listenHost)
+    metrics_prom_exporter_port: int = 5558  # 0 picks a free port
 
     def server_limits(self) -> ServerLimits:
         return ServerLimits(

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Self
 
+from rocketq.metrics.exporter import exporter_enabled
+from rocketq.metrics.namesrv import NamesrvMetrics
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.handlers import NamesrvProcessor
 from rocketq.namesrv.kv_config import KVConfigTable
@@ -38,8 +40,12 @@ class NameServer:
         self.route_table = RouteTable(broker_expiry_s=self.config.broker_expiry_s)
         self.kv_config = KVConfigTable()
         self.processor = NamesrvProcessor(self.route_table, self.kv_config, self.config, clock=clock)
+        # with metricsExporterType=PROM (rocketq.metrics); an unknown type is refused here
+        enabled = exporter_enabled(self.config.metrics_exporter_type)
+        self.metrics = NamesrvMetrics(self.config, self.route_table) if enabled else None
+        handlers = self.processor.handlers()
         self._remoting = RemotingServer(
-            self.processor.handlers(),
+            handlers if self.metrics is None else self.metrics.timed(handlers),
             host=self.config.listen_host,
             port=self.config.listen_port,
             max_frame_size=self.config.max_frame_size,
@@ -70,6 +76,8 @@ class NameServer:
         self._started = True
         await self._remoting.start()
         self._scan_task = asyncio.get_running_loop().create_task(self._scan_loop(), name="namesrv-scan")
+        if self.metrics is not None:
+            await self.metrics.start(self.address, lambda: len(self._remoting.connections))
         log.info("name server listening on %s:%d", self.config.listen_host, self.port)
         if listens_beyond_loopback(self.config.listen_host):
             log.warning(
@@ -83,6 +91,8 @@ class NameServer:
 
     async def aclose(self) -> None:
         """Stop the scan, stop listening and close every connection."""
+        if self.metrics is not None:
+            await self.metrics.aclose()
         await cancel_and_wait([self._scan_task])
         self._scan_task = None
         if self._started and not self._closed:

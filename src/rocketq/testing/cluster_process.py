@@ -1,7 +1,8 @@
 """ClusterProcess: a LocalCluster (NameServer + Broker) in a child process, for benchmarks and tests.
 
 The child runs ``python -m rocketq.testing.cluster_process ROOT SETTINGS_JSON`` on uvloop, prints one
-JSON line with its NameServer address once it serves, and shuts down cleanly on SIGTERM (or when its
+JSON line with its NameServer address (and its broker's ``/metrics`` port, with metricsExporterType=PROM)
+once it serves, and shuts down cleanly on SIGTERM (or when its
 parent's stdin pipe closes). Separate processes give the broker its own GIL and CPU core, as a real
 deployment does.
 
@@ -41,6 +42,7 @@ class ClusterProcess:
         self.root = root
         self.broker_overrides = broker_overrides
         self.namesrv_addr = ""
+        self.metrics_port: int | None = None  # the broker's /metrics, when the overrides turn metrics on
         self._process: subprocess.Popen[str] | None = None
 
     @property
@@ -60,7 +62,8 @@ class ClusterProcess:
         if not line:
             self.stop()
             raise ClusterProcessError(f"the cluster process exited before serving (code {process.returncode})")
-        self.namesrv_addr = json.loads(line)["namesrv_addr"]
+        started = json.loads(line)
+        self.namesrv_addr, self.metrics_port = started["namesrv_addr"], started.get("metrics_port")
         return self
 
     def stop(self) -> None:
@@ -110,7 +113,9 @@ async def _serve(stop: asyncio.Event, root: Path, overrides: dict[str, Any]) -> 
     # The parent holds our stdin open: its closing (the parent died) stops us as SIGTERM does.
     loop.add_reader(sys.stdin.fileno(), lambda: stop.set() if not os.read(sys.stdin.fileno(), 4096) else None)
     async with LocalCluster(root, **overrides) as cluster:
-        print(json.dumps({"namesrv_addr": cluster.namesrv_addr}), flush=True)
+        metrics = cluster.brokers[0].metrics
+        started = {"namesrv_addr": cluster.namesrv_addr, "metrics_port": None if metrics is None else metrics.port}
+        print(json.dumps(started), flush=True)
         await stop.wait()
 
 

@@ -153,7 +153,9 @@ def _read(
         next_offset = int(result.next_begin_offset)
         body = result.tobytes() if status is GetStatus.FOUND else b""
         if status is GetStatus.FOUND:
-            context.consume_rates.record(header.consumer_group, header.topic, result.message_count)
+            context.consume_rates.record(
+                header.consumer_group, header.topic, result.message_count, len(body), header.queue_id, next_offset
+            )
         low, high = result.min_offset, result.max_offset
     match status:
         case GetStatus.FOUND:

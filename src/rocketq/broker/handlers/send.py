@@ -184,7 +184,7 @@ async def _send(
                 reconsume_times=reconsume_times,
             )  # fmt: skip
             if isinstance(stored_batch, PutMessageResult):
-                return _response(context, request, stored_batch, queue_id)
+                return _response(context, request, stored_batch, topic, queue_id)
             refusal = stored_batch
         return reply(request, *(refusal or (ResponseCode.SYSTEM_ERROR, "transactions are not running")))
     if is_batch and not dead_letter:  # the common batch: written from its wire body, no decoding
@@ -196,7 +196,7 @@ async def _send(
         measured = context.store.measure_batch(batch, max_body_size=config.max_message_size)
         if measured is not None:
             result = await put_and_wait(context, measured, wait_for_flush=measured.wait_for_flush)
-            return _response(context, request, result, queue_id)
+            return _response(context, request, result, topic, queue_id)
     try:
         items = decode_batch(body) if is_batch else None
     except RemoteProtocolError as exc:
@@ -270,15 +270,16 @@ async def _send(
     result = await put_and_wait(context, messages, wait_for_flush=wait_for_flush)
     if half_properties is not None and context.transactions is not None:
         context.transactions.half_stored(result, half_properties)
-    return _response(context, request, result, queue_id)
+    return _response(context, request, result, topic, queue_id)
 
 
 def _response(
-    context: BrokerContext, request: RemotingCommand, result: PutMessageResult, queue_id: int
+    context: BrokerContext, request: RemotingCommand, result: PutMessageResult, topic: str, queue_id: int
 ) -> RemotingCommand:
     code = response_code(result.status)
     if result.status not in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT):
         return reply(request, code, result.remark or result.status.value)
+    context.put_traffic.record(topic, len(result.queue_offsets), result.wrote_bytes)  # once per request
     message_ids = ",".join(offset_message_ids(context.store_host, result.physical_offsets))
     # SendMessageResponseHeader's fields written out (tests/broker/test_broker_raw.py holds them equal)
     fields = {

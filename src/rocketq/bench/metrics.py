@@ -22,9 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import statistics
-import tempfile
 import threading
 import time
 import urllib.request
@@ -33,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rocketq.bench import Extra, Measurement, Sink
+from rocketq.bench import Extra, Measurement, Sink, scratch_directory
 from rocketq.bench.consumer import ConsumerBench, ConsumerBenchOptions
 from rocketq.bench.producer import CLUSTER_SETTINGS, ProducerBenchOptions, run_producer_bench
 from rocketq.client import Message, Producer
@@ -148,21 +146,18 @@ class MetricsBench:
 
     def _one(self, number: int, metrics: bool) -> None:
         options = self.options
-        if options.directory is not None:
-            options.directory.mkdir(parents=True, exist_ok=True)
-        root = Path(tempfile.mkdtemp(prefix="rocketq-bench-metrics-", dir=options.directory))
         overrides: dict[str, Any] = {**CLUSTER_SETTINGS, **(METRICS_ON if metrics else {})}
-        try:
-            with ClusterProcess(root, **overrides) as cluster:
-                _run(_create_topic(cluster.namesrv_addr))
-                scraper = Scraper(cluster.metrics_port, options.scrape_interval_s) if cluster.metrics_port else None
-                with scraper or contextlib.nullcontext():
-                    self._send(cluster, number, metrics)
-                    self._drain(cluster, number, metrics)
-                if scraper is not None and scraper.scrapes:
-                    self._report_scrapes(scraper, number)
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
+        with (
+            scratch_directory(options.directory, "metrics") as root,
+            ClusterProcess(root, **overrides) as cluster,
+        ):
+            _run(_create_topic(cluster.namesrv_addr))
+            scraper = Scraper(cluster.metrics_port, options.scrape_interval_s) if cluster.metrics_port else None
+            with scraper or contextlib.nullcontext():
+                self._send(cluster, number, metrics)
+                self._drain(cluster, number, metrics)
+            if scraper is not None and scraper.scrapes:
+                self._report_scrapes(scraper, number)
 
     def _report_scrapes(self, scraper: Scraper, number: int) -> None:
         extra: Extra = {"round": number, "ms_per_scrape": scraper.seconds / scraper.scrapes * 1000}

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocketq.bench import Measurement, Sink, scratch_directory
+from rocketq.bench.running import create_topic, run_loop
 from rocketq.bench.usage import Usage
 from rocketq.client import ClientConfig, Message, Producer, ProducerConfig
 from rocketq.client.admin import AdminClient
@@ -64,7 +65,7 @@ class AclBenchOptions:
 
 async def _create_topic(namesrv_addr: str, keys: tuple[str, str]) -> None:
     async with AdminClient(namesrv_addr, access_key=keys[0], secret_key=keys[1]) as admin:
-        await admin.update_topic(TOPIC, cluster="DefaultCluster", read_queues=8, write_queues=8)
+        await create_topic(admin, TOPIC)
 
 
 async def _send_run(producer: Producer, messages: int, in_flight: int, size: int) -> float:
@@ -161,13 +162,7 @@ def run_acl_bench(options: AclBenchOptions, emit: Sink) -> None:
             ClusterProcess(root / "plain", **CLUSTER_SETTINGS) as plain,
             ClusterProcess(root / "acl", **CLUSTER_SETTINGS, acl_enable=True, acl_file=str(acl_file)) as acl,
         ):
-            main = _run(options, emit, plain, acl)
-            try:
-                import uvloop
-            except ImportError:
-                asyncio.run(main)
-            else:
-                uvloop.run(main)
+            run_loop(_run(options, emit, plain, acl))
 
 
 NOTES = (

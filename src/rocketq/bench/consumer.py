@@ -44,6 +44,7 @@ from rocketq.bench import Extra, Measurement, Sink, percentile, scratch_director
 from rocketq.bench.echo import PAYLOAD, measure_echo
 from rocketq.bench.pacing import paced
 from rocketq.bench.recorder import SENT_PROPERTY, Recorder
+from rocketq.bench.running import create_topic, run_loop
 from rocketq.bench.usage import Usage
 from rocketq.client import (
     ClientConfig,
@@ -177,15 +178,7 @@ class ConsumerBench:
 
     async def _create_topic(self, topic: str) -> None:
         """Create ``topic`` with 8 read and write queues; wait until the NameServer routes all 8."""
-        await self.admin.update_topic(topic, cluster=CLUSTER_NAME, read_queues=QUEUES, write_queues=QUEUES)
-        deadline = time.monotonic() + 10
-        while True:
-            route = await self.admin.topic_route(topic)
-            if route.queue_datas and all(q.write_queue_nums == QUEUES for q in route.queue_datas):
-                return
-            if time.monotonic() > deadline:
-                raise BenchError(f"the route of {topic} never showed {QUEUES} queues")
-            await asyncio.sleep(0.05)
+        await create_topic(self.admin, topic, QUEUES, cluster=CLUSTER_NAME)
 
     async def _store_stats(self) -> list[dict[str, str]]:
         """Every broker's store statistics (GET_BROKER_RUNTIME_INFO)."""
@@ -457,9 +450,4 @@ def _split(first: PushConsumer, second: PushConsumer, topic: str) -> bool:
 
 def run_consumer_bench(options: ConsumerBenchOptions, emit: Sink) -> None:
     """Run ``rocketq bench consumer`` with ``options``, handing every measurement to ``emit``."""
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(ConsumerBench(options, emit).run())
-    else:
-        uvloop.run(ConsumerBench(options, emit).run())
+    run_loop(ConsumerBench(options, emit).run())

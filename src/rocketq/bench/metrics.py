@@ -26,7 +26,6 @@ import statistics
 import threading
 import time
 import urllib.request
-from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from typing import Any
 from rocketq.bench import Extra, Measurement, Sink, scratch_directory
 from rocketq.bench.consumer import ConsumerBench, ConsumerBenchOptions
 from rocketq.bench.producer import CLUSTER_SETTINGS, ProducerBenchOptions, run_producer_bench
+from rocketq.bench.running import create_topic, run_loop
 from rocketq.client import Message, Producer
 from rocketq.client.admin import AdminClient
 from rocketq.testing.cluster_process import ClusterProcess
@@ -96,17 +96,9 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
-def _run(main: Coroutine[Any, Any, Any]) -> Any:
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(main)
-    return uvloop.run(main)
-
-
 async def _create_topic(namesrv_addr: str) -> None:
     async with AdminClient(namesrv_addr) as admin:
-        await admin.update_topic(TOPIC, cluster="DefaultCluster", read_queues=QUEUES, write_queues=QUEUES)
+        await create_topic(admin, TOPIC, QUEUES)
 
 
 async def _fill(namesrv_addr: str, size: int, backlog: int) -> None:
@@ -151,7 +143,7 @@ class MetricsBench:
             scratch_directory(options.directory, "metrics") as root,
             ClusterProcess(root, **overrides) as cluster,
         ):
-            _run(_create_topic(cluster.namesrv_addr))
+            run_loop(_create_topic(cluster.namesrv_addr))
             scraper = Scraper(cluster.metrics_port, options.scrape_interval_s) if cluster.metrics_port else None
             with scraper or contextlib.nullcontext():
                 self._send(cluster, number, metrics)
@@ -187,13 +179,13 @@ class MetricsBench:
         self._record("send", metrics, taken[-1], cpu_s, number)
 
     def _drain(self, cluster: ClusterProcess, number: int, metrics: bool) -> None:
-        _run(_fill(cluster.namesrv_addr, self.options.size, self.options.drain_backlog))
-        total = _run(_stored(cluster.namesrv_addr))
+        run_loop(_fill(cluster.namesrv_addr, self.options.size, self.options.drain_backlog))
+        total = run_loop(_stored(cluster.namesrv_addr))
         taken: list[Measurement] = []
         bench = ConsumerBench(ConsumerBenchOptions(backlog=total, members=(1,)), taken.append)
         bench.namesrv_addr = cluster.namesrv_addr
         before = process_cpu_s(cluster.pid)
-        _run(bench.drain(TOPIC, self.options.size, 1, float(self.options.size)))
+        run_loop(bench.drain(TOPIC, self.options.size, 1, float(self.options.size)))
         self._record("drain", metrics, taken[-1], process_cpu_s(cluster.pid) - before, number)
 
     def _summary(self) -> None:

@@ -19,12 +19,12 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rocketq.bench import Measurement, Sink, percentile, scratch_directory
+from rocketq.bench.running import create_topic, run_loop
 from rocketq.bench.usage import Usage
 from rocketq.client import ClientConfig, Message, Producer, ProducerConfig, SyncProducer
 from rocketq.client.admin import AdminClient
@@ -222,21 +222,12 @@ def _drive(options: ProducerBenchOptions, emit: Sink, namesrv_addr: str, broker_
 
             await asyncio.to_thread(_measure, options, emit, broker_pid, run)
 
-    _run_loop(main())
-
-
-def _run_loop(main: Coroutine[Any, Any, None]) -> None:
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(main)
-    else:
-        uvloop.run(main)
+    run_loop(main())
 
 
 async def _create_topic(namesrv_addr: str, topic: str) -> None:
     async with AdminClient(namesrv_addr) as admin:
-        await admin.update_topic(topic, cluster="DefaultCluster", read_queues=8, write_queues=8)
+        await create_topic(admin, topic)
 
 
 @contextlib.contextmanager
@@ -255,7 +246,7 @@ def run_producer_bench(options: ProducerBenchOptions, emit: Sink) -> None:
         _drive(options, emit, options.namesrv_addr, None)
         return
     with _local_cluster(options) as cluster:
-        _run_loop(_create_topic(cluster.namesrv_addr, options.topic))
+        run_loop(_create_topic(cluster.namesrv_addr, options.topic))
         _drive(options, emit, cluster.namesrv_addr, cluster.pid)
 
 

@@ -43,6 +43,7 @@ from typing import Any
 
 from rocketq.bench import Extra, Measurement, Sink, latency_us, percentile, scratch_directory
 from rocketq.bench.echo import PAYLOAD, echo_connection
+from rocketq.bench.running import run_loop
 from rocketq.bench.store import frozen_gc
 from rocketq.bench.store_workload import QUEUES, TOPIC, build_messages, build_wire_batches
 from rocketq.client.admin import AdminClient
@@ -221,9 +222,4 @@ def _expect(messages: list[MessageExt], key: str, right: bool) -> None:
 
 def run_query_bench(options: QueryBenchOptions, emit: Sink) -> None:
     """Run ``rocketq bench query`` with ``options``, handing every measurement to ``emit``."""
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(QueryBench(options, emit).run())
-    else:
-        uvloop.run(QueryBench(options, emit).run())
+    run_loop(QueryBench(options, emit).run())

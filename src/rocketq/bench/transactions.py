@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from rocketq.bench import Extra, Measurement, Sink, scratch_directory
+from rocketq.bench.running import create_topic, run_loop
 from rocketq.client import Message, MessageQueue, Producer, TransactionProducer, TransactionState
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
@@ -147,8 +148,7 @@ class TransactionBench:
     async def _round(self, index: int) -> None:
         topics = {name: f"Bench{name.title().replace('_', '')}{index}" for name in ("plain", "txn", "batch", "group")}
         for topic in topics.values():
-            await self.admin.update_topic(topic, cluster=CLUSTER_NAME, read_queues=QUEUES, write_queues=QUEUES)
-            await self._routed(topic)
+            await create_topic(self.admin, topic, QUEUES, cluster=CLUSTER_NAME)
 
         async def commit(message: Message, arg: object) -> TransactionState:
             return TransactionState.COMMIT
@@ -185,16 +185,6 @@ class TransactionBench:
             totals[0] += await first(start, end)
             totals[1] += await second(start, end)
         return totals[0], totals[1]
-
-    async def _routed(self, topic: str) -> None:
-        deadline = time.monotonic() + 10
-        while True:
-            route = await self.admin.topic_route(topic)
-            if route.queue_datas and all(q.write_queue_nums == QUEUES for q in route.queue_datas):
-                return
-            if time.monotonic() > deadline:
-                raise BenchError(f"the route of {topic} never showed {QUEUES} queues")
-            await asyncio.sleep(0.05)
 
     async def _visible(self, topic: str) -> int:
         return sum(status.max_offset for status in await self.admin.topic_status(topic))
@@ -292,9 +282,4 @@ def _commit_check(message: MessageExt) -> TransactionState:
 
 def run_transaction_bench(options: TransactionBenchOptions, emit: Sink) -> None:
     """Run ``rocketq bench transactions`` with ``options``, handing every measurement to ``emit``."""
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(TransactionBench(options, emit).run())
-    else:
-        uvloop.run(TransactionBench(options, emit).run())
+    run_loop(TransactionBench(options, emit).run())

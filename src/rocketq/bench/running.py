@@ -1,0 +1,45 @@
+"""What the benchmarks share around a cluster: running a coroutine on uvloop, and a topic created and
+routed before the clock starts."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from rocketq.client.admin import AdminClient
+
+T = TypeVar("T")
+
+QUEUES = 8
+CLUSTER_NAME = "DefaultCluster"
+ROUTE_TIMEOUT_S = 10.0
+
+
+def run_loop(main: Coroutine[Any, Any, T]) -> T:
+    """``main`` run to its end on a new uvloop event loop (asyncio's own where uvloop is not installed:
+    a client-only install)."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(main)
+    return uvloop.run(main)
+
+
+async def create_topic(admin: AdminClient, topic: str, queues: int = QUEUES, *, cluster: str = CLUSTER_NAME) -> None:
+    """Create ``topic`` with ``queues`` read and write queues on every master of ``cluster``, and return
+    once the NameServer routes all of them (sends right after would otherwise see an older route).
+
+    Raises:
+        TimeoutError: the route did not show them within ``ROUTE_TIMEOUT_S``.
+    """
+    await admin.update_topic(topic, cluster=cluster, read_queues=queues, write_queues=queues)
+    deadline = time.monotonic() + ROUTE_TIMEOUT_S
+    while True:
+        route = await admin.topic_route(topic)
+        if route.queue_datas and all(data.write_queue_nums == queues for data in route.queue_datas):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the route of {topic} never showed {queues} queues")
+        await asyncio.sleep(0.05)

@@ -303,3 +303,31 @@ async def test_handlers_answer_in_order_and_a_waiting_one_continues_in_a_task() 
     finally:
         await client.aclose()
         await server.aclose(grace_s=0.2)
+
+
+async def test_the_observer_is_told_of_every_answer_sent(client: RemotingClient) -> None:
+    observed: list[tuple[int, int, float]] = []
+    handlers = {ECHO: echo, SLOW: slow, BLOCKING: BlockingHandler(blocking), BOOM: boom, QUIET: quiet}
+
+    def observer(request: RemotingCommand, response: RemotingCommand, seconds: float) -> None:
+        observed.append((request.code, response.code, seconds))
+
+    server = RemotingServer(handlers, host="127.0.0.1", port=0, observer=observer)
+    await server.start()
+    try:
+        address = f"127.0.0.1:{server.port}"
+        await client.oneway(address, make_request(QUIET, opaque=next_opaque(), oneway=True))  # not answered
+        for code in (ECHO, BLOCKING, BOOM, 4242):
+            await client.invoke(address, request(code), 3)
+        await client.invoke(address, request(SLOW, delay="0.05"), 3)
+    finally:
+        await server.aclose(grace_s=0.2)
+    assert [(code, answer) for code, answer, _ in observed] == [
+        (ECHO, ResponseCode.SUCCESS),
+        (BLOCKING, ResponseCode.SUCCESS),
+        (BOOM, ResponseCode.SYSTEM_ERROR),
+        (4242, ResponseCode.REQUEST_CODE_NOT_SUPPORTED),
+        (SLOW, ResponseCode.SUCCESS),
+    ]
+    assert all(seconds >= 0 for *_, seconds in observed)
+    assert observed[-1][2] >= 0.04  # from the request's start to its answer: the handler's sleep included

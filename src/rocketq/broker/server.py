@@ -158,12 +158,13 @@ class Broker:
         self.transaction_checks = CheckService(self.transactions, self.context)
         handlers = handler_table(self.context)
         self._server = RemotingServer(
-            handlers if self.metrics is None else self.metrics.timed(handlers),
+            handlers,
             host=config.listen_host,
             port=config.listen_port,
             limits=config.server_limits(),
             on_close=self._channel_closed,
             guard=None if self.acl is None else self.acl.check,
+            observer=None if self.metrics is None else self.metrics.rpc_latency.observe_answer,
         )
         await self._server.start()
         if self.acl is None and listens_beyond_loopback(config.listen_host):

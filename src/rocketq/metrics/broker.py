@@ -1,8 +1,8 @@
 """The broker's Prometheus metrics, with RocketMQ 5's names, labels and units (docs/metrics.md).
 
 Nothing here runs per message. The send and pull handlers add to plain dicts once per request
-(``rocketq.broker.put_traffic``, ``rocketq.broker.consume_rates``); with metrics on, the handlers are
-also timed (``rocketq.metrics.latency``). A scrape turns those counts, the consumer offsets and the
+(``rocketq.broker.put_traffic``, ``rocketq.broker.consume_rates``); with metrics on, the remoting server
+also times each answer (``rocketq.metrics.latency``). A scrape turns those counts, the consumer offsets and the
 store's positions into samples: ``families`` runs on the broker's event loop (``on_loop``), the size of
 the store's files is summed on the exporter's thread.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,9 +24,7 @@ from prometheus_client.metrics_core import (
 from prometheus_client.registry import Collector
 
 from rocketq.metrics.exporter import LoopCollector, PromExporter
-from rocketq.metrics.latency import RpcLatency, request_code_name, response_code_name, timed_handlers
-from rocketq.remoting import RequestHandler
-from rocketq.remoting.server import BlockingHandler
+from rocketq.metrics.latency import RpcLatency, request_code_name, response_code_name
 
 if TYPE_CHECKING:
     from rocketq.broker.server import Broker
@@ -38,8 +36,8 @@ RPC = (*BASE_LABELS, "protocol_type", "request_code", "response_code")
 
 
 class BrokerMetrics:
-    """A broker's metrics: ``timed`` wraps its handler table, ``start`` serves ``/metrics`` once the
-    broker serves, ``aclose`` stops that."""
+    """A broker's metrics: ``rpc_latency.observe_answer`` is its remoting server's observer, ``start``
+    serves ``/metrics`` once the broker serves, ``aclose`` stops that."""
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
@@ -53,11 +51,6 @@ class BrokerMetrics:
     def port(self) -> int:
         """The port ``/metrics`` is served on (0 before ``start``)."""
         return self.exporter.port if self.exporter is not None else 0
-
-    def timed(
-        self, handlers: Mapping[int, RequestHandler | BlockingHandler]
-    ) -> dict[int, RequestHandler | BlockingHandler]:
-        return timed_handlers(handlers, self.rpc_latency)
 
     async def start(self) -> None:
         config = self.broker.config

@@ -2,23 +2,19 @@
 
 A ``Histogram`` is a list of bucket counts and a sum, updated on the event loop's thread (one
 ``bisect`` and two additions per observation); Prometheus samples are made from it only when scraped.
-``timed_handlers`` wraps a server's handler table so that each request's time in its handler is
-observed in ``RpcLatency`` under its request and response codes (RocketMQ 5's ``rocketmq_rpc_latency``),
-and the broker's sends also per topic (``rocketmq_send_cost_time``). Only servers with metrics on are
-wrapped: with metrics off the handlers run as they are.
+``RpcLatency.observe_answer`` is a remoting server's ``observer`` (``rocketq.remoting.server``): each
+answer's time from the request's start is observed under its request and response codes (RocketMQ 5's
+``rocketmq_rpc_latency``), and the broker's sends also per topic (``rocketmq_send_cost_time``). Only
+servers with metrics on have an observer: with metrics off nothing is timed.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from bisect import bisect_left
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Final
 
 from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
-from rocketq.remoting import Connection, RequestHandler
-from rocketq.remoting.server import BlockingHandler
 
 RPC_BUCKETS_MS: Final = (0.1, 0.5, 1.0, 3.0, 5.0, 10.0, 100.0, 1000.0, 3000.0)
 """``rocketmq_rpc_latency``'s upper bounds (ms): RocketMQ 5's (1, 3, 5, 10, 100, 1000, 3000) and two
@@ -74,13 +70,22 @@ class Histogram:
 
 
 class RpcLatency:
-    """Milliseconds spent in handlers, by (request code, response code); and the broker's sends by (topic,
-    success). Observed on the event loop's thread; blocking handlers observe under a lock."""
+    """Milliseconds from a request's start to its answer, by (request code, response code); and the
+    broker's sends by (topic, success). Observed and read on the event loop's thread only."""
 
     def __init__(self) -> None:
         self.by_codes: dict[tuple[int, int], Histogram] = {}
         self.sends: dict[tuple[str, bool], Histogram] = {}
-        self._lock = threading.Lock()
+
+    def observe_answer(self, request: RemotingCommand, response: RemotingCommand, seconds: float) -> None:
+        """A remoting server's ``RequestObserver``: one answer, and a send's also by its topic."""
+        ms = seconds * 1000
+        code = request.code
+        self.observe(code, response.code, ms)
+        if code in SEND_CODES:
+            fields = request.ext_fields
+            topic = fields.get("b") or fields.get("topic") or ""  # SendMessageRequestHeaderV2's short name first
+            self.observe_send(topic, response.code == ResponseCode.SUCCESS, ms)
 
     def observe(self, request_code: int, response_code: int, ms: float) -> None:
         key = (request_code, response_code)
@@ -96,82 +101,9 @@ class RpcLatency:
             histogram = self.sends[key] = Histogram(SEND_BUCKETS_MS)
         histogram.observe(ms)
 
-    def observe_threadsafe(self, request_code: int, response_code: int, ms: float) -> None:
-        with self._lock:
-            self.observe(request_code, response_code, ms)
-
     def snapshot(self) -> tuple[dict[tuple[int, int], Histogram], dict[tuple[str, bool], Histogram]]:
-        """Copies of both tables (taken on the loop's thread, under the lock the blocking handlers take)."""
-        with self._lock:
-            return (
-                {key: h.copy() for key, h in self.by_codes.items()},
-                {key: h.copy() for key, h in self.sends.items()},
-            )
-
-
-def timed_handlers(
-    handlers: Mapping[int, RequestHandler | BlockingHandler], latency: RpcLatency
-) -> dict[int, RequestHandler | BlockingHandler]:
-    """``handlers`` with each one timed into ``latency``. A request answered later (a held pull: its
-    handler returns None) or not at all (oneway) is not observed; a handler that raises is observed
-    with SYSTEM_ERROR, which is what the server answers then."""
-    timed: dict[int, RequestHandler | BlockingHandler] = {}
-    for code, handler in handlers.items():
-        if isinstance(handler, BlockingHandler):
-            timed[code] = BlockingHandler(_timed_blocking(handler, latency))
-        elif code in SEND_CODES:
-            timed[code] = _timed_send(handler, latency)
-        else:
-            timed[code] = _timed(handler, latency)
-    return timed
-
-
-def _timed(handler: RequestHandler, latency: RpcLatency) -> RequestHandler:
-    async def handle(request: RemotingCommand, connection: Connection) -> RemotingCommand | None:
-        began = time.perf_counter()
-        try:
-            response = await handler(request, connection)
-        except Exception:
-            latency.observe(request.code, ResponseCode.SYSTEM_ERROR, (time.perf_counter() - began) * 1000)
-            raise
-        if response is not None:
-            latency.observe(request.code, response.code, (time.perf_counter() - began) * 1000)
-        return response
-
-    return handle
-
-
-def _timed_send(handler: RequestHandler, latency: RpcLatency) -> RequestHandler:
-    async def handle(request: RemotingCommand, connection: Connection) -> RemotingCommand | None:
-        began = time.perf_counter()
-        response = None
-        try:
-            response = await handler(request, connection)
-            return response
-        finally:
-            ms = (time.perf_counter() - began) * 1000
-            code = ResponseCode.SYSTEM_ERROR if response is None else response.code
-            latency.observe(request.code, code, ms)
-            fields = request.ext_fields
-            topic = fields.get("b") or fields.get("topic") or ""  # SendMessageRequestHeaderV2's short name first
-            latency.observe_send(topic, code == ResponseCode.SUCCESS, ms)
-
-    return handle
-
-
-def _timed_blocking(
-    handler: BlockingHandler, latency: RpcLatency
-) -> Callable[[RemotingCommand, Connection], RemotingCommand | None]:
-    function = handler.function
-
-    def handle(request: RemotingCommand, connection: Connection) -> RemotingCommand | None:
-        began = time.perf_counter()
-        response = None
-        try:
-            response = function(request, connection)
-            return response
-        finally:
-            if response is not None:
-                latency.observe_threadsafe(request.code, response.code, (time.perf_counter() - began) * 1000)
-
-    return handle
+        """Copies of both tables (taken on the loop's thread)."""
+        return (
+            {key: h.copy() for key, h in self.by_codes.items()},
+            {key: h.copy() for key, h in self.sends.items()},
+        )

@@ -5,23 +5,21 @@ routes, and the process metrics. Read on the NameServer's event loop when scrape
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 
 from prometheus_client.metrics_core import GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from rocketq.metrics.exporter import LoopCollector, PromExporter
-from rocketq.metrics.latency import RpcLatency, request_code_name, response_code_name, timed_handlers
+from rocketq.metrics.latency import RpcLatency, request_code_name, response_code_name
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.route_table import RouteTable
-from rocketq.remoting import RequestHandler
-from rocketq.remoting.server import BlockingHandler
 
 BASE_LABELS = ("cluster", "node_type", "node_id")
 
 
 class NamesrvMetrics:
-    """``timed`` wraps the handler table; ``start`` serves ``/metrics`` given the NameServer's address
-    and a count of its open connections; ``aclose`` stops serving."""
+    """``rpc_latency.observe_answer`` is the remoting server's observer; ``start`` serves ``/metrics``
+    given the NameServer's address and a count of its open connections; ``aclose`` stops serving."""
 
     def __init__(self, config: NamesrvConfig, routes: RouteTable) -> None:
         self.config = config
@@ -35,11 +33,6 @@ class NamesrvMetrics:
     def port(self) -> int:
         """The port ``/metrics`` is served on (0 before ``start``)."""
         return self.exporter.port if self.exporter is not None else 0
-
-    def timed(
-        self, handlers: Mapping[int, RequestHandler | BlockingHandler]
-    ) -> dict[int, RequestHandler | BlockingHandler]:
-        return timed_handlers(handlers, self.rpc_latency)
 
     async def start(self, address: str, connections: Callable[[], int]) -> None:
         """Serve; ``address`` (``host:port`` of the NameServer) is the ``node_id`` label."""

@@ -45,12 +45,13 @@ class NameServer:
         self.metrics = NamesrvMetrics(self.config, self.route_table) if enabled else None
         handlers = self.processor.handlers()
         self._remoting = RemotingServer(
-            handlers if self.metrics is None else self.metrics.timed(handlers),
+            handlers,
             host=self.config.listen_host,
             port=self.config.listen_port,
             max_frame_size=self.config.max_frame_size,
             limits=self.config.server_limits(),
             on_close=self._connection_closed,
+            observer=None if self.metrics is None else self.metrics.rpc_latency.observe_answer,
         )
         self._scan_task: asyncio.Task[None] | None = None
         self._started = False

@@ -38,6 +38,7 @@ COMPILED_MODULES: Final = (
     "rocketq.common.message_id",
     "rocketq.common.names",
     "rocketq.common.record",
+    "rocketq.metrics.latency",  # every answer of a server with metrics on is observed
     "rocketq.protocol.batch",
     "rocketq.protocol.command",
     "rocketq.protocol.frame",

@@ -41,6 +41,11 @@ RequestGuard = Callable[[RemotingCommand, Connection], RemotingCommand | None]
 """Runs before every request's handler: None lets the request through, a response refuses it (the
 broker's ACL, ``rocketq.broker.acl``). It runs on the event loop, so it must not block."""
 
+RequestObserver = Callable[[RemotingCommand, RemotingCommand, float], None]
+"""Told of each answer the server sent: (request, response, seconds from the request's start to its
+answer, refusals and held requests included). Not told of oneway requests, nor of a request whose
+connection closed first. It runs on the event loop, once per request: keep it cheap."""
+
 
 class RemotingServer:
     def __init__(
@@ -57,11 +62,13 @@ class RemotingServer:
         on_idle: Callable[[Connection], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
         guard: RequestGuard | None = None,
+        observer: RequestObserver | None = None,
     ) -> None:
         """``guard``: checked before every handler (see ``RequestGuard``); unknown codes pass it too.
         ``budget``: the bytes of partial frames this server's connections share with others; by
         default the process-wide one (``process_budget``), at least ``limits.max_buffered_request_bytes``.
-        ``clock``: monotonic seconds, for the stall and idle checks (tests pass a fake one)."""
+        ``clock``: monotonic seconds, for the stall and idle checks (tests pass a fake one).
+        ``observer``: told of every answer sent (see ``RequestObserver``), for metrics."""
         self.handlers = dict(handlers)
         self._host = host
         self._port = port
@@ -72,6 +79,7 @@ class RemotingServer:
         self._on_close = on_close
         self._on_idle = on_idle
         self._guard = guard
+        self._observer = observer
         self._executor = ThreadPoolExecutor(worker_threads, thread_name_prefix="rocketq-handler")
         self._server: asyncio.Server | None = None
         self.connections: set[Connection] = set()
@@ -120,6 +128,8 @@ class RemotingServer:
     async def _handle(self, request: RemotingCommand, connection: Connection) -> None:
         handler = self.handlers.get(request.code)
         response: RemotingCommand | None
+        observer = self._observer
+        began = time.perf_counter() if observer is not None else 0.0
         try:
             guard = self._guard
             refused = guard(request, connection) if guard is not None else None
@@ -151,6 +161,8 @@ class RemotingServer:
                 connection.send(response)
             except Exception:
                 log.exception("cannot send response code=%d to %s", response.code, connection.remote_address)
+            if observer is not None:
+                observer(request, response, time.perf_counter() - began)
 
     async def _close_stalled_connections(self) -> None:
         while True:

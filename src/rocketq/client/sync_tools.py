@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncGenerator, Callable, Coroutine, Generator
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar, overload
 
 from rocketq.client.admin import AdminClient
 from rocketq.client.config import ClientConfig
@@ -21,16 +21,41 @@ from rocketq.client.selector import MessageSelector
 from rocketq.client.sync import LoopThread
 from rocketq.common.group_topics import TOOLS_CONSUMER_GROUP
 
+
+class _AsyncClient(Protocol):
+    async def aclose(self) -> None: ...
+
+
 P = ParamSpec("P")
 T = TypeVar("T")
-C = TypeVar("C")
+C = TypeVar("C", bound=_AsyncClient)
 
 
 class _LoopClient(Generic[C]):
-    """An async client of type C owned by a loop thread."""
+    """An async client of type C owned by a loop thread: built on it by ``_open``, closed with it by
+    ``close`` (or the ``with`` block)."""
 
     _loop: LoopThread
     _client: C
+
+    def _open(self, thread_name: str, make: Callable[[], C]) -> None:
+        """Start the loop thread and build the client on it; the thread stops again when that fails."""
+        self._loop = LoopThread(name=thread_name)
+        try:
+            self._client = self._loop.call(_build(make))
+        except BaseException:
+            self._loop.stop()
+            raise
+
+    def close(self) -> None:
+        """Disconnect and stop the loop thread."""
+        self._loop.close_with(self._client.aclose())
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class blocking(Generic[C, P, T]):
@@ -63,12 +88,7 @@ class SyncAdminClient(_LoopClient[AdminClient]):
     """Blocking twin of ``AdminClient``: the same methods, without ``await``."""
 
     def __init__(self, namesrv_addr: str, *, timeout_s: float = 5.0) -> None:
-        self._loop = LoopThread(name="rocketq-admin")
-        try:
-            self._client = self._loop.call(_build(lambda: AdminClient(namesrv_addr, timeout_s=timeout_s)))
-        except BaseException:
-            self._loop.stop()
-            raise
+        self._open("rocketq-admin", lambda: AdminClient(namesrv_addr, timeout_s=timeout_s))
 
     cluster_info = blocking(AdminClient.cluster_info)
     topic_list = blocking(AdminClient.topic_list)
@@ -92,16 +112,6 @@ class SyncAdminClient(_LoopClient[AdminClient]):
     update_subscription_group = blocking(AdminClient.update_subscription_group)
     pending_transactions = blocking(AdminClient.pending_transactions)
 
-    def close(self) -> None:
-        """Disconnect and stop the loop thread."""
-        self._loop.close_with(self._client.aclose())
-
-    def __enter__(self) -> SyncAdminClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 class SyncQueueReader(_LoopClient[QueueReader]):
     """Blocking twin of ``QueueReader``; ``read`` is a plain iterator of chunks."""
@@ -115,18 +125,12 @@ class SyncQueueReader(_LoopClient[QueueReader]):
         pull_batch_size: int = DEFAULT_PULL_BATCH_SIZE,
         timeout_s: float | None = None,
     ) -> None:
-        self._loop = LoopThread(name="rocketq-queue-reader")
-        try:
-            self._client = self._loop.call(
-                _build(
-                    lambda: QueueReader(
-                        namesrv_addr, config=config, group=group, pull_batch_size=pull_batch_size, timeout_s=timeout_s
-                    )
-                )
-            )
-        except BaseException:
-            self._loop.stop()
-            raise
+        self._open(
+            "rocketq-queue-reader",
+            lambda: QueueReader(
+                namesrv_addr, config=config, group=group, pull_batch_size=pull_batch_size, timeout_s=timeout_s
+            ),
+        )
 
     queues = blocking(QueueReader.queues)
     queues_by_broker = blocking(QueueReader.queues_by_broker)
@@ -160,16 +164,6 @@ class SyncQueueReader(_LoopClient[QueueReader]):
                 yield chunk
         finally:
             self._loop.call(chunks.aclose())
-
-    def close(self) -> None:
-        """Disconnect and stop the loop thread."""
-        self._loop.close_with(self._client.aclose())
-
-    def __enter__(self) -> SyncQueueReader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 async def _build(make: Callable[[], T]) -> T:

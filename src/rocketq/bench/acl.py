@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocketq.bench import Measurement, Sink, scratch_directory
-from rocketq.bench.running import create_topic, run_loop
+from rocketq.bench.running import CLUSTER_SETTINGS, create_topic, run_loop
 from rocketq.bench.usage import Usage
 from rocketq.client import ClientConfig, Message, Producer, ProducerConfig
 from rocketq.client.admin import AdminClient
@@ -46,12 +46,6 @@ accounts:
 """
 PRODUCER_KEYS = ("bench-producer", "bench-producer-secret")
 ADMIN_KEYS = ("bench-admin", "bench-admin-secret")
-CLUSTER_SETTINGS = {
-    "mapped_file_size_commit_log": 256 * 1024 * 1024,
-    "mapped_file_size_consume_queue": 300_000 * 20,
-    "max_hash_slot_num": 500_000,
-    "max_index_num": 2_000_000,
-}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -38,13 +38,12 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rocketq.bench import Extra, Measurement, Sink, percentile, scratch_directory
 from rocketq.bench.echo import PAYLOAD, measure_echo
 from rocketq.bench.pacing import paced
 from rocketq.bench.recorder import SENT_PROPERTY, Recorder
-from rocketq.bench.running import create_topic, run_loop
+from rocketq.bench.running import CLUSTER_NAME, CLUSTER_SETTINGS, QUEUES, create_topic, run_loop
 from rocketq.bench.usage import Usage
 from rocketq.client import (
     ClientConfig,
@@ -62,10 +61,6 @@ from rocketq.testing.cluster_process import ClusterProcess
 
 log = logging.getLogger(__name__)
 
-QUEUES = 8
-CLUSTER_NAME = "DefaultCluster"
-COMMIT_LOG_FILE_SIZE = 256 * 1024 * 1024
-CONSUME_QUEUE_FILE_SIZE = 300_000 * 20
 PRODUCE_BATCH = 256
 PRODUCE_BATCH_BYTES = 2 * 1024 * 1024
 PRODUCE_IN_FLIGHT = 4
@@ -129,12 +124,7 @@ class ConsumerBench:
 
     async def run(self) -> None:
         """All measurements, in a scratch directory that is removed afterwards."""
-        overrides: dict[str, Any] = {
-            "mapped_file_size_commit_log": COMMIT_LOG_FILE_SIZE,
-            "mapped_file_size_consume_queue": CONSUME_QUEUE_FILE_SIZE,
-            "max_hash_slot_num": 500_000,
-            "max_index_num": 2_000_000,
-        }
+        overrides = CLUSTER_SETTINGS
         with scratch_directory(self.options.directory, "consumer") as root:
             if self.options.broker == "process":
                 with ClusterProcess(root, **overrides) as child:

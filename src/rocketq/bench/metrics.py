@@ -32,8 +32,8 @@ from typing import Any
 
 from rocketq.bench import Extra, Measurement, Sink, scratch_directory
 from rocketq.bench.consumer import ConsumerBench, ConsumerBenchOptions
-from rocketq.bench.producer import CLUSTER_SETTINGS, ProducerBenchOptions, run_producer_bench
-from rocketq.bench.running import create_topic, run_loop
+from rocketq.bench.producer import ProducerBenchOptions, run_producer_bench
+from rocketq.bench.running import CLUSTER_SETTINGS, create_topic, run_loop
 from rocketq.client import Message, Producer
 from rocketq.client.admin import AdminClient
 from rocketq.testing.cluster_process import ClusterProcess

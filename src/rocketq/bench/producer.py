@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocketq.bench import Measurement, Sink, percentile, scratch_directory
-from rocketq.bench.running import create_topic, run_loop
+from rocketq.bench.running import CLUSTER_SETTINGS, create_topic, run_loop
 from rocketq.bench.usage import Usage
 from rocketq.client import ClientConfig, Message, Producer, ProducerConfig, SyncProducer
 from rocketq.client.admin import AdminClient
@@ -32,12 +32,6 @@ from rocketq.testing.cluster_process import ClusterProcess
 
 WARMUP_S = 1.0
 REPORT_EVERY_S = 1.0
-CLUSTER_SETTINGS = {
-    "mapped_file_size_commit_log": 256 * 1024 * 1024,
-    "mapped_file_size_consume_queue": 300_000 * 20,
-    "max_hash_slot_num": 500_000,
-    "max_index_num": 2_000_000,
-}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -15,6 +15,15 @@ T = TypeVar("T")
 QUEUES = 8
 CLUSTER_NAME = "DefaultCluster"
 ROUTE_TIMEOUT_S = 10.0
+CLUSTER_SETTINGS: dict[str, Any] = {
+    "mapped_file_size_commit_log": 256 * 1024 * 1024,
+    "mapped_file_size_consume_queue": 300_000 * 20,
+    "max_hash_slot_num": 500_000,
+    "max_index_num": 2_000_000,
+}
+"""The benchmarks' broker (``BrokerConfig`` fields): CommitLog files of 256 MiB, ConsumeQueue files of
+300,000 entries and an index sized for a few million keys, so runs neither roll files nor fill the
+index every few seconds."""
 
 
 def run_loop(main: Coroutine[Any, Any, T]) -> T:

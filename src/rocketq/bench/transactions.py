@@ -32,10 +32,9 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rocketq.bench import Extra, Measurement, Sink, scratch_directory
-from rocketq.bench.running import create_topic, run_loop
+from rocketq.bench.running import CLUSTER_NAME, CLUSTER_SETTINGS, QUEUES, create_topic, run_loop
 from rocketq.client import Message, MessageQueue, Producer, TransactionProducer, TransactionState
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
@@ -44,16 +43,8 @@ from rocketq.testing.cluster_process import ClusterProcess
 
 log = logging.getLogger(__name__)
 
-QUEUES = 8
-CLUSTER_NAME = "DefaultCluster"
 BROKER_NAME = "broker-a"
 TIMEOUT_S = 120.0
-OVERRIDES: dict[str, Any] = {
-    "mapped_file_size_commit_log": 256 * 1024 * 1024,
-    "mapped_file_size_consume_queue": 300_000 * 20,
-    "max_hash_slot_num": 500_000,
-    "max_index_num": 2_000_000,
-}
 
 NOTES = (
     "NameServer and broker (256 MiB CommitLog files, ASYNC_FLUSH) run in a child process (--broker process)",
@@ -122,11 +113,11 @@ class TransactionBench:
     async def run(self) -> None:
         with scratch_directory(self.options.directory, "transactions") as root:
             if self.options.broker == "process":
-                with ClusterProcess(root, **OVERRIDES) as child:
+                with ClusterProcess(root, **CLUSTER_SETTINGS) as child:
                     self.namesrv_addr = child.namesrv_addr
                     await self._rounds()
             else:
-                async with LocalCluster(root, **OVERRIDES) as cluster:
+                async with LocalCluster(root, **CLUSTER_SETTINGS) as cluster:
                     self.namesrv_addr = cluster.namesrv_addr
                     await self._rounds()
 

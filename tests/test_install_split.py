@@ -122,3 +122,6 @@ async def test_the_admin_command_runs_without_the_server_packages(tmp_path: Path
     code, output = await _cli("up", "--help")  # a server command says what to install
     assert code == 1
     assert "pip install 'rocketq[server]'" in output and "Traceback" not in output
+    code, output = await _cli("--help")  # and the command list still shows every command
+    assert code == 0, output
+    assert all(name in output for name in ("admin", "bench", "broker", "namesrv", "up")), output

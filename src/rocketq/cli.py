@@ -89,6 +89,23 @@ SERVER_COMMANDS = {"namesrv": "namesrv_command", "broker": "broker_command", "up
 rocketq``, without the ``server`` extra) runs ``rocketq admin`` and ``rocketq bench`` without them."""
 
 
+def _needs_server(name: str, missing: str) -> click.Command:
+    """What ``rocketq <name>`` is on a client-only install: listed by ``--help``, and saying, whatever
+    its arguments, which extra to install."""
+    line = f"`rocketq {name}` needs the servers' packages ({missing} is missing): pip install 'rocketq[server]'"
+
+    def refuse() -> None:
+        raise click.ClickException(line)
+
+    return click.Command(
+        name,
+        callback=refuse,
+        help="Needs the servers' packages: pip install 'rocketq[server]'.",
+        add_help_option=False,
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )
+
+
 class RocketqGroup(click.Group):
     """The ``rocketq`` group: errors a user can fix are one line (see ``explain``); the server commands
     are imported when asked for."""
@@ -98,15 +115,14 @@ class RocketqGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in SERVER_COMMANDS and cmd_name not in self.commands:
+            command: click.Command
             try:
                 runner = importlib.import_module("rocketq.runner")
             except ImportError as exc:
-                raise click.ClickException(
-                    f"`rocketq {cmd_name}` needs the servers' packages ({exc.name} is missing):"
-                    " pip install 'rocketq[server]'"
-                ) from exc
-            command: click.Command = getattr(runner, SERVER_COMMANDS[cmd_name])
-            _add_log_level_option(command)
+                command = _needs_server(cmd_name, exc.name or "a server package")
+            else:
+                command = getattr(runner, SERVER_COMMANDS[cmd_name])
+                _add_log_level_option(command)
             self.add_command(command, cmd_name)
         return super().get_command(ctx, cmd_name)
 

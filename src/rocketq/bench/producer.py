@@ -120,10 +120,11 @@ def _threaded_run(producer: SyncProducer, options: ProducerBenchOptions, seconds
         raise failures[0]
 
 
-def _second(options: ProducerBenchOptions, number: int, latencies: list[int], seconds: float) -> Measurement:
+def _measurement(name: str, options: ProducerBenchOptions, latencies: list[int], seconds: float) -> Measurement:
+    """Calls of ``latencies`` (ns; sorted in place) over ``seconds``, counted in messages."""
     messages = len(latencies) * options.batch
     return Measurement.from_counts(
-        "producer_second",
+        name,
         options.size,
         messages,
         seconds,
@@ -131,7 +132,6 @@ def _second(options: ProducerBenchOptions, number: int, latencies: list[int], se
         latencies,
         writers=options.in_flight,
         batch=options.batch,
-        extra={"second": number},
     )
 
 
@@ -157,23 +157,15 @@ class Reporter:
         while not self._stop.wait(REPORT_EVERY_S):
             now = time.perf_counter()
             number += 1
-            self._emit(_second(self._options, number, self._calls.since_last(), now - last))
+            second = _measurement("producer_second", self._options, self._calls.since_last(), now - last)
+            second.extra["second"] = number
+            self._emit(second)
             last = now
 
 
 def _summary(options: ProducerBenchOptions, calls: Calls, seconds: float, usage: dict[str, object]) -> Measurement:
-    latencies = sorted(calls.all())
-    messages = len(latencies) * options.batch
-    measurement = Measurement.from_counts(
-        "producer",
-        options.size,
-        messages,
-        seconds,
-        messages * options.size,
-        latencies,
-        writers=options.in_flight,
-        batch=options.batch,
-    )
+    latencies = calls.all()
+    measurement = _measurement("producer", options, latencies, seconds)
     measurement.extra.update(
         {
             "p999_us": percentile(latencies, 0.999) / 1000,

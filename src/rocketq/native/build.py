@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Final
 
+from rocketq.native.coroutines import build_entries, public_client_classes
 from rocketq.native.docstrings import add_docstrings, class_docstrings
 from rocketq.native.loader import check_build, source_hash
 from rocketq.native.modules import COMPILED_MODULES, GROUP_NAME, MANIFEST_NAME, NATIVE_DIR, source_path
@@ -112,6 +113,9 @@ def build(work_dir: Path, native_dir: Path = NATIVE_DIR, *, opt_level: str = "3"
         "ext_suffix": importlib.machinery.EXTENSION_SUFFIXES[0],
         "python": sys.version,
         "sources": hashes,
+        "coroutine_methods": build_entries(
+            zip(COMPILED_MODULES, paths, strict=True), public_client_classes(source_path("rocketq.client.__init__"))
+        ),
         "libraries": _library_paths(staging),
     }
     (staging / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1, sort_keys=True))

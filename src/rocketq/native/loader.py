@@ -25,9 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
+from rocketq.native.coroutines import Entry, document_module
 from rocketq.native.modules import COMPILED_MODULES, MANIFEST_NAME, NATIVE_DIR, SHARED_LIBRARY, source_path
+
+if TYPE_CHECKING:
+    from importlib.abc import Loader
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +50,9 @@ class _CompiledModuleFinder:
     """Finds the compiled modules (and their shared library) in the build folder: a ``sys.meta_path``
     finder (duck-typed: ``importlib.abc`` alone costs more to import than the rest of this module)."""
 
-    def __init__(self, libraries: dict[str, Path]) -> None:
+    def __init__(self, libraries: dict[str, Path], coroutines: dict[str, dict[str, Entry]]) -> None:
         self._libraries = libraries
+        self._coroutines = coroutines
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
@@ -55,7 +60,30 @@ class _CompiledModuleFinder:
         library = self._libraries.get(fullname)
         if library is None:
             return None
-        return importlib.util.spec_from_file_location(fullname, library)
+        spec = importlib.util.spec_from_file_location(fullname, library)
+        entries = self._coroutines.get(fullname)
+        if spec is not None and spec.loader is not None and entries:
+            spec.loader = cast("Loader", _DocumentingLoader(spec.loader, entries))  # duck-typed, as above
+        return spec
+
+
+class _DocumentingLoader:
+    """Loads a compiled module, then gives its classes' ``async def`` methods their docstrings and
+    signatures (``rocketq.native.coroutines``)."""
+
+    def __init__(self, loader: Any, entries: dict[str, Entry]) -> None:
+        self._loader = loader
+        self._entries = entries
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        module: ModuleType | None = self._loader.create_module(spec)
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        self._loader.exec_module(module)
+        missing = document_module(module, self._entries)
+        if missing:
+            log.warning("compiled %s: no docstring for %s", module.__name__, ", ".join(missing))
 
 
 def source_hash(path: Path) -> str:
@@ -93,6 +121,14 @@ def check_build(native_dir: Path) -> tuple[dict[str, Path] | None, str]:
     return libraries, "compiled"
 
 
+def _coroutine_methods(native_dir: Path) -> dict[str, dict[str, Entry]]:
+    """The build's record of its compiled ``async def`` methods (see ``rocketq.native.coroutines``)."""
+    recorded: dict[str, dict[str, Entry]] = json.loads((native_dir / MANIFEST_NAME).read_text()).get(
+        "coroutine_methods", {}
+    )
+    return recorded
+
+
 def install(native_dir: Path = NATIVE_DIR) -> NativeStatus:
     """Put the compiled modules in front of the plain ones if the build matches (see the module doc)."""
     mode = os.environ.get("ROCKETQ_NATIVE", "auto").strip().lower() or "auto"
@@ -110,5 +146,5 @@ def install(native_dir: Path = NATIVE_DIR) -> NativeStatus:
         if (native_dir / MANIFEST_NAME).exists():
             log.warning("rocketq runs interpreted, its compiled build does not match: %s", reason)
         return NativeStatus(False, reason)
-    sys.meta_path.insert(0, _CompiledModuleFinder(libraries))
+    sys.meta_path.insert(0, _CompiledModuleFinder(libraries, _coroutine_methods(native_dir)))
     return NativeStatus(True, reason)

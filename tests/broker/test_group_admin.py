@@ -37,7 +37,7 @@ from rocketq.protocol.bodies import (
 )
 from rocketq.protocol.headers import ResetOffsetRequestHeader, UpdateConsumerOffsetRequestHeader
 from rocketq.remoting import Connection, RemotingClient
-from rocketq.testing import eventually
+from rocketq.testing import FakeClock, eventually
 from rocketq.testing.cluster import wait_dispatched
 
 from .conftest import broker_config
@@ -70,22 +70,26 @@ async def unlock(broker: Broker, client: RemotingClient, client_id: str, *ids: i
     assert response.code == ResponseCode.SUCCESS and not response.body
 
 
-async def test_lock_unlock_expiry_and_renewal(broker: Broker, client: RemotingClient) -> None:
+async def test_lock_unlock_expiry_and_renewal(tmp_path: Path, client: RemotingClient) -> None:
+    clock = FakeClock()  # the leases run on the broker's clock
+    config = broker_config(tmp_path / "broker", rebalance_lock_max_live_time_ms=LOCK_LIVE_MS)
     other = RemotingClient()
-    try:
-        assert await lock(broker, client, "c1", 0, 1) == [0, 1]
-        assert await lock(broker, other, "c2", 0, 1) == []
-        await unlock(broker, other, "c2", 0)  # not its lock: nothing happens
-        assert await lock(broker, other, "c2", 0, 1) == []
-        await unlock(broker, client, "c1", 0)
-        assert await lock(broker, other, "c2", 0, 1) == [0]
-        # the sleeps are lower bounds: a slow machine lets more time pass, which these checks allow
-        await asyncio.sleep(LOCK_LIVE_MS * 0.6 / 1000)
-        assert await lock(broker, client, "c1", 1) == [1]  # renewed (or taken again, had it expired)
-        await asyncio.sleep(LOCK_LIVE_MS * 0.6 / 1000)  # c2's lock of 0 expired
-        assert await lock(broker, client, "c1", 0, 1) == [0, 1]
-    finally:
-        await other.aclose()
+    async with Broker(config, clock=clock) as broker:
+        try:
+            assert await lock(broker, client, "c1", 0, 1) == [0, 1]
+            assert await lock(broker, other, "c2", 0, 1) == []
+            await unlock(broker, other, "c2", 0)  # not its lock: nothing happens
+            assert await lock(broker, other, "c2", 0, 1) == []
+            await unlock(broker, client, "c1", 0)
+            assert await lock(broker, other, "c2", 0, 1) == [0]
+            clock.advance(LOCK_LIVE_MS * 0.6 / 1000)
+            assert await lock(broker, client, "c1", 1) == [1]  # renewed: c1's lease of 1 starts again
+            assert await lock(broker, client, "c1", 0) == []  # c2's lease of 0 still runs
+            clock.advance(LOCK_LIVE_MS * 0.6 / 1000)  # c2's lease of 0 ran out, c1's renewed one did not
+            assert await lock(broker, other, "c2", 1) == []
+            assert await lock(broker, client, "c1", 0, 1) == [0, 1]
+        finally:
+            await other.aclose()
 
 
 def heartbeat(client_id: str, group: str, topic: str) -> RemotingCommand:

@@ -6,9 +6,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rocketq.client.config import ProducerConfig
 from rocketq.client.message import MessageQueue
-from rocketq.client.producer import Producer
 from rocketq.client.pull import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND, pull_request
+from rocketq.client.send_checks import send_request
 from rocketq.client.transactions import TransactionState, end_transaction_request
 from rocketq.protocol import PullMessageRequestHeader, RequestCode, SendMessageRequestHeaderV2
 from rocketq.protocol.headers import EndTransactionRequestHeader
@@ -61,17 +62,17 @@ def test_a_pull_request_is_its_header(
 def test_a_send_request_is_its_v2_header(
     group: str, queue_id: int, properties: str, sys_flag: int, flag: int, batch: bool
 ) -> None:
-    producer = Producer(group=group, namesrv_addr="127.0.0.1:9")  # never started: only builds requests
-    request = producer._request(
-        MessageQueue("TopicS", "broker-a", queue_id), b"body", properties, sys_flag, flag, batch=batch
+    config = ProducerConfig(group=group)
+    request = send_request(
+        config, MessageQueue("TopicS", "broker-a", queue_id), b"body", properties, sys_flag, flag, batch=batch
     )
     header = SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields)
     assert request.code == (RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2)
     assert header == SendMessageRequestHeaderV2(
         producer_group=group,
         topic="TopicS",
-        default_topic=producer.config.create_topic_key,
-        default_topic_queue_nums=producer.config.default_topic_queue_nums,
+        default_topic=config.create_topic_key,
+        default_topic_queue_nums=config.default_topic_queue_nums,
         queue_id=queue_id,
         sys_flag=sys_flag,
         born_timestamp=header.born_timestamp,

@@ -37,14 +37,12 @@ from rocketq.client.instance import ClientInstance
 from rocketq.client.latency import LatencyFaultTolerance
 from rocketq.client.message import Message, MessageQueue, SendResult, SendStatus
 from rocketq.client.route import TopicPublishInfo, publish_info
-from rocketq.client.send_checks import checked_properties, properties_text
+from rocketq.client.send_checks import checked_properties, properties_text, send_request
 from rocketq.client.unique_id import UniqueIdGenerator
 from rocketq.common.message import Property, java_string_hash
 from rocketq.common.record import SysFlag
-from rocketq.protocol import BatchItem, RemotingCommand, RequestCode, ResponseCode, encode_batch, make_request
-from rocketq.protocol.headers import IDEMPOTENT_SEND_FIELD
+from rocketq.protocol import BatchItem, RemotingCommand, ResponseCode, encode_batch
 from rocketq.remoting import ConnectionClosedError, RemotingError, RemotingTimeoutError, RequestHandler
-from rocketq.remoting.connection import next_opaque
 
 if TYPE_CHECKING:
     from rocketq.client.transaction_group import TransactionGroup
@@ -230,39 +228,6 @@ class Producer:
                 body, sys_flag = compressed, sys_flag | SysFlag.COMPRESSED
         return body, properties_text(properties), sys_flag, unique_id
 
-    def _request(
-        self,
-        queue: MessageQueue,
-        body: bytes,
-        properties: str,
-        sys_flag: int,
-        flag: int,
-        *,
-        batch: bool = False,
-        oneway: bool = False,
-        idempotent: bool = False,
-    ) -> RemotingCommand:
-        # SendMessageRequestHeaderV2's fields written out (keys a..m), built here in compiled code (the
-        # header's own to_ext_fields is interpreted); tests/client/test_written_headers.py holds them equal.
-        fields = {
-            "a": self.config.group,
-            "b": queue.topic,
-            "c": self.config.create_topic_key,
-            "d": str(self.config.default_topic_queue_nums),
-            "e": str(queue.queue_id),
-            "f": str(sys_flag),
-            "g": str(int(time.time() * 1000)),
-            "h": str(flag),
-            "i": properties,
-            "j": "0",
-            "k": "false",
-            "m": "true" if batch else "false",
-        }
-        if idempotent:
-            fields[IDEMPOTENT_SEND_FIELD] = "true"
-        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
-        return make_request(code, opaque=next_opaque(), ext_fields=fields, body=body, oneway=oneway)
-
     async def _address(self, queue: MessageQueue) -> str:
         address = self.instance.master_address(queue.broker_name)
         if address is None:
@@ -321,7 +286,7 @@ class Producer:
         body, properties, sys_flag, unique_id = self._prepare(message, marked, extra)
 
         def request(queue: MessageQueue) -> RemotingCommand:
-            return self._request(queue, body, properties, sys_flag, message.flag, idempotent=marked)
+            return send_request(self.config, queue, body, properties, sys_flag, message.flag, idempotent=marked)
 
         return await self._send_with_retries(message.topic, request, unique_id, timeout, retries, marked)
 
@@ -409,7 +374,9 @@ class Producer:
         body, properties, sys_flag, _ = self._prepare(message, marked)
         info = await self._publish_info(message.topic)
         queue = self._select_queue(info, None)
-        request = self._request(queue, body, properties, sys_flag, message.flag, oneway=True, idempotent=marked)
+        request = send_request(
+            self.config, queue, body, properties, sys_flag, message.flag, oneway=True, idempotent=marked
+        )
         address = await self._address(queue)
         try:
             await self.instance.remoting.oneway(address, request)
@@ -439,7 +406,7 @@ class Producer:
         else:
             assert sharding_key is not None
             queue = queues[(java_string_hash(sharding_key) & 0x7FFFFFFF) % len(queues)]
-        request = self._request(queue, body, properties, sys_flag, message.flag, idempotent=marked)
+        request = send_request(self.config, queue, body, properties, sys_flag, message.flag, idempotent=marked)
         try:
             return await self._send_once(queue, request, unique_id, timeout or self.config.send_msg_timeout_s)
         except RemotingError as exc:
@@ -467,7 +434,7 @@ class Producer:
         body, ids = self._batch_body(messages, marked)
 
         def request(target: MessageQueue) -> RemotingCommand:
-            return self._request(target, body, "", 0, 0, batch=True, idempotent=marked)
+            return send_request(self.config, target, body, "", 0, 0, batch=True, idempotent=marked)
 
         topic = messages[0].topic
         if queue is not None and queue.topic != topic:

@@ -23,7 +23,7 @@ from typing import Final
 from rocketq.client.errors import MQClientError, RouteNotFoundError, ValidationError, broker_error
 from rocketq.client.message import Message, MessageQueue, SendResult
 from rocketq.client.producer import Producer
-from rocketq.client.send_checks import properties_text
+from rocketq.client.send_checks import properties_text, send_request
 from rocketq.common.message import Property
 from rocketq.common.record import SysFlag
 from rocketq.protocol import RequestCode, ResponseCode, make_request
@@ -80,7 +80,7 @@ class TransactionGroup:
             raise ValidationError("a transactional message cannot be delayed")
         tagged = dataclasses.replace(message, properties={**message.properties, **self._properties(part)})
         body, properties, sys_flag, unique_id = producer._prepare(tagged)
-        request = producer._request(queue, body, properties, sys_flag, message.flag)
+        request = send_request(producer.config, queue, body, properties, sys_flag, message.flag)
         return await producer._send_once(queue, request, unique_id, timeout or producer.config.send_msg_timeout_s)
 
     async def send_batch(
@@ -93,7 +93,9 @@ class TransactionGroup:
             raise ValidationError(f"every message of the batch must be of the queue's topic {queue.topic!r}")
         body, ids = producer._batch_body(messages)
         properties = properties_text(self._properties(part))
-        request = producer._request(queue, body, properties, SysFlag.TRANSACTION_PREPARED_TYPE, 0, batch=True)
+        request = send_request(
+            producer.config, queue, body, properties, SysFlag.TRANSACTION_PREPARED_TYPE, 0, batch=True
+        )
         timeout_s = timeout or producer.config.send_msg_timeout_s
         return await producer._send_once(queue, request, ",".join(ids), timeout_s)
 

@@ -4,7 +4,6 @@ lockBatchMQ / unlockBatchMQ over RebalanceLockManager, docs/protocol.md#lock_bat
 from __future__ import annotations
 
 import logging
-import time
 
 from rocketq.broker.context import BrokerContext, reply
 from rocketq.protocol import ProtocolError, RemotingCommand, RequestCode, ResponseCode
@@ -14,12 +13,12 @@ from rocketq.remoting import Connection, RequestHandler
 log = logging.getLogger(__name__)
 
 
-def _now_ms() -> int:
-    return int(time.monotonic() * 1000)
-
-
 def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
     locks = context.locks
+    clock = context.clock  # the leases' time (tests move a FakeClock)
+
+    def _now_ms() -> int:
+        return int(clock.time() * 1000)
 
     async def lock_batch(request: RemotingCommand, connection: Connection) -> RemotingCommand:
         try:

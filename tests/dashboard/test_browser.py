@@ -47,13 +47,13 @@ def test_create_change_and_delete_a_topic(live: Live, page: Page, screenshots: P
     page.get_by_label("Write queues").fill("2")
     page.get_by_role("button", name="Create topic").click()
     expect(page.locator(".notice")).to_contain_text("Topic DashNew created on 1 broker(s).")
-    expect(page.get_by_test_id("route").locator("tbody td")).to_have_text(["broker-a", "2", "2", "6"])
+    expect(page.get_by_test_id("route").locator("tbody td")).to_have_text(["broker-a", "2", "2", "RW (6)"])
 
     page.get_by_label("Read queues").fill("3")
     page.get_by_label("Write queues").fill("3")
     page.get_by_role("button", name="Change queue counts").click()
     expect(page.locator(".notice")).to_contain_text("3 read and 3 write queues")
-    expect(page.get_by_test_id("route").locator("tbody td")).to_have_text(["broker-a", "3", "3", "6"])
+    expect(page.get_by_test_id("route").locator("tbody td")).to_have_text(["broker-a", "3", "3", "RW (6)"])
     expect(page.get_by_test_id("queues").locator("tbody tr")).to_have_count(3)
 
     page.get_by_label("Read queues").fill("0")

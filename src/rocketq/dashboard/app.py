@@ -31,7 +31,7 @@ from rocketq.dashboard.figures import (
     parse_properties,
     parse_time_field,
 )
-from rocketq.dashboard.html import Html, path, with_query
+from rocketq.dashboard.html import Html, path, when, with_query
 from rocketq.remoting import RemotingError
 
 log = logging.getLogger(__name__)
@@ -291,7 +291,8 @@ class Dashboard:
         topics = {r.topic for r in stats.offset_table}
         if connection is not None:
             topics.update(connection.subscription_table)
-        return pages.group_page(group, connection, stats, sorted(topics), reset, lines=lines)
+        ordered = sorted(topics, key=lambda topic: (is_system_topic(topic), topic))  # its retry topic last
+        return pages.group_page(group, connection, stats, ordered, reset, lines=lines)
 
     async def _reset(self, request: web.Request) -> web.Response:
         """Reset, then show the group's page with the new offsets (not a redirect: they are shown once)."""
@@ -303,7 +304,7 @@ class Dashboard:
         try:
             when_ms = parse_time_field(str(form.get("time", "")), int(self._wall_clock() * 1000))
             reset = await self.admin.reset_offset_by_time(group, topic, when_ms, force=form.get("force") == "1")
-            lines["notice"] = f"Offsets of {group} on {topic} reset to {when_ms} ms: {len(reset)} queue(s)."
+            lines["notice"] = f"Offsets of {group} on {topic} reset to {when(when_ms)}: {len(reset)} queue(s)."
         except CLUSTER_ERRORS as exc:
             lines["error"] = f"Reset failed: {exc}"
         try:

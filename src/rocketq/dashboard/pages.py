@@ -67,6 +67,12 @@ def cluster_page(namesrv: str, brokers: Sequence[BrokerRow], lines: Mapping[str,
     return page("Cluster", body, section="/", refresh_s=5, lines=lines)
 
 
+def permission(perm: int) -> str:
+    """A topic's permission bits as RocketMQ's tools name them: R (read, 4), W (write, 2), X (inherit, 1)."""
+    named = "".join(letter for bit, letter in ((4, "R"), (2, "W"), (1, "X")) if perm & bit)
+    return f"{named or '-'} ({perm})"
+
+
 def topics_page(topics: Sequence[TopicRow], *, showing_system: bool, lines: Mapping[str, str] | None = None) -> Html:
     rows = [(link(path("topics", t.name), t.name), t.queues, t.messages, rate(t.tps)) for t in topics]
     toggle = link("/topics", "hide system topics") if showing_system else link("/topics?system=1", "show system topics")
@@ -94,7 +100,7 @@ def topic_page(
     groups: Sequence[str],
     lines: Mapping[str, str] | None = None,
 ) -> Html:
-    brokers = [(q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm) for q in route]
+    brokers = [(q.broker_name, q.read_queue_nums, q.write_queue_nums, permission(q.perm)) for q in route]
     queues = [
         (s.queue.broker_name, s.queue.queue_id, s.min_offset, s.max_offset, when(s.last_update_timestamp))
         for s in statuses
@@ -120,7 +126,7 @@ def topic_page(
         + table(["broker", "queue", "min offset", "max offset", "last stored"], queues, test_id="queues")
         + Html(f'<section class="actions"><h2>Change</h2>{change}{delete}</section>')
     )
-    return page(f"Topic {topic}", body, section="/topics", lines=lines)
+    return page(f"Topic {topic}", body, section="/topics", refresh_s=10, lines=lines)
 
 
 def groups_page(groups: Sequence[GroupOverview], lines: Mapping[str, str] | None = None) -> Html:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from rocketq.client import ClientConfig, ConsumeFromWhere, ConsumerConfig, Message, Producer, SyncPushConsumer
 from rocketq.client.admin import AdminClient
@@ -29,6 +29,7 @@ SEND_TOPIC = "DashSend"
 GROUP = "DashGroup"
 HTML_BODY = '<script>document.title="pwned"</script><b>bold</b> & done'
 BINARY_BODY = bytes([0, 1, 2, 0xFF, 0xFE]) + b"tail"
+expect.set_options(timeout=15_000)  # a busy 2-core machine may take a while to answer
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",

@@ -64,3 +64,5 @@ async def test_a_name_server_that_does_not_answer(http: aiohttp.ClientSession) -
         answer = await http.get(dashboard.url)
         assert answer.status == 502
         assert "The cluster did not answer" in await answer.text()
+        document = await http.get(dashboard.url + "api/cluster")
+        assert document.status == 502 and "127.0.0.1:1" in (await document.json())["error"]

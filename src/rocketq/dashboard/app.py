@@ -161,13 +161,16 @@ class Dashboard:
         return rows
 
     async def _cluster(self, request: web.Request) -> web.Response:
-        return await self._show(request, lambda lines: self._cluster_html(lines))
+        return await self._show(request, self._cluster_html)
 
     async def _cluster_html(self, lines: dict[str, str]) -> Html:
         return pages.cluster_page(self.namesrv_addr, await self.broker_rows(), lines=lines)
 
     async def _cluster_json(self, request: web.Request) -> web.Response:
-        rows = await self.broker_rows()
+        try:
+            rows = await self.broker_rows()
+        except CLUSTER_ERRORS as exc:
+            return web.json_response({"namesrv": self.namesrv_addr, "error": str(exc)}, status=502)
         return web.json_response(
             {
                 "namesrv": self.namesrv_addr,

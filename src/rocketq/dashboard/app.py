@@ -1,14 +1,16 @@
 """The dashboard's web server: aiohttp handlers that read the cluster with ``AdminClient``, send with a
 ``Producer``, and answer with the pages of ``rocketq.dashboard.pages``.
 
-Actions are HTML forms posted to the server, which then redirects back to a page (post, redirect, get)
-with a one-line notice or error in the query string; so every page works without JavaScript, and a
-reload never repeats an action. An error of the cluster (an unknown topic, a broker that refuses) is
+Actions are HTML forms posted to the server. Those on topics redirect back to a page (post, redirect,
+get) with a one-line notice or error in the query string, so a reload does not repeat them; a reset and
+a send answer with the page showing their result (the new offsets, the send's ids). Every page works
+without JavaScript. An error of the cluster (an unknown topic, a broker that refuses) is
 shown on the page, never as a server error.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -70,6 +72,7 @@ class Dashboard:
         self.admin = AdminClient(namesrv_addr, access_key=access_key, secret_key=secret_key)
         self.meter = RateMeter(clock)
         self._producer: Producer | None = None
+        self._producer_starting = asyncio.Lock()
         self._runner: web.AppRunner | None = None
 
     @property
@@ -380,12 +383,13 @@ class Dashboard:
         return _html(pages.send_page(params, sent, lines={"notice": f"Sent to {sent.message_queue}."}))
 
     async def producer(self) -> Producer:
-        """The dashboard's producer, started on first use."""
-        if self._producer is None:
-            access_key, secret_key = self._credentials
-            client = ClientConfig(namesrv_addr=self.namesrv_addr, access_key=access_key, secret_key=secret_key)
-            self._producer = await Producer(ProducerConfig(group=PRODUCER_GROUP, client=client)).start()
-        return self._producer
+        """The dashboard's producer, started on first use (once, however many sends ask at that moment)."""
+        async with self._producer_starting:
+            if self._producer is None:
+                access_key, secret_key = self._credentials
+                client = ClientConfig(namesrv_addr=self.namesrv_addr, access_key=access_key, secret_key=secret_key)
+                self._producer = await Producer(ProducerConfig(group=PRODUCER_GROUP, client=client)).start()
+            return self._producer
 
     # -- the pattern of every page ----------------------------------------------------------------------
 

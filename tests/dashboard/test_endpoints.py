@@ -66,3 +66,22 @@ async def test_a_name_server_that_does_not_answer(http: aiohttp.ClientSession) -
         assert "The cluster did not answer" in await answer.text()
         document = await http.get(dashboard.url + "api/cluster")
         assert document.status == 502 and "127.0.0.1:1" in (await document.json())["error"]
+
+
+ACL = """
+accounts:
+  - {accessKey: operator, secretKey: operator-secret, admin: true}
+  - {accessKey: shop-app, secretKey: shop-secret, topicPerms: [Orders=PUB|SUB]}
+"""
+
+
+async def test_under_acl_the_dashboard_signs_with_its_account(tmp_path: Path, http: aiohttp.ClientSession) -> None:
+    (tmp_path / "plain_acl.yml").write_text(ACL)
+    async with LocalCluster(tmp_path / "cluster", acl_enable=True, acl_file=tmp_path / "plain_acl.yml") as cluster:
+        async with Dashboard(cluster.namesrv_addr, port=0, access_key="shop-app", secret_key="shop-secret") as shop:
+            refused = await (await http.post(shop.url + "topics", data={"topic": "Refunds"})).text()
+            assert "NO_PERMISSION" in refused and "needs an admin account" in refused
+            assert "Refunds" not in await (await http.get(shop.url + "topics")).text()
+        async with Dashboard(cluster.namesrv_addr, port=0, access_key="operator", secret_key="operator-secret") as ops:
+            created = await (await http.post(ops.url + "topics", data={"topic": "Refunds"})).text()
+            assert "Topic Refunds created on 1 broker(s)." in created

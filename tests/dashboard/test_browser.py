@@ -140,6 +140,10 @@ def test_search_messages_and_read_their_bodies(live: Live, page: Page, screensho
 
     page.goto(live.url + "messages?by=key&key=x")
     expect(page.locator(".error")).to_have_text("Search failed: give the topic")
+    page.goto(live.url + f"messages?by=id&key={live.first_order.msg_id}")  # a client id without its topic
+    expect(page.locator(".error")).to_contain_text("for a client message id, give its topic")
+    page.goto(live.url + f"messages?by=id&key={live.first_order.offset_msg_id}")  # an offset id needs none
+    expect(page.get_by_test_id("found").locator("tbody tr")).to_contain_text("order-0")
 
 
 def test_send_a_test_message_and_view_it(live: Live, page: Page, screenshots: Path) -> None:

@@ -23,6 +23,7 @@ from rocketq.client.admin import AdminClient
 from rocketq.client.config import ClientConfig, ProducerConfig
 from rocketq.client.errors import MQClientError
 from rocketq.client.message import Message, MessageExt
+from rocketq.client.message_query import offset_id_address
 from rocketq.client.producer import Producer
 from rocketq.dashboard import pages
 from rocketq.dashboard.figures import (
@@ -202,11 +203,8 @@ class Dashboard:
         async def render(lines: dict[str, str]) -> Html:
             info = await self.admin.cluster_info()
             names = {*info.cluster_addr_table, *info.broker_addr_table}
-            rows = []
-            for topic in await self.admin.topic_list():
-                if not showing_system and is_system_topic(topic, names):
-                    continue
-                rows.append(await self._topic_row(topic))
+            shown = [t for t in await self.admin.topic_list() if showing_system or not is_system_topic(t, names)]
+            rows = await asyncio.gather(*(self._topic_row(topic) for topic in shown))
             return pages.topics_page(rows, showing_system=showing_system, lines=lines)
 
         return await self._show(request, render)
@@ -335,6 +333,8 @@ class Dashboard:
         """The messages a search form asks for (``pages.SEARCHES``)."""
         by, topic, key = params.get("by", "id"), params.get("topic", "").strip(), params.get("key", "").strip()
         if by == "id":
+            if not topic and offset_id_address(key) is None:
+                raise ValueError(f"{key!r} is not an offset message id; for a client message id, give its topic")
             return await self.admin.query_by_id(topic or None, key)
         if not topic:
             raise ValueError("give the topic")

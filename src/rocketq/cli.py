@@ -125,11 +125,11 @@ class RocketqGroup(click.Group):
             )
             command: click.Command
             try:
-                runner = importlib.import_module(module)
+                loaded = importlib.import_module(module)
             except ImportError as exc:
                 command = _needs_server(cmd_name, exc.name or f"a {extra} package", extra)
             else:
-                command = getattr(runner, attribute)
+                command = getattr(loaded, attribute)
                 _add_log_level_option(command)
             self.add_command(command, cmd_name)
         return super().get_command(ctx, cmd_name)

@@ -14,7 +14,7 @@ import os
 import signal
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,6 +22,9 @@ from rocketq.broker.config import BrokerConfig
 from rocketq.broker.server import Broker
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.server import NameServer
+
+if TYPE_CHECKING:
+    from rocketq.dashboard.app import Dashboard
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +103,7 @@ async def start_broker(config: BrokerConfig) -> Broker:
         raise
 
 
-async def start_dashboard(namesrv_addr: str, host: str, port: int) -> Any:
+async def start_dashboard(namesrv_addr: str, host: str, port: int) -> Dashboard:
     """The web dashboard of ``rocketq up --dashboard`` (its aiohttp comes with the ``server`` extra)."""
     from rocketq.dashboard.app import Dashboard
 

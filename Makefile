@@ -1,5 +1,6 @@
 # make run: a local NameServer + Broker on the default ports (store in ./.rocketq).
-# make test: create .venv when missing, install rocketq with its dev extras, lint, type-check, run every test
+# make test: create .venv when missing, install rocketq with its dev extras, lint, type-check, install Debian's
+# chromium for the dashboard's browser tests when missing (where apt-get can), run every test
 # twice: with the mypyc-compiled message path (when this machine can build it) and as plain Python. The Spark
 # tests (tests/spark, a JVM per run) run once, in the plain pass.
 PYTHON ?= python3
@@ -7,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck native unit unit-native unit-plain bench clean
+.PHONY: run test lint typecheck native chromium unit unit-native unit-plain bench clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "rocketq needs Python 3.11+"'
@@ -49,7 +50,18 @@ unit-plain: $(STAMP)
 	@echo "== every test, plain Python"
 	ROCKETQ_NATIVE=off $(BIN)/pytest -q
 
-test: lint typecheck unit
+# The dashboard's browser tests (tests/dashboard) drive Debian's chromium: installed here when it is missing
+# and apt-get can (as root, quietly); when it cannot, those tests are skipped and say why.
+chromium:
+	@if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "== installing chromium for the dashboard's browser tests"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get install -y -qq chromium >/dev/null 2>&1 \
+		|| { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; } \
+		|| echo "== could not install chromium: the dashboard's browser tests will be skipped"; \
+	fi
+
+test: lint typecheck chromium unit
 
 bench: native
 	$(BIN)/rocketq bench store

@@ -88,11 +88,14 @@ SERVER_COMMANDS = {"namesrv": "namesrv_command", "broker": "broker_command", "up
 """The server commands (in ``rocketq.runner``), loaded when used: a client-only install (``pip install
 rocketq``, without the ``server`` extra) runs ``rocketq admin`` and ``rocketq bench`` without them."""
 
+EXTRA_COMMANDS = {"dashboard": ("rocketq.dashboard.command", "dashboard_command", "dashboard")}
+"""Other commands loaded when used: (module, command, the extra that installs what they import)."""
 
-def _needs_server(name: str, missing: str) -> click.Command:
+
+def _needs_server(name: str, missing: str, extra: str = "server") -> click.Command:
     """What ``rocketq <name>`` is on a client-only install: listed by ``--help``, and saying, whatever
     its arguments, which extra to install."""
-    line = f"`rocketq {name}` needs the servers' packages ({missing} is missing): pip install 'rocketq[server]'"
+    line = f"`rocketq {name}` needs the {extra} packages ({missing} is missing): pip install 'rocketq[{extra}]'"
 
     def refuse() -> None:
         raise click.ClickException(line)
@@ -100,7 +103,7 @@ def _needs_server(name: str, missing: str) -> click.Command:
     return click.Command(
         name,
         callback=refuse,
-        help="Needs the servers' packages: pip install 'rocketq[server]'.",
+        help=f"Needs the {extra} packages: pip install 'rocketq[{extra}]'.",
         add_help_option=False,
         context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
     )
@@ -111,17 +114,22 @@ class RocketqGroup(click.Group):
     are imported when asked for."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *SERVER_COMMANDS})
+        return sorted({*super().list_commands(ctx), *SERVER_COMMANDS, *EXTRA_COMMANDS})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name in SERVER_COMMANDS and cmd_name not in self.commands:
+        if (cmd_name in SERVER_COMMANDS or cmd_name in EXTRA_COMMANDS) and cmd_name not in self.commands:
+            module, attribute, extra = EXTRA_COMMANDS.get(cmd_name) or (
+                "rocketq.runner",
+                SERVER_COMMANDS[cmd_name],
+                "server",
+            )
             command: click.Command
             try:
-                runner = importlib.import_module("rocketq.runner")
+                loaded = importlib.import_module(module)
             except ImportError as exc:
-                command = _needs_server(cmd_name, exc.name or "a server package")
+                command = _needs_server(cmd_name, exc.name or f"a {extra} package", extra)
             else:
-                command = getattr(runner, SERVER_COMMANDS[cmd_name])
+                command = getattr(loaded, attribute)
                 _add_log_level_option(command)
             self.add_command(command, cmd_name)
         return super().get_command(ctx, cmd_name)

@@ -14,7 +14,7 @@ import os
 import signal
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,6 +22,9 @@ from rocketq.broker.config import BrokerConfig
 from rocketq.broker.server import Broker
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.server import NameServer
+
+if TYPE_CHECKING:
+    from rocketq.dashboard.app import Dashboard
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +101,13 @@ async def start_broker(config: BrokerConfig) -> Broker:
         with contextlib.suppress(Exception):
             await broker.aclose()
         raise
+
+
+async def start_dashboard(namesrv_addr: str, host: str, port: int) -> Dashboard:
+    """The web dashboard of ``rocketq up --dashboard`` (its aiohttp comes with the ``server`` extra)."""
+    from rocketq.dashboard.app import Dashboard
+
+    return await Dashboard(namesrv_addr, host=host, port=port).start()
 
 
 # -- click commands (added to the ``rocketq`` group in cli.py) ------------------------------------------
@@ -190,6 +200,8 @@ def broker_command(
     show_default=True,
     help="address to listen on and advertise (loopback: only this machine; see docs/acl.md before widening)",
 )
+@click.option("--dashboard", is_flag=True, help="also serve the web dashboard (docs/dashboard.md)")
+@click.option("--dashboard-port", type=int, default=8080, show_default=True)
 def up_command(
     config_file: Path | None,
     namesrv_port: int,
@@ -197,6 +209,8 @@ def up_command(
     store_dir: Path | None,
     flush: str | None,
     host: str,
+    dashboard: bool,
+    dashboard_port: int,
 ) -> None:
     """A local NameServer and Broker in one process, on loopback (Ctrl-C stops both cleanly). Its store
     is sized for a laptop or CI (64 MiB CommitLog files, about 70 MB after the first send; a store made
@@ -217,9 +231,11 @@ def up_command(
     config = keep_made_sizes(dataclasses.replace(config, store_path_root_dir=config.store_path_root_dir.resolve()))
     flush_name = "sync" if config.store_config().sync_flush else "async"
 
+    def local_address(namesrv: NameServer) -> str:
+        return f"{'127.0.0.1' if host == '0.0.0.0' else host}:{namesrv.port}"
+
     async def start_pair_broker(namesrv: NameServer) -> Broker:
-        address = f"{'127.0.0.1' if host == '0.0.0.0' else host}:{namesrv.port}"
-        return await start_broker(dataclasses.replace(config, namesrv_addr=address))
+        return await start_broker(dataclasses.replace(config, namesrv_addr=local_address(namesrv)))
 
     async def start_pair(stop: asyncio.Event) -> None:
         namesrv: list[NameServer] = []
@@ -228,7 +244,10 @@ def up_command(
             namesrv.append(await start_namesrv(namesrv_config))
             return namesrv[0]
 
-        await serve(stop, [start_first, lambda: start_pair_broker(namesrv[0])], announce)
+        starters: list[Callable[[], Awaitable[Any]]] = [start_first, lambda: start_pair_broker(namesrv[0])]
+        if dashboard:
+            starters.append(lambda: start_dashboard(local_address(namesrv[0]), host, dashboard_port))
+        await serve(stop, starters, announce)
 
     def announce(servers: list[Any]) -> None:
         click.echo(
@@ -237,5 +256,7 @@ def up_command(
             err=True,
         )
         click.echo(f"  try: rocketq admin sendMessage -n {servers[0].address} -t TopicTest -p hello", err=True)
+        if dashboard:
+            click.echo(f"  dashboard: {servers[2].url}", err=True)
 
     run_forever(start_pair)

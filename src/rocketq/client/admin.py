@@ -15,7 +15,7 @@ from rocketq.client.instance import ClientInstance
 from rocketq.client.message import MessageExt, MessageQueue, decode_messages
 from rocketq.client.message_query import FAR_FUTURE_MS, kept, newest_in_store_order, offset_id_address
 from rocketq.client.pull import MATCH_ALL, PullStatus, pull_request, pull_result
-from rocketq.client.route import MASTER_ID, PERM_READ, PERM_WRITE
+from rocketq.client.route import MASTER_ID, PERM_READ, PERM_WRITE, subscribe_queues
 from rocketq.common.group_topics import RETRY_PREFIX, dlq_topic, retry_topic
 from rocketq.common.message import SCHEDULE_TOPIC, Property
 from rocketq.protocol import (
@@ -46,6 +46,7 @@ from rocketq.protocol.headers import (
     QueryMessageRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
+    SearchOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
     ViewMessageRequestHeader,
 )
@@ -81,6 +82,12 @@ TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
 
 DEFAULT_QUERY_MAX_NUM = 32
 """How many copies of one unique key a query returns per broker (a broker's ``defaultQueryMaxNum``)."""
+
+DEFAULT_TIME_QUERY_MAX_NUM = 64
+"""How many messages ``query_by_time`` returns at most: the most recent of the range."""
+
+PULL_BATCH = 32
+"""Messages asked for per pull when the admin client reads a queue's range."""
 
 
 class AdminClient:
@@ -350,6 +357,55 @@ class AdminClient:
                 else f"no message at offset {offset} of {queue}: the queue is empty"
             )
         return found[0]
+
+    async def query_by_time(
+        self, topic: str, begin_ms: int, end_ms: int, *, max_num: int = DEFAULT_TIME_QUERY_MAX_NUM
+    ) -> list[MessageExt]:
+        """Messages of ``topic`` stored between ``begin_ms`` and ``end_ms`` (ms since the epoch, both
+        included), from every readable queue of every master: the ``max_num`` most recently stored,
+        oldest first. Each queue's range is found with SEARCH_OFFSET_BY_TIMESTAMP and read with pulls as
+        group ``TOOLS_CONSUMER`` (which commit nothing), at most ``max_num`` messages from its end."""
+        if max_num < 1:
+            raise ValidationError(f"max_num must be 1 or more, not {max_num}")
+        if end_ms < begin_ms:
+            raise ValidationError(f"the time range ends ({end_ms}) before it begins ({begin_ms})")
+        route = await self.topic_route(topic)
+        found: list[MessageExt] = []
+        for queue in subscribe_queues(topic, route):
+            found.extend(await self._stored_between(queue, begin_ms, end_ms, max_num))
+        found.sort(key=lambda m: (m.store_timestamp, m.store_host, m.commit_log_offset))
+        return found[-max_num:]
+
+    async def _stored_between(self, queue: MessageQueue, begin_ms: int, end_ms: int, max_num: int) -> list[MessageExt]:
+        """The last ``max_num`` messages of ``queue`` stored between ``begin_ms`` and ``end_ms``."""
+
+        async def offset_at(timestamp_ms: int) -> int:
+            fields = SearchOffsetRequestHeader(
+                topic=queue.topic, queue_id=queue.queue_id, timestamp=timestamp_ms
+            ).to_ext_fields()
+            return await self._instance.queue_offset(
+                RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, queue.topic, queue.broker_name, fields
+            )
+
+        end = await offset_at(end_ms + 1)  # the first message stored after the range (or the max offset)
+        offset = max(await offset_at(begin_ms), end - max_num)
+        address = await self._instance.find_master(queue.topic, queue.broker_name)
+        if address is None:
+            raise RouteNotFoundError(f"{queue}: broker {queue.broker_name} has no master in the topic's route")
+        messages: list[MessageExt] = []
+        while offset < end:
+            request = pull_request(TOOLS_CONSUMER_GROUP, queue, offset, min(PULL_BATCH, end - offset), MATCH_ALL)
+            result = pull_result(await self._instance.invoke_broker(address, request, self._timeout), (), address)
+            if result.status is PullStatus.FOUND and result.messages:
+                messages.extend(m for m in result.messages if m.queue_offset < end)
+                offset = result.messages[-1].queue_offset + 1
+            elif result.status is PullStatus.NO_MATCHED_MSG and result.next_begin_offset > offset:
+                offset = result.next_begin_offset
+            elif result.status is PullStatus.OFFSET_ILLEGAL and offset < result.min_offset < end:
+                offset = result.min_offset  # the range's start was deleted meanwhile
+            else:
+                break
+        return [m for m in messages if begin_ms <= m.store_timestamp <= end_ms]
 
     async def query_by_id(self, topic: str | None, msg_id: str, *, with_retries: bool = True) -> list[MessageExt]:
         """By the client's unique id (UNIQ_KEY) in ``topic``, else as an offset id (no topic needed);

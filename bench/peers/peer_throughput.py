@@ -11,12 +11,13 @@ as a child (which starts its own NameServer and broker in a child process of its
 unless said); Redis runs without persistence:
 
 - ``sync_single``: one call at a time through the blocking API: ``SyncProducer.send`` against
-  redis-py's ``XADD`` (``rocketq bench producer --sync-api --inflight 1``);
+  redis-py's ``XADD`` (``rocketq bench producer --sync-api --inflight 1``); the asyncio
+  ``Producer.send`` one at a time is measured beside it (``sync_vs_asyncio``);
 - ``inflight_100``: 100 asyncio ``Producer.send`` in flight against ``XADD`` pipelined 100 at a time;
 - ``batch_100``: ``Producer.send_batch`` of 100, one at a time, against the same pipeline;
 - ``sync_drain``: a backlog of ``--backlog`` messages read by a new group through the blocking
   ``SyncPullConsumer.poll`` (``rocketq bench consumer --only pull_drain``, its ``api: sync`` row;
-  the asyncio ``PullConsumer.poll`` row is printed beside it) against ``XREADGROUP COUNT 1000`` and
+  the asyncio ``PullConsumer.poll`` row is printed beside it, ``sync_vs_asyncio``) against ``XREADGROUP COUNT 1000`` and
   an ``XACK`` of each batch, on a stream filled beforehand;
 - ``e2e_latency``: p50 and p99 from the send call to the consumer at 1,000 messages per second
   (``rocketq bench consumer --only e2e_latency``, a push consumer) against Redis as
@@ -179,6 +180,13 @@ def rocketq_producer(*args: str) -> Callable[[Options], Figures]:
     return run
 
 
+def rocketq_sync_single(options: Options) -> Figures:
+    """``SyncProducer.send`` one at a time, then ``Producer.send`` (asyncio) one at a time beside it."""
+    blocking = rocketq_producer("--sync-api", "--inflight", "1")(options)
+    asyncio_single = rocketq_producer("--inflight", "1")(options)
+    return {**blocking, "asyncio_msgs_per_s": asyncio_single["msgs_per_s"]}
+
+
 def rocketq_sync_drain(options: Options) -> Figures:
     rows = rocketq_rows(options, "consumer", "--only", "pull_drain", "--backlog", str(options.backlog))
     by_api = {row["api"]: row for row in rows if row["name"] == "pull_drain"}
@@ -203,7 +211,7 @@ class Shape:
 
 
 SHAPES: dict[str, Shape] = {
-    "sync_single": Shape("redis", rocketq_producer("--sync-api", "--inflight", "1"), redis_send_rate),
+    "sync_single": Shape("redis", rocketq_sync_single, redis_send_rate),
     "inflight_100": Shape("redis", rocketq_producer("--inflight", "100"), redis_send_rate),
     "batch_100": Shape("redis", rocketq_producer("--batch", "100", "--inflight", "1"), redis_send_rate),
     "sync_drain": Shape("redis", rocketq_sync_drain, redis_drain_rate),
@@ -255,6 +263,10 @@ def summary(name: str, ours: list[Figures], theirs: list[Figures]) -> dict[str, 
         suffix = "" if len(shape.compared) == 1 else f"_{key.removesuffix('_us')}"
         line[f"ratio{suffix}"] = round(statistics.median(ratios), 3)
         line[f"ratios{suffix}"] = [round(ratio, 3) for ratio in ratios]
+    if "asyncio_msgs_per_s" in ours[0]:  # the blocking API over the asyncio one, in the same rounds
+        blocking = [figures["msgs_per_s"] / figures["asyncio_msgs_per_s"] for figures in ours]
+        line["sync_vs_asyncio"] = round(statistics.median(blocking), 3)
+        line["sync_vs_asyncio_all"] = [round(ratio, 3) for ratio in blocking]
     return line
 
 

@@ -30,14 +30,10 @@ consumer member share the bench process's event loop (uvloop when installed). Fo
   then by a blocking ``SyncPullConsumer`` (``rocketq.bench.pull_drain``); the blocking row carries
   ``vs_asyncio``, its rate over the asyncio one's.
 
-``only`` picks some of these (``backlog_produce`` runs when a drain is picked). With ``namesrv_addr``
-the bench starts no cluster: it measures the one behind that NameServer (rocketq's or Apache
-RocketMQ's), creating its topics (named with a run suffix, so earlier runs' messages are not read)
-on every master of ``cluster`` through the admin client; broker CPU is then not measured. Stored bytes
-and dispatch progress come from GET_BROKER_RUNTIME_INFO's ``commitLogMaxOffset`` and
-``dispatchBehindBytes`` (RocketMQ's keys), else from rocketq's older ``commit_log_max_offset`` /
-``dispatched_offset``; a broker that answers neither is not waited for (the drains then run until
-their count arrives).
+``only`` picks some of these (the backlog is written when a drain is picked). With ``namesrv_addr`` no
+cluster is started: the bench creates its topics (a run suffix in their names) on ``cluster``'s masters
+through the admin client and reads stored bytes and dispatch progress from the runtime info
+(``rocketq.bench.running.stored_bytes``); broker CPU is then not measured (docs/producer-path.md).
 
 MB = 10**6 bytes of stored records (CommitLog record bytes, as in ``rocketq bench store``).
 """
@@ -58,7 +54,15 @@ from rocketq.bench.pacing import paced
 from rocketq.bench.pull_drain import APIS, DrainStalled
 from rocketq.bench.pull_drain import drain as pull_drain
 from rocketq.bench.recorder import SENT_PROPERTY, Recorder
-from rocketq.bench.running import CLUSTER_NAME, CLUSTER_SETTINGS, QUEUES, create_topic, run_loop
+from rocketq.bench.running import (
+    CLUSTER_NAME,
+    CLUSTER_SETTINGS,
+    QUEUES,
+    create_topic,
+    dispatch_behind,
+    run_loop,
+    stored_bytes,
+)
 from rocketq.bench.usage import Usage
 from rocketq.client import (
     ClientConfig,
@@ -495,20 +499,6 @@ class ConsumerBench:
         }
         nbytes = consumed * (new.record_size or old.record_size)
         self._report("rebalance_join", size, consumed, (ended - began) / 1e9, nbytes, extra=extra)
-
-
-def stored_bytes(stats: dict[str, str]) -> int:
-    """The CommitLog's end offset from a broker's runtime info: RocketMQ's key, else rocketq's older one."""
-    return int(stats.get("commitLogMaxOffset", stats.get("commit_log_max_offset", "0")))
-
-
-def dispatch_behind(stats: dict[str, str]) -> int:
-    """Stored bytes the broker has not indexed yet (0 when its runtime info does not say)."""
-    if "dispatchBehindBytes" in stats:
-        return int(stats["dispatchBehindBytes"])
-    if "dispatched_offset" in stats:
-        return max(0, stored_bytes(stats) - int(stats["dispatched_offset"]))
-    return 0
 
 
 def _owned(consumer: PushConsumer, topic: str) -> int:

@@ -20,6 +20,8 @@ from rocketq.client import (
     ConsumerConfig,
     Message,
     MessageExt,
+    Producer,
+    PullConsumer,
     PushConsumer,
     SendResult,
     SendStatus,
@@ -208,3 +210,62 @@ async def test_a_consumer_started_while_its_name_server_is_down_keeps_asking(
         await eventually(lambda: any("answers again" in r.getMessage() for r in caplog.records), what="the all-clear")
         assert len([r for r in caplog.records if "keeps asking" in r.getMessage()]) == 1
         await consumer.aclose()
+
+
+ORDERED = "ParityOrdered"
+
+
+def test_blocking_and_asyncio_clients_deliver_the_same_messages_in_the_same_order(threaded: ThreadedCluster) -> None:
+    """The same sends through SyncProducer and through Producer store the same sequence; SyncPullConsumer
+    and PullConsumer read either back identically (one queue: its order is the send order)."""
+
+    async def one_queue_topics() -> None:
+        async with AdminClient(threaded.namesrv_addr) as admin:
+            for topic in (f"{ORDERED}Sync", f"{ORDERED}Async"):
+                await admin.update_topic(topic, cluster="DefaultCluster", read_queues=1, write_queues=1)
+
+    threaded.call(one_queue_topics())
+    sent = [(f"order-{i}".encode(), f"tag{i % 3}", f"key-{i}") for i in range(60)]
+
+    def message(topic: str, body: bytes, tag: str, key: str) -> Message:
+        return Message(topic, body, tags=tag, keys=key, properties={"n": body.decode()})
+
+    with SyncProducer(group="OrderSync", namesrv_addr=threaded.namesrv_addr) as blocking:
+        sync_offsets = [blocking.send(message(f"{ORDERED}Sync", *fields)).queue_offset for fields in sent]
+
+    async def send_asyncio() -> list[int]:
+        async with Producer(group="OrderAsync", namesrv_addr=threaded.namesrv_addr) as producer:
+            return [(await producer.send(message(f"{ORDERED}Async", *fields))).queue_offset for fields in sent]
+
+    async_offsets = threaded.call(send_asyncio())
+    assert sync_offsets == async_offsets == list(range(len(sent)))
+
+    def seen(messages: list[MessageExt]) -> list[tuple[bytes, str, str, str, int]]:
+        return [(m.body, m.tags or "", " ".join(m.keys), m.properties["n"], m.queue_offset) for m in messages]
+
+    expected = [(body, tag, key, body.decode(), offset) for offset, (body, tag, key) in enumerate(sent)]
+    for topic in (f"{ORDERED}Sync", f"{ORDERED}Async"):
+        with SyncPullConsumer(sync_config(threaded, f"ReadSync{topic}"), auto_commit=False) as consumer:
+            consumer.assign(consumer.fetch_queues(topic))
+            consumer.start()
+            got: list[MessageExt] = []
+            while len(got) < len(sent):
+                batch = consumer.poll(30)
+                assert batch, f"{topic}: nothing more after {len(got)}"
+                got.extend(batch)
+
+        async def read_asyncio(topic: str = topic) -> list[MessageExt]:
+            consumer = PullConsumer(sync_config(threaded, f"ReadAsync{topic}"), auto_commit=False)
+            try:
+                await consumer.assign(await consumer.fetch_queues(topic))
+                await consumer.start()
+                read: list[MessageExt] = []
+                while len(read) < len(sent):
+                    batch = await consumer.poll(30)
+                    assert batch, f"{topic}: nothing more after {len(read)}"
+                    read.extend(batch)
+                return read
+            finally:
+                await consumer.aclose()
+
+        assert seen(got) == seen(threaded.call(read_asyncio())) == expected, topic

@@ -250,6 +250,19 @@ def bench_filter(
     show_default=True,
     help="The consumers' pull_batch_size: messages per pull request.",
 )
+@click.option(
+    "--only",
+    type=click.Choice(["push_drain", "pull_drain", "e2e_latency", "loopback_echo", "rebalance_join"]),
+    multiple=True,
+    help="Take only these measurements (repeatable; the backlog is written when a drain is taken).  [default: all]",
+)
+@click.option(
+    "-n",
+    "--namesrv",
+    default=None,
+    help="An existing cluster's NameServer (rocketq's or RocketMQ's).  [default: start one]",
+)
+@click.option("--cluster", default="DefaultCluster", show_default=True, help="With -n: the cluster given the topics.")
 @broker_option
 @dir_option
 @json_option
@@ -261,11 +274,15 @@ def bench_consumer(
     latency_seconds: float,
     listener: str,
     pull_batch: int,
+    only: tuple[str, ...],
+    namesrv: str | None,
+    cluster: str,
     broker: str,
     directory: Path | None,
     as_json: bool,
 ) -> None:
-    """Measure push consumers on a local cluster: drain rate, end-to-end latency, rebalance time."""
+    """Measure consumers: push and pull drain rates, end-to-end latency, rebalance time, on a cluster
+    started here or (-n) an existing one."""
     from rocketq.bench.consumer import NOTES, ConsumerBenchOptions, run_consumer_bench
 
     options = ConsumerBenchOptions(
@@ -278,6 +295,9 @@ def bench_consumer(
         pull_batch=pull_batch,
         broker=broker,
         directory=directory,
+        namesrv_addr=namesrv,
+        cluster=cluster,
+        only=only,
     )
 
     run_bench(lambda emit: run_consumer_bench(options, emit), NOTES, as_json)

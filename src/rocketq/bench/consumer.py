@@ -26,6 +26,15 @@ consumer member share the bench process's event loop (uvloop when installed). Fo
   ``seconds`` is the later of the two, ``messages`` what the group consumed meanwhile and
   ``duplicates`` the messages both members got (a queue consumed from a stale committed offset).
 
+- ``pull_drain``: the same backlog read through ``poll()`` by a new group's asyncio ``PullConsumer``,
+  then by a blocking ``SyncPullConsumer`` (``rocketq.bench.pull_drain``); the blocking row carries
+  ``vs_asyncio``, its rate over the asyncio one's.
+
+``only`` picks some of these (the backlog is written when a drain is picked). With ``namesrv_addr`` no
+cluster is started: the bench creates its topics (a run suffix in their names) on ``cluster``'s masters
+through the admin client and reads stored bytes and dispatch progress from the runtime info
+(``rocketq.bench.running.stored_bytes``); broker CPU is then not measured (docs/producer-path.md).
+
 MB = 10**6 bytes of stored records (CommitLog record bytes, as in ``rocketq bench store``).
 """
 
@@ -42,8 +51,18 @@ from pathlib import Path
 from rocketq.bench import Extra, Measurement, Sink, percentile, scratch_directory
 from rocketq.bench.echo import PAYLOAD, measure_echo
 from rocketq.bench.pacing import paced
+from rocketq.bench.pull_drain import APIS, DrainStalled
+from rocketq.bench.pull_drain import drain as pull_drain
 from rocketq.bench.recorder import SENT_PROPERTY, Recorder
-from rocketq.bench.running import CLUSTER_NAME, CLUSTER_SETTINGS, QUEUES, create_topic, run_loop
+from rocketq.bench.running import (
+    CLUSTER_NAME,
+    CLUSTER_SETTINGS,
+    QUEUES,
+    create_topic,
+    dispatch_behind,
+    run_loop,
+    stored_bytes,
+)
 from rocketq.bench.usage import Usage
 from rocketq.client import (
     ClientConfig,
@@ -68,6 +87,7 @@ WARMUP_MESSAGES = 100
 STALL_TIMEOUT_S = 60.0
 REBALANCE_TIMEOUT_S = 60.0
 POLL_S = 0.0005
+DRAINS = ("push_drain", "pull_drain")
 
 NOTES = (
     "NameServer and broker (256 MiB CommitLog files, ASYNC_FLUSH) run in a child process (--broker process)",
@@ -98,6 +118,10 @@ class ConsumerBenchOptions:
         broker: ``"process"`` (NameServer and broker in a child process, the bench's clients in this
             one) or ``"inline"`` (everything in this process and event loop).
         directory: Parent of the scratch directory; None for the system temp dir.
+        namesrv_addr: An external cluster's NameServer; None starts a cluster for the run.
+        cluster: The cluster whose masters get the bench's topics.
+        only: The measurements to take (``push_drain``, ``pull_drain``, ``e2e_latency``, ``loopback_echo``,
+            ``rebalance_join``); empty for all.
     """
 
     sizes: tuple[int, ...] = (100, 1024)
@@ -109,6 +133,12 @@ class ConsumerBenchOptions:
     pull_batch: int = 32
     broker: str = "process"
     directory: Path | None = None
+    namesrv_addr: str | None = None
+    cluster: str = CLUSTER_NAME
+    only: tuple[str, ...] = ()
+
+    def takes(self, measurement: str) -> bool:
+        return not self.only or measurement in self.only
 
 
 class ConsumerBench:
@@ -121,9 +151,16 @@ class ConsumerBench:
         self._admin: AdminClient | None = None
         self._drain_rates: dict[int, float] = {}
         self._broker_pid: int | None = None  # the child's, when the broker runs in one
+        # topics of an external cluster are new each run (a drain must not read an earlier run's backlog)
+        self._suffix = "" if options.namesrv_addr is None else f"-{time.time_ns() // 1_000_000}"
 
     async def run(self) -> None:
-        """All measurements, in a scratch directory that is removed afterwards."""
+        """All measurements, in a scratch directory that is removed afterwards (against an external
+        cluster: no directory, no cluster started)."""
+        if self.options.namesrv_addr is not None:
+            self.namesrv_addr = self.options.namesrv_addr
+            await self._run_sizes()
+            return
         overrides = CLUSTER_SETTINGS
         with scratch_directory(self.options.directory, "consumer") as root:
             if self.options.broker == "process":
@@ -148,14 +185,21 @@ class ConsumerBench:
     async def _run_size(self, size: int) -> None:
         log.info("consumer bench: %d-byte bodies", size)
         self._drain_rates = {}
-        topic = f"BenchDrain{size}"
-        await self._create_topic(topic)
-        record_bytes = await self.produce_backlog(topic, size)
-        for members in self.options.members:
-            await self.drain(topic, size, members, record_bytes)
-        await self.latency(size)
-        await self.echo_floor(size)
-        await self.rebalance(size)
+        takes = self.options.takes
+        if any(takes(name) for name in DRAINS):
+            topic = await self._create_topic(f"BenchDrain{size}")
+            record_bytes = await self.produce_backlog(topic, size)
+            if takes("push_drain"):
+                for members in self.options.members:
+                    await self.drain(topic, size, members, record_bytes)
+            if takes("pull_drain"):
+                await self.pull_drains(topic, size, record_bytes)
+        if takes("e2e_latency"):
+            await self.latency(size)
+        if takes("loopback_echo"):
+            await self.echo_floor(size)
+        if takes("rebalance_join"):
+            await self.rebalance(size)
 
     # -- helpers --------------------------------------------------------------------------------------
 
@@ -166,22 +210,33 @@ class ConsumerBench:
             raise BenchError("the cluster is not running")
         return self._admin
 
-    async def _create_topic(self, topic: str) -> None:
-        """Create ``topic`` with 8 read and write queues; wait until the NameServer routes all 8."""
-        await create_topic(self.admin, topic, QUEUES, cluster=CLUSTER_NAME)
+    async def _create_topic(self, name: str) -> str:
+        """Create a topic with 8 read and write queues on every master of the cluster; wait until the
+        NameServer routes all 8. Returns its name (``name`` plus the run's suffix)."""
+        topic = name + self._suffix
+        try:
+            await create_topic(self.admin, topic, QUEUES, cluster=self.options.cluster)
+        except Exception as error:
+            raise BenchError(
+                f"could not create topic {topic} on cluster {self.options.cluster} through the admin client"
+                f" ({error}); the bench needs a cluster that accepts UPDATE_AND_CREATE_TOPIC"
+            ) from error
+        return topic
 
     async def _store_stats(self) -> list[dict[str, str]]:
-        """Every broker's store statistics (GET_BROKER_RUNTIME_INFO)."""
-        addresses = (await self.admin.master_addresses(CLUSTER_NAME)).values()
+        """Every master's runtime info (GET_BROKER_RUNTIME_INFO)."""
+        addresses = (await self.admin.master_addresses(self.options.cluster)).values()
         return [await self.admin.broker_runtime_info(address) for address in addresses]
 
     async def _put_bytes(self) -> int:
-        return sum(int(stats["put_bytes"]) for stats in await self._store_stats())
+        """Bytes stored in the masters' CommitLogs so far."""
+        return sum(stored_bytes(stats) for stats in await self._store_stats())
 
     async def _wait_dispatched(self, timeout_s: float) -> None:
-        """Wait until every broker indexed all it stored (pulls then see all of it)."""
+        """Wait until every broker indexed all it stored (pulls then see all of it); a broker that does
+        not say is not waited for."""
         deadline = time.monotonic() + timeout_s
-        while any(int(s["dispatched_offset"]) < int(s["commit_log_max_offset"]) for s in await self._store_stats()):
+        while any(dispatch_behind(stats) for stats in await self._store_stats()):
             if time.monotonic() > deadline:
                 raise BenchError(f"the brokers did not dispatch the backlog within {timeout_s:.0f} s")
             await asyncio.sleep(0.05)
@@ -278,7 +333,7 @@ class ConsumerBench:
         """A new group of ``members`` consumers reads the whole backlog from the first offset."""
         total = self.options.backlog
         recorder = Recorder(total)
-        group = f"bench-drain-{size}-{members}"
+        group = f"bench-drain-{size}-{members}{self._suffix}"
         listener = recorder.listener(self.options.listener, recorder.count)
         consumers = [
             self._consumer(group, f"{group}-{i}", listener, ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, topic)
@@ -318,12 +373,32 @@ class ConsumerBench:
         batch = consumers[0].config.pull_batch_size
         self._report("push_drain", size, total, seconds, record_bytes * total, batch=batch, extra=extra)
 
+    async def pull_drains(self, topic: str, size: int, record_bytes: float) -> None:
+        """The backlog through ``poll()``: a new group's asyncio ``PullConsumer``, then a blocking one's."""
+        total = self.options.backlog
+        rates: dict[str, float] = {}
+        for api in APIS:
+            before = Usage.now(self._broker_pid)
+            try:
+                drained = await pull_drain(
+                    api, self.namesrv_addr, topic, f"bench-pull-{api}-{size}{self._suffix}", total,
+                    pull_batch=self.options.pull_batch, stall_s=STALL_TIMEOUT_S,
+                )  # fmt: skip
+            except DrainStalled as error:
+                raise BenchError(str(error)) from error
+            rates[api] = drained.messages / drained.seconds
+            extra: Extra = {"api": api, **Usage.now(self._broker_pid).since(before, drained.seconds, drained.messages)}
+            if api != "asyncio":
+                extra["vs_asyncio"] = rates[api] / rates["asyncio"]
+            batch = self.options.pull_batch
+            nbytes = record_bytes * drained.messages
+            self._report("pull_drain", size, drained.messages, drained.seconds, nbytes, batch=batch, extra=extra)
+
     async def latency(self, size: int) -> None:
         """End-to-end latency (send call to listener) of a paced stream through one member."""
-        topic = f"BenchLatency{size}"
-        await self._create_topic(topic)
+        topic = await self._create_topic(f"BenchLatency{size}")
         recorder = Recorder()
-        group = f"bench-latency-{size}"
+        group = f"bench-latency-{size}{self._suffix}"
         listener = recorder.listener(self.options.listener, recorder.stamp)
         consumer = self._consumer(group, group, listener, ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, topic)
         count = max(1, round(self.options.rate * self.options.latency_seconds))
@@ -371,9 +446,8 @@ class ConsumerBench:
 
     async def rebalance(self, size: int) -> None:
         """A second member joins a group consuming a steady stream: time to a clean split and first message."""
-        topic = f"BenchRebalance{size}"
-        await self._create_topic(topic)
-        group = f"bench-rebalance-{size}"
+        topic = await self._create_topic(f"BenchRebalance{size}")
+        group = f"bench-rebalance-{size}{self._suffix}"
         old, new = Recorder(), Recorder()
         first = self._consumer(
             group,

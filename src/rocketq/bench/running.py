@@ -1,5 +1,5 @@
-"""What the benchmarks share around a cluster: running a coroutine on uvloop, and a topic created and
-routed before the clock starts."""
+"""What the benchmarks share around a cluster: running a coroutine on uvloop, a topic created and
+routed before the clock starts, and a broker's store progress read from its runtime info."""
 
 from __future__ import annotations
 
@@ -52,3 +52,17 @@ async def create_topic(admin: AdminClient, topic: str, queues: int = QUEUES, *, 
         if time.monotonic() > deadline:
             raise TimeoutError(f"the route of {topic} never showed {queues} queues")
         await asyncio.sleep(0.05)
+
+
+def stored_bytes(stats: dict[str, str]) -> int:
+    """The CommitLog's end offset from a broker's runtime info: RocketMQ's key, else rocketq's older one."""
+    return int(stats.get("commitLogMaxOffset", stats.get("commit_log_max_offset", "0")))
+
+
+def dispatch_behind(stats: dict[str, str]) -> int:
+    """Stored bytes the broker has not indexed yet (0 when its runtime info does not say)."""
+    if "dispatchBehindBytes" in stats:
+        return int(stats["dispatchBehindBytes"])
+    if "dispatched_offset" in stats:
+        return max(0, stored_bytes(stats) - int(stats["dispatched_offset"]))
+    return 0

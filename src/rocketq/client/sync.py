@@ -31,11 +31,50 @@ ITERATION_POLL_S = 1.0
 """How long one poll of an iteration over a ``SyncPullConsumer`` waits (then it checks it is still open)."""
 
 
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """A uvloop loop where uvloop is installed (every install but a client-only one), as the asyncio
+    clients get from ``rocketq.bench.running.run_loop`` or ``uvloop.run``: the blocking clients must
+    not pay asyncio's slower selector loop on top of the hand-over."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+class Handover:
+    """One blocking call: the coroutine runs as a task on the loop, the caller waits on a bare lock the
+    task's done callback releases. (A ``concurrent.futures.Future`` wakes its waiter under a condition
+    whose lock the loop thread still holds, so the caller wakes twice per call: the cost of a blocking
+    client's every method.)"""
+
+    def __init__(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+        self._coroutine = coroutine
+        self._task: asyncio.Task[Any] | None = None
+        self._done = threading.Lock()
+        self._done.acquire()
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On the loop thread: run the coroutine."""
+        self._task = loop.create_task(self._coroutine)
+        self._task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[Any]) -> None:
+        self._done.release()
+
+    def wait(self, timeout: float | None) -> Any:
+        """The coroutine's result (or its exception raised), once the task is done."""
+        if not self._done.acquire(timeout=-1 if timeout is None else timeout):
+            raise FutureTimeout(f"no result within {timeout} s")
+        assert self._task is not None  # done: started
+        return self._task.result()
+
+
 class LoopThread:
-    """An event loop running on its own daemon thread."""
+    """An event loop (uvloop's where installed) running on its own daemon thread."""
 
     def __init__(self, name: str) -> None:
-        self._loop = asyncio.new_event_loop()
+        self._loop = new_event_loop()
         self._loop_thread = threading.Thread(target=self._loop.run_forever, name=name, daemon=True)
         self._loop_thread.start()
         self._stopped = False
@@ -48,11 +87,21 @@ class LoopThread:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
 
     def call(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run ``coroutine`` on the loop thread and wait for its result."""
+        """Run ``coroutine`` on the loop thread and wait for its result.
+
+        Raises:
+            TimeoutError: no result within ``timeout`` seconds (the coroutine goes on running).
+        """
         if threading.current_thread() is self._loop_thread:
             coroutine.close()
             raise RuntimeError("LoopThread.call() from its own loop thread would deadlock")
-        return self.submit(coroutine).result(timeout)
+        if self._stopped:
+            coroutine.close()
+            raise MQClientError(f"closed ({self._loop_thread.name})")
+        handover = Handover(coroutine)
+        self._loop.call_soon_threadsafe(handover.start, self._loop)
+        result: T = handover.wait(timeout)
+        return result
 
     def close_with(self, aclose: Coroutine[Any, Any, None]) -> None:
         """Run a client's ``aclose()`` on the loop thread, then stop the loop; nothing once stopped."""

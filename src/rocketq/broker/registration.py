@@ -66,15 +66,21 @@ class Registrar:
         if response.code != ResponseCode.SUCCESS:
             raise RemotingError(f"name server {address} answered {response.code}: {response.remark}")
 
-    async def run(self) -> None:
+    async def run(self, *, registered: bool | None = None) -> None:
+        """Register every period, soon after a topic change, and again soon (backing off) after a
+        failure. ``registered``: the outcome of a registration just made (the first one, which
+        ``Broker.start`` awaits), so the loop starts by waiting; None registers at once."""
         period = min(max(self._context.config.register_name_server_period_ms, MIN_PERIOD_MS), MAX_PERIOD_MS) / 1000
         retry_s = RETRY_START_S
         while True:
             self._wanted.clear()
-            if await self.register_all():
+            if registered is None:
+                registered = await self.register_all()
+            if registered:
                 wait_s, retry_s = period, RETRY_START_S
             else:  # a name server is not up yet (or restarting): try again soon, backing off
                 wait_s, retry_s = min(retry_s, period), min(retry_s * 2, period)
+            registered = None
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(wait_s):
                     await self._wanted.wait()

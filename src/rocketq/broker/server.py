@@ -189,7 +189,9 @@ class Broker:
         self.store.set_unconsumed_guard(
             UnconsumedGuard(self.store, self.offsets, self.clients, lambda: dict(schedule.offsets))
         )
-        self._spawn(self.registrar.run())
+        # Registered before start returns, when the NameServers answer: a client started right after
+        # (``rocketq up``, then a send) finds the broker's routes. The loop below retries when they did not.
+        self._spawn(self.registrar.run(registered=await self.registrar.register_all()))
         self._spawn(self._every(config.flush_consumer_offset_interval_ms / 1000, self._persist_offsets))
         self._spawn(self._every(config.client_channel_scan_interval_ms / 1000, self._expire_channels))
         self._spawn(self.schedule.run())

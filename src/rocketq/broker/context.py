@@ -73,7 +73,7 @@ class BrokerContext:
 
     @property
     def is_master(self) -> bool:
-        return self.config.broker_id == 0
+        return not self.config.is_slave
 
 
 def reply(

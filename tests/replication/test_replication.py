@@ -12,6 +12,7 @@ from rocketq.client import Message, Producer, SendStatus
 from rocketq.common.message_id import parse_offset_message_id
 from rocketq.protocol import ResponseCode, make_request
 from rocketq.protocol.headers import SendMessageRequestHeader
+from rocketq.store import FlushDiskType
 from rocketq.remoting import RemotingClient
 from rocketq.remoting.connection import next_opaque
 from rocketq.testing import LocalCluster, eventually
@@ -39,13 +40,14 @@ def queue_entries(broker: Broker) -> dict[tuple[str, int], list[int | None]]:
     return entries
 
 
-async def send_some(cluster: LocalCluster, count: int, prefix: str = "m") -> list[tuple[str, int]]:
+async def send_some(cluster: LocalCluster, count: int, prefix: str = "m", pad: int = 0) -> list[tuple[str, int]]:
     """Send ``count`` messages over the topics; (key, physical offset) of each acknowledged one."""
     sent = []
     async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
         for i in range(count):
             key = f"{prefix}{i}"
-            result = await producer.send(Message(TOPICS[i % 2], key.encode() * (1 + i % 7), keys=key))
+            body = (key.encode() * (1 + i % 7)).ljust(pad, b".")
+            result = await producer.send(Message(TOPICS[i % 2], body, keys=key))
             assert result.status is SendStatus.SEND_OK
             sent.append((key, parse_offset_message_id(result.offset_msg_id)[2]))
     return sent
@@ -157,3 +159,37 @@ async def test_sync_master_fails_sends_while_its_slave_is_gone_and_recovers(tmp_
         end = master.store.commit_log.max_offset
         await asyncio.wait_for(wait_replicated(end, slave), 10)
         assert commit_log_bytes(slave, end) == commit_log_bytes(master, end)
+
+
+async def test_sync_master_with_sync_flush_acknowledges_what_is_fsynced_and_replicated(tmp_path: Path) -> None:
+    async with LocalCluster(
+        tmp_path, broker_role=BrokerRole.SYNC_MASTER, flush_disk_type=FlushDiskType.SYNC_FLUSH
+    ) as cluster:
+        master = cluster.brokers[0]
+        slave = await cluster.start_slave(0)
+        await eventually(lambda: master.replication_state().slaves, what="the slave reports")
+        async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+            results = await asyncio.gather(*(producer.send(Message("Orders", f"d{i}".encode())) for i in range(40)))
+        assert {r.status for r in results} == {SendStatus.SEND_OK}
+        last = max(parse_offset_message_id(r.offset_msg_id)[2] for r in results)
+        assert master.store.stats().commit_log_flushed_offset > last
+        assert slave.store.commit_log.max_offset > last
+
+
+async def test_a_new_slave_starts_at_the_masters_last_file(tmp_path: Path) -> None:
+    file_size = 64 * 1024
+    async with LocalCluster(tmp_path, mapped_file_size_commit_log=file_size) as cluster:
+        master = cluster.brokers[0]
+        await send_some(cluster, 150, pad=1500)  # about 4 files of records (and fillers)
+        end = master.store.commit_log.max_offset
+        start = end - end % file_size
+        assert start >= 2 * file_size
+        slave = await cluster.start_slave(0)
+        await asyncio.wait_for(wait_replicated(end, slave), 10)
+        assert slave.store.commit_log.min_offset == start
+        assert slave.store.read_commit_log(start, file_size) == master.store.read_commit_log(start, file_size)
+        after = await send_some(cluster, 150, "later", pad=1500)  # and it goes on across files
+        end = master.store.commit_log.max_offset
+        await asyncio.wait_for(wait_replicated(end, slave), 10)
+        for _key, physical in after:
+            assert slave.store.lookup_message(physical) == master.store.lookup_message(physical) is not None

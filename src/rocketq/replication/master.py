@@ -46,7 +46,7 @@ class _Slave:
         self.sent = 0  # how far the stream has sent
         self.first_report = asyncio.Event()
         self.new_data = asyncio.Event()
-        self.heard = clock.time()
+        self.silence = frames.Silence(clock.time)  # since its last report
 
 
 class HAMaster:
@@ -101,7 +101,7 @@ class HAMaster:
 
     def _on_arrival(self, _topic: str, _queue_id: int, _max_offset: int, _timestamp: int) -> None:
         loop = self._loop
-        if loop is not None and not loop.is_closed():
+        if self._slaves and loop is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(self.notify)
 
@@ -169,7 +169,7 @@ class HAMaster:
             offset = reports.feed(data)
             if offset is None:
                 continue
-            slave.heard = self._clock.time()
+            slave.silence.heard()
             slave.acked = offset if slave.acked is None else max(slave.acked, offset)
             if not slave.first_report.is_set():
                 slave.first_report.set()
@@ -206,7 +206,7 @@ class HAMaster:
                     await asyncio.sleep(0)
                     unyielded = 0
                 continue
-            if self._clock.time() - slave.heard >= settings.housekeeping_interval_s:
+            if slave.silence.over(settings.housekeeping_interval_s):
                 log.warning("slave %s silent for %.0f s: dropping it", slave.address, settings.housekeeping_interval_s)
                 writer.transport.abort()
                 return

@@ -50,8 +50,8 @@ class HASlave:
         self._clock = clock
         self._changed = asyncio.Event()
         self._writer: asyncio.StreamWriter | None = None
-        self._heard = 0.0
-        self._reported = 0.0
+        self._master_silence = frames.Silence(clock.time)  # since the master's last bytes
+        self._since_report = frames.Silence(clock.time)  # since this slave's last report
         self.connections = 0  # connections made so far
 
     @property
@@ -103,7 +103,8 @@ class HASlave:
             reader, writer = await asyncio.open_connection(host, int(port))
         store = self._store
         try:
-            self._heard = self._reported = self._clock.time()
+            self._master_silence.heard()
+            self._since_report.heard()
             writer.write(frames.encode_report(store.commit_log.max_offset))
             self._writer = writer
             self.connections += 1
@@ -113,11 +114,11 @@ class HASlave:
                 data = await reader.read(READ_SIZE)
                 if not data:
                     raise ConnectionResetError("the master closed the connection")
-                self._heard = self._clock.time()
+                self._master_silence.heard()
                 appended = False
                 for frame in frame_reader.feed(data):
                     end = store.commit_log.max_offset
-                    if frame.offset != end:
+                    if frame.offset != end and end != 0:  # (an empty log starts where the master starts it)
                         raise frames.ProtocolError(f"the master sent offset {frame.offset}; this log ends at {end}")
                     if frame.body:
                         store.append_replica(frame.offset, frame.body)
@@ -131,7 +132,7 @@ class HASlave:
 
     def _report(self, writer: asyncio.StreamWriter) -> None:
         writer.write(frames.encode_report(self._store.commit_log.max_offset))
-        self._reported = self._clock.time()
+        self._since_report.heard()
 
     async def _heartbeats(self) -> None:
         """Report every ``heartbeat_interval_s`` while connected; leave a master silent too long."""
@@ -142,9 +143,8 @@ class HASlave:
             writer = self._writer
             if writer is None:
                 continue
-            now = self._clock.time()
-            if now - self._heard >= settings.housekeeping_interval_s:
-                log.warning("slave: master silent for %.0f s: reconnecting", now - self._heard)
+            if self._master_silence.over(settings.housekeeping_interval_s):
+                log.warning("slave: master silent for %.0f s: reconnecting", self._master_silence.lasted())
                 writer.transport.abort()
-            elif now - self._reported >= settings.heartbeat_interval_s - step:  # (so never later than the interval)
+            elif self._since_report.over(settings.heartbeat_interval_s - step):  # (so never later than the interval)
                 self._report(writer)

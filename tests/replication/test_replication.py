@@ -12,9 +12,9 @@ from rocketq.client import Message, Producer, SendStatus
 from rocketq.common.message_id import parse_offset_message_id
 from rocketq.protocol import ResponseCode, make_request
 from rocketq.protocol.headers import SendMessageRequestHeader
-from rocketq.store import FlushDiskType
 from rocketq.remoting import RemotingClient
 from rocketq.remoting.connection import next_opaque
+from rocketq.store import FlushDiskType
 from rocketq.testing import LocalCluster, eventually
 from rocketq.testing.cluster import wait_replicated
 

@@ -32,10 +32,11 @@ class Registrar:
         client: RemotingClient,
         *,
         ha_address: str = "",
-        on_master: Callable[[str], None] | None = None,
+        on_master: Callable[[str, str], None] | None = None,
     ) -> None:
         """``ha_address``: this broker's HA service ``host:port`` ("" without one); ``on_master``: told
-        the master's HA address a NameServer names in its answer (a slave's registration)."""
+        the master's HA address and broker address a NameServer names in its answer (a slave's
+        registration, once its master is registered)."""
         self._context = context
         self._client = client
         self._ha_address = ha_address
@@ -69,20 +70,20 @@ class Registrar:
             if isinstance(result, BaseException):
                 failed = True
                 log.warning("broker %s: registration with %s failed: %s", config.broker_name, address, result)
-            elif result and self._on_master is not None:
-                self._on_master(result)
+            elif result[0] and self._on_master is not None:
+                self._on_master(*result)
         self.registrations += 1
         return not failed
 
-    async def _register(self, address: str, fields: dict[str, str], body: bytes) -> str:
-        """Register with one NameServer; the master's HA address it answers with ("" when none: this
-        broker is a master, or its master is not registered)."""
+    async def _register(self, address: str, fields: dict[str, str], body: bytes) -> tuple[str, str]:
+        """Register with one NameServer; the master's HA and broker addresses it answers with ("" when
+        none: this broker is a master, or its master is not registered)."""
         request = make_request(RequestCode.REGISTER_BROKER, opaque=next_opaque(), ext_fields=fields, body=body)
         response = await self._client.invoke(address, request, REGISTER_TIMEOUT_S)
         if response.code != ResponseCode.SUCCESS:
             raise RemotingError(f"name server {address} answered {response.code}: {response.remark}")
         answer = RegisterBrokerResponseHeader.from_ext_fields(response.ext_fields or {})
-        return answer.ha_server_addr or ""
+        return answer.ha_server_addr or "", answer.master_addr or ""
 
     async def run(self) -> None:
         period = min(max(self._context.config.register_name_server_period_ms, MIN_PERIOD_MS), MAX_PERIOD_MS) / 1000

@@ -39,6 +39,7 @@ from rocketq.remoting.address import listens_beyond_loopback
 from rocketq.remoting.server import BlockingHandler
 from rocketq.remoting.tasks import cancel_and_wait
 from rocketq.replication import HAMaster, HASlave, MasterSettings, ReplicationState, SlaveSettings
+from rocketq.replication.sync import SlaveSynchronize
 from rocketq.store import MessageStore
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,7 @@ class Broker:
         self.metrics: BrokerMetrics | None = None  # with metricsExporterType=PROM (rocketq.metrics)
         self.ha_master: HAMaster | None = None  # a master's HA service (rocketq.replication)
         self.ha_slave: HASlave | None = None  # a slave's HA client
+        self.slave_sync: SlaveSynchronize | None = None  # a slave's copy of its master's metadata
 
     @property
     def port(self) -> int:
@@ -225,18 +227,25 @@ class Broker:
         if self.metrics is not None:
             await self.metrics.start()
         self.store.add_arrival_listener(long_polling.on_arrival)
-        slave = self.ha_slave
-        self.registrar = Registrar(
-            self.context,
-            self._client,
-            ha_address=self.ha_address,
-            on_master=None if slave is None or config.ha_master_address else slave.set_master,
-        )
-        self.context.request_registration = self.registrar.trigger
-        self.context.register_now = self.registrar.register_all
         self.schedule = ScheduleService(self.context)
         self.schedule.load()
         schedule = self.schedule
+        self.context.delay_offsets = lambda: dict(schedule.offsets)
+        slave = self.ha_slave
+        if slave is not None:
+            self.slave_sync = SlaveSynchronize(
+                self._client,
+                topics=self.topics,
+                offsets=self.offsets,
+                groups=self.groups,
+                set_delay_offsets=self._take_delay_offsets,
+                clock=self.clock,
+            )
+        self.registrar = Registrar(
+            self.context, self._client, ha_address=self.ha_address, on_master=None if slave is None else self._on_master
+        )
+        self.context.request_registration = self.registrar.trigger
+        self.context.register_now = self.registrar.register_all
         self.store.set_unconsumed_guard(
             UnconsumedGuard(self.store, self.offsets, self.clients, lambda: dict(schedule.offsets))
         )
@@ -247,7 +256,9 @@ class Broker:
             self._spawn(self.schedule.run())
             self._spawn(self.transaction_checks.run())
         else:
+            assert self.slave_sync is not None
             self._spawn(slave.run())
+            self._spawn(self.slave_sync.run())
         self.consume_rates.sample(time.monotonic())
         self._spawn(self._every(consume_rates.SAMPLE_INTERVAL_S, self._sample_consume_rates))
         if self.acl is not None:
@@ -260,6 +271,18 @@ class Broker:
             config.store_path_root_dir,
         )
         return self
+
+    def _on_master(self, ha_address: str, broker_address: str) -> None:
+        """A slave's registration named its master: follow it (unless ``haMasterAddress`` says where)."""
+        if self.ha_slave is not None and not self.config.ha_master_address:
+            self.ha_slave.set_master(ha_address)
+        if self.slave_sync is not None and broker_address:
+            self.slave_sync.master_address = broker_address
+
+    def _take_delay_offsets(self, offsets: dict[int, int]) -> None:
+        if self.schedule is not None and offsets != self.schedule.offsets:
+            self.schedule.offsets = offsets
+            self.schedule.persist()
 
     def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)

@@ -193,3 +193,18 @@ async def test_a_new_slave_starts_at_the_masters_last_file(tmp_path: Path) -> No
         await asyncio.wait_for(wait_replicated(end, slave), 10)
         for _key, physical in after:
             assert slave.store.lookup_message(physical) == master.store.lookup_message(physical) is not None
+
+
+async def test_records_cut_across_frames_are_dispatched_once_whole(tmp_path: Path) -> None:
+    async with LocalCluster(tmp_path, ha_transfer_batch_size=777) as cluster:  # frames end inside records
+        master = cluster.brokers[0]
+        slave = await cluster.start_slave(0)
+        sent = await send_some(cluster, 120, pad=1500)
+        end = master.store.commit_log.max_offset
+        await asyncio.wait_for(wait_replicated(end, slave), 10)
+        await cluster.wait_dispatched()
+        assert queue_entries(slave) == queue_entries(master)
+        assert {(q.topic, q.queue_id) for q in slave.store.queues()} == {
+            (q.topic, q.queue_id) for q in master.store.queues()
+        }
+        assert all(slave.store.lookup_message(physical) is not None for _key, physical in sent)

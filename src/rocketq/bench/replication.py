@@ -108,18 +108,34 @@ async def _run(options: ReplicationBenchOptions, size: int, setup: str, root: Pa
                     )
                 emit(measurement)
                 if slave is None:  # copy the whole log to a new slave: the replication throughput
-                    end = parse_offset_message_id((await producer.send(probe)).offset_msg_id)[2]
-                    slave = _slave(root, master).start()
-                    seconds = await _caught_up(client, master.broker_addr, slave.broker_addr)
-                    emit(
-                        Measurement.from_counts(
-                            "replication_catch_up", size, await queued(client, slave.broker_addr), seconds, end
-                        )
-                    )
+                    emit(await _catch_up(client, root, master, producer, size))
         finally:
             await client.aclose()
             if slave is not None:
                 slave.stop()
+
+
+async def _catch_up(
+    client: RemotingClient, root: Path, master: ClusterProcess, producer: Producer, size: int
+) -> Measurement:
+    """A new slave copying ``master``'s log: timed from its process start (``with_start_s``), and from
+    the first look at its progress once it serves (the MB/s, of the CommitLog bytes copied since)."""
+    end = parse_offset_message_id((await producer.send(Message(TOPIC, b"probe"))).offset_msg_id)[2]
+    target = await queued(client, master.broker_addr)
+    began = time.perf_counter()
+    slave = _slave(root, master).start()
+    try:
+        first_look, first = time.perf_counter(), await queued(client, slave.broker_addr)
+        await _caught_up(client, master.broker_addr, slave.broker_addr)
+        done = time.perf_counter()
+    finally:
+        slave.stop()
+    copied_bytes = end * (target - first) / max(1, target)
+    measurement = Measurement.from_counts("replication_catch_up", size, target - first, done - first_look, copied_bytes)
+    measurement.extra.update(
+        {"log_mb": round(end / 1e6, 1), "with_start_s": round(done - began, 3), "copied_before_look": first}
+    )
+    return measurement
 
 
 def _slave(root: Path, master: ClusterProcess) -> ClusterProcess:

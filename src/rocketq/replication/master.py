@@ -140,6 +140,7 @@ class HAMaster:
         parts = [
             asyncio.create_task(self._read_reports(slave, reader)),
             asyncio.create_task(self._stream(slave, writer)),
+            asyncio.create_task(self._watch(slave)),
         ]
         try:
             await asyncio.wait(parts, return_when=asyncio.FIRST_COMPLETED)
@@ -175,9 +176,15 @@ class HAMaster:
                 slave.first_report.set()
             self.acked.advance(slave.acked)
 
+    async def _watch(self, slave: _Slave) -> None:
+        """Return (which drops the connection) once ``slave`` is silent for ``housekeeping_interval_s``."""
+        limit = self.settings.housekeeping_interval_s
+        while not slave.silence.over(limit):
+            await self._clock.sleep(limit / 4)
+        log.warning("slave %s silent for %.0f s: dropping it", slave.address, slave.silence.lasted())
+
     async def _stream(self, slave: _Slave, writer: asyncio.StreamWriter) -> None:
-        """Stream the log to ``slave`` from its first report on, a heartbeat when idle; end when it is
-        silent for ``housekeeping_interval_s``."""
+        """Stream the log to ``slave`` from its first report on, a heartbeat when idle."""
         store, settings = self._store, self.settings
         file_size = store.config.mapped_file_size_commit_log
         await slave.first_report.wait()
@@ -189,11 +196,11 @@ class HAMaster:
         while True:
             end = store.commit_log.max_offset
             size = frames.chunk_size(offset, end, file_size, settings.transfer_batch_size)
-            if size:
-                data = store.read_commit_log(offset, size)
-                if not data:  # the file went away (retention): the slave cannot follow from here
-                    log.error("slave %s wants offset %d, which this master no longer has", slave.address, offset)
-                    return
+            data = store.read_commit_log(offset, size) if size else b""
+            if size and not data and offset < store.commit_log.min_offset:  # retention deleted it
+                log.error("slave %s wants offset %d, which this master no longer has", slave.address, offset)
+                return
+            if data:  # (none also while a put rolls into a new file: the log's end is not published yet)
                 writer.write(frames.encode_frame(offset, data))
                 offset += len(data)
                 slave.sent = offset
@@ -206,16 +213,13 @@ class HAMaster:
                     await asyncio.sleep(0)
                     unyielded = 0
                 continue
-            if slave.silence.over(settings.housekeeping_interval_s):
-                log.warning("slave %s silent for %.0f s: dropping it", slave.address, settings.housekeeping_interval_s)
-                writer.transport.abort()
-                return
             if self._clock.time() - last_write >= settings.heartbeat_interval_s:
                 writer.write(frames.encode_frame(offset))
                 last_write = self._clock.time()
             await writer.drain()
             slave.new_data.clear()
             if store.commit_log.max_offset > offset:
+                await asyncio.sleep(0)
                 continue
             await first_of(slave.new_data.wait(), self._clock.sleep(settings.heartbeat_interval_s))
 

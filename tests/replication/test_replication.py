@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from rocketq.broker.config import BrokerRole
 from rocketq.broker.server import Broker
 from rocketq.client import Message, Producer, SendStatus
@@ -208,3 +210,19 @@ async def test_records_cut_across_frames_are_dispatched_once_whole(tmp_path: Pat
             (q.topic, q.queue_id) for q in master.store.queues()
         }
         assert all(slave.store.lookup_message(physical) is not None for _key, physical in sent)
+
+
+async def test_a_slave_with_a_longer_log_is_refused_not_counted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A diverged slave (here: a log its master never had) acknowledges nothing for a SYNC_MASTER."""
+    async with LocalCluster(tmp_path / "other") as other:
+        await send_some(other, 20)
+    async with LocalCluster(tmp_path, broker_role=BrokerRole.SYNC_MASTER) as cluster:
+        master = cluster.brokers[0]
+        await cluster.start_slave(0, store_path_root_dir=tmp_path / "other" / "broker-0")
+        await eventually(lambda: "diverged" in caplog.text, what="the master refuses the slave")
+        assert not master.replication_state().slaves
+        async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+            result = await asyncio.wait_for(producer.send(Message("Orders", b"x")), 5)
+        assert result.status is SendStatus.SLAVE_NOT_AVAILABLE

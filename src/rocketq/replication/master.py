@@ -151,7 +151,9 @@ class HAMaster:
             for part in parts:
                 try:
                     await part
-                except (ConnectionError, frames.ProtocolError, OSError) as exc:
+                except frames.ProtocolError as exc:
+                    log.error("slave %s refused: %s", slave.address, exc)
+                except (ConnectionError, OSError) as exc:
                     log.info("slave %s: %s", slave.address, exc)
                 except asyncio.CancelledError:
                     pass
@@ -170,6 +172,12 @@ class HAMaster:
             offset = reports.feed(data)
             if offset is None:
                 continue
+            end = self._store.commit_log.max_offset
+            if offset > end:  # (never counted as acknowledged: SYNC_MASTER puts must not pass on it)
+                raise frames.ProtocolError(
+                    f"it reports offset {offset}, beyond this master's end {end}: its log has diverged (a former"
+                    " master?) and is not replicated to until its store is emptied"
+                )
             slave.silence.heard()
             slave.acked = offset if slave.acked is None else max(slave.acked, offset)
             if not slave.first_report.is_set():

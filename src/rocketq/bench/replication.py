@@ -5,7 +5,7 @@ once, ``duration_s``) against a broker in a child process: a lone ASYNC_MASTER, 
 slave and a SYNC_MASTER with a slave (each slave in a child process of its own). While the sends run,
 the slave's lag behind its master is sampled (messages: the sum over the topic's queues of the master's
 max offset minus the slave's). After the lone run a slave is started against that master and timed as
-it copies the whole log (replication throughput, MB/s of CommitLog).
+it copies the whole log, filled to ``catch_up_mb`` first (replication throughput, MB/s of CommitLog).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocketq.bench import Measurement, Sink, scratch_directory
+from rocketq.bench import MB, Measurement, Sink, scratch_directory
 from rocketq.bench.producer import Calls, ProducerBenchOptions, calls_measurement, run_async_workers
 from rocketq.bench.running import CLUSTER_SETTINGS, QUEUES, create_topic, run_loop
 from rocketq.client import ClientConfig, Message, Producer, ProducerConfig
@@ -38,6 +38,7 @@ class ReplicationBenchOptions:
     sizes: tuple[int, ...] = (100, 1024)
     in_flight: int = 64
     duration_s: float = 5.0
+    catch_up_mb: int = 64  # the lone master's log is filled to this size before a new slave copies it
     directory: Path | None = None
 
 
@@ -108,11 +109,26 @@ async def _run(options: ReplicationBenchOptions, size: int, setup: str, root: Pa
                     )
                 emit(measurement)
                 if slave is None:  # copy the whole log to a new slave: the replication throughput
+                    await _fill(producer, options.catch_up_mb * MB)
                     emit(await _catch_up(client, root, master, producer, size))
         finally:
             await client.aclose()
             if slave is not None:
                 slave.stop()
+
+
+async def _fill(producer: Producer, log_bytes: int) -> None:
+    """Send batches of 64 messages of 4 KiB until the master's CommitLog holds ``log_bytes``."""
+    batch = [Message(TOPIC, b"f" * 4096) for _ in range(64)]
+    end = 0
+
+    async def worker() -> None:
+        nonlocal end
+        while end < log_bytes:
+            result = await producer.send_batch(batch)
+            end = max(end, parse_offset_message_id(result.offset_msg_id.split(",")[-1])[2])
+
+    await asyncio.gather(*(worker() for _ in range(8)))
 
 
 async def _catch_up(

@@ -5,7 +5,9 @@ SYNC_FLUSH (RocketMQ's GroupCommitService): every put tells the flusher how far 
 waiter that fsync covered. Puts arriving during an fsync are covered by the next one, so N concurrent
 writers share roughly one fsync per round instead of N. Waiting is separate from putting: a thread
 blocks on ``request``'s Future; an event loop awaits ``request_on_loop``'s future, and the waiters of
-one loop are released by a single ``call_soon_threadsafe`` per fsync, not one wake-up each.
+one loop are released by a single ``call_soon_threadsafe`` per fsync, not one wake-up each. That
+waiting is ``OffsetWaiters``, which replication shares: a SYNC_MASTER's puts wait the same way for the
+offset a slave acknowledged (``rocketq.replication.master``).
 
 ASYNC_FLUSH (FlushRealTimeService): every ``flush_interval_commit_log_ms`` flush when at least
 ``flush_commit_log_least_pages`` pages are dirty, and everything at least every

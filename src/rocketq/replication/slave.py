@@ -88,6 +88,8 @@ class HASlave:
                     await self._follow(address)
                 except (OSError, frames.ProtocolError, ValueError, TimeoutError) as exc:
                     log.warning("slave: replication from %s stopped: %s", address, exc)
+                except Exception:  # (a full disk, a bug): retried like a dropped connection
+                    log.exception("slave: replication from %s failed", address)
                 if not self._changed.is_set():
                     await first_of(self._changed.wait(), self._clock.sleep(self.settings.reconnect_interval_s))
         finally:

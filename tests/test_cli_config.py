@@ -171,7 +171,7 @@ def test_an_unusable_store_folder_is_one_line(tmp_path: Path) -> None:
     ("conf", "expected"),
     [
         ("listenPort=ten\n", "setting listenPort='ten': expected a number"),
-        ("brokerRole=SLAVE\n", "setting brokerRole='SLAVE': rocketq has no replication yet"),
+        ("brokerRole=SLAVE\n", "setting brokerRole='SLAVE': a SLAVE needs a brokerId above 0, not 0"),
     ],
 )
 def test_a_bad_setting_is_one_line(tmp_path: Path, conf: str, expected: str) -> None:

@@ -252,9 +252,9 @@ def _plausible(key: str) -> str:
 @pytest.mark.parametrize(
     ("key", "value", "reason"),
     [
-        ("brokerRole", "SLAVE", "no replication"),
-        ("brokerRole", "SYNC_MASTER", "no replication"),
-        ("brokerId", "1", "slave"),
+        ("brokerRole", "SLAVE", "SLAVE needs a brokerId above 0"),
+        ("brokerId", "1", "ASYNC_MASTER has brokerId 0"),
+        ("haListenPort", "70000", "port"),
         ("listenPort", "70000", "port"),
         ("deleteWhen", "4am", "hours of the day"),
     ],
@@ -263,3 +263,14 @@ def test_values_rocketq_cannot_honour_are_refused(key: str, value: str, reason: 
     with pytest.raises(SettingError, match=reason) as raised:
         BrokerConfig.from_mapping({key: value})
     assert str(raised.value).startswith(f"setting {key}=") and "\n" not in str(raised.value)
+
+
+def test_replication_roles_and_ids() -> None:
+    slave = BrokerConfig.from_mapping({"brokerRole": "SLAVE", "brokerId": "2", "haMasterAddress": "10.0.0.1:10912"})
+    assert slave.is_slave and slave.broker_id == 2 and slave.ha_master_address == "10.0.0.1:10912"
+    sync = BrokerConfig.from_mapping({"brokerRole": "SYNC_MASTER", "listenPort": "10911"})
+    assert not sync.is_slave and sync.ha_port(10911) == 10912  # listenPort + 1, as advertised
+    assert BrokerConfig.from_mapping({"listenPort": "0"}).ha_port(40000) == 0  # a free one
+    assert BrokerConfig.from_mapping({"haListenPort": "30000"}).ha_port(10911) == 30000
+    with pytest.raises(SettingError, match="SYNC_MASTER has brokerId 0"):
+        BrokerConfig.from_mapping({"brokerRole": "SYNC_MASTER", "brokerId": "1"})

@@ -237,7 +237,8 @@ async def test_disabled_by_default_no_port_is_opened(tmp_path: Path) -> None:
     async with LocalCluster(tmp_path) as cluster:
         broker = cluster.brokers[0]
         assert broker.metrics is None and cluster.name_servers[0].metrics is None
-        assert listening_ports() == {broker.port, cluster.name_servers[0].port}
+        ha_port = int(broker.ha_address.rpartition(":")[2])  # (the master's replication port, docs/replication.md)
+        assert listening_ports() == {broker.port, ha_port, cluster.name_servers[0].port}
 
 
 async def test_an_unknown_exporter_type_stops_the_start(tmp_path: Path) -> None:

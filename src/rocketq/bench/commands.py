@@ -438,6 +438,34 @@ def bench_transactions(
     run_bench(lambda emit: run_transaction_bench(options, emit), NOTES, as_json)
 
 
+@bench.command("replication")
+@sizes_option
+@click.option("--inflight", type=click.IntRange(min=1), default=64, show_default=True, help="Sends in flight.")
+@click.option(
+    "--duration", type=click.FloatRange(min=0.1), default=5.0, show_default=True, help="Seconds measured per run."
+)
+@click.option(
+    "--catch-up-mb", type=click.IntRange(min=1), default=64, show_default=True, help="Log a new slave copies."
+)
+@dir_option
+@json_option
+def bench_replication(
+    sizes: tuple[int, ...], inflight: int, duration: float, catch_up_mb: int, directory: Path | None, as_json: bool
+) -> None:
+    """Measure sends to a lone master, an ASYNC_MASTER and a SYNC_MASTER with a slave, the slave's lag,
+    and how fast a new slave copies a master's CommitLog."""
+    from rocketq.bench.replication import NOTES, ReplicationBenchOptions, run_replication_bench
+
+    options = ReplicationBenchOptions(
+        sizes=sizes or (100, 1024),
+        in_flight=inflight,
+        duration_s=duration,
+        catch_up_mb=catch_up_mb,
+        directory=directory,
+    )
+    run_bench(lambda emit: run_replication_bench(options, emit), NOTES, as_json)
+
+
 @bench.command("producer")
 @click.option(
     "-n", "--namesrv", default=None, help="A NameServer (rocketq's or RocketMQ's).  [default: start one here]"

@@ -76,7 +76,7 @@ def _messages(options: ProducerBenchOptions) -> list[Message]:
     return [Message(options.topic, body) for _ in range(options.batch)]
 
 
-async def _async_run(producer: Producer, options: ProducerBenchOptions, seconds: float, calls: Calls) -> None:
+async def run_async_workers(producer: Producer, options: ProducerBenchOptions, seconds: float, calls: Calls) -> None:
     messages = _messages(options)
     one = messages[0]
     deadline = time.perf_counter() + seconds
@@ -120,7 +120,7 @@ def _threaded_run(producer: SyncProducer, options: ProducerBenchOptions, seconds
         raise failures[0]
 
 
-def _measurement(name: str, options: ProducerBenchOptions, latencies: list[int], seconds: float) -> Measurement:
+def calls_measurement(name: str, options: ProducerBenchOptions, latencies: list[int], seconds: float) -> Measurement:
     """Calls of ``latencies`` (ns; sorted in place) over ``seconds``, counted in messages."""
     messages = len(latencies) * options.batch
     return Measurement.from_counts(
@@ -157,7 +157,7 @@ class Reporter:
         while not self._stop.wait(REPORT_EVERY_S):
             now = time.perf_counter()
             number += 1
-            second = _measurement("producer_second", self._options, self._calls.since_last(), now - last)
+            second = calls_measurement("producer_second", self._options, self._calls.since_last(), now - last)
             second.extra["second"] = number
             self._emit(second)
             last = now
@@ -165,7 +165,7 @@ class Reporter:
 
 def _summary(options: ProducerBenchOptions, calls: Calls, seconds: float, usage: dict[str, object]) -> Measurement:
     latencies = calls.all()
-    measurement = _measurement("producer", options, latencies, seconds)
+    measurement = calls_measurement("producer", options, latencies, seconds)
     measurement.extra.update(
         {
             "p999_us": percentile(latencies, 0.999) / 1000,
@@ -204,7 +204,7 @@ def _drive(options: ProducerBenchOptions, emit: Sink, namesrv_addr: str, broker_
             loop = asyncio.get_running_loop()
 
             def run(seconds: float, calls: Calls) -> None:
-                asyncio.run_coroutine_threadsafe(_async_run(producer, options, seconds, calls), loop).result()
+                asyncio.run_coroutine_threadsafe(run_async_workers(producer, options, seconds, calls), loop).result()
 
             await asyncio.to_thread(_measure, options, emit, broker_pid, run)
 

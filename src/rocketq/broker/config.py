@@ -3,7 +3,7 @@
 One path from a broker.conf to the code that uses each key: a key is a field of ``BrokerConfig`` (the
 broker's own settings, and the store settings RocketMQ spells differently, in percent or without a unit),
 else a field of ``StoreConfig`` (kept in ``store_settings`` and applied by ``store_config()``), else not
-implemented: named in a WARNING at start. A value rocketq cannot honour (a slave's role) is refused.
+implemented: named in a WARNING at start. A value rocketq cannot honour (a slave with brokerId 0) is refused.
 docs/configuration.md lists the keys.
 """
 
@@ -87,11 +87,11 @@ _STORE_KEYS: Final = _store_keys()
 
 
 class BrokerRole(enum.Enum):
-    """RocketMQ's broker roles. rocketq has no replication yet: only ASYNC_MASTER is accepted."""
+    """RocketMQ's broker roles (docs/replication.md)."""
 
-    ASYNC_MASTER = "ASYNC_MASTER"
+    ASYNC_MASTER = "ASYNC_MASTER"  # streams its CommitLog to slaves, acknowledges puts without them
     SYNC_MASTER = "SYNC_MASTER"  # a put is acknowledged once a slave has it
-    SLAVE = "SLAVE"
+    SLAVE = "SLAVE"  # follows its master's CommitLog, refuses sends
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,7 +99,7 @@ class BrokerConfig:
     broker_cluster_name: str = "DefaultCluster"
     broker_name: str = "broker-a"
     broker_id: int = 0  # 0 is the master
-    broker_role: BrokerRole = BrokerRole.ASYNC_MASTER  # the only one rocketq runs (no replication yet)
+    broker_role: BrokerRole = BrokerRole.ASYNC_MASTER  # a SLAVE has a brokerId > 0, a master 0
     namesrv_addr: str = ""  # "host:port;host:port"
     listen_host: str = "0.0.0.0"  # all interfaces, as RocketMQ; a WARNING at start without ACL (docs/acl.md)
     listen_port: int = 10911
@@ -176,21 +176,28 @@ class BrokerConfig:
     metrics_exporter_type: str = "DISABLE"
     metrics_prom_exporter_host: str = ""  # "": the address the broker listens on (listenHost)
     metrics_prom_exporter_port: int = 5557  # 0 picks a free port
+    # replication (rocketq.replication, docs/replication.md)
+    ha_listen_port: int = -1  # the HA service's port; -1: listenPort + 1 (a free one when listenPort is 0)
+    ha_master_address: str = ""  # a slave's master HA "host:port"; "": learnt from the NameServer
+    ha_send_heartbeat_interval: int = 5_000  # ms: a slave reports (and an idle master says so) this often
+    ha_housekeeping_interval: int = 20_000  # ms: an HA peer silent this long is dropped
+    ha_transfer_batch_size: int = 32 * 1024  # CommitLog bytes per frame to a slave
+    ha_slave_fallbehind_max: int = 256 * 1024 * 1024  # SYNC_MASTER: a slave further behind is not available
     # StoreConfig fields set by their own broker.conf key (flushIntervalCommitLog, messageIndexEnable ...),
     # by field name; store_config() applies them
     store_settings: Mapping[str, Any] = dataclasses.field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         """Raises SettingError for a value rocketq cannot honour."""
-        if self.broker_role is not BrokerRole.ASYNC_MASTER:
+        if self.broker_role is BrokerRole.SLAVE and self.broker_id <= 0:
+            raise SettingError("brokerRole", "SLAVE", f"a SLAVE needs a brokerId above 0, not {self.broker_id}")
+        if self.broker_role is not BrokerRole.SLAVE and self.broker_id != 0:
             raise SettingError(
-                "brokerRole",
-                self.broker_role.value,
-                "rocketq has no replication yet (no slaves, nothing to wait for): use brokerRole=ASYNC_MASTER",
+                "brokerId", self.broker_id, f"a {self.broker_role.value} has brokerId 0 (above 0 is a SLAVE's)"
             )
-        if self.broker_id != 0:
+        if not -1 <= self.ha_listen_port <= 65535:
             raise SettingError(
-                "brokerId", self.broker_id, "a non-zero id is a slave's and rocketq has no replication yet: use 0"
+                "haListenPort", self.ha_listen_port, "expected a port number, 0..65535 (-1: listenPort+1)"
             )
         if not 0 <= self.listen_port <= 65535:
             raise SettingError("listenPort", self.listen_port, "expected a port number, 0..65535")
@@ -270,6 +277,16 @@ class BrokerConfig:
         if host in ("", "0.0.0.0", "::"):
             return local_ipv4()
         return "127.0.0.1" if host == "localhost" else host
+
+    @property
+    def is_slave(self) -> bool:
+        return self.broker_role is BrokerRole.SLAVE
+
+    def ha_port(self, listening_port: int) -> int:
+        """The HA service's port to listen on, the broker listening on ``listening_port``: 0 picks one."""
+        if self.ha_listen_port >= 0:
+            return self.ha_listen_port
+        return 0 if self.listen_port == 0 else listening_port + 1
 
     @property
     def name_servers(self) -> list[str]:

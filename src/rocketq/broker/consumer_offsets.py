@@ -61,6 +61,18 @@ class ConsumerOffsetManager:
             suffix = TOPIC_GROUP_SEPARATOR + group
             return sorted(key[: -len(suffix)] for key in self._table if key.endswith(suffix))
 
+    def table(self) -> dict[str, dict[int, int]]:
+        """A copy of every committed offset, ``"topic@group"`` to {queue id: offset} (GET_ALL_CONSUMER_OFFSET)."""
+        with self._lock:
+            return {key: dict(queues) for key, queues in self._table.items()}
+
+    def replace_all(self, table: dict[str, dict[int, int]]) -> None:
+        """A slave takes its master's offsets (``rocketq.replication.sync``); persisted with the next flush."""
+        with self._lock:
+            if table != self._table:
+                self._table = {key: dict(queues) for key, queues in table.items()}
+                self._dirty = True
+
     def remove_topic(self, topic: str) -> None:
         with self._lock:
             prefix = topic + TOPIC_GROUP_SEPARATOR

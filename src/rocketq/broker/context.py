@@ -62,6 +62,7 @@ class BrokerContext:
     clock: Clock = SYSTEM_CLOCK  # wall-clock time for time-dependent behaviour (tests inject a FakeClock)
     idempotent_sends: IdempotentSends | None = None  # the idempotent-send window, in front of the send handlers
     transactions: TransactionService | None = None  # set by the broker before it serves
+    delay_offsets: Callable[[], dict[int, int]] = dict  # the schedule's offset per delay level (set by the broker)
 
     store_host: bytes = bytes(8)  # ``address`` packed as records store it: set with ``address`` by advertise()
 
@@ -73,7 +74,7 @@ class BrokerContext:
 
     @property
     def is_master(self) -> bool:
-        return self.config.broker_id == 0
+        return not self.config.is_slave
 
 
 def reply(

@@ -1,4 +1,5 @@
-"""SYNC_FLUSH puts gathered per event-loop iteration: the puts whose producers wait for their fsync,
+"""SYNC_FLUSH (and SYNC_MASTER) puts gathered per event-loop iteration: the puts whose producers wait for their fsync
+(or their slave's acknowledgement),
 made by the requests of one loop iteration, are appended with one ``put_messages`` call and wait for
 one group commit together.
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from rocketq.broker.loop_dispatch import FlushTimedOut, FlushWaits, LoopDispatch
+from rocketq.broker.loop_dispatch import FlushWaits, LoopDispatch, timed_out_status
 from rocketq.store import MessageStore, MessageToStore, PutMessageResult, PutStatus
 
 _REFUSED_FOR_ONE = (PutStatus.MESSAGE_ILLEGAL, PutStatus.PROPERTIES_SIZE_EXCEEDED)
@@ -85,8 +86,9 @@ def _flushed(waiter: asyncio.Future[int], calls: list[_Call], result: PutMessage
             future.cancel()
         return
     error = waiter.exception()
-    if isinstance(error, FlushTimedOut):
-        result.status = PutStatus.FLUSH_DISK_TIMEOUT
+    timed_out = timed_out_status(error)
+    if timed_out is not None:
+        result.status = timed_out
     elif error is not None:  # the flusher failed: every caller sees why
         for _, future in calls:
             if not future.done():

@@ -39,8 +39,15 @@ from rocketq.store import MessageStore
 log = logging.getLogger(__name__)
 
 SEND_CODES = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
-STORED_CODES = frozenset({ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT})
-"""Answers of a send whose message was stored (a FLUSH_DISK_TIMEOUT one was appended, its fsync late)."""
+STORED_CODES = frozenset(
+    {
+        ResponseCode.SUCCESS,
+        ResponseCode.FLUSH_DISK_TIMEOUT,
+        ResponseCode.FLUSH_SLAVE_TIMEOUT,
+        ResponseCode.SLAVE_NOT_AVAILABLE,
+    }
+)
+"""Answers of a send whose message was stored (the others were appended, their fsync or slave late)."""
 _TRUE = ("true", "1")
 _INDEX_CANDIDATES = 8  # records of one UNIQ_KEY read from the index: the oldest in the window is the first store
 

@@ -1,10 +1,12 @@
 """The broker's puts on its event loop: ``LoopDispatch`` dispatches the puts of one loop iteration
-together, and ``FlushWaits`` awaits SYNC_FLUSH puts' group commits."""
+together, and ``FlushWaits`` awaits SYNC_FLUSH puts' group commits and SYNC_MASTER puts' slave
+acknowledgements."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
+from typing import Any, Protocol
 
 from rocketq.store import MessageStore, PutMessageResult, PutStatus
 
@@ -43,19 +45,44 @@ class FlushTimedOut(Exception):
     """Set on a flush waiter whose group commit took longer than the store's sync flush timeout."""
 
 
+class SlaveTimedOut(FlushTimedOut):
+    """Set on a waiter whose bytes no slave acknowledged within the sync flush timeout (SYNC_MASTER)."""
+
+
+def timed_out_status(error: BaseException | None) -> PutStatus | None:
+    """The put status for a waiter's timeout (None when ``error`` is none)."""
+    if isinstance(error, SlaveTimedOut):
+        return PutStatus.FLUSH_SLAVE_TIMEOUT
+    if isinstance(error, FlushTimedOut):
+        return PutStatus.FLUSH_DISK_TIMEOUT
+    return None
+
+
+class Replicas(Protocol):
+    """What a SYNC_MASTER put waits on (``rocketq.replication.HAMaster``)."""
+
+    def available(self, end_offset: int) -> bool: ...
+    def acked_on_loop(self, end_offset: int, loop: Any) -> Any: ...
+
+
 class FlushWaits:
-    """SYNC_FLUSH waits of one event loop: ``wait`` awaits the fsync that covers a put, and the status
-    becomes FLUSH_DISK_TIMEOUT when it takes longer than the store's ``sync_flush_timeout_ms``.
+    """The waits of one event loop for a put to be durable: with SYNC_FLUSH the fsync that covers it,
+    with a SYNC_MASTER's ``replicas`` a slave's acknowledgement too (SLAVE_NOT_AVAILABLE at once when
+    no slave can take it). ``wait`` awaits both; the status becomes FLUSH_DISK_TIMEOUT (the fsync) or
+    FLUSH_SLAVE_TIMEOUT (the slave) when it takes longer than the store's ``sync_flush_timeout_ms``.
 
     Every wait has the same timeout, so deadlines come in order: one timer, set for the oldest
     deadline still pending, serves them all (a timer per wait cost as much as the rest of the wait).
     Use from the loop only."""
 
-    def __init__(self, store: MessageStore) -> None:
+    def __init__(self, store: MessageStore, replicas: Replicas | None = None) -> None:
         self._store = store
+        self._replicas = replicas
         self._timeout_s = store.config.sync_flush_timeout_ms / 1000
-        self._pending: deque[tuple[float, asyncio.Future[int]]] = deque()
+        self._pending: deque[tuple[float, asyncio.Future[int], asyncio.Future[int] | None]] = deque()
         self._timer: asyncio.TimerHandle | None = None
+        self.active = store.config.sync_flush or replicas is not None
+        """Whether a put asking to wait has anything to wait for."""
 
     async def wait(self, result: PutMessageResult) -> PutMessageResult:
         waiter = self.watch(result)
@@ -63,21 +90,34 @@ class FlushWaits:
             return result
         try:
             await waiter
-        except FlushTimedOut:
-            result.status = PutStatus.FLUSH_DISK_TIMEOUT
+        except FlushTimedOut as exc:
+            result.status = timed_out_status(exc) or result.status
         return result
 
     def watch(self, result: PutMessageResult) -> asyncio.Future[int] | None:
-        """The future of the fsync that covers ``result`` (None when there is nothing to wait for); it
-        fails with ``FlushTimedOut`` after the store's sync flush timeout."""
+        """The future of the fsync and the slave acknowledgement that cover ``result`` (None when there
+        is nothing to wait for); it fails with ``FlushTimedOut`` (the fsync) or ``SlaveTimedOut`` after
+        the store's sync flush timeout. No slave to take it: ``result``'s status becomes
+        SLAVE_NOT_AVAILABLE and only the fsync is waited for."""
         loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[int] | None = self._store.flushed_on_loop(result, loop)
-        if waiter is None:
-            return None
+        flushed: asyncio.Future[int] | None = self._store.flushed_on_loop(result, loop)
+        replicated: asyncio.Future[int] | None = None
+        replicas = self._replicas
+        if replicas is not None and result.ok:
+            if replicas.available(result.end_offset):
+                replicated = replicas.acked_on_loop(result.end_offset, loop)
+            else:
+                result.status = PutStatus.SLAVE_NOT_AVAILABLE
+        if flushed is None or replicated is None:
+            waiter = flushed if replicated is None else replicated
+            if waiter is None:
+                return None
+        else:
+            waiter = _both(loop, flushed, replicated)
         pending = self._pending
         while pending and pending[0][1].done():  # settled waits leave from the front as new ones come
             pending.popleft()
-        pending.append((loop.time() + self._timeout_s, waiter))
+        pending.append((loop.time() + self._timeout_s, waiter, flushed))
         if self._timer is None:
             self._timer = loop.call_at(pending[0][0], self._expire)
         return waiter
@@ -87,7 +127,28 @@ class FlushWaits:
         now = loop.time()
         pending = self._pending
         while pending and (pending[0][1].done() or pending[0][0] <= now):
-            _, waiter = pending.popleft()
+            _, waiter, flushed = pending.popleft()
             if not waiter.done():
-                waiter.set_exception(FlushTimedOut())
+                waiter.set_exception(FlushTimedOut() if flushed is not None and not flushed.done() else SlaveTimedOut())
         self._timer = loop.call_at(pending[0][0], self._expire) if pending else None
+
+
+def _both(
+    loop: asyncio.AbstractEventLoop, first: asyncio.Future[int], second: asyncio.Future[int]
+) -> asyncio.Future[int]:
+    """A future resolved once ``first`` and ``second`` are (failed as the first of them to fail)."""
+    both: asyncio.Future[int] = loop.create_future()
+
+    def settle(_: asyncio.Future[int]) -> None:
+        if both.done():
+            return
+        for part in (first, second):
+            if part.done() and not part.cancelled() and part.exception() is not None:
+                both.set_exception(part.exception())  # type: ignore[arg-type]
+                return
+        if first.done() and second.done():
+            both.set_result(min(first.result(), second.result()))
+
+    first.add_done_callback(settle)
+    second.add_done_callback(settle)
+    return both

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Final
 
 from rocketq.broker.context import BrokerContext
 from rocketq.broker.topic_config import PERM_READ, PERM_WRITE
@@ -22,6 +23,8 @@ _DELAYABLE = (SysFlag.TRANSACTION_NOT_TYPE, SysFlag.TRANSACTION_COMMIT_TYPE)
 PUT_STATUS_CODES = {
     PutStatus.PUT_OK: ResponseCode.SUCCESS,
     PutStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+    PutStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    PutStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
     PutStatus.MESSAGE_ILLEGAL: ResponseCode.MESSAGE_ILLEGAL,
     PutStatus.PROPERTIES_SIZE_EXCEEDED: ResponseCode.MESSAGE_ILLEGAL,
     PutStatus.DISK_FULL: ResponseCode.SERVICE_NOT_AVAILABLE,
@@ -31,7 +34,15 @@ PUT_STATUS_CODES = {
 }
 
 
-_NOT_LOGGED = (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT, PutStatus.DISK_FULL)
+STORED: Final = (
+    PutStatus.PUT_OK,
+    PutStatus.FLUSH_DISK_TIMEOUT,
+    PutStatus.FLUSH_SLAVE_TIMEOUT,
+    PutStatus.SLAVE_NOT_AVAILABLE,
+)
+"""Put outcomes with the messages appended (the answer carries their ids; only the wait fell short)."""
+
+_NOT_LOGGED = (*STORED, PutStatus.DISK_FULL)
 """Put outcomes not logged per request (the store logs a full disk once per episode)."""
 
 
@@ -77,9 +88,10 @@ async def put_and_wait(
 ) -> PutMessageResult:
     """Append ``messages`` (or a wire batch ``MessageStore.measure_batch`` accepted); with SYNC_FLUSH and
     ``wait_for_flush``, also wait for the fsync (the status becomes FLUSH_DISK_TIMEOUT when it takes
-    longer than the store's sync flush timeout). Puts that wait are appended together with the other
-    waiting puts of the loop iteration (``GroupedPuts``)."""
-    waits = wait_for_flush and context.store.config.sync_flush
+    longer than the store's sync flush timeout), and as a SYNC_MASTER for a slave too (``FlushWaits``).
+    Puts that wait are appended together with the other waiting puts of the loop iteration
+    (``GroupedPuts``)."""
+    waits = wait_for_flush and context.flush_waits.active
     batch: MeasuredBatch | None = None
     plain: Sequence[MessageToStore] = ()
     if isinstance(messages, MeasuredBatch):
@@ -97,10 +109,6 @@ async def put_and_wait(
         context.dispatch.request(at_once=not waits)
         if waits and batch is not None:
             await context.flush_waits.wait(result)
-    if result.status not in (
-        PutStatus.PUT_OK,
-        PutStatus.FLUSH_DISK_TIMEOUT,
-        PutStatus.DISK_FULL,
-    ):  # (the store logs those)
+    if result.status not in _NOT_LOGGED:  # (the store logs a full disk)
         log.warning("put to %s refused: %s %s", topic, result.status.value, result.remark)
     return result

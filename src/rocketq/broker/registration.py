@@ -6,10 +6,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 
 from rocketq.broker.context import BrokerContext
 from rocketq.protocol import RegisterBrokerBody, RequestCode, ResponseCode, make_request
-from rocketq.protocol.headers import RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader
+from rocketq.protocol.headers import (
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+    UnregisterBrokerRequestHeader,
+)
 from rocketq.remoting import RemotingClient, RemotingError
 from rocketq.remoting.connection import next_opaque
 
@@ -21,19 +26,27 @@ RETRY_START_S = 0.5  # first retry after a failed registration, doubling up to t
 
 
 class Registrar:
-    def __init__(self, context: BrokerContext, client: RemotingClient) -> None:
+    def __init__(
+        self,
+        context: BrokerContext,
+        client: RemotingClient,
+        *,
+        ha_address: str = "",
+        on_master: Callable[[str, str], None] | None = None,
+    ) -> None:
+        """``ha_address``: this broker's HA service ``host:port`` ("" without one); ``on_master``: told
+        the master's HA address and broker address a NameServer names in its answer (a slave's
+        registration, once its master is registered)."""
         self._context = context
         self._client = client
+        self._ha_address = ha_address
+        self._on_master = on_master
         self._wanted = asyncio.Event()
         self.registrations = 0
 
     def trigger(self) -> None:
         """Register again soon (topic table changed)."""
         self._wanted.set()
-
-    def _ha_address(self) -> str:
-        host, _, port = self._context.address.rpartition(":")
-        return f"{host}:{int(port) + 1}"
 
     async def register_all(self) -> bool:
         """Register with every name server; False when one of them could not be reached."""
@@ -43,7 +56,7 @@ class Registrar:
             broker_name=config.broker_name,
             broker_addr=context.address,
             cluster_name=config.broker_cluster_name,
-            ha_server_addr=self._ha_address(),
+            ha_server_addr=self._ha_address,
             broker_id=config.broker_id,
             compressed=False,
         )
@@ -57,14 +70,20 @@ class Registrar:
             if isinstance(result, BaseException):
                 failed = True
                 log.warning("broker %s: registration with %s failed: %s", config.broker_name, address, result)
+            elif result[0] and self._on_master is not None:
+                self._on_master(*result)
         self.registrations += 1
         return not failed
 
-    async def _register(self, address: str, fields: dict[str, str], body: bytes) -> None:
+    async def _register(self, address: str, fields: dict[str, str], body: bytes) -> tuple[str, str]:
+        """Register with one NameServer; the master's HA and broker addresses it answers with ("" when
+        none: this broker is a master, or its master is not registered)."""
         request = make_request(RequestCode.REGISTER_BROKER, opaque=next_opaque(), ext_fields=fields, body=body)
         response = await self._client.invoke(address, request, REGISTER_TIMEOUT_S)
         if response.code != ResponseCode.SUCCESS:
             raise RemotingError(f"name server {address} answered {response.code}: {response.remark}")
+        answer = RegisterBrokerResponseHeader.from_ext_fields(response.ext_fields or {})
+        return answer.ha_server_addr or "", answer.master_addr or ""
 
     async def run(self, *, registered: bool | None = None) -> None:
         """Register every period, soon after a topic change, and again soon (backing off) after a

@@ -13,7 +13,7 @@ from rocketq.broker import consume_rates
 from rocketq.broker.acl import BrokerAcl
 from rocketq.broker.client_manager import ClientManager
 from rocketq.broker.clock import SYSTEM_CLOCK, Clock
-from rocketq.broker.config import BrokerConfig
+from rocketq.broker.config import BrokerConfig, BrokerRole
 from rocketq.broker.consumer_filters import ConsumerFilterManager
 from rocketq.broker.consumer_offsets import ConsumerOffsetManager
 from rocketq.broker.context import BrokerContext
@@ -38,6 +38,8 @@ from rocketq.remoting import Connection, RemotingClient, RemotingServer, Request
 from rocketq.remoting.address import listens_beyond_loopback
 from rocketq.remoting.server import BlockingHandler
 from rocketq.remoting.tasks import cancel_and_wait
+from rocketq.replication import HAMaster, HASlave, MasterSettings, ReplicationState, SlaveSettings
+from rocketq.replication.sync import SlaveSynchronize
 from rocketq.store import MessageStore
 
 log = logging.getLogger(__name__)
@@ -87,6 +89,9 @@ class Broker:
         self.transactions: TransactionService | None = None
         self.transaction_checks: CheckService | None = None
         self.metrics: BrokerMetrics | None = None  # with metricsExporterType=PROM (rocketq.metrics)
+        self.ha_master: HAMaster | None = None  # a master's HA service (rocketq.replication)
+        self.ha_slave: HASlave | None = None  # a slave's HA client
+        self.slave_sync: SlaveSynchronize | None = None  # a slave's copy of its master's metadata
 
     @property
     def port(self) -> int:
@@ -97,6 +102,23 @@ class Broker:
     def address(self) -> str:
         assert self.context is not None, "broker not started"
         return self.context.address
+
+    @property
+    def ha_address(self) -> str:
+        """A master's HA service ``host:port`` as advertised ("" for a slave, or before ``start``)."""
+        if self.ha_master is None or self.context is None:
+            return ""
+        return f"{self.config.advertised_ip}:{self.ha_master.port}"
+
+    def replication_state(self) -> ReplicationState:
+        """Where replication stands: a master's connected slaves, what they acknowledged and how far
+        behind they are; a slave's master and its own log end (``rocketq.replication.ReplicationState``)."""
+        if self.ha_master is not None:
+            return self.ha_master.state()
+        if self.ha_slave is not None:
+            return self.ha_slave.state()
+        end = self.store.commit_log.max_offset
+        return ReplicationState(role="NONE", max_offset=end, acked_offset=0)
 
     @property
     def handlers(self) -> dict[int, RequestHandler | BlockingHandler]:
@@ -128,7 +150,32 @@ class Broker:
             self.store.set_bit_map_calculator(FilterBitMaps(self.filters))
         loop = asyncio.get_running_loop()
         long_polling = LongPolling(loop, self.store.get_max_offset_in_queue)
-        dispatch, flush_waits = LoopDispatch(self.store), FlushWaits(self.store)
+        if config.is_slave:
+            self.ha_slave = HASlave(
+                self.store,
+                master_address=config.ha_master_address or None,
+                settings=SlaveSettings(
+                    heartbeat_interval_s=config.ha_send_heartbeat_interval / 1000,
+                    housekeeping_interval_s=config.ha_housekeeping_interval / 1000,
+                ),
+                clock=self.clock,
+            )
+        else:
+            self.ha_master = HAMaster(
+                self.store,
+                host=config.listen_host,
+                port=config.ha_port(config.listen_port),
+                settings=MasterSettings(
+                    heartbeat_interval_s=config.ha_send_heartbeat_interval / 1000,
+                    housekeeping_interval_s=config.ha_housekeeping_interval / 1000,
+                    transfer_batch_size=config.ha_transfer_batch_size,
+                    slave_fallbehind_max=config.ha_slave_fallbehind_max,
+                ),
+                clock=self.clock,
+            )
+            await self.ha_master.start()
+        replicas = self.ha_master if config.broker_role is BrokerRole.SYNC_MASTER else None
+        dispatch, flush_waits = LoopDispatch(self.store), FlushWaits(self.store, replicas)
         self._client = RemotingClient()
         self.context = BrokerContext(
             config=config,
@@ -180,12 +227,25 @@ class Broker:
         if self.metrics is not None:
             await self.metrics.start()
         self.store.add_arrival_listener(long_polling.on_arrival)
-        self.registrar = Registrar(self.context, self._client)
-        self.context.request_registration = self.registrar.trigger
-        self.context.register_now = self.registrar.register_all
         self.schedule = ScheduleService(self.context)
         self.schedule.load()
         schedule = self.schedule
+        self.context.delay_offsets = lambda: dict(schedule.offsets)
+        slave = self.ha_slave
+        if slave is not None:
+            self.slave_sync = SlaveSynchronize(
+                self._client,
+                topics=self.topics,
+                offsets=self.offsets,
+                groups=self.groups,
+                set_delay_offsets=self._take_delay_offsets,
+                clock=self.clock,
+            )
+        self.registrar = Registrar(
+            self.context, self._client, ha_address=self.ha_address, on_master=None if slave is None else self._on_master
+        )
+        self.context.request_registration = self.registrar.trigger
+        self.context.register_now = self.registrar.register_all
         self.store.set_unconsumed_guard(
             UnconsumedGuard(self.store, self.offsets, self.clients, lambda: dict(schedule.offsets))
         )
@@ -194,8 +254,13 @@ class Broker:
         self._spawn(self.registrar.run(registered=await self.registrar.register_all()))
         self._spawn(self._every(config.flush_consumer_offset_interval_ms / 1000, self._persist_offsets))
         self._spawn(self._every(config.client_channel_scan_interval_ms / 1000, self._expire_channels))
-        self._spawn(self.schedule.run())
-        self._spawn(self.transaction_checks.run())
+        if slave is None:  # a slave's store is written by its master only
+            self._spawn(self.schedule.run())
+            self._spawn(self.transaction_checks.run())
+        else:
+            assert self.slave_sync is not None
+            self._spawn(slave.run())
+            self._spawn(self.slave_sync.run())
         self.consume_rates.sample(time.monotonic())
         self._spawn(self._every(consume_rates.SAMPLE_INTERVAL_S, self._sample_consume_rates))
         if self.acl is not None:
@@ -208,6 +273,18 @@ class Broker:
             config.store_path_root_dir,
         )
         return self
+
+    def _on_master(self, ha_address: str, broker_address: str) -> None:
+        """A slave's registration named its master: follow it (unless ``haMasterAddress`` says where)."""
+        if self.ha_slave is not None and not self.config.ha_master_address:
+            self.ha_slave.set_master(ha_address)
+        if self.slave_sync is not None and broker_address:
+            self.slave_sync.master_address = broker_address
+
+    def _take_delay_offsets(self, offsets: dict[int, int]) -> None:
+        if self.schedule is not None and offsets != self.schedule.offsets:
+            self.schedule.offsets = offsets
+            self.schedule.persist()
 
     def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)
@@ -273,6 +350,8 @@ class Broker:
             await self.registrar.unregister_all()
         if self._client is not None:
             await self._client.aclose()
+        if self.ha_master is not None:
+            await self.ha_master.aclose()
         if self.schedule is not None:
             self.schedule.persist()
         if self.transactions is not None and self.transactions.loaded:

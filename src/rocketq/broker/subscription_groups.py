@@ -59,6 +59,16 @@ class SubscriptionGroupManager:
             self._timestamp = int(time.time() * 1000)
         self.persist()
 
+    def replace_all(self, table: dict[str, SubscriptionGroupConfig], version: DataVersion) -> bool:
+        """A slave takes its master's groups (``rocketq.replication.sync``); True when they differed."""
+        with self._lock:
+            if table == self.table and (self._counter, self._timestamp) == (version.counter, version.timestamp):
+                return False
+            self.table = dict(table)
+            self._counter, self._timestamp = version.counter, version.timestamp
+        self.persist()
+        return True
+
     def delete(self, group: str) -> bool:
         with self._lock:
             removed = self.table.pop(group, None) is not None

@@ -114,6 +114,17 @@ class TopicConfigManager:
     def wrapper(self) -> TopicConfigSerializeWrapper:
         return TopicConfigSerializeWrapper(topic_config_table=dict(self.table), data_version=self.data_version)
 
+    def replace_all(self, wrapper: TopicConfigSerializeWrapper) -> bool:
+        """A slave takes its master's table (``rocketq.replication.sync``); True when it differed (and
+        was persisted)."""
+        with self._lock:
+            if wrapper.data_version == self.data_version and wrapper.topic_config_table == self.table:
+                return False
+            self.table = dict(wrapper.topic_config_table)
+            self.data_version = wrapper.data_version
+        self.persist()
+        return True
+
     def get(self, topic: str) -> TopicConfig | None:
         return self.table.get(topic)
 

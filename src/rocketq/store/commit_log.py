@@ -423,15 +423,22 @@ class CommitLog:
         append = out.append
         schedule_topic = SCHEDULE_TOPIC
         while position < end and len(out) < max_records:
+            # A slave's log may end inside a record until its master sends the rest: stop before it.
+            if end - position < rec.SIZE_AND_MAGIC.size:
+                return base + position
             if file_size - position < rec.HEAD_SIZE or buffer[position + 4] == _BLANK_FIRST_BYTE:
                 _, magic = rec.SIZE_AND_MAGIC.unpack_from(buffer, position)
                 if magic == rec.BLANK_MAGIC:
                     return mapped.end_offset
+            if end - position < rec.HEAD_SIZE:
+                return base + position
             total, magic, queue_id, queue_offset, physical, sys_flag, store_timestamp, body_length = unpack(
                 buffer, position
             )
             if magic != rec.MESSAGE_MAGIC or total <= 0:
                 log.error("%s: unexpected bytes at %d while dispatching", mapped.path, base + position)
+                return base + position
+            if position + total > end:
                 return base + position
             topic_at = position + rec.HEAD_SIZE + body_length
             tail = bytes(buffer[topic_at : position + total])  # topic length, topic, properties: one copy

@@ -5,7 +5,9 @@ SYNC_FLUSH (RocketMQ's GroupCommitService): every put tells the flusher how far 
 waiter that fsync covered. Puts arriving during an fsync are covered by the next one, so N concurrent
 writers share roughly one fsync per round instead of N. Waiting is separate from putting: a thread
 blocks on ``request``'s Future; an event loop awaits ``request_on_loop``'s future, and the waiters of
-one loop are released by a single ``call_soon_threadsafe`` per fsync, not one wake-up each.
+one loop are released by a single ``call_soon_threadsafe`` per fsync, not one wake-up each. That
+waiting is ``OffsetWaiters``, which replication shares: a SYNC_MASTER's puts wait the same way for the
+offset a slave acknowledged (``rocketq.replication.master``).
 
 ASYNC_FLUSH (FlushRealTimeService): every ``flush_interval_commit_log_ms`` flush when at least
 ``flush_commit_log_least_pages`` pages are dirty, and everything at least every
@@ -76,15 +78,14 @@ class CommitLogFlusher:
         self._wanted = 0  # the highest end offset a put asked to have fsynced
         self._flushed = 0  # what the last group commit covered
         self._idle = False  # the group-commit thread is waiting for a put (so wanted() must notify)
-        self._thread_waiters: list[tuple[int, Future[int]]] = []
-        self._loop_waiters: dict[EventLoop, list[tuple[int, LoopFuture]]] = {}
-        self._failure: BaseException | None = None
+        self.waiters = OffsetWaiters()  # puts waiting for their fsync
         self._stopping = False
         self._worker_thread = threading.Thread(target=self._run, name="rocketq-commitlog-flush", daemon=True)
         self.flush_count = 0
 
     def start(self) -> None:
         self._flushed = self._files.flushed_where  # recovery has set it by now
+        self.waiters.advance(self._flushed)
         self._worker_thread.start()
 
     # -- SYNC_FLUSH: callers --------------------------------------------------------------------------
@@ -102,29 +103,12 @@ class CommitLogFlusher:
     def request(self, end_offset: int) -> Future[int]:
         """SYNC_FLUSH, for threads: a Future resolved with the flushed offset once an fsync covers
         ``end_offset``."""
-        future: Future[int] = Future()
-        self._wait(end_offset, future, None)
-        return future
+        return self.waiters.request(end_offset)
 
     def request_on_loop(self, end_offset: int, loop: EventLoop) -> Any:
         """SYNC_FLUSH, for an event loop (call on that loop): an ``asyncio.Future`` of ``loop``
         resolved with the flushed offset once an fsync covers ``end_offset``."""
-        future = loop.create_future()
-        self._wait(end_offset, future, loop)
-        return future
-
-    def _wait(self, end_offset: int, future: Any, loop: EventLoop | None) -> None:
-        """Resolve ``future`` now (failed flusher, or already flushed), or file it with the thread
-        waiters (``loop`` None) or with ``loop``'s."""
-        with self._lock:
-            if self._failure is not None:
-                future.set_exception(self._failure)
-            elif self._flushed >= end_offset:
-                future.set_result(self._flushed)
-            elif loop is None:
-                self._thread_waiters.append((end_offset, future))
-            else:
-                self._loop_waiters.setdefault(loop, []).append((end_offset, future))
+        return self.waiters.request_on_loop(end_offset, loop)
 
     def wake(self) -> None:
         with self._lock:
@@ -158,18 +142,7 @@ class CommitLogFlusher:
                     log.warning("group commit stuck at %d, %d wanted; retrying", flushed, self._wanted)
                     self._wakeup.wait(STALLED_RETRY_S)
                 self._flushed = max(self._flushed, flushed)
-                threads, self._thread_waiters = _split_covered(self._thread_waiters, flushed)
-                loops, still_waiting = {}, {}
-                for loop, waiters in self._loop_waiters.items():
-                    loops[loop], rest = _split_covered(waiters, flushed)
-                    if rest:
-                        still_waiting[loop] = rest
-                self._loop_waiters = still_waiting
-            for future in threads:
-                future.set_result(flushed)
-            for loop, futures in loops.items():
-                if futures:
-                    _call_on_loop(loop, futures, flushed, None)
+            self.waiters.advance(flushed)
             if stopping:
                 return
 
@@ -200,15 +173,7 @@ class CommitLogFlusher:
         return flushed
 
     def _fail_waiting(self, error: BaseException) -> None:
-        with self._lock:
-            self._failure = error
-            threads, self._thread_waiters = self._thread_waiters, []
-            loops, self._loop_waiters = self._loop_waiters, {}
-        for _, future in threads:
-            if not future.done():
-                future.set_exception(error)
-        for loop, waiters in loops.items():
-            _call_on_loop(loop, [future for _, future in waiters], 0, error)
+        self.waiters.fail(error)
 
     def stop(self) -> None:
         """Flush what is pending, then end the thread."""
@@ -228,6 +193,80 @@ def _split_covered(waiters: list[tuple[int, Any]], flushed: int) -> tuple[list[A
 def _call_on_loop(loop: EventLoop, futures: list[LoopFuture], flushed: int, error: BaseException | None) -> None:
     with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
         loop.call_soon_threadsafe(_settle, futures, flushed, error)
+
+
+class OffsetWaiters:
+    """Futures waiting for an offset that only grows (how far the CommitLog is fsynced, how far a slave
+    has acknowledged it) to reach theirs: ``advance`` releases every waiter the new offset covers, the
+    thread waiters with their Futures and the waiters of each event loop with one
+    ``call_soon_threadsafe`` per loop. ``fail`` fails every waiter, and every later one, with an error.
+    Thread safe: any thread may wait, advance or fail."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.reached = 0
+        self._thread_waiters: list[tuple[int, Future[int]]] = []
+        self._loop_waiters: dict[EventLoop, list[tuple[int, LoopFuture]]] = {}
+        self._failure: BaseException | None = None
+
+    def request(self, end_offset: int) -> Future[int]:
+        """For threads: a Future resolved with the offset reached once it covers ``end_offset``."""
+        future: Future[int] = Future()
+        self._wait(end_offset, future, None)
+        return future
+
+    def request_on_loop(self, end_offset: int, loop: EventLoop) -> Any:
+        """For an event loop (call on that loop): an ``asyncio.Future`` of ``loop`` resolved with the
+        offset reached once it covers ``end_offset``."""
+        future = loop.create_future()
+        self._wait(end_offset, future, loop)
+        return future
+
+    def _wait(self, end_offset: int, future: Any, loop: EventLoop | None) -> None:
+        """Resolve ``future`` now (failed, or already reached), or file it with the thread waiters
+        (``loop`` None) or with ``loop``'s."""
+        with self._lock:
+            if self._failure is not None:
+                future.set_exception(self._failure)
+            elif self.reached >= end_offset:
+                future.set_result(self.reached)
+            elif loop is None:
+                self._thread_waiters.append((end_offset, future))
+            else:
+                self._loop_waiters.setdefault(loop, []).append((end_offset, future))
+
+    def advance(self, offset: int) -> None:
+        """The offset now reaches ``offset``: release the waiters it covers."""
+        with self._lock:
+            if offset <= self.reached and not self._thread_waiters and not self._loop_waiters:
+                return
+            self.reached = max(self.reached, offset)
+            reached = self.reached
+            threads, self._thread_waiters = _split_covered(self._thread_waiters, reached)
+            loops, still_waiting = {}, {}
+            for loop, waiters in self._loop_waiters.items():
+                loops[loop], rest = _split_covered(waiters, reached)
+                if rest:
+                    still_waiting[loop] = rest
+            self._loop_waiters = still_waiting
+        for future in threads:
+            if not future.done():
+                future.set_result(reached)
+        for loop, futures in loops.items():
+            if futures:
+                _call_on_loop(loop, futures, reached, None)
+
+    def fail(self, error: BaseException) -> None:
+        """Fail every waiter, and every later one, with ``error``."""
+        with self._lock:
+            self._failure = error
+            threads, self._thread_waiters = self._thread_waiters, []
+            loops, self._loop_waiters = self._loop_waiters, {}
+        for _, future in threads:
+            if not future.done():
+                future.set_exception(error)
+        for loop, waiters in loops.items():
+            _call_on_loop(loop, [future for _, future in waiters], 0, error)
 
 
 class PeriodicTask:

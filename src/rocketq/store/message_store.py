@@ -351,6 +351,59 @@ class MessageStore:
             pass
         return count
 
+    # -- replication ----------------------------------------------------------------------------------
+
+    def read_commit_log(self, offset: int, max_bytes: int) -> bytes:
+        """A copy of up to ``max_bytes`` of CommitLog from ``offset``, never past the end of the file
+        holding it nor past what is written (b"" when nothing is there): what a master streams to its
+        slaves (``rocketq.replication``). Thread safe."""
+        mapped = self.commit_log.pin(offset)
+        if mapped is None:
+            return b""
+        try:
+            position = offset - mapped.start_offset
+            return bytes(mapped.buffer[position : min(mapped.wrote_position, position + max_bytes)])
+        finally:
+            mapped.release()
+
+    def append_replica(self, offset: int, data: bytes | memoryview) -> int:
+        """A slave's write: append a master's CommitLog bytes at the same ``offset`` (which must be
+        where this log ends; in an empty log it must start a file), then dispatch them as any put, so
+        ConsumeQueues, index and message ids come out as the master's. The bytes must not cross a file
+        boundary (the master sends each file's bytes apart). Returns the new end of the log.
+
+        Raises:
+            ValueError: ``offset`` is not this log's end, or the bytes cross a file boundary.
+            DiskFullError: A file could not be allocated (nothing is appended).
+        """
+        files = self.commit_log.files
+        with self.commit_log.put_lock:
+            if not self._open:
+                raise ValueError("store is not running")
+            end = self.commit_log.max_offset
+            if files.last_file() is None:
+                if offset % files.file_size:
+                    raise ValueError(f"an empty log starts at a file boundary, not at {offset}")
+                files.flushed_where = end = offset  # (where the first file is made)
+            if offset != end:
+                raise ValueError(f"replica bytes at {offset}, but this log ends at {end}")
+            if not data:
+                return end
+            mapped = files.last_file_for_write()
+            position = offset - mapped.start_offset
+            if position + len(data) > mapped.file_size:
+                raise ValueError(f"replica bytes at {offset} cross the end of file {mapped.path.name}")
+            mapped.write_at(position, data)
+            mapped.wrote_position = position + len(data)
+            end = offset + len(data)
+        self._put_bytes += len(data)
+        if not self.dispatcher.try_dispatch_until(end):
+            self.dispatcher.wake()
+        self._last_store_timestamp = max(self._last_store_timestamp, self.dispatcher.dispatched_timestamp)
+        if self._sync_flush:
+            self.flusher.wanted(end)
+        return end
+
     # -- get ------------------------------------------------------------------------------------------
 
     def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:

@@ -96,6 +96,8 @@ class MeasuredBatch:
 class PutStatus(enum.Enum):
     PUT_OK = "PUT_OK"
     FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"  # appended, but its fsync did not finish in time
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"  # appended, but no slave acknowledged it in time (SYNC_MASTER)
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"  # appended, but no slave is connected to copy it (SYNC_MASTER)
     MESSAGE_ILLEGAL = "MESSAGE_ILLEGAL"  # too large, or topic/properties too long
     PROPERTIES_SIZE_EXCEEDED = "PROPERTIES_SIZE_EXCEEDED"
     DISK_FULL = "DISK_FULL"  # refused: the disk is over disk_full_ratio or a new file cannot be allocated

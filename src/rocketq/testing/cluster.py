@@ -4,6 +4,7 @@ async with LocalCluster(tmp_path, brokers=2) as cluster:
     async with Producer(group="g", namesrv_addr=cluster.namesrv_addr) as producer: ...
 
 ``clock`` is the brokers' (``FakeClock`` drives their transaction check-back in tests).
+``start_slave(index)`` starts a SLAVE of broker ``index`` (``slaves``), replicating its CommitLog.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rocketq.broker.clock import SYSTEM_CLOCK, Clock
-from rocketq.broker.config import BrokerConfig
+from rocketq.broker.config import BrokerConfig, BrokerRole
 from rocketq.broker.server import Broker
 from rocketq.client.sync import LoopThread
 from rocketq.namesrv.config import NamesrvConfig
@@ -45,6 +46,7 @@ class LocalCluster:
         self.broker_overrides = broker_overrides
         self.name_servers: list[NameServer] = []
         self.brokers: list[Broker] = []
+        self.slaves: list[Broker] = []
 
     @property
     def namesrv_addr(self) -> str:
@@ -88,6 +90,22 @@ class LocalCluster:
             self.brokers.append(broker)
         return broker
 
+    async def start_slave(self, index: int, broker_id: int = 1, **overrides: Any) -> Broker:
+        """Start (or restart, on the same store) slave ``broker_id`` of broker ``index``: it learns its
+        master's HA address from the NameServer as it registers. ``overrides``: its BrokerConfig fields."""
+        config = slave_config(self.broker_config(index), self.root / f"broker-{index}-slave-{broker_id}", broker_id)
+        broker = Broker(dataclasses.replace(config, **overrides), clock=self.clock)
+        await broker.start()
+        assert broker.registrar is not None
+        await broker.registrar.register_all()
+        self.slaves.append(broker)
+        return broker
+
+    async def stop_slave(self, slave: Broker) -> None:
+        """Stop a slave started by ``start_slave`` (its store stays for a restart)."""
+        self.slaves.remove(slave)
+        await slave.aclose()
+
     async def wait_dispatched(self, timeout_s: float = 5.0) -> None:
         """Wait until every broker has indexed everything it stored (pulls then see all of it)."""
         async with asyncio.timeout(timeout_s):
@@ -95,6 +113,7 @@ class LocalCluster:
                 await wait_dispatched(broker)
 
     async def aclose(self) -> None:
+        await asyncio.gather(*(broker.aclose() for broker in self.slaves), return_exceptions=True)
         await asyncio.gather(*(broker.aclose() for broker in self.brokers), return_exceptions=True)
         for server in self.name_servers:
             await server.aclose()
@@ -104,6 +123,26 @@ class LocalCluster:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def slave_config(master: BrokerConfig, store: Path, broker_id: int = 1) -> BrokerConfig:
+    """A SLAVE of the broker configured by ``master``: same cluster, name and file sizes, its own store."""
+    return dataclasses.replace(
+        master,
+        broker_role=BrokerRole.SLAVE,
+        broker_id=broker_id,
+        store_path_root_dir=store,
+        listen_port=0,
+        ha_listen_port=-1,
+        ha_master_address="",
+    )
+
+
+async def wait_replicated(master_offset: int, slave: Broker) -> None:
+    """Wait until ``slave`` has the CommitLog up to ``master_offset`` and has dispatched it."""
+    store = slave.store
+    while store.commit_log.max_offset < master_offset or store.dispatcher.dispatched_offset < master_offset:
+        await asyncio.sleep(0.002)
 
 
 async def wait_dispatched(broker: Broker) -> None:

@@ -1,8 +1,8 @@
 """ClusterProcess: a LocalCluster (NameServer + Broker) in a child process, for benchmarks and tests.
 
 The child runs ``python -m rocketq.testing.cluster_process ROOT SETTINGS_JSON`` on uvloop, prints one
-JSON line with its NameServer address (and its broker's ``/metrics`` port, with metricsExporterType=PROM)
-once it serves, and shuts down cleanly on SIGTERM (or when its
+JSON line with its NameServer address, its broker's address and HA address (and its broker's ``/metrics``
+port, with metricsExporterType=PROM) once it serves, and shuts down cleanly on SIGTERM (or when its
 parent's stdin pipe closes). Separate processes give the broker its own GIL and CPU core, as a real
 deployment does.
 
@@ -43,6 +43,8 @@ class ClusterProcess:
         self.broker_overrides = broker_overrides
         self.namesrv_addr = ""
         self.metrics_port: int | None = None  # the broker's /metrics, when the overrides turn metrics on
+        self.broker_addr = ""  # the broker's address
+        self.ha_address = ""  # a master broker's HA service (rocketq.replication)
         self._process: subprocess.Popen[str] | None = None
 
     @property
@@ -64,6 +66,7 @@ class ClusterProcess:
             raise ClusterProcessError(f"the cluster process exited before serving (code {process.returncode})")
         started = json.loads(line)
         self.namesrv_addr, self.metrics_port = started["namesrv_addr"], started.get("metrics_port")
+        self.broker_addr, self.ha_address = started["broker_addr"], started["ha_address"]
         return self
 
     def stop(self) -> None:
@@ -113,8 +116,14 @@ async def _serve(stop: asyncio.Event, root: Path, overrides: dict[str, Any]) -> 
     # The parent holds our stdin open: its closing (the parent died) stops us as SIGTERM does.
     loop.add_reader(sys.stdin.fileno(), lambda: stop.set() if not os.read(sys.stdin.fileno(), 4096) else None)
     async with LocalCluster(root, **overrides) as cluster:
-        metrics = cluster.brokers[0].metrics
-        started = {"namesrv_addr": cluster.namesrv_addr, "metrics_port": None if metrics is None else metrics.port}
+        broker = cluster.brokers[0]
+        metrics = broker.metrics
+        started = {
+            "namesrv_addr": cluster.namesrv_addr,
+            "metrics_port": None if metrics is None else metrics.port,
+            "broker_addr": broker.address,
+            "ha_address": broker.ha_address,
+        }
         print(json.dumps(started), flush=True)
         await stop.wait()
 

@@ -12,6 +12,7 @@ from rocketq.broker.handlers import (
     offsets,
     pull,
     query,
+    replication,
     send,
     send_back,
     transactions,
@@ -21,7 +22,21 @@ from rocketq.remoting import HandlerTable
 
 def handler_table(context: BrokerContext) -> HandlerTable:
     table: dict[int, object] = {}
-    for module in (send, send_back, pull, offsets, clients, locks, consumers, groups, query, admin, transactions):
+    modules = (
+        send,
+        send_back,
+        pull,
+        offsets,
+        clients,
+        locks,
+        consumers,
+        groups,
+        query,
+        admin,
+        transactions,
+        replication,
+    )
+    for module in modules:
         table.update(module.handlers(context))
     if context.idempotent_sends is not None:  # rocketq-only: sends marked idempotent are stored once
         context.idempotent_sends.wrap(table)

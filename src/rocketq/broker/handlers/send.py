@@ -17,7 +17,7 @@ import random
 import re
 
 from rocketq.broker.context import BrokerContext, reply
-from rocketq.broker.message_put import dead_letter_topic, put_and_wait, redirect_delayed, response_code
+from rocketq.broker.message_put import STORED, dead_letter_topic, put_and_wait, redirect_delayed, response_code
 from rocketq.broker.retry import V3_4_9
 from rocketq.broker.topic_config import is_writeable, topic_name_problem_in_cluster
 from rocketq.broker.transactions.half import batch_transaction_problem, make_half, transaction_of_batch
@@ -44,7 +44,7 @@ from rocketq.protocol import (
 )
 from rocketq.protocol.headers import parse_send_message_header
 from rocketq.remoting import Connection, RequestHandler
-from rocketq.store import BatchToStore, MessageToStore, PutMessageResult, PutStatus
+from rocketq.store import BatchToStore, MessageToStore, PutMessageResult
 
 log = logging.getLogger(__name__)
 
@@ -277,7 +277,7 @@ def _response(
     context: BrokerContext, request: RemotingCommand, result: PutMessageResult, topic: str, queue_id: int
 ) -> RemotingCommand:
     code = response_code(result.status)
-    if result.status not in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT):
+    if result.status not in STORED:
         return reply(request, code, result.remark or result.status.value)
     context.put_traffic.record(topic, len(result.queue_offsets), result.wrote_bytes)  # once per request
     message_ids = ",".join(offset_message_ids(context.store_host, result.physical_offsets))

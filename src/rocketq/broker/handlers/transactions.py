@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 
 from rocketq.broker.context import BrokerContext, parsed, reply
-from rocketq.broker.message_put import response_code
-from rocketq.broker.transactions.service import STORED, TransactionError, TransactionService
+from rocketq.broker.message_put import STORED, response_code
+from rocketq.broker.transactions.service import TransactionError, TransactionService
 from rocketq.common.record import SysFlag
 from rocketq.protocol import ProtocolError, RemotingCommand, RequestCode, ResponseCode
 from rocketq.protocol.headers import EndTransactionRequestHeader

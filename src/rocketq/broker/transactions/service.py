@@ -24,11 +24,11 @@ from dataclasses import dataclass
 
 from rocketq.broker.clock import Clock
 from rocketq.broker.context import BrokerContext
-from rocketq.broker.message_put import put_and_wait
+from rocketq.broker.message_put import STORED, put_and_wait
 from rocketq.common.message import CHECK_MAX_TOPIC, HALF_TOPIC, OP_TOPIC, find_property
 from rocketq.common.record import StoredRecord, SysFlag
 from rocketq.protocol import RemoteProtocolError, ResponseCode, decode_batch
-from rocketq.store import BatchToStore, MeasuredBatch, MessageToStore, PutMessageResult, PutStatus
+from rocketq.store import BatchToStore, MeasuredBatch, MessageToStore, PutMessageResult
 from rocketq.store.config_file import read_json, write_json_atomically
 
 from . import reading
@@ -41,7 +41,6 @@ from .ranges import Range, decode_op_body, in_order
 log = logging.getLogger(__name__)
 
 SCAN_STEP = 1024  # half or op messages read per step while loading, between yields to the loop
-STORED = (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT)
 
 
 class TransactionError(Exception):
@@ -339,8 +338,8 @@ class TransactionService:
         return self._put([self._op(ranges, commit=False), *extra], [], ranges, runs, 1)
 
     async def flushed(self, result: PutMessageResult) -> PutMessageResult:
-        """Wait for the fsync of a settlement (SYNC_FLUSH); at once otherwise."""
-        if self._store.config.sync_flush:
+        """Wait for the fsync of a settlement (SYNC_FLUSH) and its slave (SYNC_MASTER); at once otherwise."""
+        if self._context.flush_waits.active:
             return await self._context.flush_waits.wait(result)
         return result
 

@@ -23,12 +23,17 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def wait_for_port(port: int, timeout: float = 15) -> None:
+def wait_for_port(port: int, process: subprocess.Popen[str], timeout: float = 60) -> None:
+    """Until something listens on ``port``; fails at once, with its stderr, when ``process`` exits first.
+    (The timeout only bounds a hung start: a busy machine may take long to start the servers.)"""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with socket.socket() as probe:
             if probe.connect_ex(("127.0.0.1", port)) == 0:
                 return
+        if process.poll() is not None:
+            _, stderr = process.communicate()
+            raise AssertionError(f"exited with {process.returncode} before listening on {port}: {stderr}")
         time.sleep(0.05)
     raise AssertionError(f"nothing listens on {port}")
 
@@ -43,8 +48,8 @@ def test_up_serves_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
         text=True,
     )
     try:
-        wait_for_port(namesrv_port)
-        wait_for_port(broker_port)
+        wait_for_port(namesrv_port, process)
+        wait_for_port(broker_port, process)
         namesrv = f"127.0.0.1:{namesrv_port}"
         deadline = time.monotonic() + 10
         while True:  # the broker registers right after it starts listening
@@ -66,10 +71,10 @@ def test_up_serves_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
 
 
 def test_broker_reads_a_broker_conf(tmp_path: Path) -> None:
-    namesrv_port, broker_port = free_port(), free_port()
+    namesrv_port, broker_port, ha_port = free_port(), free_port(), free_port()
     conf = tmp_path / "broker.conf"
     conf.write_text(
-        f"brokerClusterName=ConfCluster\nbrokerName=broker-conf\nlistenPort={broker_port}\n"
+        f"brokerClusterName=ConfCluster\nbrokerName=broker-conf\nlistenPort={broker_port}\nhaListenPort={ha_port}\n"
         f"namesrvAddr=127.0.0.1:{namesrv_port}\nstorePathRootDir={tmp_path / 'store'}\nbrokerIP1=127.0.0.1\n"
     )
     env = dict(os.environ)
@@ -78,8 +83,8 @@ def test_broker_reads_a_broker_conf(tmp_path: Path) -> None:
     )
     broker = subprocess.Popen([*ROCKETQ, "broker", "-c", str(conf)], stderr=subprocess.PIPE, text=True, env=env)
     try:
-        wait_for_port(namesrv_port)
-        wait_for_port(broker_port)
+        wait_for_port(namesrv_port, namesrv)
+        wait_for_port(broker_port, broker)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             listed = CliRunner().invoke(admin, ["clusterList", "-n", f"127.0.0.1:{namesrv_port}", "--json"])

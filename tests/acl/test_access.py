@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rocketq.acl import Credentials, parse_acl_yaml, parse_host, refusal, sign
+from rocketq.acl import Credentials, PeerAccess, parse_acl_yaml, parse_host, refusal, sign
 from rocketq.acl.access import needed
 from rocketq.acl.rules import Perm
 from rocketq.protocol import (
@@ -165,3 +165,43 @@ def test_white_addresses() -> None:
 
 def test_trace_topic_needs_only_a_signature() -> None:
     assert refusal(RULES, send("consumer1", "RMQ_SYS_TRACE_TOPIC"), HOME) is None
+
+
+def test_a_peer_kept_across_requests_still_checks_each_signature_and_permission() -> None:
+    peer = PeerAccess(HOME)  # what a broker keeps per connection
+    assert peer.refusal(RULES, send("producer1", "Orders")) is None
+    assert peer.refusal(RULES, send("producer1", "Orders")) is None  # now from what it kept
+    assert "does not match" in str(peer.refusal(RULES, send("producer1", "Orders", "wrong-secret")))
+    tampered = send("producer1", "Orders")
+    tampered.body = b"other body"
+    assert "does not match" in str(peer.refusal(RULES, tampered))
+    assert "needs an AccessKey" in str(peer.refusal(RULES, send(None, "Orders")))
+    assert "topic:Secret" in str(peer.refusal(RULES, send("producer1", "Secret")))
+    # the same connection signing for another account gets that account's permissions
+    assert "topic:Orders" in str(peer.refusal(RULES, send("consumer1", "Orders")))
+    assert "not an account" in str(peer.refusal(RULES, send("stranger", "Orders", "whatever")))
+    assert peer.refusal(RULES, send("producer1", "Orders")) is None
+
+
+def test_a_peer_kept_across_requests_follows_new_rules() -> None:
+    peer = PeerAccess(parse_host("192.168.7.1"))
+    unsigned_by_white = request(RequestCode.PULL_MESSAGE, None, topic="Orders", consumerGroup="billing")
+    unsigned_by_white.ext_fields["AccessKey"] = "consumer1"  # a white address of consumer1 need not sign
+    assert peer.refusal(RULES, unsigned_by_white) is None
+    assert peer.refusal(RULES, send("producer1", "Orders")) is None
+    stricter = parse_acl_yaml(
+        """
+accounts:
+  - accessKey: producer1
+    secretKey: secret-p
+    topicPerms: [Orders=SUB]
+  - accessKey: consumer1
+    secretKey: secret-c
+"""
+    )
+    assert "no PUB permission on topic:Orders" in str(peer.refusal(stricter, send("producer1", "Orders")))
+    assert "does not match" in str(peer.refusal(stricter, unsigned_by_white))  # no longer white
+    assert peer.refusal(RULES, send("producer1", "Orders")) is None
+    white = PeerAccess(parse_host("10.0.0.9"))
+    assert white.refusal(RULES, send(None, "Secret")) is None  # globalWhiteRemoteAddresses
+    assert "needs an AccessKey" in str(white.refusal(stricter, send(None, "Secret")))

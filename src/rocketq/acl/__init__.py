@@ -6,7 +6,7 @@ permissions) and ``access`` (what each request needs, and the decision). The bro
 ``rocketq.broker.acl``; clients sign in ``rocketq.remoting.RemotingClient`` given ``Credentials``.
 """
 
-from rocketq.acl.access import ADMIN_CODES, needed, refusal
+from rocketq.acl.access import ADMIN_CODES, PeerAccess, needed, refusal
 from rocketq.acl.addresses import AclConfigError, AddressPattern, Host, parse_address_pattern, parse_host
 from rocketq.acl.rules import Account, AclRules, Perm, parse_acl_yaml, permits
 from rocketq.acl.signing import ACCESS_KEY, SIGNATURE, Credentials, SigningKey, sign, signature, verify
@@ -21,6 +21,7 @@ __all__ = [
     "AddressPattern",
     "Credentials",
     "Host",
+    "PeerAccess",
     "Perm",
     "SigningKey",
     "needed",

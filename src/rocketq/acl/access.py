@@ -116,22 +116,72 @@ def needed(request: RemotingCommand) -> list[tuple[str, int]]:
 def refusal(rules: AclRules, request: RemotingCommand, host: Host | None) -> str | None:
     """None when ``rules`` let the peer at ``host`` make ``request``; else why not, for the remark of
     the NO_PERMISSION answer (never a secret)."""
-    for pattern in rules.global_white_addresses:
-        if pattern.matches(host):
+    return PeerAccess(host).refusal(rules, request)
+
+
+class PeerAccess:
+    """``refusal`` for the requests of one peer (a broker keeps one per connection), keeping what does
+    not change from one request to the next while the rules stay the same: whether the peer is a
+    global white address, the account its AccessKey names and whether the peer may skip signing for
+    it, and the topics a send to was let through. The signature and the fields of each request are
+    still checked on every request."""
+
+    __slots__ = ("_access_key", "_account", "_global_white", "_rules", "_sendable", "_signs", "host")
+
+    def __init__(self, host: Host | None) -> None:
+        self.host = host
+        self._rules: AclRules | None = None
+        self._global_white = False
+        self._access_key = ""  # the AccessKey of the last request from this peer, "" before one
+        self._account: Account | None = None  # its account
+        self._signs = True  # whether that account needs this peer's signature (not a white address)
+        self._sendable: set[tuple[int, str]] = set()  # (send code, topic) that account may send
+
+    def refusal(self, rules: AclRules, request: RemotingCommand) -> str | None:
+        """None when ``rules`` let this peer make ``request``; else why not (see ``refusal``)."""
+        if rules is not self._rules:
+            self._rules = rules
+            self._global_white = any(pattern.matches(self.host) for pattern in rules.global_white_addresses)
+            self._access_key = ""
+            self._account = None
+            self._sendable.clear()
+        if self._global_white:
             return None
-    fields = request.ext_fields
-    access_key = fields.get(ACCESS_KEY)
-    if not access_key:
-        return (
-            f"{_name(request.code)} needs an AccessKey and a Signature: ACL is enabled on this broker"
-            " (give the client an account's access key and secret key)"
-        )
-    account = rules.accounts.get(access_key)
-    if account is None:
-        return f"AccessKey {access_key!r} is not an account of this broker's ACL"
-    if not account.white_address.matches(host) and not verify(account.key, fields, request.body):
-        return f"the Signature of {_name(request.code)} does not match AccessKey {access_key!r}: wrong secret key?"
-    return _missing_permission(account, request)
+        fields = request.ext_fields
+        access_key = fields.get(ACCESS_KEY)
+        if not access_key:
+            return (
+                f"{_name(request.code)} needs an AccessKey and a Signature: ACL is enabled on this broker"
+                " (give the client an account's access key and secret key)"
+            )
+        account = self._account
+        if account is None or access_key != self._access_key:
+            account = rules.accounts.get(access_key)
+            if account is None:
+                return f"AccessKey {access_key!r} is not an account of this broker's ACL"
+            self._access_key = access_key
+            self._account = account
+            self._signs = not account.white_address.matches(self.host)
+            self._sendable.clear()
+        if self._signs and not verify(account.key, fields, request.body):
+            return f"the Signature of {_name(request.code)} does not match AccessKey {access_key!r}: wrong secret key?"
+        code = request.code
+        topic_field = _SENDS.get(code)
+        if topic_field is None:
+            return _missing_permission(account, request)
+        sent = (code, fields.get(topic_field) or "")
+        if sent in self._sendable:
+            return None
+        reason = _missing_permission(account, request)
+        if reason is None:
+            if len(self._sendable) >= _SENDABLE_MAX:
+                self._sendable.clear()
+            self._sendable.add(sent)
+        return reason
+
+
+_SENDABLE_MAX: Final = 1024
+"""A peer's allowed sends are forgotten all at once beyond this many topics."""
 
 
 def _missing_permission(account: Account, request: RemotingCommand) -> str | None:

@@ -14,24 +14,15 @@ import logging
 import os
 from pathlib import Path
 
-from rocketq.acl import AclConfigError, AclRules, Host, parse_acl_yaml, parse_host, refusal
+from rocketq.acl import AclConfigError, AclRules, PeerAccess, parse_acl_yaml, parse_host
 from rocketq.protocol import RemotingCommand, ResponseCode, make_response
 from rocketq.remoting import Connection
 
 log = logging.getLogger(__name__)
 
-_HOST = "acl.host"  # Connection.attributes key: the peer's address, parsed once per connection
+_PEER = "acl.peer"  # Connection.attributes key: the peer's PeerAccess (its address parsed once, its account)
 
 _Stamp = tuple[int, int, int]
-
-
-class _Peer:
-    """A connection's parsed address (None: not an IP address, which no pattern matches)."""
-
-    __slots__ = ("host",)
-
-    def __init__(self, host: Host | None) -> None:
-        self.host = host
 
 
 class BrokerAcl:
@@ -79,10 +70,10 @@ class BrokerAcl:
 
     def check(self, request: RemotingCommand, connection: Connection) -> RemotingCommand | None:
         """None lets ``request`` through; else the NO_PERMISSION answer saying why not."""
-        peer = connection.attributes.get(_HOST)
-        if not isinstance(peer, _Peer):
-            peer = connection.attributes[_HOST] = _Peer(parse_host(connection.remote_address.rpartition(":")[0]))
-        reason = refusal(self.rules, request, peer.host)
+        peer = connection.attributes.get(_PEER)
+        if not isinstance(peer, PeerAccess):
+            peer = connection.attributes[_PEER] = PeerAccess(parse_host(connection.remote_address.rpartition(":")[0]))
+        reason = peer.refusal(self.rules, request)
         if reason is None:
             return None
         self.refused += 1

@@ -62,6 +62,7 @@ COMPILED_MODULES: Final = (
     "rocketq.store.record_views",
     "rocketq.store.results",
     "rocketq.store.wire_batches",
+    "rocketq.broker.acl",  # every request to a broker with aclEnable passes its check
     "rocketq.broker.consumer_offsets",
     "rocketq.broker.grouped_puts",
     "rocketq.broker.handlers.offsets",

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from rocketq.admin.broker_commands import BROKER_COMMANDS
 from rocketq.admin.message_commands import MESSAGE_COMMANDS
 from rocketq.admin.options import client_config, json_option, namesrv_option, parse_time, run
 from rocketq.admin.render import emit, timestamp
@@ -18,26 +19,6 @@ from rocketq.protocol.bodies import SubscriptionGroupConfigBody
 @click.group()
 def admin() -> None:
     """Administer a rocketq (or RocketMQ) cluster."""
-
-
-@admin.command("clusterList")
-@namesrv_option
-@json_option
-def cluster_list(namesrv: str, as_json: bool) -> None:
-    """Clusters and their brokers."""
-    info = run(namesrv, lambda a: a.cluster_info())
-    rows = []
-    for cluster, names in sorted(info.cluster_addr_table.items()):
-        for name in sorted(names):
-            data = info.broker_addr_table.get(name)
-            for broker_id, address in sorted((data.broker_addrs if data else {}).items()):
-                rows.append([cluster, name, broker_id, address])
-    emit(
-        as_json,
-        [dict(zip(["cluster", "broker", "brokerId", "address"], r, strict=True)) for r in rows],
-        ["cluster", "broker", "id", "address"],
-        rows,
-    )
 
 
 @admin.command("topicList")
@@ -336,5 +317,5 @@ def update_sub_group(
     emit(as_json, {"group": group, "brokers": brokers}, ["group", "broker"], [[group, b] for b in brokers])
 
 
-for _command in MESSAGE_COMMANDS:  # queryMsgById, queryMsgByKey, queryMsgByUniqueKey, queryMsgByOffset
+for _command in (*MESSAGE_COMMANDS, *BROKER_COMMANDS):  # the commands kept in modules of their own
     admin.add_command(_command)

@@ -20,6 +20,7 @@ from rocketq.broker.long_polling import LongPolling
 from rocketq.broker.loop_dispatch import FlushWaits, LoopDispatch
 from rocketq.broker.put_traffic import PutTraffic
 from rocketq.broker.rebalance_locks import RebalanceLockTable
+from rocketq.broker.runtime_stats import PullCounters, TpsSampler
 from rocketq.broker.subscription_groups import SubscriptionGroupManager
 from rocketq.broker.topic_config import TopicConfigManager
 from rocketq.common.message_id import encode_host
@@ -60,6 +61,9 @@ class BrokerContext:
     consume_rates: ConsumeRates = field(default_factory=ConsumeRates)  # consumeTps of GET_CONSUME_STATS
     put_traffic: PutTraffic = field(default_factory=PutTraffic)  # messages and bytes stored by sends, per topic
     clock: Clock = SYSTEM_CLOCK  # wall-clock time for time-dependent behaviour (tests inject a FakeClock)
+    pull_counters: PullCounters = field(default_factory=PullCounters)  # pulls found/missed, messages returned
+    runtime_samples: TpsSampler = field(default_factory=TpsSampler)  # the rates of GET_BROKER_RUNTIME_INFO
+    boot_ms: int = 0  # when the broker started, ms since the epoch (its clock)
     idempotent_sends: IdempotentSends | None = None  # the idempotent-send window, in front of the send handlers
     transactions: TransactionService | None = None  # set by the broker before it serves
 

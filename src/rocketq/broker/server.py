@@ -27,6 +27,8 @@ from rocketq.broker.loop_dispatch import FlushWaits, LoopDispatch
 from rocketq.broker.rebalance_locks import RebalanceLockTable
 from rocketq.broker.registration import Registrar
 from rocketq.broker.retention_guard import UnconsumedGuard
+from rocketq.broker.runtime_info import sample_runtime
+from rocketq.broker.runtime_stats import SAMPLE_INTERVAL_S
 from rocketq.broker.schedule import ScheduleService
 from rocketq.broker.subscription_groups import SubscriptionGroupManager
 from rocketq.broker.topic_config import TopicConfigManager
@@ -146,6 +148,7 @@ class Broker:
             address="",
             consume_rates=self.consume_rates,
             clock=self.clock,
+            boot_ms=int(self.clock.time() * 1000),
             idempotent_sends=IdempotentSends(
                 self.store,
                 window_ms=config.idempotent_send_window_ms,
@@ -196,6 +199,7 @@ class Broker:
         self._spawn(self.transaction_checks.run())
         self.consume_rates.sample(time.monotonic())
         self._spawn(self._every(consume_rates.SAMPLE_INTERVAL_S, self._sample_consume_rates))
+        self._spawn(self._sample_runtime())
         if self.acl is not None:
             self._spawn(self._every(config.acl_file_check_interval_ms / 1000, self._reload_acl))
         log.info(
@@ -229,6 +233,13 @@ class Broker:
     async def _reload_acl(self) -> None:
         if self.acl is not None:
             self.acl.reload_if_changed()
+
+    async def _sample_runtime(self) -> None:
+        """Sample the counters behind the runtime info's rates every second of the broker's clock."""
+        assert self.context is not None
+        while True:
+            sample_runtime(self.context)
+            await self.clock.sleep(SAMPLE_INTERVAL_S)
 
     async def _sample_consume_rates(self) -> None:
         self.consume_rates.sample(time.monotonic())

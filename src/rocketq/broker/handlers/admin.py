@@ -7,6 +7,7 @@ import json
 import logging
 
 from rocketq.broker.context import BrokerContext, parsed, reply
+from rocketq.broker.runtime_info import runtime_table
 from rocketq.broker.topic_config import PERM_READ, PERM_WRITE, topic_name_problem_in_cluster
 from rocketq.protocol import (
     RemotingCommand,
@@ -90,11 +91,7 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
         return reply(request, ResponseCode.SUCCESS, body=TopicStatsTable(offset_table=rows).encode())
 
     async def runtime_info(request: RemotingCommand, connection: Connection) -> RemotingCommand:
-        stats = context.store.stats().as_dict()
-        table = {key: str(value) for key, value in stats.items()}
-        table["brokerVersionDesc"] = "rocketq"
-        if context.idempotent_sends is not None:
-            table.update(context.idempotent_sends.stats())
+        table = runtime_table(context)
         return reply(request, ResponseCode.SUCCESS, body=json.dumps({"table": table}).encode())
 
     return {

@@ -6,6 +6,7 @@ from rocketq.broker.context import BrokerContext
 from rocketq.broker.handlers import (
     admin,
     clients,
+    consumer_calls,
     consumers,
     groups,
     locks,
@@ -21,7 +22,8 @@ from rocketq.remoting import HandlerTable
 
 def handler_table(context: BrokerContext) -> HandlerTable:
     table: dict[int, object] = {}
-    for module in (send, send_back, pull, offsets, clients, locks, consumers, groups, query, admin, transactions):
+    modules = (send, send_back, pull, offsets, clients, locks, consumers, consumer_calls, groups, query, admin)
+    for module in (*modules, transactions):
         table.update(module.handlers(context))
     if context.idempotent_sends is not None:  # rocketq-only: sends marked idempotent are stored once
         context.idempotent_sends.wrap(table)

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from rocketq.admin.broker_commands import BROKER_COMMANDS
+from rocketq.admin.cluster_commands import CLUSTER_COMMANDS
 from rocketq.admin.consumer_commands import CONSUMER_COMMANDS
 from rocketq.admin.message_commands import MESSAGE_COMMANDS
 from rocketq.admin.options import client_config, json_option, namesrv_option, parse_time, run
@@ -318,5 +319,10 @@ def update_sub_group(
     emit(as_json, {"group": group, "brokers": brokers}, ["group", "broker"], [[group, b] for b in brokers])
 
 
-for _command in (*MESSAGE_COMMANDS, *BROKER_COMMANDS, *CONSUMER_COMMANDS):  # the commands kept in modules of their own
+for _command in (
+    *MESSAGE_COMMANDS,
+    *BROKER_COMMANDS,
+    *CONSUMER_COMMANDS,
+    *CLUSTER_COMMANDS,
+):  # the commands kept in modules of their own
     admin.add_command(_command)

@@ -153,6 +153,20 @@ class AdminClient:
         """Send request ``code`` to a NameServer; BrokerResponseError unless it succeeds."""
         return await self._namesrv(code, fields)
 
+    @property
+    def name_servers(self) -> list[str]:
+        """The NameServer addresses this client was given."""
+        return list(self._instance.config.name_servers)
+
+    async def request_namesrv_at(self, address: str, code: int, fields: dict[str, str]) -> RemotingCommand:
+        """Send request ``code`` to the NameServer at ``address`` (not another); BrokerResponseError
+        unless it succeeds."""
+        request = make_request(code, opaque=next_opaque(), ext_fields=fields)
+        response = await self._instance.remoting.invoke(address, request, self._timeout)
+        if response.code != ResponseCode.SUCCESS:
+            raise broker_error(response.code, response.remark, f"name server {address}")
+        return response
+
     # -- cluster and routes ---------------------------------------------------------------------------
 
     async def cluster_info(self) -> ClusterInfo:

@@ -1,0 +1,75 @@
+"""``rocketq admin`` commands on the cluster's layout: topicClusterList, wipeWritePerm, addWritePerm,
+deleteSubGroup."""
+
+from __future__ import annotations
+
+import click
+
+from rocketq.admin.options import json_option, namesrv_option, run
+from rocketq.admin.render import emit
+from rocketq.client.admin_cluster import change_write_perm, delete_subscription_group, topic_clusters
+
+
+@click.command("topicClusterList")
+@namesrv_option
+@click.option("-t", "--topic", required=True)
+@json_option
+def topic_cluster_list(namesrv: str, topic: str, as_json: bool) -> None:
+    """The clusters whose brokers serve a topic."""
+    clusters = run(namesrv, lambda a: topic_clusters(a, topic))
+    emit(as_json, clusters, ["cluster"], [[c] for c in clusters])
+
+
+def _write_perm_command(name: str, allow: bool, summary: str) -> click.Command:
+    @click.command(name, help=summary)
+    @namesrv_option
+    @click.option("-b", "--broker-name", required=True, help="the broker's name (clusterList shows them)")
+    @json_option
+    def command(namesrv: str, broker_name: str, as_json: bool) -> None:
+        counts = run(namesrv, lambda a: change_write_perm(a, broker_name, allow=allow))
+        documents = [{"namesrv": address, "broker": broker_name, "topics": n} for address, n in counts.items()]
+        emit(as_json, documents, ["namesrv", "broker", "topics"], [list(d.values()) for d in documents])
+
+    return command
+
+
+wipe_write_perm = _write_perm_command(
+    "wipeWritePerm",
+    False,
+    "Take a broker's write permission away on every NameServer: producers stop sending to it (to drain it"
+    " before maintenance) while consumers go on reading it. Its next registration restores its own permissions.",
+)
+add_write_perm = _write_perm_command(
+    "addWritePerm", True, "Give a broker's topics read and write permission again on every NameServer."
+)
+
+
+def _parse_bool(_context: click.Context, _parameter: click.Parameter, value: str) -> bool:
+    if value.lower() not in ("true", "false"):
+        raise click.BadParameter("true or false")
+    return value.lower() == "true"
+
+
+@click.command("deleteSubGroup")
+@namesrv_option
+@click.option("-g", "--group", required=True)
+@click.option("-c", "--cluster", help="on every master of this cluster (default: all), with its retry and DLQ topics")
+@click.option("-b", "--broker-addr", help="on this broker only")
+@click.option(
+    "-r", "--remove-offset", default="false", show_default=True, callback=_parse_bool, help="also its committed offsets"
+)
+@json_option
+def delete_sub_group(
+    namesrv: str, group: str, cluster: str | None, broker_addr: str | None, remove_offset: bool, as_json: bool
+) -> None:
+    """Delete a consumer group's settings from the brokers."""
+    brokers = run(
+        namesrv,
+        lambda a: delete_subscription_group(
+            a, group, cluster=cluster, broker_addr=broker_addr, remove_offset=remove_offset
+        ),
+    )
+    emit(as_json, {"group": group, "brokers": brokers}, ["deleted", "broker"], [[group, b] for b in brokers])
+
+
+CLUSTER_COMMANDS = (topic_cluster_list, wipe_write_perm, add_write_perm, delete_sub_group)

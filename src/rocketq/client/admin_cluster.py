@@ -1,0 +1,68 @@
+"""Admin operations on the cluster's layout: which clusters serve a topic, brokers' write permission
+on the NameServers (WIPE_WRITE_PERM_OF_BROKER 205, ADD_WRITE_PERM_OF_BROKER 327) and deleting a
+consumer group (DELETE_SUBSCRIPTIONGROUP 207)."""
+
+from __future__ import annotations
+
+from rocketq.client.admin import AdminClient
+from rocketq.client.errors import MQClientError
+from rocketq.common.group_topics import dlq_topic, retry_topic
+from rocketq.protocol import RequestCode
+from rocketq.protocol.headers import DeleteSubscriptionGroupRequestHeader
+from rocketq.protocol.namesrv_headers import AddWritePermOfBrokerRequestHeader, WipeWritePermOfBrokerRequestHeader
+
+
+async def topic_clusters(admin: AdminClient, topic: str) -> list[str]:
+    """The clusters whose brokers serve ``topic``."""
+    route = await admin.topic_route(topic)
+    info = await admin.cluster_info()
+    names = {broker.broker_name for broker in route.broker_datas}
+    return sorted(cluster for cluster, brokers in info.cluster_addr_table.items() if names & set(brokers))
+
+
+async def change_write_perm(admin: AdminClient, broker_name: str, *, allow: bool) -> dict[str, int]:
+    """Take away (``allow`` False) or give back the write permission of broker ``broker_name``'s topics
+    on every NameServer; the number of topics changed, by NameServer. Producers stop choosing its
+    queues once their routes refresh; its next registration (every 30 s) sets its own permissions again."""
+    if allow:
+        code, fields = (
+            RequestCode.ADD_WRITE_PERM_OF_BROKER,
+            AddWritePermOfBrokerRequestHeader(broker_name=broker_name).to_ext_fields(),
+        )
+        count_field = "addTopicCount"
+    else:
+        code, fields = (
+            RequestCode.WIPE_WRITE_PERM_OF_BROKER,
+            WipeWritePermOfBrokerRequestHeader(broker_name=broker_name).to_ext_fields(),
+        )
+        count_field = "wipeTopicCount"
+    counts = {}
+    for address in admin.name_servers:
+        response = await admin.request_namesrv_at(address, code, fields)
+        counts[address] = int(response.ext_fields.get(count_field, "0"))
+    return counts
+
+
+async def delete_subscription_group(
+    admin: AdminClient,
+    group: str,
+    *,
+    cluster: str | None = None,
+    broker_addr: str | None = None,
+    remove_offset: bool = False,
+) -> list[str]:
+    """Delete consumer group ``group``'s settings (and with ``remove_offset`` its committed offsets) on
+    one broker, or on every master of ``cluster`` (all clusters by default), where its retry and
+    dead-letter topics go too; returns the brokers."""
+    targets = [broker_addr] if broker_addr else list((await admin.master_addresses(cluster)).values())
+    if not targets:
+        raise MQClientError("no broker to delete the group on")
+    fields = DeleteSubscriptionGroupRequestHeader(group_name=group, remove_offset=remove_offset).to_ext_fields()
+    for address in targets:
+        await admin.request_broker(address, RequestCode.DELETE_SUBSCRIPTIONGROUP, fields)
+    if broker_addr is None:
+        known = set(await admin.topic_list())
+        for topic in (retry_topic(group), dlq_topic(group)):
+            if topic in known:
+                await admin.delete_topic(topic, cluster=cluster)
+    return targets

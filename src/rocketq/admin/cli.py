@@ -12,13 +12,13 @@ from rocketq.admin.cluster_commands import CLUSTER_COMMANDS
 from rocketq.admin.consumer_commands import CONSUMER_COMMANDS
 from rocketq.admin.message_commands import MESSAGE_COMMANDS
 from rocketq.admin.options import client_config, json_option, namesrv_option, parse_time, run
-from rocketq.admin.render import emit, timestamp
+from rocketq.admin.render import AdminGroup, emit, timestamp
 from rocketq.client import Message, MQClientError, Producer, ProducerConfig
 from rocketq.common.errors import RocketqError
 from rocketq.protocol.bodies import SubscriptionGroupConfigBody
 
 
-@click.group()
+@click.group(cls=AdminGroup)
 def admin() -> None:
     """Administer a rocketq (or RocketMQ) cluster."""
 

@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from rocketq.admin.cli import admin
+from rocketq.broker.config import BrokerConfig
+from rocketq.broker.server import Broker
 from rocketq.client import MessageQueue
 from rocketq.client.admin import AdminClient
+from rocketq.client.admin_cluster import broker_config, update_broker_config
 from rocketq.protocol import RequestCode
-from rocketq.testing import FakeClock, ThreadedCluster, wait_until
+from rocketq.testing import FakeClock, LocalCluster, ThreadedCluster, wait_until
 
 JAVA_TPS_KEYS = ("putTps", "getFoundTps", "getMissTps", "getTotalTps", "getTransferedTps")
 
@@ -136,3 +140,76 @@ def test_delete_sub_group(cluster: ThreadedCluster) -> None:
     assert "DoomedGroup" not in group_names(cluster)
     assert "no consume progress" in invoke(cluster, "consumerProgress", "-g", "DoomedGroup", code=1)
     assert "true or false" in invoke(cluster, "deleteSubGroup", "-g", "G", "-r", "maybe", code=2)
+
+
+def test_get_and_update_broker_config_at_run_time(cluster: ThreadedCluster) -> None:
+    address = broker_address(cluster)
+    settings = json.loads(invoke(cluster, "getBrokerConfig", "-b", address, "--json"))
+    assert settings["brokerName"] == "broker-a" and settings["maxMessageSize"] == str(4 * 1024 * 1024)
+    assert settings["maxTransferBytesOnMessageInMemory"] == str(256 * 1024)  # RocketMQ's key, not the field's name
+    assert settings["flushDiskType"] == "ASYNC_FLUSH" and settings["longPollingEnable"] == "true"
+    assert "maxMessageSize" in invoke(cluster, "getBrokerConfig", "-c", "DefaultCluster")
+
+    invoke(cluster, "updateTopic", "-t", "ConfigTopic", "-r", "1", "-w", "1")
+    invoke(cluster, "updateBrokerConfig", "-b", address, "-k", "maxMessageSize", "-v", "64")
+    assert json.loads(invoke(cluster, "getBrokerConfig", "-b", address, "--json"))["maxMessageSize"] == "64"
+    refused = invoke(cluster, "sendMessage", "-t", "ConfigTopic", "-p", "x" * 100, code=1)
+    assert "64" in refused
+    invoke(cluster, "updateBrokerConfig", "-c", "DefaultCluster", "-k", "maxMessageSize", "-v", str(4 * 1024 * 1024))
+    invoke(cluster, "sendMessage", "-t", "ConfigTopic", "-p", "x" * 100)
+
+    fixed = json.loads(
+        invoke(cluster, "updateBrokerConfig", "-b", address, "-k", "listenPort", "-v", "1", "--json", code=1)
+    )
+    assert "cannot change while the broker runs" in fixed["error"] and "maxMessageSize" in fixed["error"]
+    assert "no broker setting" in invoke(
+        cluster, "updateBrokerConfig", "-b", address, "-k", "noSuchKey", "-v", "1", code=1
+    )
+    wrong = invoke(cluster, "updateBrokerConfig", "-b", address, "-k", "longPollingEnable", "-v", "maybe", code=1)
+    assert "longPollingEnable" in wrong
+    assert json.loads(invoke(cluster, "getBrokerConfig", "-b", address, "--json"))["longPollingEnable"] == "true"
+
+
+async def test_an_update_is_written_to_the_brokers_config_file(tmp_path: Path) -> None:
+    conf = tmp_path / "broker.conf"
+    conf.write_text("# my broker\nbrokerName=broker-z\nmaxMessageSize = 1000\n", encoding="utf-8")
+    async with LocalCluster(tmp_path, brokers=0) as cluster:
+        config = BrokerConfig.load(
+            conf,
+            overrides={
+                "namesrv_addr": cluster.namesrv_addr,
+                "listen_host": "127.0.0.1",
+                "listen_port": 0,
+                "broker_ip1": "127.0.0.1",
+                "store_path_root_dir": tmp_path / "store",
+                "mapped_file_size_commit_log": 1024 * 1024,
+            },
+        )
+        broker = Broker(config, config_file=conf)
+        await broker.start()
+        try:
+            async with AdminClient(cluster.namesrv_addr) as client:
+                await update_broker_config(client, broker.address, "maxMessageSize", "2000")
+                await update_broker_config(client, broker.address, "defaultQueryMaxNum", "7")
+                assert (await broker_config(client, broker.address))["maxMessageSize"] == "2000"
+        finally:
+            await broker.aclose()
+    assert conf.read_text(encoding="utf-8") == (
+        "# my broker\nbrokerName=broker-z\nmaxMessageSize=2000\ndefaultQueryMaxNum=7\n"
+    )
+    again = BrokerConfig.load(conf)
+    assert again.max_message_size == 2000 and again.default_query_max_num == 7
+
+
+def test_send_message_to_a_chosen_queue(cluster: ThreadedCluster) -> None:
+    invoke(cluster, "updateTopic", "-t", "QueueTopic", "-r", "4", "-w", "4")
+    for _ in range(3):
+        sent = json.loads(
+            invoke(cluster, "sendMessage", "-t", "QueueTopic", "-p", "q", "-b", "broker-a", "-i", "2", "--json")
+        )
+        assert (sent["broker"], sent["queueId"]) == ("broker-a", 2)
+    status = json.loads(invoke(cluster, "topicStatus", "-t", "QueueTopic", "--json"))
+    assert {s["queueId"]: s["maxOffset"] for s in status} == {0: 0, 1: 0, 2: 3, 3: 0}
+    missing = invoke(cluster, "sendMessage", "-t", "QueueTopic", "-p", "q", "-b", "broker-a", "-i", "9", code=1)
+    assert "no writable queue 9" in missing
+    assert "go together" in invoke(cluster, "sendMessage", "-t", "QueueTopic", "-p", "q", "-i", "1", code=2)

@@ -9,6 +9,7 @@ import click
 from rocketq.admin.options import json_option, namesrv_option, run
 from rocketq.admin.render import emit
 from rocketq.client.admin import AdminClient
+from rocketq.client.admin_cluster import broker_config, update_broker_config
 from rocketq.common.errors import RocketqError
 
 
@@ -133,4 +134,51 @@ def broker_status(namesrv: str, broker_addr: str | None, cluster: str | None, as
         emit(False, table, ["key", "value"], sorted(table.items()))
 
 
-BROKER_COMMANDS = (cluster_list, broker_status)
+@click.command("getBrokerConfig")
+@namesrv_option
+@broker_addr_option
+@cluster_option
+@json_option
+def get_broker_config(namesrv: str, broker_addr: str | None, cluster: str | None, as_json: bool) -> None:
+    """A broker's settings under their broker.conf keys (every broker of a cluster with -c)."""
+
+    async def configs(admin: AdminClient) -> dict[str, dict[str, str]]:
+        return {a: await broker_config(admin, a) for a in await broker_addresses(admin, broker_addr, cluster)}
+
+    tables = run(namesrv, configs)
+    if as_json:
+        emit(True, tables if cluster else tables[broker_addr or ""])
+        return
+    rows = [[address, key, value] for address, table in tables.items() for key, value in table.items()]
+    emit(False, tables, ["broker", "key", "value"], rows)
+
+
+@click.command("updateBrokerConfig")
+@namesrv_option
+@broker_addr_option
+@cluster_option
+@click.option("-k", "--key", required=True, help="a broker.conf key, such as maxMessageSize")
+@click.option("-v", "--value", required=True)
+@json_option
+def update_broker_config_command(
+    namesrv: str, broker_addr: str | None, cluster: str | None, key: str, value: str, as_json: bool
+) -> None:
+    """Change a broker setting while the broker runs (and in its broker.conf, when it was started from
+    one). Settings the broker cannot change while running are refused, naming those it can."""
+
+    async def update(admin: AdminClient) -> list[str]:
+        addresses = await broker_addresses(admin, broker_addr, cluster)
+        for address in addresses:
+            await update_broker_config(admin, address, key, value)
+        return addresses
+
+    brokers = run(namesrv, update)
+    emit(
+        as_json,
+        {"key": key, "value": value, "brokers": brokers},
+        ["broker", "key", "value"],
+        [[b, key, value] for b in brokers],
+    )
+
+
+BROKER_COMMANDS = (cluster_list, broker_status, get_broker_config, update_broker_config_command)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -13,7 +14,7 @@ from rocketq.admin.consumer_commands import CONSUMER_COMMANDS
 from rocketq.admin.message_commands import MESSAGE_COMMANDS
 from rocketq.admin.options import client_config, json_option, namesrv_option, parse_time, run
 from rocketq.admin.render import AdminGroup, emit, timestamp
-from rocketq.client import Message, MQClientError, Producer, ProducerConfig
+from rocketq.client import Message, MessageQueue, MQClientError, Producer, ProducerConfig
 from rocketq.common.errors import RocketqError
 from rocketq.protocol.bodies import SubscriptionGroupConfigBody
 
@@ -149,17 +150,39 @@ def pending_transactions(namesrv: str, cluster: str | None, as_json: bool) -> No
 @click.option("-p", "--body", required=True)
 @click.option("-c", "--tags")
 @click.option("-k", "--keys")
+@click.option("-b", "--broker-name", help="to a queue of this broker (with -i)")
+@click.option("-i", "--queue-id", type=click.IntRange(min=0), help="to this queue (with -b)")
 @click.option("-g", "--group", default="TOOLS_PRODUCER", show_default=True)
 @json_option
 def send_message(
-    namesrv: str, topic: str, body: str, tags: str | None, keys: str | None, group: str, as_json: bool
+    namesrv: str,
+    topic: str,
+    body: str,
+    tags: str | None,
+    keys: str | None,
+    broker_name: str | None,
+    queue_id: int | None,
+    group: str,
+    as_json: bool,
 ) -> None:
-    """Send one message."""
+    """Send one message, to the queue the producer picks or to queue -i of broker -b."""
+    if (broker_name is None) != (queue_id is None):
+        raise click.UsageError("-b/--broker-name and -i/--queue-id go together")
     config = client_config(namesrv)
+
+    def chosen(queues: Sequence[MessageQueue], _message: Message, _arg: object) -> MessageQueue:
+        for queue in queues:
+            if (queue.broker_name, queue.queue_id) == (broker_name, queue_id):
+                return queue
+        have = ", ".join(f"{q.broker_name}:{q.queue_id}" for q in queues)
+        raise MQClientError(f"topic {topic} has no writable queue {queue_id} on broker {broker_name} (it has {have})")
 
     async def send() -> Any:
         async with Producer(ProducerConfig(group=group, client=config)) as producer:
-            return await producer.send(Message(topic, body.encode(), tags=tags, keys=keys))
+            message = Message(topic, body.encode(), tags=tags, keys=keys)
+            if broker_name is None:
+                return await producer.send(message)
+            return await producer.send_orderly(message, selector=chosen)
 
     try:
         result = asyncio.run(send())

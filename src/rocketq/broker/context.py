@@ -7,6 +7,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from rocketq.broker.client_manager import ClientManager
@@ -64,6 +65,7 @@ class BrokerContext:
     pull_counters: PullCounters = field(default_factory=PullCounters)  # pulls found/missed, messages returned
     runtime_samples: TpsSampler = field(default_factory=TpsSampler)  # the rates of GET_BROKER_RUNTIME_INFO
     boot_ms: int = 0  # when the broker started, ms since the epoch (its clock)
+    config_file: Path | None = None  # the broker.conf it was started from: settings changed at run time go there
     idempotent_sends: IdempotentSends | None = None  # the idempotent-send window, in front of the send handlers
     transactions: TransactionService | None = None  # set by the broker before it serves
 

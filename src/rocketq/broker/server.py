@@ -6,6 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import Any
 
 from rocketq.acl import AclConfigError
@@ -50,10 +51,12 @@ class Broker:
     accepting, answer held pulls, finish in-flight requests, persist offsets, close the store.
     ``clock`` drives the transaction check-back (tests give a ``rocketq.testing.FakeClock``)."""
 
-    def __init__(self, config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK, config_file: Path | None = None) -> None:
         """``clock``: wall-clock time, for what depends on it (the transaction check-back, the idempotent-send
-        window, filter data); tests pass a ``rocketq.testing.FakeClock``."""
+        window, filter data); tests pass a ``rocketq.testing.FakeClock``. ``config_file``: the broker.conf
+        ``config`` was read from, where settings changed at run time (UPDATE_BROKER_CONFIG) are written."""
         self.config = config
+        self.config_file = config_file
         self.clock = clock
         self.store = MessageStore(config.store_config())
         root = config.store_path_root_dir / "config"
@@ -149,6 +152,7 @@ class Broker:
             consume_rates=self.consume_rates,
             clock=self.clock,
             boot_ms=int(self.clock.time() * 1000),
+            config_file=self.config_file,
             idempotent_sends=IdempotentSends(
                 self.store,
                 window_ms=config.idempotent_send_window_ms,

@@ -5,7 +5,7 @@ consumer group (DELETE_SUBSCRIPTIONGROUP 207)."""
 from __future__ import annotations
 
 from rocketq.client.admin import AdminClient
-from rocketq.client.errors import MQClientError
+from rocketq.client.errors import MQClientError, ValidationError
 from rocketq.common.group_topics import dlq_topic, retry_topic
 from rocketq.protocol import RequestCode
 from rocketq.protocol.headers import DeleteSubscriptionGroupRequestHeader
@@ -66,3 +66,22 @@ async def delete_subscription_group(
             if topic in known:
                 await admin.delete_topic(topic, cluster=cluster)
     return targets
+
+
+async def broker_config(admin: AdminClient, address: str) -> dict[str, str]:
+    """The settings of the broker at ``address`` under their broker.conf keys (GET_BROKER_CONFIG)."""
+    response = await admin.request_broker(address, RequestCode.GET_BROKER_CONFIG)
+    table: dict[str, str] = {}
+    for line in bytes(response.body).decode("utf-8").splitlines():
+        key, separator, value = line.partition("=")
+        if separator and key.strip() and not key.lstrip().startswith(("#", "!")):
+            table[key.strip()] = value.strip()
+    return table
+
+
+async def update_broker_config(admin: AdminClient, address: str, key: str, value: str) -> None:
+    """Set broker.conf key ``key`` to ``value`` on the broker at ``address`` while it runs
+    (UPDATE_BROKER_CONFIG); BrokerResponseError with the broker's reason when it refuses."""
+    if "\n" in key or "\n" in value or "=" in key:
+        raise ValidationError("a key has no '=' and neither key nor value a line break")
+    await admin.request_broker(address, RequestCode.UPDATE_BROKER_CONFIG, body=f"{key}={value}\n".encode())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rocketq.broker.context import BrokerContext
 from rocketq.broker.handlers import (
     admin,
+    broker_config,
     clients,
     consumer_calls,
     consumers,
@@ -23,7 +24,7 @@ from rocketq.remoting import HandlerTable
 def handler_table(context: BrokerContext) -> HandlerTable:
     table: dict[int, object] = {}
     modules = (send, send_back, pull, offsets, clients, locks, consumers, consumer_calls, groups, query, admin)
-    for module in (*modules, transactions):
+    for module in (*modules, broker_config, transactions):
         table.update(module.handlers(context))
     if context.idempotent_sends is not None:  # rocketq-only: sends marked idempotent are stored once
         context.idempotent_sends.wrap(table)

@@ -15,7 +15,10 @@ from rocketq.client import (
     ClientConfig,
     ConsumeFromWhere,
     ConsumerConfig,
+    Message,
     MessageExt,
+    ProducerConfig,
+    SyncProducer,
     SyncPullConsumer,
     SyncPushConsumer,
 )
@@ -149,3 +152,17 @@ def test_pull_consumer_answers_consumer_status(cluster: ThreadedCluster) -> None
             cluster, "consumeMessage", "-g", "PullStatusG", "-d", consumer.client_id, "-i", "0" * 32, code=1
         )
         assert "offset message id" in refused
+
+
+def test_producer_connection(cluster: ThreadedCluster) -> None:
+    invoke(cluster, "updateTopic", "-t", "ProducerT", "-r", "1", "-w", "1")
+    with SyncProducer(
+        ProducerConfig(group="ShownProducers", client=ClientConfig(namesrv_addr=cluster.namesrv_addr))
+    ) as producer:
+        producer.send(Message("ProducerT", b"hello"))
+        rows = json.loads(invoke(cluster, "producerConnection", "-g", "ShownProducers", "-t", "ProducerT", "--json"))
+        assert len(rows) == 1 and "@" in rows[0]["clientId"]
+        assert rows[0]["language"] == "JAVA" and rows[0]["version"] == 409 and rows[0]["clientAddr"]
+        assert rows[0]["clientId"] in invoke(cluster, "producerConnection", "-g", "ShownProducers", "-t", "ProducerT")
+    none = invoke(cluster, "producerConnection", "-g", "NoProducers", "-t", "ProducerT", code=1)
+    assert "no producer connected" in none

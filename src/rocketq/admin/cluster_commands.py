@@ -1,5 +1,5 @@
-"""``rocketq admin`` commands on the cluster's layout: topicClusterList, wipeWritePerm, addWritePerm,
-deleteSubGroup."""
+"""``rocketq admin`` commands on the cluster's layout and its clients: topicClusterList, wipeWritePerm,
+addWritePerm, deleteSubGroup, producerConnection."""
 
 from __future__ import annotations
 
@@ -7,7 +7,12 @@ import click
 
 from rocketq.admin.options import json_option, namesrv_option, run
 from rocketq.admin.render import emit
-from rocketq.client.admin_cluster import change_write_perm, delete_subscription_group, topic_clusters
+from rocketq.client.admin_cluster import (
+    change_write_perm,
+    delete_subscription_group,
+    producer_connections,
+    topic_clusters,
+)
 
 
 @click.command("topicClusterList")
@@ -72,4 +77,20 @@ def delete_sub_group(
     emit(as_json, {"group": group, "brokers": brokers}, ["deleted", "broker"], [[group, b] for b in brokers])
 
 
-CLUSTER_COMMANDS = (topic_cluster_list, wipe_write_perm, add_write_perm, delete_sub_group)
+@click.command("producerConnection")
+@namesrv_option
+@click.option("-g", "--group", required=True, help="the producer group")
+@click.option("-t", "--topic", required=True, help="a topic it sends to (its brokers are asked)")
+@json_option
+def producer_connection(namesrv: str, group: str, topic: str, as_json: bool) -> None:
+    """A producer group's clients connected to the brokers of a topic."""
+    connections = run(namesrv, lambda a: producer_connections(a, group, topic))
+    documents = [
+        {"clientId": c.client_id, "clientAddr": c.client_addr, "language": c.language, "version": c.version}
+        for c in connections
+    ]
+    rows = [[index, *d.values()] for index, d in enumerate(documents, 1)]
+    emit(as_json, documents, ["#", "clientId", "clientAddr", "language", "version"], rows)
+
+
+CLUSTER_COMMANDS = (topic_cluster_list, wipe_write_perm, add_write_perm, delete_sub_group, producer_connection)

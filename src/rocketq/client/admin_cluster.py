@@ -1,15 +1,19 @@
-"""Admin operations on the cluster's layout: which clusters serve a topic, brokers' write permission
-on the NameServers (WIPE_WRITE_PERM_OF_BROKER 205, ADD_WRITE_PERM_OF_BROKER 327) and deleting a
-consumer group (DELETE_SUBSCRIPTIONGROUP 207)."""
+"""Admin operations on the cluster and its brokers: which clusters serve a topic, brokers' write
+permission on the NameServers (WIPE_WRITE_PERM_OF_BROKER 205, ADD_WRITE_PERM_OF_BROKER 327), deleting a
+consumer group (DELETE_SUBSCRIPTIONGROUP 207), a group's producers (GET_PRODUCER_CONNECTION_LIST 204),
+and a broker's settings (GET_BROKER_CONFIG 26, UPDATE_BROKER_CONFIG 25)."""
 
 from __future__ import annotations
 
 from rocketq.client.admin import AdminClient
 from rocketq.client.errors import MQClientError, ValidationError
+from rocketq.client.route import MASTER_ID
 from rocketq.common.group_topics import dlq_topic, retry_topic
-from rocketq.protocol import RequestCode
+from rocketq.protocol import RequestCode, ResponseCode
+from rocketq.protocol.bodies import ClientConnection
 from rocketq.protocol.headers import DeleteSubscriptionGroupRequestHeader
 from rocketq.protocol.namesrv_headers import AddWritePermOfBrokerRequestHeader, WipeWritePermOfBrokerRequestHeader
+from rocketq.protocol.producers import GetProducerConnectionListRequestHeader, ProducerConnection
 
 
 async def topic_clusters(admin: AdminClient, topic: str) -> list[str]:
@@ -85,3 +89,24 @@ async def update_broker_config(admin: AdminClient, address: str, key: str, value
     if "\n" in key or "\n" in value or "=" in key:
         raise ValidationError("a key has no '=' and neither key nor value a line break")
     await admin.request_broker(address, RequestCode.UPDATE_BROKER_CONFIG, body=f"{key}={value}\n".encode())
+
+
+async def producer_connections(admin: AdminClient, group: str, topic: str) -> list[ClientConnection]:
+    """The producers of ``group`` connected to the masters of ``topic`` (GET_PRODUCER_CONNECTION_LIST),
+    each client once; MQClientError when none is."""
+    route = await admin.topic_route(topic)
+    fields = GetProducerConnectionListRequestHeader(producer_group=group).to_ext_fields()
+    found: dict[str, ClientConnection] = {}
+    for broker in route.broker_datas:
+        address = broker.broker_addrs.get(MASTER_ID)
+        if address is None:
+            continue
+        response = await admin.request_broker(
+            address, RequestCode.GET_PRODUCER_CONNECTION_LIST, fields, ok=(0, ResponseCode.SYSTEM_ERROR)
+        )
+        if response.code == ResponseCode.SUCCESS:
+            for connection in ProducerConnection.decode(response.body).connection_set:
+                found.setdefault(connection.client_id, connection)
+    if not found:
+        raise MQClientError(f"producer group {group!r} has no producer connected to the brokers of topic {topic}")
+    return sorted(found.values(), key=lambda c: c.client_id)

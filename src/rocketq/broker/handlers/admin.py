@@ -1,5 +1,5 @@
-"""Admin requests: topics (17, 215, 21), a topic's queue offsets (202) and runtime info (28), used by
-``rocketq admin`` and Java's mqadmin."""
+"""Admin requests: topics (17, 215, 21), a topic's queue offsets (202), runtime info (28) and a group's
+producers (204), used by ``rocketq admin`` and Java's mqadmin."""
 
 from __future__ import annotations
 
@@ -16,12 +16,13 @@ from rocketq.protocol import (
     TopicConfig,
     TopicFilterType,
 )
-from rocketq.protocol.bodies import QueueStats, TopicStatsTable
+from rocketq.protocol.bodies import ClientConnection, QueueStats, TopicStatsTable
 from rocketq.protocol.headers import (
     CreateTopicRequestHeader,
     DeleteTopicRequestHeader,
     GetTopicStatsInfoRequestHeader,
 )
+from rocketq.protocol.producers import GetProducerConnectionListRequestHeader, ProducerConnection
 from rocketq.remoting import Connection, RequestHandler
 
 log = logging.getLogger(__name__)
@@ -94,7 +95,26 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
         table = runtime_table(context)
         return reply(request, ResponseCode.SUCCESS, body=json.dumps({"table": table}).encode())
 
+    def producer_connections(
+        request: RemotingCommand, header: GetProducerConnectionListRequestHeader
+    ) -> RemotingCommand:
+        channels = context.clients.producers.get(header.producer_group) or {}
+        if not channels:
+            return reply(request, ResponseCode.SYSTEM_ERROR, f"the producer group[{header.producer_group}] not exist")
+        connections = [
+            ClientConnection(
+                client_id=channel.client_id,
+                client_addr=str(getattr(channel.channel, "remote_address", "")),
+                language=channel.language,
+                version=channel.version,
+            )
+            for channel in channels.values()
+        ]
+        body = ProducerConnection(connection_set=sorted(connections, key=lambda c: c.client_id)).encode()
+        return reply(request, ResponseCode.SUCCESS, body=body)
+
     return {
+        RequestCode.GET_PRODUCER_CONNECTION_LIST: parsed(GetProducerConnectionListRequestHeader, producer_connections),
         RequestCode.UPDATE_AND_CREATE_TOPIC: parsed(CreateTopicRequestHeader, create_topic),
         RequestCode.DELETE_TOPIC_IN_BROKER: parsed(DeleteTopicRequestHeader, delete_topic),
         RequestCode.GET_ALL_TOPIC_CONFIG: all_topic_config,

@@ -166,3 +166,24 @@ def test_producer_connection(cluster: ThreadedCluster) -> None:
         assert rows[0]["clientId"] in invoke(cluster, "producerConnection", "-g", "ShownProducers", "-t", "ProducerT")
     none = invoke(cluster, "producerConnection", "-g", "NoProducers", "-t", "ProducerT", code=1)
     assert "no producer connected" in none
+
+
+def test_print_msg(cluster: ThreadedCluster) -> None:
+    invoke(cluster, "updateTopic", "-t", "PrintT", "-r", "2", "-w", "2")
+    with SyncProducer(
+        ProducerConfig(group="PrintP", client=ClientConfig(namesrv_addr=cluster.namesrv_addr))
+    ) as producer:
+        producer.send(Message("PrintT", b"first line\nsecond line", tags="TagA"))
+        producer.send(Message("PrintT", b"\x00\xffbinary", tags="TagA"))
+        producer.send(Message("PrintT", "caf\u00e9".encode("latin-1"), tags="TagB"))
+    queues = json.loads(invoke(cluster, "printMsg", "-t", "PrintT", "--json"))
+    assert sorted(q["queueId"] for q in queues) == [0, 1]
+    bodies = sorted(m["body"] for q in queues for m in q["messages"])
+    assert bodies == sorted(["first line\nsecond line", b"\x00\xffbinary".hex(), "caf\u00e9".encode("latin-1").hex()])
+    only_a = json.loads(invoke(cluster, "printMsg", "-t", "PrintT", "-s", "TagA", "--json"))
+    assert sum(len(q["messages"]) for q in only_a) == 2
+    text = invoke(cluster, "printMsg", "-t", "PrintT", "-c", "latin-1")
+    assert "caf\u00e9" in text and "second line" in text and "\x00" not in text
+    later = json.loads(invoke(cluster, "printMsg", "-t", "PrintT", "-b", "now", "--json"))
+    assert all(not q["messages"] for q in later)
+    assert "unknown charset" in invoke(cluster, "printMsg", "-t", "PrintT", "-c", "klingon", code=2)

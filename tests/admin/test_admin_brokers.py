@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from rocketq.admin.cli import admin
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.server import Broker
-from rocketq.client import MessageQueue
+from rocketq.client import ClientConfig, ConsumeFromWhere, ConsumerConfig, MessageQueue, SyncPushConsumer
 from rocketq.client.admin import AdminClient
 from rocketq.client.admin_cluster import broker_config, update_broker_config
 from rocketq.protocol import RequestCode
@@ -50,9 +50,18 @@ def broker_address(cluster: ThreadedCluster) -> str:
     return str(rows[0]["address"])
 
 
+@pytest.fixture
+def fresh(tmp_path: Path) -> Iterator[tuple[ThreadedCluster, FakeClock]]:
+    """A cluster of its own, whose counters no other test moved, on a clock of its own."""
+    clock = FakeClock()
+    with ThreadedCluster(tmp_path, brokers=1, clock=clock) as running:
+        yield running, clock
+
+
 def test_broker_status_has_rocketmq_keys_and_rates_from_the_brokers_clock(
-    cluster: ThreadedCluster, clock: FakeClock
+    fresh: tuple[ThreadedCluster, FakeClock],
 ) -> None:
+    cluster, clock = fresh
     address = broker_address(cluster)
     status = json.loads(invoke(cluster, "brokerStatus", "-b", address, "--json"))
     for key in JAVA_TPS_KEYS:
@@ -213,3 +222,46 @@ def test_send_message_to_a_chosen_queue(cluster: ThreadedCluster) -> None:
     missing = invoke(cluster, "sendMessage", "-t", "QueueTopic", "-p", "q", "-b", "broker-a", "-i", "9", code=1)
     assert "no writable queue 9" in missing
     assert "go together" in invoke(cluster, "sendMessage", "-t", "QueueTopic", "-p", "q", "-i", "1", code=2)
+
+
+def test_stats_all(fresh: tuple[ThreadedCluster, FakeClock]) -> None:
+    cluster, clock = fresh
+    invoke(cluster, "updateTopic", "-t", "StatsTopic", "-r", "2", "-w", "2")
+    invoke(cluster, "updateTopic", "-t", "QuietTopic", "-r", "1", "-w", "1")
+    for i in range(10):
+        invoke(cluster, "sendMessage", "-t", "StatsTopic", "-p", f"s{i}")
+    received: list[object] = []
+    config = ConsumerConfig(
+        group="StatsGroup",
+        client=ClientConfig(namesrv_addr=cluster.namesrv_addr),
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        persist_consumer_offset_interval_s=0.1,
+    )
+    with SyncPushConsumer(config, lambda messages: bool(received.extend(messages)) or True) as consumer:
+        consumer.subscribe("StatsTopic")
+        consumer.start()
+        wait_until(lambda: len(received) >= 10)
+    for i in range(4):  # sent once the group is gone: its backlog
+        invoke(cluster, "sendMessage", "-t", "StatsTopic", "-p", f"late{i}")
+    clock.advance(5.0)  # the rates run from the broker's first copy of its counters, 5 s before now
+    rows = json.loads(invoke(cluster, "statsAll", "-t", "StatsTopic", "--json"))
+    stats = next(r for r in rows if r["consumerGroup"] == "StatsGroup")
+    assert stats["accumulation"] == 4
+    assert stats["inMsg24Hour"] == 14 and stats["outMsg24Hour"] == 10
+    assert stats["inTps"] == round(14 / 5, 2) and stats["outTps"] == round(10 / 5, 2)
+    everything = json.loads(invoke(cluster, "statsAll", "--json"))
+    assert not any(r["topic"].startswith("%RETRY%") for r in everything)
+    quiet = next(r for r in everything if r["topic"] == "QuietTopic")
+    assert quiet == {
+        "topic": "QuietTopic",
+        "consumerGroup": None,
+        "accumulation": 0,
+        "inTps": 0.0,
+        "outTps": 0.0,
+        "inMsg24Hour": 0,
+        "outMsg24Hour": 0,
+    }
+    active = json.loads(invoke(cluster, "statsAll", "-a", "--json"))
+    assert {r["topic"] for r in active} == {"StatsTopic"}
+    table = invoke(cluster, "statsAll", "-t", "StatsTopic")
+    assert "#InMsg24Hour" in table and "StatsGroup" in table

@@ -13,6 +13,7 @@ from rocketq.client.admin_cluster import (
     producer_connections,
     topic_clusters,
 )
+from rocketq.client.admin_stats import stats_all
 
 
 @click.command("topicClusterList")
@@ -93,4 +94,52 @@ def producer_connection(namesrv: str, group: str, topic: str, as_json: bool) -> 
     emit(as_json, documents, ["#", "clientId", "clientAddr", "language", "version"], rows)
 
 
-CLUSTER_COMMANDS = (topic_cluster_list, wipe_write_perm, add_write_perm, delete_sub_group, producer_connection)
+@click.command("statsAll")
+@namesrv_option
+@click.option("-t", "--topic", help="only this topic")
+@click.option("-a", "--active-topic", is_flag=True, help="only topics with messages in or out in the last 24 hours")
+@json_option
+def stats_all_command(namesrv: str, topic: str | None, active_topic: bool, as_json: bool) -> None:
+    """Per topic and consumer group: the backlog, messages in and out a second (last minute) and in the
+    last 24 hours."""
+    rows = [
+        row
+        for row in run(namesrv, lambda a: stats_all(a, topic))
+        if not active_topic or row.in_today > 0 or row.out_today > 0
+    ]
+    documents = [
+        {
+            "topic": r.topic,
+            "consumerGroup": r.group,
+            "accumulation": r.accumulation,
+            "inTps": round(r.in_tps, 2),
+            "outTps": round(r.out_tps, 2),
+            "inMsg24Hour": r.in_today,
+            "outMsg24Hour": r.out_today,
+        }
+        for r in rows
+    ]
+    headers = ["#Topic", "#Consumer Group", "#Accumulation", "#InTPS", "#OutTPS", "#InMsg24Hour", "#OutMsg24Hour"]
+    table = [
+        [
+            d["topic"],
+            d["consumerGroup"] or "",
+            d["accumulation"],
+            f"{d['inTps']:.2f}",
+            f"{d['outTps']:.2f}",
+            d["inMsg24Hour"],
+            d["outMsg24Hour"],
+        ]
+        for d in documents
+    ]
+    emit(as_json, documents, headers, table)
+
+
+CLUSTER_COMMANDS = (
+    topic_cluster_list,
+    wipe_write_perm,
+    add_write_perm,
+    delete_sub_group,
+    producer_connection,
+    stats_all_command,
+)

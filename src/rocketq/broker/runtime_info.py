@@ -37,7 +37,26 @@ def sample_runtime(context: BrokerContext) -> None:
         TRANSFERRED: pulls.transferred,
         PUT_TODAY: _put_today(context),
     }
-    context.runtime_samples.sample(context.clock.time(), counters)
+    now = context.clock.time()
+    context.runtime_samples.sample(now, counters)
+    if context.stats_windows.due(now):
+        context.stats_windows.sample(now, traffic_counters(context))
+
+
+TOPIC_PUT_NUMS, GROUP_GET_NUMS = "TOPIC_PUT_NUMS", "GROUP_GET_NUMS"
+
+
+def traffic_counters(context: BrokerContext) -> dict[str, int]:
+    """Messages put per topic and got per topic and group, keyed as VIEW_BROKER_STATS_DATA names them
+    (``stats_key(TOPIC_PUT_NUMS, topic)``, ``stats_key(GROUP_GET_NUMS, "topic@group")``)."""
+    counters = {stats_key(TOPIC_PUT_NUMS, topic): n for topic, n in context.put_traffic.messages.items()}
+    for (group, topic), n in context.consume_rates.totals.items():
+        counters[stats_key(GROUP_GET_NUMS, f"{topic}@{group}")] = n
+    return counters
+
+
+def stats_key(name: str, key: str) -> str:
+    return f"{name}/{key}"
 
 
 def runtime_table(context: BrokerContext) -> dict[str, str]:

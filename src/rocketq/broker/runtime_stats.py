@@ -119,3 +119,45 @@ def runtime_text(elapsed_ms: int) -> str:
     hours, minutes = divmod(minutes, 60)
     days, hours = divmod(hours, 24)
     return f"[ {days:,} days, {hours} hours, {minutes} minutes, {seconds} seconds ]"
+
+
+STATS_WINDOWS: Final = (("minute", 10.0, 60.0), ("hour", 60.0, 3600.0), ("day", 3600.0, 86400.0))
+"""VIEW_BROKER_STATS_DATA's windows: name, how often a copy of the counters is kept, how long."""
+
+
+class StatsWindows:
+    """Named counters (a topic's messages put, a topic@group's messages got) over the last minute, hour
+    and day, as RocketMQ's ``statsMinute``/``statsHour``/``statsDay``: a copy of the counters is kept
+    every 10 s for a minute, every minute for an hour and every hour for a day (about 90 copies)."""
+
+    def __init__(self) -> None:
+        self._copies: dict[str, deque[tuple[float, dict[str, int]]]] = {name: deque() for name, _, _ in STATS_WINDOWS}
+
+    def due(self, now: float) -> bool:
+        """Whether a window keeps a copy at ``now`` (``sample`` is worth its counters)."""
+        return any(not self._copies[name] or now - self._copies[name][-1][0] >= step for name, step, _ in STATS_WINDOWS)
+
+    def sample(self, now: float, counters: Mapping[str, int]) -> None:
+        """Offer the counters as of ``now``; each window keeps them when its step has passed."""
+        values = dict(counters)
+        for name, step, span in STATS_WINDOWS:
+            copies = self._copies[name]
+            if copies and now - copies[-1][0] < step:
+                continue
+            copies.append((now, values))
+            while len(copies) > 1 and now - copies[1][0] >= span:
+                copies.popleft()
+
+    def window(self, name: str, key: str, now: float, current: int) -> tuple[int, float]:
+        """(messages counted, per second) for ``key`` from the oldest copy of window ``name`` to
+        ``current`` at ``now``; (0, 0.0) before any copy."""
+        copies = self._copies[name]
+        if not copies:
+            return 0, 0.0
+        began, start = copies[0]
+        total = max(0, current - start.get(key, 0))
+        return total, (total / (now - began) if now > began else 0.0)
+
+    def known(self, key: str) -> bool:
+        """Whether any kept copy counts ``key``."""
+        return any(key in copy for copies in self._copies.values() for _, copy in copies)

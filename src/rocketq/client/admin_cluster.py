@@ -11,9 +11,9 @@ from rocketq.client.route import MASTER_ID
 from rocketq.common.group_topics import dlq_topic, retry_topic
 from rocketq.protocol import RequestCode, ResponseCode
 from rocketq.protocol.bodies import ClientConnection
+from rocketq.protocol.broker_stats import GetProducerConnectionListRequestHeader, ProducerConnection
 from rocketq.protocol.headers import DeleteSubscriptionGroupRequestHeader
 from rocketq.protocol.namesrv_headers import AddWritePermOfBrokerRequestHeader, WipeWritePermOfBrokerRequestHeader
-from rocketq.protocol.producers import GetProducerConnectionListRequestHeader, ProducerConnection
 
 
 async def topic_clusters(admin: AdminClient, topic: str) -> list[str]:

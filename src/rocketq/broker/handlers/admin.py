@@ -1,5 +1,5 @@
-"""Admin requests: topics (17, 215, 21), a topic's queue offsets (202), runtime info (28) and a group's
-producers (204), used by ``rocketq admin`` and Java's mqadmin."""
+"""Admin requests: topics (17, 215, 21), a topic's queue offsets (202), runtime info (28), a group's
+producers (204) and traffic stats (315), used by ``rocketq admin`` and Java's mqadmin."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import json
 import logging
 
 from rocketq.broker.context import BrokerContext, parsed, reply
-from rocketq.broker.runtime_info import runtime_table
+from rocketq.broker.runtime_info import runtime_table, stats_key, traffic_counters
+from rocketq.broker.runtime_stats import STATS_WINDOWS
 from rocketq.broker.topic_config import PERM_READ, PERM_WRITE, topic_name_problem_in_cluster
 from rocketq.protocol import (
     RemotingCommand,
@@ -17,12 +18,18 @@ from rocketq.protocol import (
     TopicFilterType,
 )
 from rocketq.protocol.bodies import ClientConnection, QueueStats, TopicStatsTable
+from rocketq.protocol.broker_stats import (
+    BrokerStatsData,
+    BrokerStatsItem,
+    GetProducerConnectionListRequestHeader,
+    ProducerConnection,
+    ViewBrokerStatsDataRequestHeader,
+)
 from rocketq.protocol.headers import (
     CreateTopicRequestHeader,
     DeleteTopicRequestHeader,
     GetTopicStatsInfoRequestHeader,
 )
-from rocketq.protocol.producers import GetProducerConnectionListRequestHeader, ProducerConnection
 from rocketq.remoting import Connection, RequestHandler
 
 log = logging.getLogger(__name__)
@@ -113,7 +120,24 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
         body = ProducerConnection(connection_set=sorted(connections, key=lambda c: c.client_id)).encode()
         return reply(request, ResponseCode.SUCCESS, body=body)
 
+    def stats_data(request: RemotingCommand, header: ViewBrokerStatsDataRequestHeader) -> RemotingCommand:
+        key = stats_key(header.stats_name, header.stats_key)
+        current = traffic_counters(context).get(key)
+        windows = context.stats_windows
+        if current is None and not windows.known(key):
+            return reply(
+                request, ResponseCode.SYSTEM_ERROR, f"The stats <{header.stats_name}> <{header.stats_key}> not exist"
+            )
+        now = context.clock.time()
+        items = {}
+        for name, _, _ in STATS_WINDOWS:
+            total, tps = windows.window(name, key, now, current or 0)
+            items[name] = BrokerStatsItem(sum=total, tps=round(tps, 2))
+        body = BrokerStatsData(stats_minute=items["minute"], stats_hour=items["hour"], stats_day=items["day"])
+        return reply(request, ResponseCode.SUCCESS, body=body.encode())
+
     return {
+        RequestCode.VIEW_BROKER_STATS_DATA: parsed(ViewBrokerStatsDataRequestHeader, stats_data),
         RequestCode.GET_PRODUCER_CONNECTION_LIST: parsed(GetProducerConnectionListRequestHeader, producer_connections),
         RequestCode.UPDATE_AND_CREATE_TOPIC: parsed(CreateTopicRequestHeader, create_topic),
         RequestCode.DELETE_TOPIC_IN_BROKER: parsed(DeleteTopicRequestHeader, delete_topic),

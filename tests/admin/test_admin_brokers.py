@@ -265,3 +265,19 @@ def test_stats_all(fresh: tuple[ThreadedCluster, FakeClock]) -> None:
     assert {r["topic"] for r in active} == {"StatsTopic"}
     table = invoke(cluster, "statsAll", "-t", "StatsTopic")
     assert "#InMsg24Hour" in table and "StatsGroup" in table
+
+
+def test_send_timings(cluster: ThreadedCluster) -> None:
+    invoke(cluster, "updateTopic", "-t", "TimedTopic", "-r", "3", "-w", "3")
+    checked = json.loads(invoke(cluster, "checkMsgSendRT", "-t", "TimedTopic", "-a", "6", "-s", "64", "--json"))
+    assert [s["queueId"] for s in checked["sends"]] == [0, 1, 2, 0, 1, 2]
+    assert all(s["sendResult"] and s["result"] == "SEND_OK" and s["rtMs"] > 0 for s in checked["sends"])
+    assert checked["avgRtMs"] > 0
+    assert "Avg RT: " in invoke(cluster, "checkMsgSendRT", "-t", "TimedTopic", "-a", "2")
+    rt = json.loads(invoke(cluster, "clusterRT", "-a", "3", "--json"))
+    assert [(r["cluster"], r["broker"], r["successCount"], r["failCount"]) for r in rt] == [
+        ("DefaultCluster", "broker-a", 3, 0)
+    ]
+    assert rt[0]["rtMs"] > 0
+    assert "#successCount" in invoke(cluster, "clusterRT", "-a", "1", "-c", "DefaultCluster")
+    assert "NoCluster" in invoke(cluster, "clusterRT", "-c", "NoCluster", code=1)

@@ -14,6 +14,7 @@ from rocketq.admin.consumer_commands import CONSUMER_COMMANDS
 from rocketq.admin.message_commands import MESSAGE_COMMANDS
 from rocketq.admin.options import client_config, json_option, namesrv_option, parse_time, run
 from rocketq.admin.render import AdminGroup, emit, timestamp
+from rocketq.admin.timing_commands import TIMING_COMMANDS
 from rocketq.client import Message, MessageQueue, MQClientError, Producer, ProducerConfig
 from rocketq.common.errors import RocketqError
 from rocketq.protocol.bodies import SubscriptionGroupConfigBody
@@ -347,5 +348,6 @@ for _command in (
     *BROKER_COMMANDS,
     *CONSUMER_COMMANDS,
     *CLUSTER_COMMANDS,
+    *TIMING_COMMANDS,
 ):  # the commands kept in modules of their own
     admin.add_command(_command)

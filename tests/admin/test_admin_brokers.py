@@ -14,9 +14,18 @@ from click.testing import CliRunner
 from rocketq.admin.cli import admin
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.server import Broker
-from rocketq.client import ClientConfig, ConsumeFromWhere, ConsumerConfig, MessageQueue, SyncPushConsumer
+from rocketq.client import (
+    ClientConfig,
+    ConsumeFromWhere,
+    ConsumerConfig,
+    Message,
+    MessageQueue,
+    Producer,
+    ProducerConfig,
+    SyncPushConsumer,
+)
 from rocketq.client.admin import AdminClient
-from rocketq.client.admin_cluster import broker_config, update_broker_config
+from rocketq.client.admin_cluster import broker_config, clean_expired_consume_queues, update_broker_config
 from rocketq.protocol import RequestCode
 from rocketq.testing import FakeClock, LocalCluster, ThreadedCluster, wait_until
 
@@ -158,6 +167,8 @@ def test_get_and_update_broker_config_at_run_time(cluster: ThreadedCluster) -> N
     assert settings["maxTransferBytesOnMessageInMemory"] == str(256 * 1024)  # RocketMQ's key, not the field's name
     assert settings["flushDiskType"] == "ASYNC_FLUSH" and settings["longPollingEnable"] == "true"
     assert "maxMessageSize" in invoke(cluster, "getBrokerConfig", "-c", "DefaultCluster")
+    assert json.loads(invoke(cluster, "cleanExpiredCQ", "--json")) == [{"broker": address, "deletedFiles": 0}]
+    assert "deletedFiles" in invoke(cluster, "cleanExpiredCQ", "-b", address)
 
     invoke(cluster, "updateTopic", "-t", "ConfigTopic", "-r", "1", "-w", "1")
     invoke(cluster, "updateBrokerConfig", "-b", address, "-k", "maxMessageSize", "-v", "64")
@@ -281,3 +292,33 @@ def test_send_timings(cluster: ThreadedCluster) -> None:
     assert rt[0]["rtMs"] > 0
     assert "#successCount" in invoke(cluster, "clusterRT", "-a", "1", "-c", "DefaultCluster")
     assert "NoCluster" in invoke(cluster, "clusterRT", "-c", "NoCluster", code=1)
+
+
+async def test_clean_expired_cq_after_commit_log_files_were_removed(tmp_path: Path) -> None:
+    sizes = {"mapped_file_size_commit_log": 64 * 1024, "mapped_file_size_consume_queue": 20 * 16}
+    async with LocalCluster(tmp_path, brokers=1, **sizes) as cluster:
+        async with AdminClient(cluster.namesrv_addr) as client:
+            await client.update_topic("OldTopic", cluster="DefaultCluster", read_queues=1, write_queues=1)
+        async with Producer(
+            ProducerConfig(group="Filler", client=ClientConfig(namesrv_addr=cluster.namesrv_addr))
+        ) as producer:
+            for _ in range(200):  # 200 records of ~1.1 KB: four CommitLog files, 13 ConsumeQueue files
+                await producer.send(Message("OldTopic", b"x" * 1000))
+        await cluster.wait_dispatched()
+        broker = cluster.brokers[0]
+        store_dir = broker.config.store_path_root_dir
+        await broker.aclose()
+        commit_logs = sorted((store_dir / "commitlog").iterdir())
+        assert len(commit_logs) >= 3
+        for old in commit_logs[:2]:  # removed by hand while the broker was down
+            old.unlink()
+        queue_dir = store_dir / "consumequeue" / "OldTopic" / "0"
+        before = len(list(queue_dir.iterdir()))
+        broker = await cluster.start_broker(0)
+        async with AdminClient(cluster.namesrv_addr) as client:
+            deleted = await clean_expired_consume_queues(client, broker.address)
+            assert deleted > 0 and len(list(queue_dir.iterdir())) == before - deleted
+            assert await clean_expired_consume_queues(client, broker.address) == 0  # nothing left to clean
+            low = (await client.topic_status("OldTopic"))[0].min_offset
+            assert low > 0
+            assert (await client.query_by_offset("OldTopic", "broker-a", 0, 199)).queue_offset == 199

@@ -1,4 +1,5 @@
-"""``rocketq admin`` broker commands: brokerStatus, and the addresses ``-b``/``-c`` name."""
+"""``rocketq admin`` broker commands: clusterList, brokerStatus, getBrokerConfig, updateBrokerConfig,
+cleanExpiredCQ, and the addresses ``-b``/``-c`` name."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import click
 from rocketq.admin.options import json_option, namesrv_option, run
 from rocketq.admin.render import emit
 from rocketq.client.admin import AdminClient
-from rocketq.client.admin_cluster import broker_config, update_broker_config
+from rocketq.client.admin_cluster import broker_config, clean_expired_consume_queues, update_broker_config
 from rocketq.common.errors import RocketqError
 
 
@@ -181,4 +182,26 @@ def update_broker_config_command(
     )
 
 
-BROKER_COMMANDS = (cluster_list, broker_status, get_broker_config, update_broker_config_command)
+@click.command("cleanExpiredCQ")
+@namesrv_option
+@broker_addr_option
+@click.option("-c", "--cluster", help="every broker of this cluster (default: every broker)")
+@json_option
+def clean_expired_cq(namesrv: str, broker_addr: str | None, cluster: str | None, as_json: bool) -> None:
+    """Delete ConsumeQueue files that only point at CommitLog data no longer kept (after CommitLog files
+    were removed by hand, say); retention deletes the others as it goes."""
+
+    async def clean(admin: AdminClient) -> dict[str, int]:
+        if broker_addr or cluster:
+            addresses = await broker_addresses(admin, broker_addr, cluster)
+        else:
+            info = await admin.cluster_info()
+            addresses = [a for data in info.broker_addr_table.values() for _, a in sorted(data.broker_addrs.items())]
+        return {address: await clean_expired_consume_queues(admin, address) for address in sorted(addresses)}
+
+    deleted = run(namesrv, clean)
+    documents = [{"broker": address, "deletedFiles": n} for address, n in deleted.items()]
+    emit(as_json, documents, ["broker", "deletedFiles"], [list(d.values()) for d in documents])
+
+
+BROKER_COMMANDS = (cluster_list, broker_status, get_broker_config, update_broker_config_command, clean_expired_cq)

@@ -110,3 +110,10 @@ async def producer_connections(admin: AdminClient, group: str, topic: str) -> li
     if not found:
         raise MQClientError(f"producer group {group!r} has no producer connected to the brokers of topic {topic}")
     return sorted(found.values(), key=lambda c: c.client_id)
+
+
+async def clean_expired_consume_queues(admin: AdminClient, address: str) -> int:
+    """Have the broker at ``address`` delete its ConsumeQueue files that only point below its CommitLog
+    (CLEAN_EXPIRED_CONSUMEQUEUE); how many it deleted (-1: a broker that does not say, RocketMQ's)."""
+    response = await admin.request_broker(address, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
+    return int(response.ext_fields.get("deletedFiles", "-1"))

@@ -1,8 +1,10 @@
 """Admin requests: topics (17, 215, 21), a topic's queue offsets (202), runtime info (28), a group's
-producers (204) and traffic stats (315), used by ``rocketq admin`` and Java's mqadmin."""
+producers (204), traffic stats (315) and cleaning expired ConsumeQueue files (306), used by
+``rocketq admin`` and Java's mqadmin."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 
@@ -136,7 +138,15 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
         body = BrokerStatsData(stats_minute=items["minute"], stats_hour=items["hour"], stats_day=items["day"])
         return reply(request, ResponseCode.SUCCESS, body=body.encode())
 
+    async def clean_expired_consume_queues(request: RemotingCommand, connection: Connection) -> RemotingCommand:
+        """ConsumeQueue files pointing only below the CommitLog's first offset, deleted; how many in the
+        rocketq-only ext field ``deletedFiles`` (RocketMQ's tools read the code only)."""
+        deleted = await asyncio.to_thread(context.store.clean_expired_consume_queues)
+        log.info("clean expired consume queues: %d file(s) deleted", deleted)
+        return reply(request, ResponseCode.SUCCESS, ext_fields={"deletedFiles": str(deleted)})
+
     return {
+        RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE: clean_expired_consume_queues,
         RequestCode.VIEW_BROKER_STATS_DATA: parsed(ViewBrokerStatsDataRequestHeader, stats_data),
         RequestCode.GET_PRODUCER_CONNECTION_LIST: parsed(GetProducerConnectionListRequestHeader, producer_connections),
         RequestCode.UPDATE_AND_CREATE_TOPIC: parsed(CreateTopicRequestHeader, create_topic),

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import datetime
 
-from rocketq.broker.runtime_stats import PullCounters, TpsSampler, human_bytes, java_double, runtime_text
+from rocketq.broker.runtime_stats import (
+    PullCounters,
+    StatsWindows,
+    TpsSampler,
+    human_bytes,
+    java_double,
+    runtime_text,
+)
 
 
 def test_rates_over_10s_1m_10m_from_one_sample_a_second() -> None:
@@ -58,3 +65,20 @@ def test_java_formats() -> None:
     assert [java_double(v) for v in (0.0, 3.0, 12.5, 1.25e7, 0.0001)] == ["0.0", "3.0", "12.5", "1.25E7", "1.0E-4"]
     assert [human_bytes(n) for n in (0, 1023, 1536, 3 * 1024**3)] == ["0 B", "1023 B", "1.5 KiB", "3.0 GiB"]
     assert runtime_text(((2 * 24 + 3) * 3600 + 4 * 60 + 5) * 1000 + 999) == "[ 2 days, 3 hours, 4 minutes, 5 seconds ]"
+
+
+def test_stats_windows_minute_hour_and_day() -> None:
+    windows = StatsWindows()
+    assert windows.window("minute", "t", 0.0, 5) == (0, 0.0) and not windows.known("t")
+    for second in range(0, 7200, 5):  # a counter growing 1 a second, offered every 5 s for two hours
+        if windows.due(float(second)):
+            windows.sample(float(second), {"t": second})
+    now = 7200.0
+    assert windows.known("t")
+    minute_sum, minute_tps = windows.window("minute", "t", now, 7200)
+    assert 60 <= minute_sum <= 70 and minute_tps == 1.0  # copies every 10 s: the window starts 60-70 s back
+    hour_sum, hour_tps = windows.window("hour", "t", now, 7200)
+    assert 3600 <= hour_sum <= 3660 and hour_tps == 1.0
+    day_sum, _ = windows.window("day", "t", now, 7200)
+    assert day_sum == 7200  # less than a day kept: from the first copy
+    assert windows.window("minute", "other", now, 3) == (3, 3 / minute_sum)

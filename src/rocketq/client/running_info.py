@@ -63,21 +63,28 @@ class _Totals:
 
 class ConsumerStats:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        """``clock``: seconds, for the rates' windows (tests give a fake one)."""
         self._clock = clock
         self._lock = threading.Lock()
         self._totals: dict[str, _Totals] = {}
-        self._copies: dict[str, deque[tuple[float, _Totals]]] = {}
+        # per topic: copies of the totals every second for the last minute, every minute for the last hour
+        self._seconds: dict[str, deque[tuple[float, _Totals]]] = {}
+        self._minutes: dict[str, deque[tuple[float, _Totals]]] = {}
 
     def _keep(self, topic: str, now: float) -> _Totals:
         totals = self._totals.get(topic)
         if totals is None:
             totals = self._totals[topic] = _Totals()
-            self._copies[topic] = deque([(now, totals.copy())])
-        copies = self._copies[topic]
-        if now - copies[-1][0] >= 1.0:
-            copies.append((now, totals.copy()))
-            while len(copies) > 1 and now - copies[1][0] >= FAILED_WINDOW_S:
-                copies.popleft()
+            self._seconds[topic] = deque([(now, totals.copy())])
+            self._minutes[topic] = deque([(now, totals.copy())])
+        for copies, step, span in (
+            (self._seconds[topic], 1.0, RATE_WINDOW_S),
+            (self._minutes[topic], 60.0, FAILED_WINDOW_S),
+        ):
+            if now - copies[-1][0] >= step:
+                copies.append((now, totals.copy()))
+                while len(copies) > 1 and now - copies[1][0] >= span:
+                    copies.popleft()
         return totals
 
     def pulled(self, topic: str, messages: int, round_trip_s: float) -> None:
@@ -102,9 +109,9 @@ class ConsumerStats:
         with self._lock:
             now = self._clock()
             totals = self._keep(topic, now)
-            copies = self._copies[topic]
-            minute = next(((at, c) for at, c in copies if now - at <= RATE_WINDOW_S), copies[-1])
-            hour_start = copies[0][1]
+            seconds_copies = self._seconds[topic]
+            minute = next(((at, c) for at, c in seconds_copies if now - at <= RATE_WINDOW_S), seconds_copies[-1])
+            hour_start = self._minutes[topic][0][1]
         began, start = minute
         seconds = max(now - began, 1e-9)
         pulls, consumed = totals.pulls - start.pulls, totals.consumed - start.consumed

@@ -77,14 +77,18 @@ class ConsumerStats:
             totals = self._totals[topic] = _Totals()
             self._seconds[topic] = deque([(now, totals.copy())])
             self._minutes[topic] = deque([(now, totals.copy())])
-        for copies, step, span in (
-            (self._seconds[topic], 1.0, RATE_WINDOW_S),
-            (self._minutes[topic], 60.0, FAILED_WINDOW_S),
-        ):
-            if now - copies[-1][0] >= step:
-                copies.append((now, totals.copy()))
-                while len(copies) > 1 and now - copies[1][0] >= span:
-                    copies.popleft()
+            return totals
+        seconds = self._seconds[topic]
+        if now - seconds[-1][0] < 1.0:  # the usual case: a copy was kept this second already
+            return totals
+        seconds.append((now, totals.copy()))
+        while len(seconds) > 1 and now - seconds[1][0] >= RATE_WINDOW_S:
+            seconds.popleft()
+        minutes = self._minutes[topic]
+        if now - minutes[-1][0] >= 60.0:
+            minutes.append((now, totals.copy()))
+            while len(minutes) > 1 and now - minutes[1][0] >= FAILED_WINDOW_S:
+                minutes.popleft()
         return totals
 
     def pulled(self, topic: str, messages: int, round_trip_s: float) -> None:

@@ -220,7 +220,10 @@ def up_command(
 
     async def start_pair_broker(namesrv: NameServer) -> Broker:
         address = f"{'127.0.0.1' if host == '0.0.0.0' else host}:{namesrv.port}"
-        return await start_broker(dataclasses.replace(config, namesrv_addr=address), config_file)
+        broker = await start_broker(dataclasses.replace(config, namesrv_addr=address), config_file)
+        assert broker.registrar is not None
+        await broker.registrar.register_all()  # its topics routable before "rocketq is up" invites a send
+        return broker
 
     async def start_pair(stop: asyncio.Event) -> None:
         namesrv: list[NameServer] = []

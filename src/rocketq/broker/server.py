@@ -187,6 +187,7 @@ class Broker:
         if self.metrics is not None:
             await self.metrics.start()
         self.store.add_arrival_listener(long_polling.on_arrival)
+        sample_runtime(self.context)  # the rates' first sample, as of the start
         self.registrar = Registrar(self.context, self._client)
         self.context.request_registration = self.registrar.trigger
         self.context.register_now = self.registrar.register_all
@@ -239,11 +240,12 @@ class Broker:
             self.acl.reload_if_changed()
 
     async def _sample_runtime(self) -> None:
-        """Sample the counters behind the runtime info's rates every second of the broker's clock."""
+        """Sample the counters behind the runtime info's rates every second of the broker's clock (the
+        first sample is taken by ``start``)."""
         assert self.context is not None
         while True:
-            sample_runtime(self.context)
             await self.clock.sleep(SAMPLE_INTERVAL_S)
+            sample_runtime(self.context)
 
     async def _sample_consume_rates(self) -> None:
         self.consume_rates.sample(time.monotonic())

@@ -92,9 +92,10 @@ async def start_namesrv(config: NamesrvConfig) -> NameServer:
     return server
 
 
-async def start_broker(config: BrokerConfig) -> Broker:
-    """A started broker; one that fails to start is closed again (its store unlocked)."""
-    broker = Broker(config)
+async def start_broker(config: BrokerConfig, config_file: Path | None = None) -> Broker:
+    """A started broker; one that fails to start is closed again (its store unlocked). ``config_file``:
+    the broker.conf ``config`` came from (settings changed at run time are written there)."""
+    broker = Broker(config, config_file=config_file)
     try:
         return await broker.start()
     except BaseException:
@@ -172,7 +173,7 @@ def broker_command(
             f"Broker {config.broker_name} serving at {servers[0].address}, store {config.store_path_root_dir}", err=True
         )
 
-    run_forever(lambda stop: serve(stop, [lambda: start_broker(config)], announce))
+    run_forever(lambda stop: serve(stop, [lambda: start_broker(config, config_file)], announce))
 
 
 @click.command("up")
@@ -235,7 +236,7 @@ def up_command(
         return f"{'127.0.0.1' if host == '0.0.0.0' else host}:{namesrv.port}"
 
     async def start_pair_broker(namesrv: NameServer) -> Broker:
-        return await start_broker(dataclasses.replace(config, namesrv_addr=local_address(namesrv)))
+        return await start_broker(dataclasses.replace(config, namesrv_addr=local_address(namesrv)), config_file)
 
     async def start_pair(stop: asyncio.Event) -> None:
         namesrv: list[NameServer] = []

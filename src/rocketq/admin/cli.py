@@ -3,41 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 import click
 
+from rocketq.admin.broker_commands import BROKER_COMMANDS
+from rocketq.admin.cluster_commands import CLUSTER_COMMANDS
+from rocketq.admin.consumer_commands import CONSUMER_COMMANDS
 from rocketq.admin.message_commands import MESSAGE_COMMANDS
 from rocketq.admin.options import client_config, json_option, namesrv_option, parse_time, run
-from rocketq.admin.render import emit, timestamp
-from rocketq.client import Message, MQClientError, Producer, ProducerConfig
+from rocketq.admin.render import AdminGroup, emit, timestamp
+from rocketq.admin.timing_commands import TIMING_COMMANDS
+from rocketq.client import Message, MessageQueue, MQClientError, Producer, ProducerConfig
 from rocketq.common.errors import RocketqError
 from rocketq.protocol.bodies import SubscriptionGroupConfigBody
 
 
-@click.group()
+@click.group(cls=AdminGroup)
 def admin() -> None:
     """Administer a rocketq (or RocketMQ) cluster."""
-
-
-@admin.command("clusterList")
-@namesrv_option
-@json_option
-def cluster_list(namesrv: str, as_json: bool) -> None:
-    """Clusters and their brokers."""
-    info = run(namesrv, lambda a: a.cluster_info())
-    rows = []
-    for cluster, names in sorted(info.cluster_addr_table.items()):
-        for name in sorted(names):
-            data = info.broker_addr_table.get(name)
-            for broker_id, address in sorted((data.broker_addrs if data else {}).items()):
-                rows.append([cluster, name, broker_id, address])
-    emit(
-        as_json,
-        [dict(zip(["cluster", "broker", "brokerId", "address"], r, strict=True)) for r in rows],
-        ["cluster", "broker", "id", "address"],
-        rows,
-    )
 
 
 @admin.command("topicList")
@@ -166,17 +151,39 @@ def pending_transactions(namesrv: str, cluster: str | None, as_json: bool) -> No
 @click.option("-p", "--body", required=True)
 @click.option("-c", "--tags")
 @click.option("-k", "--keys")
+@click.option("-b", "--broker-name", help="to a queue of this broker (with -i)")
+@click.option("-i", "--queue-id", type=click.IntRange(min=0), help="to this queue (with -b)")
 @click.option("-g", "--group", default="TOOLS_PRODUCER", show_default=True)
 @json_option
 def send_message(
-    namesrv: str, topic: str, body: str, tags: str | None, keys: str | None, group: str, as_json: bool
+    namesrv: str,
+    topic: str,
+    body: str,
+    tags: str | None,
+    keys: str | None,
+    broker_name: str | None,
+    queue_id: int | None,
+    group: str,
+    as_json: bool,
 ) -> None:
-    """Send one message."""
+    """Send one message, to the queue the producer picks or to queue -i of broker -b."""
+    if (broker_name is None) != (queue_id is None):
+        raise click.UsageError("-b/--broker-name and -i/--queue-id go together")
     config = client_config(namesrv)
+
+    def chosen(queues: Sequence[MessageQueue], _message: Message, _arg: object) -> MessageQueue:
+        for queue in queues:
+            if (queue.broker_name, queue.queue_id) == (broker_name, queue_id):
+                return queue
+        have = ", ".join(f"{q.broker_name}:{q.queue_id}" for q in queues)
+        raise MQClientError(f"topic {topic} has no writable queue {queue_id} on broker {broker_name} (it has {have})")
 
     async def send() -> Any:
         async with Producer(ProducerConfig(group=group, client=config)) as producer:
-            return await producer.send(Message(topic, body.encode(), tags=tags, keys=keys))
+            message = Message(topic, body.encode(), tags=tags, keys=keys)
+            if broker_name is None:
+                return await producer.send(message)
+            return await producer.send_orderly(message, selector=chosen)
 
     try:
         result = asyncio.run(send())
@@ -336,5 +343,11 @@ def update_sub_group(
     emit(as_json, {"group": group, "brokers": brokers}, ["group", "broker"], [[group, b] for b in brokers])
 
 
-for _command in MESSAGE_COMMANDS:  # queryMsgById, queryMsgByKey, queryMsgByUniqueKey, queryMsgByOffset
+for _command in (
+    *MESSAGE_COMMANDS,
+    *BROKER_COMMANDS,
+    *CONSUMER_COMMANDS,
+    *CLUSTER_COMMANDS,
+    *TIMING_COMMANDS,
+):  # the commands kept in modules of their own
     admin.add_command(_command)

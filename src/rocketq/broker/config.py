@@ -214,6 +214,31 @@ class BrokerConfig:
         store = [key for key in _STORE_KEYS if "_" not in key]
         return sorted({*broker, *store} - {"storeSettings"})
 
+    def properties(self) -> dict[str, str]:
+        """Every setting under its broker.conf key (RocketMQ's spelling where it has its own), its value
+        as broker.conf writes it; the store's settings included."""
+        names = {field: key for key, field in _ALIASES.items() if not key.startswith("maped") and key != "bindAddress"}
+        table: dict[str, str] = {}
+        for field in dataclasses.fields(self):
+            if field.name != "store_settings":
+                table[names.get(field.name) or camel_case(field.name)] = _property_text(getattr(self, field.name))
+        store = self.store_config()
+        for key, field_name in _STORE_KEYS.items():
+            if "_" not in key:
+                table[key] = _property_text(getattr(store, field_name))
+        return dict(sorted(table.items()))
+
+    def updated(self, key: str, value: str) -> BrokerConfig:
+        """This config with broker.conf key ``key`` set to ``value`` (converted to its type).
+
+        Raises:
+            SettingError: ``key`` is no setting, or ``value`` does not fit it.
+        """
+        fields, rest = split_settings(type(self), {key: value}, _ALIASES)
+        if rest:
+            raise SettingError(key, value, "no such broker setting")
+        return dataclasses.replace(self, **fields)
+
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> BrokerConfig:
         """Build from broker.conf-style keys (camelCase or snake_case). Keys rocketq does not implement
@@ -331,3 +356,14 @@ class BrokerConfig:
         """The filter bit maps' bloom filter; its size ``m`` is the bit maps' length (RocketMQ's
         ConsumerFilterManager sets ``bitMapLengthConsumeQueueExt`` to it the same way)."""
         return BloomFilter(self.max_error_rate_of_bloom_filter, self.expect_consumer_num_use_filter)
+
+
+def _property_text(value: object) -> str:
+    """A setting's value as broker.conf writes it: ``true``/``false``, an enum's name, "" for unset."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    return str(value)

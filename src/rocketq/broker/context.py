@@ -7,6 +7,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from rocketq.broker.client_manager import ClientManager
@@ -20,6 +21,7 @@ from rocketq.broker.long_polling import LongPolling
 from rocketq.broker.loop_dispatch import FlushWaits, LoopDispatch
 from rocketq.broker.put_traffic import PutTraffic
 from rocketq.broker.rebalance_locks import RebalanceLockTable
+from rocketq.broker.runtime_stats import PullCounters, StatsWindows, TpsSampler
 from rocketq.broker.subscription_groups import SubscriptionGroupManager
 from rocketq.broker.topic_config import TopicConfigManager
 from rocketq.common.message_id import encode_host
@@ -60,6 +62,11 @@ class BrokerContext:
     consume_rates: ConsumeRates = field(default_factory=ConsumeRates)  # consumeTps of GET_CONSUME_STATS
     put_traffic: PutTraffic = field(default_factory=PutTraffic)  # messages and bytes stored by sends, per topic
     clock: Clock = SYSTEM_CLOCK  # wall-clock time for time-dependent behaviour (tests inject a FakeClock)
+    pull_counters: PullCounters = field(default_factory=PullCounters)  # pulls found/missed, messages returned
+    runtime_samples: TpsSampler = field(default_factory=TpsSampler)  # the rates of GET_BROKER_RUNTIME_INFO
+    stats_windows: StatsWindows = field(default_factory=StatsWindows)  # VIEW_BROKER_STATS_DATA's minute/hour/day
+    boot_ms: int = 0  # when the broker started, ms since the epoch (its clock)
+    config_file: Path | None = None  # the broker.conf it was started from: settings changed at run time go there
     idempotent_sends: IdempotentSends | None = None  # the idempotent-send window, in front of the send handlers
     transactions: TransactionService | None = None  # set by the broker before it serves
     delay_offsets: Callable[[], dict[int, int]] = dict  # the schedule's offset per delay level (set by the broker)

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import Any
 
 from rocketq.acl import AclConfigError
@@ -27,6 +28,8 @@ from rocketq.broker.loop_dispatch import FlushWaits, LoopDispatch
 from rocketq.broker.rebalance_locks import RebalanceLockTable
 from rocketq.broker.registration import Registrar
 from rocketq.broker.retention_guard import UnconsumedGuard
+from rocketq.broker.runtime_info import sample_runtime
+from rocketq.broker.runtime_stats import SAMPLE_INTERVAL_S
 from rocketq.broker.schedule import ScheduleService
 from rocketq.broker.subscription_groups import SubscriptionGroupManager
 from rocketq.broker.topic_config import TopicConfigManager
@@ -50,10 +53,12 @@ class Broker:
     accepting, answer held pulls, finish in-flight requests, persist offsets, close the store.
     ``clock`` drives the transaction check-back (tests give a ``rocketq.testing.FakeClock``)."""
 
-    def __init__(self, config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK, config_file: Path | None = None) -> None:
         """``clock``: wall-clock time, for what depends on it (the transaction check-back, the idempotent-send
-        window, filter data); tests pass a ``rocketq.testing.FakeClock``."""
+        window, filter data); tests pass a ``rocketq.testing.FakeClock``. ``config_file``: the broker.conf
+        ``config`` was read from, where settings changed at run time (UPDATE_BROKER_CONFIG) are written."""
         self.config = config
+        self.config_file = config_file
         self.clock = clock
         self.store = MessageStore(config.store_config())
         root = config.store_path_root_dir / "config"
@@ -193,6 +198,8 @@ class Broker:
             address="",
             consume_rates=self.consume_rates,
             clock=self.clock,
+            boot_ms=int(self.clock.time() * 1000),
+            config_file=self.config_file,
             idempotent_sends=IdempotentSends(
                 self.store,
                 window_ms=config.idempotent_send_window_ms,
@@ -227,6 +234,7 @@ class Broker:
         if self.metrics is not None:
             await self.metrics.start()
         self.store.add_arrival_listener(long_polling.on_arrival)
+        sample_runtime(self.context)  # the rates' first sample, as of the start
         self.schedule = ScheduleService(self.context)
         self.schedule.load()
         schedule = self.schedule
@@ -263,6 +271,7 @@ class Broker:
             self._spawn(self.slave_sync.run())
         self.consume_rates.sample(time.monotonic())
         self._spawn(self._every(consume_rates.SAMPLE_INTERVAL_S, self._sample_consume_rates))
+        self._spawn(self._sample_runtime())
         if self.acl is not None:
             self._spawn(self._every(config.acl_file_check_interval_ms / 1000, self._reload_acl))
         log.info(
@@ -308,6 +317,14 @@ class Broker:
     async def _reload_acl(self) -> None:
         if self.acl is not None:
             self.acl.reload_if_changed()
+
+    async def _sample_runtime(self) -> None:
+        """Sample the counters behind the runtime info's rates every second of the broker's clock (the
+        first sample is taken by ``start``)."""
+        assert self.context is not None
+        while True:
+            await self.clock.sleep(SAMPLE_INTERVAL_S)
+            sample_runtime(self.context)
 
     async def _sample_consume_rates(self) -> None:
         self.consume_rates.sample(time.monotonic())

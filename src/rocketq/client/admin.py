@@ -136,11 +136,42 @@ class AdminClient:
     async def _broker(
         self, address: str, code: int, fields: dict[str, str], *, ok: tuple[int, ...] = (0,)
     ) -> RemotingCommand:
+        return await self.request_broker(address, code, fields, ok=ok)
+
+    async def request_broker(
+        self,
+        address: str,
+        code: int,
+        fields: dict[str, str] | None = None,
+        *,
+        body: bytes = b"",
+        ok: tuple[int, ...] = (0,),
+    ) -> RemotingCommand:
+        """Send request ``code`` to the broker at ``address``; BrokerResponseError unless it answers
+        with one of the codes in ``ok``."""
         response = await self._instance.invoke_broker(
-            address, make_request(code, opaque=next_opaque(), ext_fields=fields), self._timeout
+            address, make_request(code, opaque=next_opaque(), ext_fields=fields or {}, body=body), self._timeout
         )
         if response.code not in ok:
             raise broker_error(response.code, response.remark, address)
+        return response
+
+    async def request_namesrv(self, code: int, fields: dict[str, str] | None = None) -> RemotingCommand:
+        """Send request ``code`` to a NameServer; BrokerResponseError unless it succeeds."""
+        return await self._namesrv(code, fields)
+
+    @property
+    def name_servers(self) -> list[str]:
+        """The NameServer addresses this client was given."""
+        return list(self._instance.config.name_servers)
+
+    async def request_namesrv_at(self, address: str, code: int, fields: dict[str, str]) -> RemotingCommand:
+        """Send request ``code`` to the NameServer at ``address`` (not another); BrokerResponseError
+        unless it succeeds."""
+        request = make_request(code, opaque=next_opaque(), ext_fields=fields)
+        response = await self._instance.remoting.invoke(address, request, self._timeout)
+        if response.code != ResponseCode.SUCCESS:
+            raise broker_error(response.code, response.remark, f"name server {address}")
         return response
 
     # -- cluster and routes ---------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, Remot
 from rocketq.client.pull import PullResult, pull_request, pull_result
 from rocketq.client.rebalance import STRATEGIES
 from rocketq.client.route import MASTER_ID, subscribe_queues
+from rocketq.client.running_info import ConsumerStats, consume_directly_response, running_info_response
 from rocketq.client.selector import MessageSelector
 from rocketq.common.group_topics import RETRY_PREFIX, retry_topic
 from rocketq.common.message import java_string_hash
@@ -46,6 +47,7 @@ from rocketq.protocol.headers import (
     GetMaxOffsetRequestHeader,
     SearchOffsetRequestHeader,
 )
+from rocketq.protocol.running_info import ConsumeMessageDirectlyResult, ProcessQueueInfo, QueueInfo
 from rocketq.remoting import Connection, RemotingError
 from rocketq.remoting.connection import next_opaque
 from rocketq.remoting.tasks import cancel_and_wait
@@ -101,9 +103,18 @@ class ConsumerCore:
             handlers={
                 RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._on_notify,
                 RequestCode.RESET_CONSUMER_CLIENT_OFFSET: self._on_reset_offsets,
+                RequestCode.GET_CONSUMER_RUNNING_INFO: self._on_running_info,
+                RequestCode.CONSUME_MESSAGE_DIRECTLY: self._on_consume_directly,
             },
         )
         self.instance.consumer_data = self._consumer_data
+        self.stats = ConsumerStats()  # pull and consume rates per topic (GET_CONSUMER_RUNNING_INFO)
+        self.started_ms = 0
+        self.orderly = False  # set by an orderly push consumer
+        # the assigned queues' state for GET_CONSUMER_RUNNING_INFO; a push consumer adds its process queues
+        self.queue_infos: Callable[[], list[QueueInfo]] = self._plain_queue_infos
+        # CONSUME_MESSAGE_DIRECTLY: a push consumer's listener on one message; None: it cannot
+        self.consume_directly: Callable[[MessageExt], Awaitable[ConsumeMessageDirectlyResult]] | None = None
         self.offsets: OffsetStore = (
             RemoteOffsetStore(config.group, self.invoke_master)
             if config.message_model is MessageModel.CLUSTERING
@@ -147,6 +158,7 @@ class ConsumerCore:
     # -- lifecycle ------------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        self.started_ms = int(time.time() * 1000)
         self.offsets.open()
         if self.clustering:
             self.subscriptions.setdefault(retry_topic(self.config.group), MessageSelector.by_tag())
@@ -287,6 +299,20 @@ class ConsumerCore:
             async with self.rebalance_lock:
                 await self.on_reset({q: o for q, o in table.items() if q in self.assigned})
         return None
+
+    def _plain_queue_infos(self) -> list[QueueInfo]:
+        return [
+            QueueInfo(q.topic, q.broker_name, q.queue_id, ProcessQueueInfo(commit_offset=self.offsets.table.get(q, 0)))
+            for q in sorted(self.assigned)
+        ]
+
+    async def _on_running_info(self, request: RemotingCommand, connection: Connection) -> RemotingCommand:
+        """GET_CONSUMER_RUNNING_INFO forwarded by a broker (``rocketq admin consumerStatus``)."""
+        return running_info_response(self, request)
+
+    async def _on_consume_directly(self, request: RemotingCommand, connection: Connection) -> RemotingCommand:
+        """CONSUME_MESSAGE_DIRECTLY forwarded by a broker (``rocketq admin consumeMessage``)."""
+        return await consume_directly_response(self, request)
 
     # -- heartbeats -----------------------------------------------------------------------------------
 
@@ -438,8 +464,11 @@ class ConsumerCore:
         try:
             if address is None:
                 raise MQClientError(f"no master for {queue.broker_name}")
+            began = time.monotonic()
             response = await self.instance.invoke_broker(address, request, config.consumer_timeout_when_suspend_s)
-            return pull_result(response, tags, address)
+            result = pull_result(response, tags, address)
+            self.stats.pulled(queue.topic, len(result.messages), time.monotonic() - began)
+            return result
         except (RemotingError, MQClientError) as exc:
             # a refusal (NO_PERMISSION: the group may not consume, or not by broadcast) is the operator's
             # to see; either way the queue waits, as Java's executePullRequestLater does, never spins

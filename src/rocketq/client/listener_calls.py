@@ -17,6 +17,7 @@ from rocketq.client.consumer_core import ConsumerCore
 from rocketq.client.listener import CallTimes, Failed, ListenerResult, retry_level
 from rocketq.client.message import MessageExt
 from rocketq.client.process_queue import ProcessQueue
+from rocketq.client.running_info import ConsumerStats
 
 log = logging.getLogger(__name__)
 
@@ -130,11 +131,17 @@ class ListenerRun:
     A run over a ``process``'s messages is watched by ``calls``, so that an overdue call can be given
     up; ``times`` learns how long the calls took."""
 
-    __slots__ = ("_calls", "_count", "_process", "_slot", "_started", "_times", "failed")
+    __slots__ = ("_calls", "_count", "_process", "_slot", "_started", "_stats", "_taken", "_times", "_topic", "failed")
 
-    def __init__(self, calls: ListenerCalls, times: CallTimes, process: ProcessQueue | None) -> None:
+    def __init__(
+        self, calls: ListenerCalls, times: CallTimes, process: ProcessQueue | None, stats: ConsumerStats | None = None
+    ) -> None:
+        """``stats``: where the run's messages, failures and time are counted (per topic)."""
         self._calls = calls
         self._times = times
+        self._stats = stats
+        self._taken = 0  # messages given to the listener
+        self._topic = ""
         self._process = process
         self._slot = calls.open(process) if process is not None else None
         self._count = 0
@@ -148,6 +155,8 @@ class ListenerRun:
         if process is not None and process.dropped:
             return False
         self._count += 1
+        self._taken += len(batch)
+        self._topic = batch[0].topic
         if self._slot is not None:
             self._slot.current = batch
         return True
@@ -165,7 +174,11 @@ class ListenerRun:
             self.failed.append((batch, level))
 
     def close(self) -> None:
-        self._times.record(time.monotonic() - self._started, self._count)
+        spent = time.monotonic() - self._started
+        self._times.record(spent, self._count)
+        if self._stats is not None and self._taken:
+            failed = sum(len(batch) for batch, _ in self.failed)
+            self._stats.consumed(self._topic, self._taken - failed, failed, spent)
         if self._slot is not None:
             self._calls.close(self._slot)
 

@@ -7,6 +7,7 @@ redelivers instead of losing.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -24,6 +25,8 @@ class ProcessQueue:
     locked: bool = False  # orderly: this client holds the broker lock of the queue
     cached_bytes: int = 0
     max_offset: int = -1  # highest offset ever added
+    last_pull_ms: int = 0  # when a pull of the queue last answered (ms since the epoch)
+    last_consume_ms: int = 0  # when messages of it were last consumed
     # the cached messages in offset order, from ``_head`` on: a list with a moving head, which compiled
     # code indexes natively (no boxed offsets, no dict); found by offset with a binary search
     _pending: list[MessageExt] = field(default_factory=list)
@@ -77,8 +80,14 @@ class ProcessQueue:
                 return pending[at]
         return None
 
+    def first_cached_offset(self) -> int:
+        """The smallest offset cached and not yet consumed (-1: none)."""
+        first = self.first_pending()
+        return first.queue_offset if first is not None else -1
+
     def finish(self, messages: list[MessageExt]) -> int:
         """Mark messages consumed; returns the offset now safe to commit, or -1 when nothing is cached."""
+        self.last_consume_ms = int(time.time() * 1000)
         pending, finished = self._pending, self._finished
         head, count, freed = self._head, len(messages), 0
         if not finished and count <= len(pending) - head and self._at_head(messages):

@@ -25,6 +25,7 @@ from rocketq.client.route import subscribe_queues
 from rocketq.client.selector import MessageSelector
 from rocketq.protocol import RequestCode
 from rocketq.protocol.headers import GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader, SearchOffsetRequestHeader
+from rocketq.protocol.running_info import ProcessQueueInfo, QueueInfo
 from rocketq.remoting.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,7 @@ class PullConsumer:
             config, consume_type="CONSUME_ACTIVELY", on_assigned=self._assigned, on_revoked=self._revoked
         )
         self._core.on_reset = self._reset
+        self._core.queue_infos = self._queue_infos
         self._states: dict[MessageQueue, _QueueState] = {}
         self._manual: bool | None = None  # True after assign(), False after subscribe()
         self._arrived = asyncio.Event()
@@ -89,6 +91,22 @@ class PullConsumer:
         self._closed = False
         self._commit_task: asyncio.Task[None] | None = None
         self._paused: set[MessageQueue] = set()
+
+    def _queue_infos(self) -> list[QueueInfo]:
+        """The assigned queues as GET_CONSUMER_RUNNING_INFO shows them: the position, what is prefetched."""
+        infos = []
+        for queue, state in sorted(self._states.items()):
+            cached = [message.queue_offset for _, batch in state.buffered for message in batch]
+            info = ProcessQueueInfo(
+                commit_offset=max(state.consumed_offset, 0),
+                cached_msg_min_offset=min(cached, default=0),
+                cached_msg_max_offset=max(cached, default=0),
+                cached_msg_count=state.buffered_count,
+                cached_msg_size_in_mi_b=state.buffered_bytes // (1024 * 1024),
+                droped=False,
+            )
+            infos.append(QueueInfo(queue.topic, queue.broker_name, queue.queue_id, info))
+        return infos
 
     # -- assignment -----------------------------------------------------------------------------------
 

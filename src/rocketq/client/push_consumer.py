@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import time
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
@@ -29,7 +30,9 @@ from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.process_queue import ProcessQueue
 from rocketq.client.pull import PullStatus
 from rocketq.client.queue_locks import QueueLocks
+from rocketq.client.running_info import directly_result, process_queue_info
 from rocketq.client.selector import MessageSelector
+from rocketq.protocol.running_info import ConsumeMessageDirectlyResult, QueueInfo
 from rocketq.remoting.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -66,6 +69,9 @@ class PushConsumer:
             config, consume_type="CONSUME_PASSIVELY", on_assigned=self._assigned, on_revoked=self._revoked
         )
         self._core.on_reset = self._reset
+        self._core.orderly = orderly
+        self._core.queue_infos = self._queue_infos
+        self._core.consume_directly = self._consume_directly
         self._queues: dict[MessageQueue, ProcessQueue] = {}
         self._queue_limits: dict[str, tuple[int, int]] = {}  # topic: messages, bytes a queue may cache
         self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
@@ -274,6 +280,7 @@ class PushConsumer:
                 continue
             if process.is_dropped():
                 return
+            process.last_pull_ms = int(time.time() * 1000)
             if result.status is PullStatus.OFFSET_ILLEGAL:
                 log.warning(
                     "offset %d of %s is illegal; moving to %d",
@@ -346,7 +353,7 @@ class PushConsumer:
         """Call a plain-function listener on each sub-batch (on a consume thread); returns the failed
         sub-batches, or None when ``process`` was dropped before the last call. Never raises."""
         listener: Callable[[list[MessageExt]], Any] = self._listener  # type: ignore[assignment]
-        run = ListenerRun(self._calls, self._call_times, process)
+        run = ListenerRun(self._calls, self._call_times, process, self._core.stats)
         try:
             for batch in listener_batches(messages, self.config.consume_message_batch_max_size):
                 if not run.starting(batch):
@@ -372,7 +379,7 @@ class PushConsumer:
         if not self._listener_is_async:
             return await self._to_thread(process, messages)
         listener: Callable[[list[MessageExt]], Any] = self._listener  # type: ignore[assignment]
-        run = ListenerRun(self._calls, self._call_times, process)
+        run = ListenerRun(self._calls, self._call_times, process, self._core.stats)
         try:
             for batch in listener_batches(messages, self.config.consume_message_batch_max_size):
                 if not run.starting(batch):
@@ -491,6 +498,21 @@ class PushConsumer:
         offset = process.finish([message])
         if offset >= 0:
             self._core.offsets.update(process.queue, offset)
+
+    # -- running info (consumerStatus, consumeMessage) ------------------------------------------------
+
+    def _queue_infos(self) -> list[QueueInfo]:
+        table = self._core.offsets.table
+        return [
+            QueueInfo(queue.topic, queue.broker_name, queue.queue_id, process_queue_info(process, table.get(queue, 0)))
+            for queue, process in sorted(self._queues.items())
+        ]
+
+    async def _consume_directly(self, message: MessageExt) -> ConsumeMessageDirectlyResult:
+        """The listener on one message an operator chose; nothing is committed or sent back."""
+        began = time.monotonic()
+        failed = await self._call_listener([message])
+        return directly_result(bool(failed), self.orderly, time.monotonic() - began)
 
     # -- broker locks (orderly) -----------------------------------------------------------------------
 

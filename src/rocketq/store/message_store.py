@@ -24,6 +24,7 @@ Threading contract:
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import TimeoutError as FutureTimeoutError
@@ -85,7 +86,8 @@ class MessageStore:
         self._logics_flusher = PeriodicTask(
             "rocketq-logics-flush", config.flush_interval_consume_queue_ms / 1000, self.flush_logics
         )
-        self._cleaner = PeriodicTask("rocketq-clean", self._clean_interval, self.retention.run, run_at_stop=False)
+        self._clean_lock = threading.Lock()  # one cleaning at a time: retention rounds, clean_expired_consume_queues
+        self._cleaner = PeriodicTask("rocketq-clean", self._clean_interval, self._retention_round, run_at_stop=False)
         self._last_store_timestamp = 0
         self._lock = StoreLock(config.lock_path)
         self._open = False
@@ -512,6 +514,19 @@ class MessageStore:
         if calculator is not None and self.config.enable_consume_queue_ext:
             ext = ExtWriter(self.commit_log, self.consume_queue, calculator, self._clock)
         self.dispatcher.applier.ext = ext
+
+    def _retention_round(self) -> int:
+        with self._clean_lock:
+            return self.retention.run()
+
+    def clean_expired_consume_queues(self) -> int:
+        """Delete the ConsumeQueue files whose entries all point below the CommitLog's first offset
+        (CLEAN_EXPIRED_CONSUMEQUEUE): files retention has not deleted, such as after CommitLog files
+        were removed while the broker was down. A queue's last file stays (it holds the queue's end
+        offset). Returns how many files were deleted."""
+        with self._clean_lock:
+            minimum = self.commit_log.min_offset
+            return sum(queue.delete_before(minimum) for queue in self._table.all())
 
     def delete_topic(self, topic: str) -> None:
         """Remove a topic's ConsumeQueues (its records age out of the CommitLog with the rest)."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 from rocketq.broker.context import BrokerContext
 from rocketq.broker.handlers import (
     admin,
+    broker_config,
     clients,
+    consumer_calls,
     consumers,
     groups,
     locks,
@@ -30,9 +32,11 @@ def handler_table(context: BrokerContext) -> HandlerTable:
         clients,
         locks,
         consumers,
+        consumer_calls,
         groups,
         query,
         admin,
+        broker_config,
         transactions,
         replication,
     )

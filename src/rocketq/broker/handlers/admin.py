@@ -1,12 +1,16 @@
-"""Admin requests: topics (17, 215, 21), a topic's queue offsets (202) and runtime info (28), used by
+"""Admin requests: topics (17, 215, 21), a topic's queue offsets (202), runtime info (28), a group's
+producers (204), traffic stats (315) and cleaning expired ConsumeQueue files (306), used by
 ``rocketq admin`` and Java's mqadmin."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 
 from rocketq.broker.context import BrokerContext, parsed, reply
+from rocketq.broker.runtime_info import runtime_table, stats_key, traffic_counters
+from rocketq.broker.runtime_stats import STATS_WINDOWS
 from rocketq.broker.topic_config import PERM_READ, PERM_WRITE, topic_name_problem_in_cluster
 from rocketq.protocol import (
     RemotingCommand,
@@ -15,7 +19,14 @@ from rocketq.protocol import (
     TopicConfig,
     TopicFilterType,
 )
-from rocketq.protocol.bodies import QueueStats, TopicStatsTable
+from rocketq.protocol.bodies import ClientConnection, QueueStats, TopicStatsTable
+from rocketq.protocol.broker_stats import (
+    BrokerStatsData,
+    BrokerStatsItem,
+    GetProducerConnectionListRequestHeader,
+    ProducerConnection,
+    ViewBrokerStatsDataRequestHeader,
+)
 from rocketq.protocol.headers import (
     CreateTopicRequestHeader,
     DeleteTopicRequestHeader,
@@ -90,14 +101,54 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
         return reply(request, ResponseCode.SUCCESS, body=TopicStatsTable(offset_table=rows).encode())
 
     async def runtime_info(request: RemotingCommand, connection: Connection) -> RemotingCommand:
-        stats = context.store.stats().as_dict()
-        table = {key: str(value) for key, value in stats.items()}
-        table["brokerVersionDesc"] = "rocketq"
-        if context.idempotent_sends is not None:
-            table.update(context.idempotent_sends.stats())
+        table = runtime_table(context)
         return reply(request, ResponseCode.SUCCESS, body=json.dumps({"table": table}).encode())
 
+    def producer_connections(
+        request: RemotingCommand, header: GetProducerConnectionListRequestHeader
+    ) -> RemotingCommand:
+        channels = context.clients.producers.get(header.producer_group) or {}
+        if not channels:
+            return reply(request, ResponseCode.SYSTEM_ERROR, f"the producer group[{header.producer_group}] not exist")
+        connections = [
+            ClientConnection(
+                client_id=channel.client_id,
+                client_addr=str(getattr(channel.channel, "remote_address", "")),
+                language=channel.language,
+                version=channel.version,
+            )
+            for channel in channels.values()
+        ]
+        body = ProducerConnection(connection_set=sorted(connections, key=lambda c: c.client_id)).encode()
+        return reply(request, ResponseCode.SUCCESS, body=body)
+
+    def stats_data(request: RemotingCommand, header: ViewBrokerStatsDataRequestHeader) -> RemotingCommand:
+        key = stats_key(header.stats_name, header.stats_key)
+        current = traffic_counters(context).get(key)
+        windows = context.stats_windows
+        if current is None and not windows.known(key):
+            return reply(
+                request, ResponseCode.SYSTEM_ERROR, f"The stats <{header.stats_name}> <{header.stats_key}> not exist"
+            )
+        now = context.clock.time()
+        items = {}
+        for name, _, _ in STATS_WINDOWS:
+            total, tps = windows.window(name, key, now, current or 0)
+            items[name] = BrokerStatsItem(sum=total, tps=round(tps, 2))
+        body = BrokerStatsData(stats_minute=items["minute"], stats_hour=items["hour"], stats_day=items["day"])
+        return reply(request, ResponseCode.SUCCESS, body=body.encode())
+
+    async def clean_expired_consume_queues(request: RemotingCommand, connection: Connection) -> RemotingCommand:
+        """ConsumeQueue files pointing only below the CommitLog's first offset, deleted; how many in the
+        rocketq-only ext field ``deletedFiles`` (RocketMQ's tools read the code only)."""
+        deleted = await asyncio.to_thread(context.store.clean_expired_consume_queues)
+        log.info("clean expired consume queues: %d file(s) deleted", deleted)
+        return reply(request, ResponseCode.SUCCESS, ext_fields={"deletedFiles": str(deleted)})
+
     return {
+        RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE: clean_expired_consume_queues,
+        RequestCode.VIEW_BROKER_STATS_DATA: parsed(ViewBrokerStatsDataRequestHeader, stats_data),
+        RequestCode.GET_PRODUCER_CONNECTION_LIST: parsed(GetProducerConnectionListRequestHeader, producer_connections),
         RequestCode.UPDATE_AND_CREATE_TOPIC: parsed(CreateTopicRequestHeader, create_topic),
         RequestCode.DELETE_TOPIC_IN_BROKER: parsed(DeleteTopicRequestHeader, delete_topic),
         RequestCode.GET_ALL_TOPIC_CONFIG: all_topic_config,

@@ -156,6 +156,9 @@ def _read(
             context.consume_rates.record(
                 header.consumer_group, header.topic, result.message_count, len(body), header.queue_id, next_offset
             )
+            context.pull_counters.record(result.message_count)
+        else:
+            context.pull_counters.record(0)
         low, high = result.min_offset, result.max_offset
     match status:
         case GetStatus.FOUND:

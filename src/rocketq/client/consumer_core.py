@@ -99,7 +99,6 @@ class ConsumerCore:
         # the broker id of its group each queue's next pull goes to: the last pull answer's suggestion
         # (suggestWhichBrokerId; docs/replication.md#reads-from-slaves), absent = the master
         self.pull_from: dict[MessageQueue, int] = {}
-        self.pulled_from: dict[MessageQueue, str] = {}  # the address that answered each queue's last pull
         self.instance = ClientInstance(
             config.client,
             handlers={
@@ -466,7 +465,6 @@ class ConsumerCore:
                 return await self.pull_once(queue, offset, selector, tags, commit_offset=commit_offset)
             suggested = response.ext_fields.get("suggestWhichBrokerId", "0")
             self.pull_from[queue] = int(suggested) if suggested.isdigit() else MASTER_ID
-            self.pulled_from[queue] = address
             return pull_result(response, tags, address)
         except (RemotingError, MQClientError) as exc:
             # a refusal (NO_PERMISSION: the group may not consume, or not by broadcast) is the operator's

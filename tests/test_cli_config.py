@@ -203,3 +203,18 @@ def test_an_unwritable_store_is_explained() -> None:
         " (--store, storePathRootDir)."
     )
     assert explain(RuntimeError("a bug")) is None  # (not a user's mistake: the traceback stays)
+
+
+def test_up_with_slave_starts_a_slave_that_copies_the_masters_log(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    args = ("up", "--namesrv-port", "0", "--broker-port", "0", "--store", str(store), "--slave")
+    with running(*args) as (process, lines):
+        assert process.stderr is not None
+        slave_line = process.stderr.readline()
+        assert re.match(r"\s+slave of broker-a: Broker \S+ \(brokerId 1, store .*store-slave\)", slave_line), slave_line
+        send_one(lines[-1], "Copied")
+        queues = store.with_name("store-slave") / "consumequeue" / "Copied"
+        wait_until(lambda: queues.is_dir() and any(queues.rglob("0" * 20)), timeout_s=30)
+    master_log = (store / "commitlog" / ("0" * 20)).read_bytes()
+    slave_log = (tmp_path / "store-slave" / "commitlog" / ("0" * 20)).read_bytes()
+    assert slave_log.rstrip(b"\0") == master_log.rstrip(b"\0") != b""

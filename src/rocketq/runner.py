@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from rocketq.broker.config import BrokerConfig
+from rocketq.broker.config import BrokerConfig, BrokerRole
 from rocketq.broker.server import Broker
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.server import NameServer
@@ -37,6 +37,26 @@ LOCAL_STORE_SIZES: dict[str, object] = {
     "max_hash_slot_num": 50_000,  # index file: 0.2 MB of slots...
     "max_index_num": 200_000,  # ...and 4 MB of entries
 }
+
+
+SLAVE_PORT_OFFSET = 10  # ``rocketq up --slave``: the slave listens on the master's port + 10 (10921)
+
+
+def slave_beside(master: BrokerConfig) -> BrokerConfig:
+    """The SLAVE ``rocketq up --slave`` starts with ``master``: brokerId 1 of the same cluster and
+    brokerName, same file sizes, its store in a folder beside the master's (``<store>-slave``), listening
+    on the master's port + 10 (a free one when the master's is 0); it finds its master's HA address
+    through the NameServer."""
+    root = master.store_path_root_dir
+    return dataclasses.replace(
+        master,
+        broker_role=BrokerRole.SLAVE,
+        broker_id=1,
+        store_path_root_dir=root.with_name(f"{root.name}-slave"),
+        listen_port=0 if master.listen_port == 0 else master.listen_port + SLAVE_PORT_OFFSET,
+        ha_listen_port=-1,
+        ha_master_address="",
+    )
 
 
 def keep_made_sizes(config: BrokerConfig) -> BrokerConfig:
@@ -203,6 +223,11 @@ def broker_command(
 )
 @click.option("--dashboard", is_flag=True, help="also serve the web dashboard (docs/dashboard.md)")
 @click.option("--dashboard-port", type=int, default=8080, show_default=True)
+@click.option(
+    "--slave",
+    is_flag=True,
+    help="also start a SLAVE of the broker (brokerId 1, port +10, store <store>-slave; docs/replication.md)",
+)
 def up_command(
     config_file: Path | None,
     namesrv_port: int,
@@ -212,6 +237,7 @@ def up_command(
     host: str,
     dashboard: bool,
     dashboard_port: int,
+    slave: bool,
 ) -> None:
     """A local NameServer and Broker in one process, on loopback (Ctrl-C stops both cleanly). Its store
     is sized for a laptop or CI (64 MiB CommitLog files, about 70 MB after the first send; a store made
@@ -235,8 +261,13 @@ def up_command(
     def local_address(namesrv: NameServer) -> str:
         return f"{'127.0.0.1' if host == '0.0.0.0' else host}:{namesrv.port}"
 
-    async def start_pair_broker(namesrv: NameServer) -> Broker:
-        return await start_broker(dataclasses.replace(config, namesrv_addr=local_address(namesrv)), config_file)
+    slave_config = slave_beside(config) if slave else None
+
+    async def start_pair_broker(namesrv: NameServer, broker_config: BrokerConfig, settings_file: Path | None) -> Broker:
+        """``settings_file``: the broker.conf run-time changes are written to (the master's ``-c``)."""
+        return await start_broker(
+            dataclasses.replace(broker_config, namesrv_addr=local_address(namesrv)), settings_file
+        )
 
     async def start_pair(stop: asyncio.Event) -> None:
         namesrv: list[NameServer] = []
@@ -245,7 +276,12 @@ def up_command(
             namesrv.append(await start_namesrv(namesrv_config))
             return namesrv[0]
 
-        starters: list[Callable[[], Awaitable[Any]]] = [start_first, lambda: start_pair_broker(namesrv[0])]
+        starters: list[Callable[[], Awaitable[Any]]] = [
+            start_first,
+            lambda: start_pair_broker(namesrv[0], config, config_file),
+        ]
+        if slave_config is not None:
+            starters.append(lambda: start_pair_broker(namesrv[0], slave_config, None))
         if dashboard:
             starters.append(lambda: start_dashboard(local_address(namesrv[0]), host, dashboard_port))
         await serve(stop, starters, announce)
@@ -256,8 +292,14 @@ def up_command(
             f"(store {config.store_path_root_dir}, {flush_name} flush). Ctrl-C to stop.",
             err=True,
         )
+        if slave_config is not None:
+            click.echo(
+                f"  slave of {config.broker_name}: Broker {servers[2].address} (brokerId 1, store"
+                f" {slave_config.store_path_root_dir})",
+                err=True,
+            )
         click.echo(f"  try: rocketq admin sendMessage -n {servers[0].address} -t TopicTest -p hello", err=True)
         if dashboard:
-            click.echo(f"  dashboard: {servers[2].url}", err=True)
+            click.echo(f"  dashboard: {servers[-1].url}", err=True)
 
     run_forever(start_pair)

@@ -28,7 +28,8 @@ from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.protocol.bodies import MessageQueue
 from rocketq.store import FlushDiskType
-from rocketq.testing import LocalCluster
+from rocketq.testing import LocalCluster, eventually
+from rocketq.testing.cluster import wait_replicated
 
 DRIVER = Path(__file__).with_name("cpp_driver.py")
 
@@ -340,3 +341,25 @@ async def test_cpp_pull_consumer_with_a_tag_expression(cluster: LocalCluster, tm
     received = [e for e in events if e["event"] == "received"]
     assert sorted(e["body"] for e in received) == sorted(f"pull-{n}" for n in range(0, 12, 3))
     assert {e["tags"] for e in received} == {"TagB"}
+
+
+async def test_the_cpp_consumer_reads_from_a_slave_when_told_to_and_after_the_master_stops(tmp_path: Path) -> None:
+    topic, count = "CppSlaveReads", 320  # 40 a queue: more than one pull (32) each, the later ones told to the slave
+    async with LocalCluster(tmp_path / "cluster", brokers=1, slave_read_enable=True) as cluster:
+        master = cluster.brokers[0]
+        slave = await cluster.start_slave(0)
+        async with Producer(group="PY_PG", namesrv_addr=cluster.namesrv_addr) as producer:
+            for i in range(count):
+                await producer.send(Message(topic, f"s-{i}".encode()))
+        await eventually(lambda: slave.topics.get(topic) is not None, 15, what="the slave's copy of the topic")
+        await wait_replicated(master.store.commit_log.max_offset, slave)
+        home = tmp_path / "home"
+        home.mkdir()
+        events = await run_driver(home, cluster.namesrv_addr, "consume", topic, "CPP_SLAVE", str(count), "50")
+        assert len({e["body"] for e in events if e["event"] == "received"}) == count
+        assert slave.consume_rates.totals.get(("CPP_SLAVE", topic), 0) >= count - 8 * 32
+
+        await master.aclose()  # the master is gone: a new group reads everything from the slave
+        events = await run_driver(home, cluster.namesrv_addr, "consume", topic, "CPP_LATE", str(count), "60")
+        assert len({e["body"] for e in events if e["event"] == "received"}) == count
+        assert slave.consume_rates.totals.get(("CPP_LATE", topic), 0) >= count

@@ -112,6 +112,10 @@ class BrokerConfig:
     max_hash_slot_num: int = 5_000_000  # IndexFile slots
     max_index_num: int = 20_000_000  # IndexFile entries per file
     access_message_in_memory_max_ratio: int = 40  # % of RAM: older CommitLog bytes count as on disk only
+    # reads from slaves (docs/replication.md#reads-from-slaves): a master sends every pull to a connected
+    # slave, a slave keeps the pulls it serves (off: a master suggests a slave only to consumers lagging by
+    # more than accessMessageInMemoryMaxRatio of RAM, and a slave sends its consumers back to the master)
+    slave_read_enable: bool = False
     # retention and disk space (docs/operations.md#disk-space); ratios in percent of the store's disk
     file_reserved_time: float = 72.0  # hours a CommitLog file is kept
     delete_when: str = "04"  # hours of day ("04", "02;04") when expired files are deleted

@@ -70,6 +70,7 @@ class BrokerContext:
     idempotent_sends: IdempotentSends | None = None  # the idempotent-send window, in front of the send handlers
     transactions: TransactionService | None = None  # set by the broker before it serves
     delay_offsets: Callable[[], dict[int, int]] = dict  # the schedule's offset per delay level (set by the broker)
+    slave_available: Callable[[], bool] = lambda: False  # a master: a slave is connected and not too far behind
 
     store_host: bytes = bytes(8)  # ``address`` packed as records store it: set with ``address`` by advertise()
 

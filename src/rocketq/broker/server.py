@@ -207,6 +207,9 @@ class Broker:
                 clock=self.clock.time,
             ),
         )
+        if self.ha_master is not None:
+            ha_master, commit_log = self.ha_master, self.store.commit_log
+            self.context.slave_available = lambda: ha_master.available(commit_log.max_offset)
         self.transactions = self.context.transactions = TransactionService(self.context, self.clock)
         await self.transactions.load()
         self.transaction_checks = CheckService(self.transactions, self.context)

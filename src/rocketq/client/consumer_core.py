@@ -25,7 +25,7 @@ from rocketq.client.errors import BrokerResponseError, MQClientError, MQConnecti
 from rocketq.client.instance import ClientInstance
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteOffsetStore
-from rocketq.client.pull import PullResult, pull_request, pull_result
+from rocketq.client.pull import PullResult, is_pull_answer, pull_request, pull_result
 from rocketq.client.rebalance import STRATEGIES
 from rocketq.client.route import MASTER_ID, subscribe_queues
 from rocketq.client.running_info import ConsumerStats, consume_directly_response, running_info_response
@@ -98,6 +98,9 @@ class ConsumerCore:
         self.rebalance_lock = asyncio.Lock()  # held while the assignment changes (rebalance, reset)
         self._tasks: list[asyncio.Task[Any]] = []
         self._unreachable = False  # no NameServer answered the last route lookup (logged once)
+        # the broker id of its group each queue's next pull goes to: the last pull answer's suggestion
+        # (suggestWhichBrokerId; docs/replication.md#reads-from-slaves), absent = the master
+        self.pull_from: dict[MessageQueue, int] = {}
         self.instance = ClientInstance(
             config.client,
             handlers={
@@ -340,9 +343,10 @@ class ConsumerCore:
             return []
         request_fields = GetConsumerListByGroupRequestHeader(consumer_group=self.config.group).to_ext_fields()
         for broker in sorted(route.broker_datas, key=lambda b: b.broker_name):
-            address = broker.broker_addrs.get(MASTER_ID)
-            if address is None:
+            found = self.instance.broker_address(broker.broker_name)  # its master, or a slave without one
+            if found is None:
                 continue
+            address = found[0]
             request = make_request(
                 RequestCode.GET_CONSUMER_LIST_BY_GROUP, opaque=next_opaque(), ext_fields=request_fields
             )
@@ -392,7 +396,12 @@ class ConsumerCore:
     # -- offsets --------------------------------------------------------------------------------------
 
     async def invoke_master(self, queue: MessageQueue, request: RemotingCommand) -> RemotingCommand | None:
+        """Send an offset request to the queue's master, or to a slave of its group when the route has
+        no master (Java's findBrokerAddressInAdmin); None when the route has neither."""
         address = await self.instance.find_master(queue.topic, queue.broker_name)
+        if address is None:
+            found = self.instance.broker_address(queue.broker_name)
+            address = None if found is None else found[0]
         if address is None:
             return None
         return await self.instance.invoke_broker(address, request, self.config.client.request_timeout_s)
@@ -449,23 +458,40 @@ class ConsumerCore:
         """One long-polling pull of ``queue`` (``tags``: ``selector.tags()``, which the client keeps of
         what the broker returns); None after a failure (already waited the retry delay)."""
         config = self.config
-        address = self.instance.master_address(queue.broker_name)
+        found = self.instance.broker_address(queue.broker_name, self.pull_from.get(queue, MASTER_ID))
+        address, broker_id = (None, MASTER_ID) if found is None else found
         request = pull_request(
             config.group,
             queue,
             offset,
             config.pull_batch_size,
             selector.expression,
-            commit_offset=commit_offset,
+            commit_offset=commit_offset if broker_id == MASTER_ID else 0,  # slaves take offsets by UPDATE only
             suspend_ms=config.broker_suspend_max_time_ms,
             sub_version=self.subscription(queue.topic).sub_version,
             expression_type=selector.expression_type,
         )
         try:
             if address is None:
-                raise MQClientError(f"no master for {queue.broker_name}")
+                raise MQClientError(f"no broker of {queue.broker_name} in the route")
             began = time.monotonic()
-            response = await self.instance.invoke_broker(address, request, config.consumer_timeout_when_suspend_s)
+            try:
+                response = await self.instance.invoke_broker(address, request, config.consumer_timeout_when_suspend_s)
+            except RemotingError:
+                self.pull_from[queue] = self._fallback(queue.broker_name, broker_id)
+                raise
+            if (
+                broker_id != MASTER_ID
+                and not is_pull_answer(response)
+                and self.instance.master_address(queue.broker_name)
+            ):
+                # a slave that refuses (it has not copied the topic or group from its master yet): the
+                # master answers this pull, at once
+                log.info("pull of %s from slave %s refused (%s): asking the master", queue, address, response.code)
+                self.pull_from[queue] = MASTER_ID
+                return await self.pull_once(queue, offset, selector, tags, commit_offset=commit_offset)
+            suggested = response.ext_fields.get("suggestWhichBrokerId", "0")
+            self.pull_from[queue] = int(suggested) if suggested.isdigit() else MASTER_ID
             result = pull_result(response, tags, address)
             self.stats.pulled(queue.topic, len(result.messages), time.monotonic() - began)
             return result
@@ -477,6 +503,14 @@ class ConsumerCore:
             log.log(level, "pull of %s failed: %s; retrying in %.1fs", queue, exc, delay)
             await asyncio.sleep(delay)
             return None
+
+    def _fallback(self, broker_name: str, failed_id: int) -> int:
+        """Where a queue's next pull goes after broker ``failed_id`` could not be reached: the master,
+        or when the master failed the group's first slave (the route may still list a dead master)."""
+        if failed_id != MASTER_ID:
+            return MASTER_ID
+        slaves = sorted(i for i in self.instance.broker_addrs.get(broker_name, {}) if i != MASTER_ID)
+        return slaves[0] if slaves else MASTER_ID
 
     async def send_back(self, message: MessageExt, delay_level: int = 0) -> bool:
         """Return a failed message to the broker for a later retry (CONSUMER_SEND_MSG_BACK)."""

@@ -115,6 +115,17 @@ class ClientInstance:
     def master_address(self, broker_name: str) -> str | None:
         return self.broker_addrs.get(broker_name, {}).get(MASTER_ID)
 
+    def broker_address(self, broker_name: str, broker_id: int = MASTER_ID) -> tuple[str, int] | None:
+        """The address and id of broker ``broker_id`` of ``broker_name`` when the route has it, else of
+        its master, else of its lowest-numbered slave (a group whose master is gone is read from a slave,
+        as Java's findBrokerAddressInSubscribe does); None when the route has none of the group."""
+        addrs = self.broker_addrs.get(broker_name, {})
+        for candidate in (broker_id, MASTER_ID, *sorted(addrs)):
+            address = addrs.get(candidate)
+            if address is not None:
+                return address, candidate
+        return None
+
     async def find_master(self, topic: str, broker_name: str) -> str | None:
         """The master address of ``broker_name``, asking the name servers for ``topic``'s route when it is
         not known yet; None when the route has no master of that name."""
@@ -130,8 +141,11 @@ class ClientInstance:
         name = RequestCode(code).name
         where = f"{topic}@{broker_name}:{fields.get('queueId')}"
         address = await self.find_master(topic, broker_name)
+        if address is None:  # a group whose master is gone: its slave has the same queues
+            found = self.broker_address(broker_name)
+            address = None if found is None else found[0]
         if address is None:
-            raise RouteNotFoundError(f"{name} for {where}: no master broker is known")
+            raise RouteNotFoundError(f"{name} for {where}: no broker of the group is known")
         request = make_request(code, opaque=next_opaque(), ext_fields=fields)
         try:
             response = await self.invoke_broker(address, request, self.config.request_timeout_s)
@@ -165,9 +179,10 @@ class ClientInstance:
         ).encode()
 
     async def heartbeat(self) -> None:
-        """HEART_BEAT to every master broker we know (every 30 s and when groups change)."""
+        """HEART_BEAT to every master broker we know (every 30 s and when groups change); a client with
+        consumers to the slaves too, which serve its pulls when told to or when their master is gone."""
         body = self._heartbeat_body()
-        addresses = {addrs[MASTER_ID] for addrs in self.broker_addrs.values() if MASTER_ID in addrs}
+        addresses = self._client_addresses()
         for address in sorted(addresses):
             request = make_request(RequestCode.HEART_BEAT, opaque=next_opaque(), body=body)
             try:
@@ -177,11 +192,17 @@ class ClientInstance:
             except RemotingError as exc:
                 log.info("heartbeat to %s failed: %s", address, exc)
 
+    def _client_addresses(self) -> set[str]:
+        """The brokers a heartbeat goes to: masters, and slaves too when this client has consumers."""
+        if self.consumer_data():
+            return {address for addrs in self.broker_addrs.values() for address in addrs.values()}
+        return {addrs[MASTER_ID] for addrs in self.broker_addrs.values() if MASTER_ID in addrs}
+
     async def unregister(self, *, producer_group: str | None = None, consumer_group: str | None = None) -> None:
         fields = UnregisterClientRequestHeader(
             client_id=self.client_id, producer_group=producer_group or "", consumer_group=consumer_group or ""
         ).to_ext_fields()
-        addresses = {addrs[MASTER_ID] for addrs in self.broker_addrs.values() if MASTER_ID in addrs}
+        addresses = self._client_addresses()
         for address in sorted(addresses):
             request = make_request(RequestCode.UNREGISTER_CLIENT, opaque=next_opaque(), ext_fields=fields)
             with contextlib.suppress(RemotingError):

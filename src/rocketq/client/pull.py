@@ -90,6 +90,11 @@ def pull_request(
     return make_request(RequestCode.PULL_MESSAGE, opaque=next_opaque(), ext_fields=fields)
 
 
+def is_pull_answer(response: RemotingCommand) -> bool:
+    """The response is one of a pull's answers (found, nothing new, retry, offset moved), not a refusal."""
+    return response.code in _STATUS
+
+
 def pull_outcome(response: RemotingCommand, address: str) -> tuple[PullStatus, int, int, int]:
     """A pull response's status, next begin offset, and the queue's min and max offset; the broker's error
     for any other answer, MQClientError when the offsets are malformed."""

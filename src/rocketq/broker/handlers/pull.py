@@ -3,6 +3,9 @@
 A pull that finds nothing new, from a client that allows suspension, is held until a message arrives
 on its queue or its suspend timeout ends, then runs once more without suspension.
 
+The answer's ``suggestWhichBrokerId`` tells the consumer which broker of the group to pull this queue
+from next (``suggest_broker_id``; docs/replication.md#reads-from-slaves).
+
 A SQL92 pull is filtered by the expression it carries (subscription flag set, as rocketq's clients
 and groupless readers send it) or else by its group's registered one; see ``rocketq.broker.sql_filters``.
 """
@@ -10,6 +13,7 @@ and groupless readers send it) or else by its group's registered one; see ``rock
 from __future__ import annotations
 
 import logging
+import os
 
 from rocketq.broker.client_manager import build_subscription
 from rocketq.broker.context import BrokerContext, reply
@@ -27,6 +31,33 @@ log = logging.getLogger(__name__)
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4
+
+MASTER_ID = 0
+SLAVE_ID = 1  # the broker a master suggests (SubscriptionGroupConfig's whichBrokerWhenConsumeSlowly default)
+RAM_BYTES = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def suggest_broker_id(
+    *,
+    is_slave: bool,
+    own_id: int,
+    slave_read_enable: bool,
+    slave_available: bool,
+    lag_bytes: int,
+    in_memory_bytes: int,
+) -> int:
+    """The ``suggestWhichBrokerId`` of a pull answer.
+
+    A master suggests its slave when one is connected and either ``slaveReadEnable`` is on or the
+    consumer is more than ``in_memory_bytes`` (``accessMessageInMemoryMaxRatio`` % of RAM) behind the
+    CommitLog's end (``lag_bytes``: the end minus the offset of the last record returned), else itself.
+    A slave keeps the consumer (its own id) with ``slaveReadEnable``, else sends it back to the master.
+    """
+    if is_slave:
+        return own_id if slave_read_enable else MASTER_ID
+    if slave_available and (slave_read_enable or lag_bytes > in_memory_bytes):
+        return SLAVE_ID
+    return MASTER_ID
 
 
 def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
@@ -151,6 +182,7 @@ def _read(
     ) as result:
         status = result.status
         next_offset = int(result.next_begin_offset)
+        pulled_to = int(result.physical_offsets[-1]) if result.physical_offsets else None
         body = result.tobytes() if status is GetStatus.FOUND else b""
         if status is GetStatus.FOUND:
             context.consume_rates.record(
@@ -183,9 +215,18 @@ def _read(
             low,
             high,
         )
+    config = context.config
+    suggested = suggest_broker_id(
+        is_slave=config.is_slave,
+        own_id=config.broker_id,
+        slave_read_enable=config.slave_read_enable,
+        slave_available=context.slave_available(),
+        lag_bytes=0 if pulled_to is None else context.store.commit_log.max_offset - pulled_to,
+        in_memory_bytes=RAM_BYTES * config.access_message_in_memory_max_ratio // 100,
+    )
     # PullMessageResponseHeader's fields written out (tests/broker/test_broker_raw.py holds them equal)
     fields = {
-        "suggestWhichBrokerId": "0",
+        "suggestWhichBrokerId": str(suggested),
         "nextBeginOffset": str(next_offset),
         "minOffset": str(low),
         "maxOffset": str(high),

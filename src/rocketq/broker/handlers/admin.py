@@ -9,6 +9,7 @@ import json
 import logging
 
 from rocketq.broker.context import BrokerContext, parsed, reply
+from rocketq.broker.handlers.consumers import client_connection
 from rocketq.broker.runtime_info import runtime_table, stats_key, traffic_counters
 from rocketq.broker.runtime_stats import STATS_WINDOWS
 from rocketq.broker.topic_config import PERM_READ, PERM_WRITE, topic_name_problem_in_cluster
@@ -19,7 +20,7 @@ from rocketq.protocol import (
     TopicConfig,
     TopicFilterType,
 )
-from rocketq.protocol.bodies import ClientConnection, QueueStats, TopicStatsTable
+from rocketq.protocol.bodies import QueueStats, TopicStatsTable
 from rocketq.protocol.broker_stats import (
     BrokerStatsData,
     BrokerStatsItem,
@@ -110,15 +111,7 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
         channels = context.clients.producers.get(header.producer_group) or {}
         if not channels:
             return reply(request, ResponseCode.SYSTEM_ERROR, f"the producer group[{header.producer_group}] not exist")
-        connections = [
-            ClientConnection(
-                client_id=channel.client_id,
-                client_addr=str(getattr(channel.channel, "remote_address", "")),
-                language=channel.language,
-                version=channel.version,
-            )
-            for channel in channels.values()
-        ]
+        connections = [client_connection(channel) for channel in channels.values()]
         body = ProducerConnection(connection_set=sorted(connections, key=lambda c: c.client_id)).encode()
         return reply(request, ResponseCode.SUCCESS, body=body)
 

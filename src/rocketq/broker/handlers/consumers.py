@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 
-from rocketq.broker.client_manager import ConsumerGroup, Subscription
+from rocketq.broker.client_manager import ClientChannel, ConsumerGroup, Subscription
 from rocketq.broker.context import BrokerContext, parsed, reply
 from rocketq.common.group_topics import retry_topic
 from rocketq.common.message import tags_hash_code
@@ -59,17 +59,19 @@ def subscription_data(subscription: Subscription) -> SubscriptionData:
     )
 
 
+def client_connection(channel: ClientChannel) -> ClientConnection:
+    """Java's ClientConnection of a producer's or consumer's channel."""
+    return ClientConnection(
+        client_id=channel.client_id,
+        client_addr=str(getattr(channel.channel, "remote_address", "")),
+        language=channel.language,
+        version=channel.version,
+    )
+
+
 def consumer_connection(group: ConsumerGroup) -> ConsumerConnection:
     """Java's ConsumerConnection for a group's current members and subscriptions."""
-    connections = [
-        ClientConnection(
-            client_id=channel.client_id,
-            client_addr=str(getattr(channel.channel, "remote_address", "")),
-            language=channel.language,
-            version=channel.version,
-        )
-        for channel in group.channels.values()
-    ]
+    connections = [client_connection(channel) for channel in group.channels.values()]
     return ConsumerConnection(
         connection_set=sorted(connections, key=lambda c: (c.client_id, c.client_addr)),
         subscription_table={topic: subscription_data(s) for topic, s in sorted(group.subscriptions.items())},

@@ -27,9 +27,7 @@ async def test_every_message_a_killed_sync_master_acknowledged_is_on_its_slave(t
     try:
         config = slave_config(LocalCluster(tmp_path / "master").broker_config(0), tmp_path / "slave")
         slave = Broker(dataclasses.replace(config, namesrv_addr=master.namesrv_addr))
-        await slave.start()
-        assert slave.registrar is not None
-        await slave.registrar.register_all()  # it learns its master's HA address from the answer
+        await slave.start()  # registered: it learned its master's HA address from the answer
         await eventually(lambda: slave is not None and slave.replication_state().connected, what="slave connected")
 
         async def produce(number: int) -> None:

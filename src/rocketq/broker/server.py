@@ -277,6 +277,7 @@ class Broker:
         self._spawn(self._sample_runtime())
         if self.acl is not None:
             self._spawn(self._every(config.acl_file_check_interval_ms / 1000, self._reload_acl))
+        await asyncio.sleep(0)  # the services spawned above reach their first wait (their timers are armed)
         log.info(
             "broker %s (cluster %s) serving at %s, store %s",
             config.broker_name,

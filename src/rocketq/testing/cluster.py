@@ -82,8 +82,6 @@ class LocalCluster:
         config = dataclasses.replace(self.broker_config(index), **overrides)
         broker = Broker(config, clock=self.clock)
         await broker.start()
-        assert broker.registrar is not None
-        await broker.registrar.register_all()
         if index < len(self.brokers):
             self.brokers[index] = broker
         else:
@@ -96,8 +94,6 @@ class LocalCluster:
         config = slave_config(self.broker_config(index), self.root / f"broker-{index}-slave-{broker_id}", broker_id)
         broker = Broker(dataclasses.replace(config, **overrides), clock=self.clock)
         await broker.start()
-        assert broker.registrar is not None
-        await broker.registrar.register_all()
         self.slaves.append(broker)
         return broker
 

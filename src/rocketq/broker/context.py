@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from rocketq.broker.client_manager import ClientManager
-from rocketq.broker.clock import SYSTEM_CLOCK, Clock
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.consume_rates import ConsumeRates
 from rocketq.broker.consumer_filters import ConsumerFilterManager
@@ -24,6 +23,7 @@ from rocketq.broker.rebalance_locks import RebalanceLockTable
 from rocketq.broker.runtime_stats import PullCounters, StatsWindows, TpsSampler
 from rocketq.broker.subscription_groups import SubscriptionGroupManager
 from rocketq.broker.topic_config import TopicConfigManager
+from rocketq.common.clock import SYSTEM_CLOCK, Clock
 from rocketq.common.message_id import encode_host
 from rocketq.protocol import RemoteProtocolError, RemotingCommand, ResponseCode, make_response
 from rocketq.protocol.ext_fields import ExtFieldsHeader

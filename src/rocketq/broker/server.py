@@ -13,7 +13,6 @@ from rocketq.acl import AclConfigError
 from rocketq.broker import consume_rates
 from rocketq.broker.acl import BrokerAcl
 from rocketq.broker.client_manager import ClientManager
-from rocketq.broker.clock import SYSTEM_CLOCK, Clock
 from rocketq.broker.config import BrokerConfig, BrokerRole
 from rocketq.broker.consumer_filters import ConsumerFilterManager
 from rocketq.broker.consumer_offsets import ConsumerOffsetManager
@@ -35,6 +34,7 @@ from rocketq.broker.subscription_groups import SubscriptionGroupManager
 from rocketq.broker.topic_config import TopicConfigManager
 from rocketq.broker.transactions.checks import CheckService
 from rocketq.broker.transactions.service import TransactionService
+from rocketq.common.clock import SYSTEM_CLOCK, Clock
 from rocketq.metrics.broker import BrokerMetrics
 from rocketq.metrics.exporter import exporter_enabled
 from rocketq.remoting import Connection, RemotingClient, RemotingServer, RequestHandler

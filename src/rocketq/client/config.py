@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocketq.acl.signing import Credentials
+from rocketq.common.clock import SYSTEM_CLOCK, Clock
 from rocketq.common.group_topics import DEFAULT_MAX_RECONSUME_TIMES
 from rocketq.common.names import group_name_problem
 
@@ -23,6 +24,9 @@ class ClientConfig:
     # an account of the brokers' ACL (plain_acl.yml): every request is signed with it; "" = unsigned
     access_key: str = ""
     secret_key: str = field(default="", repr=False)
+    # what the periodic work (route polls, heartbeats, rebalancing, offset commits, lock renewal, the
+    # consume-timeout scan) reads and sleeps on; tests give a rocketq.testing.FakeClock
+    clock: Clock = field(default=SYSTEM_CLOCK, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if bool(self.access_key) != bool(self.secret_key):

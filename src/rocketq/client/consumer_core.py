@@ -30,6 +30,7 @@ from rocketq.client.rebalance import STRATEGIES
 from rocketq.client.route import MASTER_ID, subscribe_queues
 from rocketq.client.running_info import ConsumerStats, consume_directly_response, running_info_response
 from rocketq.client.selector import MessageSelector
+from rocketq.common.clock import wanted_or_slept
 from rocketq.common.group_topics import RETRY_PREFIX, retry_topic
 from rocketq.common.message import java_string_hash
 from rocketq.protocol import (
@@ -230,7 +231,7 @@ class ConsumerCore:
 
     async def _persist_loop(self) -> None:
         while True:
-            await asyncio.sleep(self.config.persist_consumer_offset_interval_s)
+            await self.config.client.clock.sleep(self.config.persist_consumer_offset_interval_s)
             try:
                 await self.offsets.persist_all()
             except Exception as exc:
@@ -248,9 +249,7 @@ class ConsumerCore:
                 wait, route_retry = min(interval, route_retry), min(interval, route_retry * 2)
             else:
                 route_retry = MISSING_ROUTE_RETRY_S
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(wait):
-                    await self._rebalance_wanted.wait()
+            await wanted_or_slept(self._rebalance_wanted, self.config.client.clock, wait)
             self._rebalance_wanted.clear()
             try:
                 if self._subscriptions_changed:  # like Java's subscribe() after start: heartbeat at once
@@ -423,7 +422,7 @@ class ConsumerCore:
             fields = GetMaxOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id).to_ext_fields()
             offset = await self.queue_offset(RequestCode.GET_MAX_OFFSET, queue, fields)
         else:
-            timestamp = self.config.consume_timestamp_ms or int(time.time() * 1000) - 30 * 60 * 1000
+            timestamp = self.config.consume_timestamp_ms or int(self.config.client.clock.time() * 1000) - 30 * 60 * 1000
             fields = SearchOffsetRequestHeader(
                 topic=queue.topic, queue_id=queue.queue_id, timestamp=timestamp
             ).to_ext_fields()

@@ -60,10 +60,9 @@ class ClientInstance:
         )
         self._tasks.append(asyncio.create_task(self._every(self.config.heartbeat_broker_interval_s, self.heartbeat)))
 
-    @staticmethod
-    async def _every(interval_s: float, action: Callable[[], Any]) -> None:
+    async def _every(self, interval_s: float, action: Callable[[], Any]) -> None:
         while True:
-            await asyncio.sleep(interval_s)
+            await self.config.clock.sleep(interval_s)
             try:
                 await action()
             except Exception as exc:

@@ -371,6 +371,6 @@ class PullConsumer:
 
     async def _auto_commit(self) -> None:
         while True:
-            await asyncio.sleep(self.config.persist_consumer_offset_interval_s)
+            await self.config.client.clock.sleep(self.config.persist_consumer_offset_interval_s)
             with contextlib.suppress(Exception):
                 await self._core.offsets.persist_all()

@@ -460,7 +460,7 @@ class PushConsumer:
         """Every so often, give up listener calls running longer than ``consume_timeout_s``."""
         timeout = self.config.consume_timeout_s
         while True:
-            await asyncio.sleep(min(max(timeout / 4, 0.05), 60.0))
+            await self.config.client.clock.sleep(min(max(timeout / 4, 0.05), 60.0))
             await self._calls.give_up_overdue(self._core, timeout)
 
     def _retry_locally(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
@@ -532,7 +532,7 @@ class PushConsumer:
     async def _renew_locks(self) -> None:
         """Re-lock every assigned queue (renews held locks, retries ones another member still holds)."""
         while True:
-            await asyncio.sleep(
+            await self.config.client.clock.sleep(
                 min(self.config.lock_renew_interval_s, 1.0) if self._unlocked() else self.config.lock_renew_interval_s
             )
             try:

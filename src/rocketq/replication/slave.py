@@ -16,7 +16,7 @@ import contextlib
 import logging
 from dataclasses import dataclass
 
-from rocketq.broker.clock import SYSTEM_CLOCK, Clock
+from rocketq.common.clock import SYSTEM_CLOCK, Clock
 from rocketq.replication import frames
 from rocketq.replication.master import first_of
 from rocketq.replication.state import ReplicationState

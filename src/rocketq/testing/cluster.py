@@ -15,10 +15,10 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
-from rocketq.broker.clock import SYSTEM_CLOCK, Clock
 from rocketq.broker.config import BrokerConfig, BrokerRole
 from rocketq.broker.server import Broker
 from rocketq.client.sync import LoopThread
+from rocketq.common.clock import SYSTEM_CLOCK, Clock
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.server import NameServer
 

@@ -22,9 +22,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from rocketq.broker.clock import Clock
 from rocketq.broker.context import BrokerContext
 from rocketq.broker.message_put import STORED, put_and_wait
+from rocketq.common.clock import Clock
 from rocketq.common.message import CHECK_MAX_TOPIC, HALF_TOPIC, OP_TOPIC, find_property
 from rocketq.common.record import StoredRecord, SysFlag
 from rocketq.protocol import RemoteProtocolError, ResponseCode, decode_batch

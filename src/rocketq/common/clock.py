@@ -29,3 +29,17 @@ class SystemClock:
 
 
 SYSTEM_CLOCK = SystemClock()
+
+
+async def wanted_or_slept(wanted: asyncio.Event, clock: Clock, seconds: float) -> None:
+    """Return when ``wanted`` is set or ``clock`` moved ``seconds`` on, whichever comes first (the event is
+    left as it is)."""
+    if wanted.is_set():
+        return
+    waiters = {asyncio.ensure_future(wanted.wait()), asyncio.ensure_future(clock.sleep(seconds))}
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+        await asyncio.gather(*waiters, return_exceptions=True)

@@ -126,6 +126,14 @@ class ClientInstance:
                 return address, candidate
         return None
 
+    def fallback_broker_id(self, broker_name: str, failed_id: int) -> int:
+        """Where a queue's next pull goes after broker ``failed_id`` could not be reached: the master,
+        or when the master failed the group's first slave (the route may still list a dead master)."""
+        if failed_id != MASTER_ID:
+            return MASTER_ID
+        slaves = sorted(i for i in self.broker_addrs.get(broker_name, {}) if i != MASTER_ID)
+        return slaves[0] if slaves else MASTER_ID
+
     async def find_master(self, topic: str, broker_name: str) -> str | None:
         """The master address of ``broker_name``, asking the name servers for ``topic``'s route when it is
         not known yet; None when the route has no master of that name."""

@@ -144,8 +144,9 @@ class ClientInstance:
         return address
 
     async def queue_offset(self, code: int, topic: str, broker_name: str, fields: dict[str, str]) -> int:
-        """A queue offset the queue's master answers (GET_MIN/MAX_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP);
-        MQClientError when no master is known or it does not answer with one."""
+        """A queue offset the queue's master answers (GET_MIN/MAX_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP), or
+        its slave when the route has no master or the master cannot be reached; MQClientError when no
+        broker of the group is known or none answers with one."""
         name = RequestCode(code).name
         where = f"{topic}@{broker_name}:{fields.get('queueId')}"
         address = await self.find_master(topic, broker_name)
@@ -158,7 +159,16 @@ class ClientInstance:
         try:
             response = await self.invoke_broker(address, request, self.config.request_timeout_s)
         except RemotingError as exc:
-            raise MQConnectionError(f"{name} for {where}: {exc}") from exc
+            # a master that cannot be reached (stopped, while the route still lists it): its slave has
+            # the same queues at the same offsets
+            slave = self.broker_addrs.get(broker_name, {}).get(self.fallback_broker_id(broker_name, MASTER_ID))
+            if address != self.master_address(broker_name) or slave is None or slave == address:
+                raise MQConnectionError(f"{name} for {where}: {exc}") from exc
+            log.info("%s for %s: master %s did not answer (%s), asking slave %s", name, where, address, exc, slave)
+            try:
+                response = await self.invoke_broker(slave, request, self.config.request_timeout_s)
+            except RemotingError as again:
+                raise MQConnectionError(f"{name} for {where}: {exc}; slave {slave}: {again}") from again
         offset = response.ext_fields.get("offset")
         if response.code != ResponseCode.SUCCESS or offset is None:
             raise MQClientError(f"{name} for {where} answered {response.code}: {response.remark}")

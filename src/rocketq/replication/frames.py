@@ -24,7 +24,7 @@ HEADER: Final = struct.Struct(">qi")
 
 TRANSFER_BATCH_SIZE: Final = 1024 * 1024
 """Bytes per frame at most (haTransferBatchSize). RocketMQ's default is 32 KiB; 1 MiB frames cost both
-ends less than half the CPU per MB of 32 KiB ones in a catch-up (fewer appends, dispatches, reports and
+ends about a third less CPU per MB than 32 KiB ones in a catch-up (fewer appends, dispatches, reports and
 loop turns; docs/replication.md#benchmark) and stay within the 4 MiB a RocketMQ slave reads at once."""
 
 MAX_FRAME_BODY: Final = 64 * 1024 * 1024

@@ -33,7 +33,7 @@ async def test_the_cluster_json_shows_the_brokers_own_rates(tmp_path: Path, http
     async with LocalCluster(tmp_path, clock=clock) as cluster, Dashboard(cluster.namesrv_addr, port=0) as dashboard:
         first = await (await http.get(dashboard.url + "api/cluster")).json()
         [broker] = first["brokers"]
-        assert broker["brokerName"] == "broker-a" and broker["role"] == "MASTER"
+        assert broker["brokerName"] == "broker-a" and broker["role"] == "ASYNC_MASTER"
         assert broker["version"] == "V4_9_8"  # RocketMQ 4.9.8's name, as rocketq brokers announce themselves
         assert broker["putTps"] == 0.0 and 0 < broker["diskRatio"] < 1
         async with Producer(group="RateP", namesrv_addr=cluster.namesrv_addr) as producer:

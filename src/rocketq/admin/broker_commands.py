@@ -1,17 +1,21 @@
 """``rocketq admin`` broker commands: clusterList, brokerStatus, getBrokerConfig, updateBrokerConfig,
-cleanExpiredCQ, and the addresses ``-b``/``-c`` name."""
+cleanExpiredCQ, haStatus, and the addresses ``-b``/``-c`` name."""
 
 from __future__ import annotations
 
 import time
 
 import click
+import msgspec
 
 from rocketq.admin.options import json_option, namesrv_option, run
 from rocketq.admin.render import emit
+from rocketq.broker.runtime_stats import human_bytes
 from rocketq.client.admin import AdminClient
-from rocketq.client.admin_cluster import broker_config, clean_expired_consume_queues, update_broker_config
+from rocketq.client.admin_cluster import broker_config, clean_expired_consume_queues, ha_status, update_broker_config
+from rocketq.client.route import MASTER_ID
 from rocketq.common.errors import RocketqError
+from rocketq.protocol.ha_status import HARuntimeInfo
 
 
 async def broker_addresses(admin: AdminClient, broker_addr: str | None, cluster: str | None) -> list[str]:
@@ -56,7 +60,8 @@ async def _runtime_or_none(admin: AdminClient, address: str) -> dict[str, str] |
 @json_option
 def cluster_list(namesrv: str, as_json: bool) -> None:
     """Clusters and their brokers, with each broker's version, put and get TPS (last 10 s), page-cache
-    lock wait, hours of messages kept and disk use (mqadmin's columns)."""
+    lock wait, hours of messages kept and disk use (mqadmin's columns), its role and how far replication
+    lags: a slave's bytes behind its master, a master's slaves in sync and the furthest one's lag."""
 
     async def rows(admin: AdminClient) -> list[dict[str, object]]:
         info = await admin.cluster_info()
@@ -64,45 +69,88 @@ def cluster_list(namesrv: str, as_json: bool) -> None:
         for cluster, names in sorted(info.cluster_addr_table.items()):
             for name in sorted(names):
                 data = info.broker_addr_table.get(name)
+                master_end: int | None = None
                 for broker_id, address in sorted((data.broker_addrs if data else {}).items()):
                     runtime = await _runtime_or_none(admin, address) or {}
                     earliest = int(runtime.get("earliestMessageTimeStamp", "-1") or -1)
                     now_ms = int(time.time() * 1000)
                     ratio = runtime.get("commitLogDiskRatio")
-                    documents.append(
-                        {
-                            "cluster": cluster,
-                            "broker": name,
-                            "brokerId": broker_id,
-                            "address": address,
-                            "version": runtime.get("brokerVersionDesc"),
-                            "inTps": _first_rate(runtime.get("putTps")),
-                            "outTps": _first_rate(runtime.get("getTransferedTps")),
-                            "pageCacheWaitMs": int(runtime.get("pageCacheLockTimeMills", "0")) if runtime else None,
-                            "hours": round((now_ms - earliest) / 3_600_000, 2) if earliest > 0 else None,
-                            "space": float(ratio) if ratio else None,
-                        }
-                    )
+                    document: dict[str, object] = {
+                        "cluster": cluster,
+                        "broker": name,
+                        "brokerId": broker_id,
+                        "address": address,
+                        "version": runtime.get("brokerVersionDesc"),
+                        "inTps": _first_rate(runtime.get("putTps")),
+                        "outTps": _first_rate(runtime.get("getTransferedTps")),
+                        "pageCacheWaitMs": int(runtime.get("pageCacheLockTimeMills", "0")) if runtime else None,
+                        "hours": round((now_ms - earliest) / 3_600_000, 2) if earliest > 0 else None,
+                        "space": float(ratio) if ratio else None,
+                    }
+                    end = int(runtime["commitLogMaxOffset"]) if "commitLogMaxOffset" in runtime else None
+                    if broker_id == MASTER_ID:
+                        master_end = end
+                    document.update(await _replication(admin, address, broker_id, runtime, end, master_end))
+                    documents.append(document)
         return documents
 
     documents = run(namesrv, rows)
-    headers = ["cluster", "broker", "BID", "address", "version", "InTPS", "OutTPS", "PCWait(ms)", "hour", "SPACE"]
+    headers = ["cluster", "broker", "BID", "address", "role", "version", "InTPS", "OutTPS", "PCWait(ms)", "hour"]
+    headers += ["SPACE", "slaves", "behind"]
     table = [
         [
             d["cluster"],
             d["broker"],
             d["brokerId"],
             d["address"],
+            d["role"],
             d["version"],
             _fixed(d["inTps"]),
             _fixed(d["outTps"]),
             d["pageCacheWaitMs"],
             _fixed(d["hours"]),
             _fixed(d["space"], 4),
+            _in_sync(d.get("slaves")),
+            "" if d["lagBytes"] is None else human_bytes(int(str(d["lagBytes"]))),
         ]
         for d in documents
     ]
     emit(as_json, documents, headers, table)
+
+
+async def _replication(
+    admin: AdminClient, address: str, broker_id: int, runtime: dict[str, str], end: int | None, master_end: int | None
+) -> dict[str, object]:
+    """clusterList's replication fields of one broker: ``role`` (brokerRole, or MASTER/SLAVE by id for
+    a broker that does not say), ``commitLogMaxOffset``, ``lagBytes`` (a slave: its master's CommitLog
+    end minus its own, as read one after the other; a master: its furthest slave's lag) and, for a
+    master that answers GET_BROKER_HA_STATUS, ``slaves`` (each one's address, acknowledged offset,
+    lag and whether it is in sync)."""
+    role = runtime.get("brokerRole") or ("MASTER" if broker_id == MASTER_ID else "SLAVE")
+    fields: dict[str, object] = {"role": role, "commitLogMaxOffset": end, "lagBytes": None}
+    if broker_id != MASTER_ID:
+        if end is not None and master_end is not None:
+            fields["lagBytes"] = max(0, master_end - end)
+        return fields
+    try:
+        status = await ha_status(admin, address)
+    except RocketqError:
+        return fields  # (a RocketMQ 4 broker has no such request)
+    slaves = [
+        {"addr": c.addr, "slaveAckOffset": c.slave_ack_offset, "diff": c.diff, "inSync": c.in_sync}
+        for c in status.ha_connection_info
+    ]
+    fields["slaves"] = slaves
+    if slaves:
+        fields["lagBytes"] = max(c.diff for c in status.ha_connection_info)
+    return fields
+
+
+def _in_sync(slaves: object) -> str:
+    """A master's "in sync / connected" slaves cell ("" for a slave, or a master that does not say)."""
+    if not isinstance(slaves, list):
+        return ""
+    return f"{sum(1 for s in slaves if s['inSync'])}/{len(slaves)}"
 
 
 def _fixed(value: object, digits: int = 2) -> str:
@@ -204,4 +252,39 @@ def clean_expired_cq(namesrv: str, broker_addr: str | None, cluster: str | None,
     emit(as_json, documents, ["broker", "deletedFiles"], [list(d.values()) for d in documents])
 
 
-BROKER_COMMANDS = (cluster_list, broker_status, get_broker_config, update_broker_config_command, clean_expired_cq)
+@click.command("haStatus")
+@namesrv_option
+@broker_addr_option
+@cluster_option
+@json_option
+def ha_status_command(namesrv: str, broker_addr: str | None, cluster: str | None, as_json: bool) -> None:
+    """Replication as each broker sees it (GET_BROKER_HA_STATUS, RocketMQ 5's haStatus): a master's
+    connected slaves with their acknowledged offsets and bytes behind; a slave's master and log end."""
+
+    async def statuses(admin: AdminClient) -> dict[str, HARuntimeInfo]:
+        return {a: await ha_status(admin, a) for a in await broker_addresses(admin, broker_addr, cluster)}
+
+    found = run(namesrv, statuses)
+    documents = {address: msgspec.to_builtins(info) for address, info in found.items()}
+    headers = ["broker", "role", "commitLogMaxOffset", "peer", "ackOffset", "behind", "inSync", "B/s"]
+    rows: list[list[object]] = []
+    for address, info in found.items():
+        if info.master:
+            rows.append([address, "master", info.master_commit_log_max_offset, "", "", "", "", ""])
+            for c in info.ha_connection_info:
+                rows.append(["", "", "", c.addr, c.slave_ack_offset, c.diff, c.in_sync, c.transferred_byte_in_second])
+        else:
+            client = info.ha_client_runtime_info
+            peer = client.master_addr + ("" if client.is_activated else " (not connected)")
+            rows.append([address, "slave", client.max_offset, peer, "", "", "", client.transferred_byte_in_second])
+    emit(as_json, documents if cluster else documents[broker_addr or ""], headers, rows)
+
+
+BROKER_COMMANDS = (
+    cluster_list,
+    broker_status,
+    get_broker_config,
+    update_broker_config_command,
+    clean_expired_cq,
+    ha_status_command,
+)

@@ -447,10 +447,24 @@ def bench_transactions(
 @click.option(
     "--catch-up-mb", type=click.IntRange(min=1), default=64, show_default=True, help="Log a new slave copies."
 )
+@click.option(
+    "--transfer-batch-kb",
+    type=click.IntRange(min=1, max=4096),
+    multiple=True,
+    help="Also time a catch-up only, from a master with this haTransferBatchSize (KiB; repeatable).",
+)
+@click.option("--catch-up-only", is_flag=True, help="Skip the send runs: catch-ups only.")
 @dir_option
 @json_option
 def bench_replication(
-    sizes: tuple[int, ...], inflight: int, duration: float, catch_up_mb: int, directory: Path | None, as_json: bool
+    sizes: tuple[int, ...],
+    inflight: int,
+    duration: float,
+    catch_up_mb: int,
+    transfer_batch_kb: tuple[int, ...],
+    catch_up_only: bool,
+    directory: Path | None,
+    as_json: bool,
 ) -> None:
     """Measure sends to a lone master, an ASYNC_MASTER and a SYNC_MASTER with a slave, the slave's lag,
     and how fast a new slave copies a master's CommitLog."""
@@ -461,6 +475,8 @@ def bench_replication(
         in_flight=inflight,
         duration_s=duration,
         catch_up_mb=catch_up_mb,
+        transfer_batch_sizes=tuple(kb * 1024 for kb in transfer_batch_kb),
+        sends=not catch_up_only,
         directory=directory,
     )
     run_bench(lambda emit: run_replication_bench(options, emit), NOTES, as_json)

@@ -5,7 +5,9 @@ once, ``duration_s``) against a broker in a child process: a lone ASYNC_MASTER, 
 slave and a SYNC_MASTER with a slave (each slave in a child process of its own). While the sends run,
 the slave's lag behind its master is sampled (messages: the sum over the topic's queues of the master's
 max offset minus the slave's). After the lone run a slave is started against that master and timed as
-it copies the whole log, filled to ``catch_up_mb`` first (replication throughput, MB/s of CommitLog).
+it copies the whole log, filled to ``catch_up_mb`` first (replication throughput, MB/s of CommitLog, and
+each process's CPU time per MB). ``transfer_batch_sizes`` adds catch-ups alone from masters with those
+frame sizes (``haTransferBatchSize``), to compare them in one run.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from pathlib import Path
 from rocketq.bench import MB, Measurement, Sink, scratch_directory
 from rocketq.bench.producer import Calls, ProducerBenchOptions, calls_measurement, run_async_workers
 from rocketq.bench.running import CLUSTER_SETTINGS, QUEUES, create_topic, run_loop
+from rocketq.bench.usage import thread_totals
+from rocketq.broker.config import BrokerConfig
 from rocketq.client import ClientConfig, Message, Producer, ProducerConfig
 from rocketq.client.admin import AdminClient
 from rocketq.common.message_id import parse_offset_message_id
@@ -39,6 +43,8 @@ class ReplicationBenchOptions:
     in_flight: int = 64
     duration_s: float = 5.0
     catch_up_mb: int = 64  # the lone master's log is filled to this size before a new slave copies it
+    transfer_batch_sizes: tuple[int, ...] = ()  # catch-ups only, from masters with these haTransferBatchSize
+    sends: bool = True  # the send runs (and the lone master's catch-up after them)
     directory: Path | None = None
 
 
@@ -110,7 +116,9 @@ async def _run(options: ReplicationBenchOptions, size: int, setup: str, root: Pa
                 emit(measurement)
                 if slave is None:  # copy the whole log to a new slave: the replication throughput
                     await _fill(producer, options.catch_up_mb * MB)
-                    emit(await _catch_up(client, root, master, producer, size))
+                    measurement = await _catch_up(client, root, master, producer, size)
+                    measurement.extra["transfer_batch_size"] = BrokerConfig().ha_transfer_batch_size
+                    emit(measurement)
         finally:
             await client.aclose()
             if slave is not None:
@@ -142,14 +150,23 @@ async def _catch_up(
     slave = _slave(root, master).start()
     try:
         first_look, first = time.perf_counter(), await queued(client, slave.broker_addr)
+        master_ns, slave_ns = thread_totals(master.pid)[0], thread_totals(slave.pid)[0]
         await _caught_up(client, master.broker_addr, slave.broker_addr)
         done = time.perf_counter()
+        master_ns, slave_ns = thread_totals(master.pid)[0] - master_ns, thread_totals(slave.pid)[0] - slave_ns
     finally:
         slave.stop()
     copied_bytes = end * (target - first) / max(1, target)
     measurement = Measurement.from_counts("replication_catch_up", size, target - first, done - first_look, copied_bytes)
+    copied_mb = max(copied_bytes, 1) / 1e6
     measurement.extra.update(
-        {"log_mb": round(end / 1e6, 1), "with_start_s": round(done - began, 3), "copied_before_look": first}
+        {
+            "log_mb": round(end / 1e6, 1),
+            "with_start_s": round(done - began, 3),
+            "copied_before_look": first,
+            "master_cpu_ms_per_mb": round(master_ns / 1e6 / copied_mb, 2),  # its live threads' CPU time
+            "slave_cpu_ms_per_mb": round(slave_ns / 1e6 / copied_mb, 2),
+        }
     )
     return measurement
 
@@ -160,17 +177,38 @@ def _slave(root: Path, master: ClusterProcess) -> ClusterProcess:
     )
 
 
+async def _catch_up_run(options: ReplicationBenchOptions, transfer_batch_size: int, root: Path, emit: Sink) -> None:
+    """A master with ``transfer_batch_size`` filled to ``catch_up_mb``, then a new slave timed copying it."""
+    with ClusterProcess(root / "master", ha_transfer_batch_size=transfer_batch_size, **CLUSTER_SETTINGS) as master:
+        client = RemotingClient()
+        try:
+            async with AdminClient(master.namesrv_addr) as admin:
+                await create_topic(admin, TOPIC)
+            config = ProducerConfig(group="bench-replication", client=ClientConfig(namesrv_addr=master.namesrv_addr))
+            async with Producer(config) as producer:
+                await _fill(producer, options.catch_up_mb * MB)
+                measurement = await _catch_up(client, root, master, producer, 4096)
+                measurement.extra["transfer_batch_size"] = transfer_batch_size
+                emit(measurement)
+        finally:
+            await client.aclose()
+
+
 def run_replication_bench(options: ReplicationBenchOptions, emit: Sink) -> None:
     """Run ``rocketq bench replication``, handing every measurement to ``emit``."""
-    for size in options.sizes:
+    for size in options.sizes if options.sends else ():
         for setup in SETUPS:
             with scratch_directory(options.directory, "replication") as root:
                 run_loop(_run(options, size, setup, root, emit))
+    for transfer_batch_size in options.transfer_batch_sizes:
+        with scratch_directory(options.directory, "replication") as root:
+            run_loop(_catch_up_run(options, transfer_batch_size, root, emit))
 
 
 NOTES = (
     "replication_lone / _async_master / _sync_master: sends (64 in flight) to a lone master, to an ASYNC_MASTER",
     "with a slave and to a SYNC_MASTER with a slave; lag_max/mean_msgs: the slave's lag sampled every 0.1 s,",
     "drain_s: how long it took to catch up after the sends. replication_catch_up: a new slave copying the lone",
-    "master's whole CommitLog (mb_per_s of CommitLog bytes).",
+    "master's whole CommitLog (mb_per_s of CommitLog bytes; master_/slave_cpu_ms_per_mb: each process's CPU",
+    "time per MB copied, from the first look at the slave's progress).",
 )

@@ -185,7 +185,7 @@ class BrokerConfig:
     ha_master_address: str = ""  # a slave's master HA "host:port"; "": learnt from the NameServer
     ha_send_heartbeat_interval: int = 5_000  # ms: a slave reports (and an idle master says so) this often
     ha_housekeeping_interval: int = 20_000  # ms: an HA peer silent this long is dropped
-    ha_transfer_batch_size: int = 32 * 1024  # CommitLog bytes per frame to a slave
+    ha_transfer_batch_size: int = 1024 * 1024  # CommitLog bytes per frame to a slave (RocketMQ's: 32 KiB)
     ha_slave_fallbehind_max: int = 256 * 1024 * 1024  # SYNC_MASTER: a slave further behind is not available
     # StoreConfig fields set by their own broker.conf key (flushIntervalCommitLog, messageIndexEnable ...),
     # by field name; store_config() applies them

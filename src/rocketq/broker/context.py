@@ -33,6 +33,7 @@ from rocketq.store import MessageStore
 if TYPE_CHECKING:
     from rocketq.broker.idempotent_sends import IdempotentSends
     from rocketq.broker.transactions.service import TransactionService
+    from rocketq.replication.state import ReplicationState
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,7 @@ class BrokerContext:
     transactions: TransactionService | None = None  # set by the broker before it serves
     delay_offsets: Callable[[], dict[int, int]] = dict  # the schedule's offset per delay level (set by the broker)
     slave_available: Callable[[], bool] = lambda: False  # a master: a slave is connected and not too far behind
+    replication_state: Callable[[], ReplicationState] | None = None  # GET_BROKER_HA_STATUS (set by the broker)
 
     store_host: bytes = bytes(8)  # ``address`` packed as records store it: set with ``address`` by advertise()
 

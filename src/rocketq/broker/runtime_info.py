@@ -1,7 +1,8 @@
 """The table GET_BROKER_RUNTIME_INFO (28) answers: RocketMQ's keys in RocketMQ's formats, so
 ``mqadmin brokerStatus``/``clusterList`` and the RocketMQ Dashboard read a rocketq broker, then the
 store's own statistics under rocketq's names (``put_bytes``, ``dispatched_offset``, ...; ``rocketq bench``
-reads them).
+reads them) and ``brokerRole`` (ASYNC_MASTER, SYNC_MASTER or SLAVE, as in broker.conf). Also the
+HARuntimeInfo of GET_BROKER_HA_STATUS (907), from the broker's ``ReplicationState``.
 
 rocketq answers sends and pulls on its event loop rather than from thread pools, so the thread-pool
 keys (``sendThreadPoolQueueSize``, ``pullThreadPoolQueueSize``, ...) say that no request waits in such
@@ -13,6 +14,8 @@ from __future__ import annotations
 from rocketq.broker.context import BrokerContext
 from rocketq.broker.runtime_stats import human_bytes, java_double, runtime_text
 from rocketq.protocol.command import DEFAULT_VERSION
+from rocketq.protocol.ha_status import HAClientRuntimeInfo, HAConnectionRuntimeInfo, HARuntimeInfo
+from rocketq.replication.state import ReplicationState
 
 PUT, FOUND, MISSED, TRANSFERRED, PUT_TODAY = "put", "found", "missed", "transferred", "putToday"
 
@@ -97,6 +100,7 @@ def runtime_table(context: BrokerContext) -> dict[str, str]:
         "earliestMessageTimeStamp": str(earliest.store_timestamp if earliest is not None else -1),
         "pageCacheLockTimeMills": "0",
         "brokerActive": "true",
+        "brokerRole": context.config.broker_role.value,  # rocketq's: RocketMQ's tools read it from the config
     }
     for pool in ("send", "pull", "query"):
         table[f"{pool}ThreadPoolQueueSize"] = "0"
@@ -105,3 +109,34 @@ def runtime_table(context: BrokerContext) -> dict[str, str]:
     if context.idempotent_sends is not None:
         table.update(context.idempotent_sends.stats())
     return table
+
+
+def ha_runtime_info(state: ReplicationState) -> HARuntimeInfo:
+    """GET_BROKER_HA_STATUS's answer: a master's slaves, or a slave's view of its master."""
+    if state.role == "SLAVE":
+        client = HAClientRuntimeInfo(
+            master_addr=state.master_address or "",
+            transferred_byte_in_second=state.transferred_per_s,
+            max_offset=state.max_offset,
+            last_read_timestamp=state.last_read_ms,
+            last_write_timestamp=state.last_write_ms,
+            is_activated=state.connected,
+        )
+        return HARuntimeInfo(master=False, ha_client_runtime_info=client)
+    connections = [
+        HAConnectionRuntimeInfo(
+            addr=slave.address,
+            slave_ack_offset=slave.acked_offset,
+            diff=slave.lag_bytes,
+            in_sync=slave.in_sync,
+            transferred_byte_in_second=slave.transferred_per_s,
+            transfer_from_where=slave.transfer_from,
+        )
+        for slave in state.slaves
+    ]
+    return HARuntimeInfo(
+        master=True,
+        master_commit_log_max_offset=state.max_offset,
+        in_sync_slave_nums=sum(1 for slave in state.slaves if slave.in_sync),
+        ha_connection_info=connections,
+    )

@@ -207,6 +207,7 @@ class Broker:
                 clock=self.clock.time,
             ),
         )
+        self.context.replication_state = self.replication_state
         if self.ha_master is not None:
             ha_master, commit_log = self.ha_master, self.store.commit_log
             self.context.slave_available = lambda: ha_master.available(commit_log.max_offset)

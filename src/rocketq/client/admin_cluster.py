@@ -1,7 +1,8 @@
 """Admin operations on the cluster and its brokers: which clusters serve a topic, brokers' write
 permission on the NameServers (WIPE_WRITE_PERM_OF_BROKER 205, ADD_WRITE_PERM_OF_BROKER 327), deleting a
 consumer group (DELETE_SUBSCRIPTIONGROUP 207), a group's producers (GET_PRODUCER_CONNECTION_LIST 204),
-and a broker's settings (GET_BROKER_CONFIG 26, UPDATE_BROKER_CONFIG 25)."""
+a broker's settings (GET_BROKER_CONFIG 26, UPDATE_BROKER_CONFIG 25) and its replication
+(GET_BROKER_HA_STATUS 907)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from rocketq.common.group_topics import dlq_topic, retry_topic
 from rocketq.protocol import RequestCode, ResponseCode
 from rocketq.protocol.bodies import ClientConnection
 from rocketq.protocol.broker_stats import GetProducerConnectionListRequestHeader, ProducerConnection
+from rocketq.protocol.ha_status import HARuntimeInfo
 from rocketq.protocol.headers import DeleteSubscriptionGroupRequestHeader
 from rocketq.protocol.namesrv_headers import AddWritePermOfBrokerRequestHeader, WipeWritePermOfBrokerRequestHeader
 
@@ -117,3 +119,10 @@ async def clean_expired_consume_queues(admin: AdminClient, address: str) -> int:
     (CLEAN_EXPIRED_CONSUMEQUEUE); how many it deleted (-1: a broker that does not say, RocketMQ's)."""
     response = await admin.request_broker(address, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
     return int(response.ext_fields.get("deletedFiles", "-1"))
+
+
+async def ha_status(admin: AdminClient, address: str) -> HARuntimeInfo:
+    """The replication of the broker at ``address`` (GET_BROKER_HA_STATUS): a master's slaves with their
+    acknowledged offsets and how far behind they are, or a slave's master and CommitLog end."""
+    response = await admin.request_broker(address, RequestCode.GET_BROKER_HA_STATUS)
+    return HARuntimeInfo.decode(response.body)

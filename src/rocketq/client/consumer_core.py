@@ -25,7 +25,7 @@ from rocketq.client.errors import BrokerResponseError, MQClientError, MQConnecti
 from rocketq.client.instance import ClientInstance
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteOffsetStore
-from rocketq.client.pull import PullResult, is_pull_answer, pull_request, pull_result
+from rocketq.client.pull import PullResult, is_pull_answer, pull_request, pull_result, suggested_broker_id
 from rocketq.client.rebalance import STRATEGIES
 from rocketq.client.route import MASTER_ID, subscribe_queues
 from rocketq.client.running_info import ConsumerStats, consume_directly_response, running_info_response
@@ -477,7 +477,7 @@ class ConsumerCore:
             try:
                 response = await self.instance.invoke_broker(address, request, config.consumer_timeout_when_suspend_s)
             except RemotingError:
-                self.pull_from[queue] = self._fallback(queue.broker_name, broker_id)
+                self.pull_from[queue] = self.instance.fallback_broker_id(queue.broker_name, broker_id)
                 raise
             if (
                 broker_id != MASTER_ID
@@ -489,8 +489,7 @@ class ConsumerCore:
                 log.info("pull of %s from slave %s refused (%s): asking the master", queue, address, response.code)
                 self.pull_from[queue] = MASTER_ID
                 return await self.pull_once(queue, offset, selector, tags, commit_offset=commit_offset)
-            suggested = response.ext_fields.get("suggestWhichBrokerId", "0")
-            self.pull_from[queue] = int(suggested) if suggested.isdigit() else MASTER_ID
+            self.pull_from[queue] = suggested_broker_id(response)
             result = pull_result(response, tags, address)
             self.stats.pulled(queue.topic, len(result.messages), time.monotonic() - began)
             return result
@@ -502,14 +501,6 @@ class ConsumerCore:
             log.log(level, "pull of %s failed: %s; retrying in %.1fs", queue, exc, delay)
             await asyncio.sleep(delay)
             return None
-
-    def _fallback(self, broker_name: str, failed_id: int) -> int:
-        """Where a queue's next pull goes after broker ``failed_id`` could not be reached: the master,
-        or when the master failed the group's first slave (the route may still list a dead master)."""
-        if failed_id != MASTER_ID:
-            return MASTER_ID
-        slaves = sorted(i for i in self.instance.broker_addrs.get(broker_name, {}) if i != MASTER_ID)
-        return slaves[0] if slaves else MASTER_ID
 
     async def send_back(self, message: MessageExt, delay_level: int = 0) -> bool:
         """Return a failed message to the broker for a later retry (CONSUMER_SEND_MSG_BACK)."""

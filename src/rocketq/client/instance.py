@@ -125,6 +125,14 @@ class ClientInstance:
                 return address, candidate
         return None
 
+    def fallback_broker_id(self, broker_name: str, failed_id: int) -> int:
+        """Where a queue's next pull goes after broker ``failed_id`` could not be reached: the master,
+        or when the master failed the group's first slave (the route may still list a dead master)."""
+        if failed_id != MASTER_ID:
+            return MASTER_ID
+        slaves = sorted(i for i in self.broker_addrs.get(broker_name, {}) if i != MASTER_ID)
+        return slaves[0] if slaves else MASTER_ID
+
     async def find_master(self, topic: str, broker_name: str) -> str | None:
         """The master address of ``broker_name``, asking the name servers for ``topic``'s route when it is
         not known yet; None when the route has no master of that name."""
@@ -135,8 +143,9 @@ class ClientInstance:
         return address
 
     async def queue_offset(self, code: int, topic: str, broker_name: str, fields: dict[str, str]) -> int:
-        """A queue offset the queue's master answers (GET_MIN/MAX_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP);
-        MQClientError when no master is known or it does not answer with one."""
+        """A queue offset the queue's master answers (GET_MIN/MAX_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP), or
+        its slave when the route has no master or the master cannot be reached; MQClientError when no
+        broker of the group is known or none answers with one."""
         name = RequestCode(code).name
         where = f"{topic}@{broker_name}:{fields.get('queueId')}"
         address = await self.find_master(topic, broker_name)
@@ -149,7 +158,16 @@ class ClientInstance:
         try:
             response = await self.invoke_broker(address, request, self.config.request_timeout_s)
         except RemotingError as exc:
-            raise MQConnectionError(f"{name} for {where}: {exc}") from exc
+            # a master that cannot be reached (stopped, while the route still lists it): its slave has
+            # the same queues at the same offsets
+            slave = self.broker_addrs.get(broker_name, {}).get(self.fallback_broker_id(broker_name, MASTER_ID))
+            if address != self.master_address(broker_name) or slave is None or slave == address:
+                raise MQConnectionError(f"{name} for {where}: {exc}") from exc
+            log.info("%s for %s: master %s did not answer (%s), asking slave %s", name, where, address, exc, slave)
+            try:
+                response = await self.invoke_broker(slave, request, self.config.request_timeout_s)
+            except RemotingError as again:
+                raise MQConnectionError(f"{name} for {where}: {exc}; slave {slave}: {again}") from again
         offset = response.ext_fields.get("offset")
         if response.code != ResponseCode.SUCCESS or offset is None:
             raise MQClientError(f"{name} for {where} answered {response.code}: {response.remark}")

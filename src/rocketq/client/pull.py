@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from rocketq.client.errors import MQClientError, broker_error
 from rocketq.client.message import MessageExt, MessageQueue, decode_messages
+from rocketq.client.route import MASTER_ID
 from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, make_request
 from rocketq.remoting.connection import next_opaque
 
@@ -93,6 +94,13 @@ def pull_request(
 def is_pull_answer(response: RemotingCommand) -> bool:
     """The response is one of a pull's answers (found, nothing new, retry, offset moved), not a refusal."""
     return response.code in _STATUS
+
+
+def suggested_broker_id(response: RemotingCommand) -> int:
+    """The broker of the group a pull answer suggests for the queue's next pull (suggestWhichBrokerId;
+    the master when it says nothing readable)."""
+    suggested = response.ext_fields.get("suggestWhichBrokerId", "0")
+    return int(suggested) if suggested.isdigit() else MASTER_ID
 
 
 def pull_outcome(response: RemotingCommand, address: str) -> tuple[PullStatus, int, int, int]:

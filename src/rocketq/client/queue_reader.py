@@ -39,12 +39,12 @@ from rocketq.client.config import ClientConfig
 from rocketq.client.errors import MQClientError, RouteNotFoundError, ValidationError
 from rocketq.client.instance import ClientInstance
 from rocketq.client.message import MessageExt, MessageQueue, decode_messages
-from rocketq.client.pull import PullStatus, pull_outcome, pull_request
-from rocketq.client.route import subscribe_queues
+from rocketq.client.pull import PullStatus, is_pull_answer, pull_outcome, pull_request, suggested_broker_id
+from rocketq.client.route import MASTER_ID, subscribe_queues
 from rocketq.client.selector import MessageSelector
 from rocketq.common.group_topics import TOOLS_CONSUMER_GROUP
 from rocketq.common.record import QUEUE_OFFSET_AT, RecordFormatError
-from rocketq.protocol import RequestCode
+from rocketq.protocol import RemotingCommand, RequestCode
 from rocketq.protocol.headers import GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader, SearchOffsetRequestHeader
 from rocketq.remoting import RemotingError
 
@@ -156,6 +156,7 @@ class QueueReader:
         self.group = group
         self.pull_batch_size = pull_batch_size
         self._instance = ClientInstance(config)
+        self._pull_from: dict[MessageQueue, int] = {}  # the broker id of its group each queue's next pull goes to
 
     async def aclose(self) -> None:
         """Disconnect from the NameServers and brokers."""
@@ -244,14 +245,7 @@ class QueueReader:
             suspend_ms=suspend_ms,
             expression_type=chosen.expression_type,
         )
-        address = await self._instance.find_master(queue.topic, queue.broker_name)
-        if address is None:
-            raise RouteNotFoundError(f"{queue}: broker {queue.broker_name} has no master in the route of {queue.topic}")
-        try:
-            response = await self._instance.invoke_broker(address, request, self.config.request_timeout_s + wait_s)
-        except RemotingError:
-            self._instance.broker_addrs.pop(queue.broker_name, None)  # ask the name servers again next time
-            raise
+        response, address = await self._pull_from_group(queue, request, self.config.request_timeout_s + wait_s)
         status, next_begin, low, high = pull_outcome(response, address)
         if end is not None and status in (PullStatus.FOUND, PullStatus.NO_MATCHED_MSG):
             next_begin = min(next_begin, end)  # filtered messages skipped past the range's end
@@ -266,6 +260,46 @@ class QueueReader:
         except ValueError as exc:
             raise MQClientError(f"malformed pull response from {address}: {exc}") from exc
         return QueueChunk(queue, offset, next_begin, low, high, status, records, positions)
+
+    async def _pull_from_group(
+        self, queue: MessageQueue, request: RemotingCommand, timeout_s: float
+    ) -> tuple[RemotingCommand, str]:
+        """Send the pull to the broker of the queue's group the last answer suggested (the master at
+        first; docs/replication.md#reads-from-slaves), and follow the new answer's suggestion next time.
+        A broker that cannot be reached has this pull sent at once to the group's other broker (a slave
+        when the master failed), and the route is asked for again next time; a slave that refuses (it
+        has not copied the topic from its master yet) has the master answer. One retry per pull."""
+        instance, name = self._instance, queue.broker_name
+        target = instance.broker_address(name, self._pull_from.get(queue, MASTER_ID))
+        if target is None:
+            await instance.update_route(queue.topic)
+            target = instance.broker_address(name, self._pull_from.get(queue, MASTER_ID))
+        if target is None:
+            raise RouteNotFoundError(f"{queue}: no broker of {name} in the route of {queue.topic}")
+        retried = False
+        while True:
+            address, broker_id = target
+            try:
+                response = await instance.invoke_broker(address, request, timeout_s)
+            except RemotingError:
+                fallback = instance.fallback_broker_id(name, broker_id)
+                self._pull_from[queue] = fallback
+                other = instance.broker_addrs.get(name, {}).get(fallback)
+                instance.broker_addrs.pop(name, None)  # ask the name servers again next time
+                if retried or other is None or fallback == broker_id:
+                    raise
+                log.info(
+                    "pull of %s from broker %d at %s failed: asking broker %d", queue, broker_id, address, fallback
+                )
+                target, retried = (other, fallback), True
+                continue
+            master = instance.master_address(name)
+            if broker_id != MASTER_ID and not is_pull_answer(response) and master and not retried:
+                log.info("pull of %s from slave %s refused (%s): asking the master", queue, address, response.code)
+                target, retried = (master, MASTER_ID), True
+                continue
+            self._pull_from[queue] = suggested_broker_id(response)
+            return response, address
 
     def read(
         self,

@@ -159,7 +159,15 @@ class Dashboard:
                     version = table.get("brokerVersionDesc", "")
                     rows.append(
                         pages.BrokerRow(
-                            cluster, name, broker_id, address, version, rates.put_tps, rates.get_tps, disk_ratio(table)
+                            cluster,
+                            name,
+                            broker_id,
+                            address,
+                            version,
+                            rates.put_tps,
+                            rates.get_tps,
+                            disk_ratio(table),
+                            table.get("brokerRole", ""),
                         )
                     )
         return rows

@@ -39,10 +39,13 @@ class BrokerRow:
     put_tps: float | None
     get_tps: float | None
     disk: float | None  # how full its store disk is, 0 to 1
+    broker_role: str = ""  # brokerRole of its runtime info ("" when it does not say)
 
     @property
     def role(self) -> str:
-        return "MASTER" if self.broker_id == 0 else f"SLAVE {self.broker_id}"
+        if self.broker_id != 0:
+            return f"SLAVE {self.broker_id}"
+        return self.broker_role or "MASTER"
 
 
 @dataclass(frozen=True, slots=True)

@@ -119,6 +119,7 @@ class RequestCode(IntEnum):
     RESUME_CHECK_HALF_MESSAGE = 323
     GET_ALL_PRODUCER_INFO = 328
     DELETE_EXPIRED_COMMITLOG = 329
+    GET_BROKER_HA_STATUS = 907  # RocketMQ 5's: a broker's replication (HARuntimeInfo)
 
     # NameServer.
     PUT_KV_CONFIG = 100

@@ -22,8 +22,10 @@ REPORT: Final = struct.Struct(">q")
 HEADER: Final = struct.Struct(">qi")
 """A master's frame header: the physical offset of the body, and its size."""
 
-TRANSFER_BATCH_SIZE: Final = 32 * 1024
-"""Bytes per frame at most (RocketMQ's haTransferBatchSize)."""
+TRANSFER_BATCH_SIZE: Final = 1024 * 1024
+"""Bytes per frame at most (haTransferBatchSize). RocketMQ's default is 32 KiB; 1 MiB frames cost both
+ends about a third less CPU per MB than 32 KiB ones in a catch-up (fewer appends, dispatches, reports and
+loop turns; docs/replication.md#benchmark) and stay within the 4 MiB a RocketMQ slave reads at once."""
 
 MAX_FRAME_BODY: Final = 64 * 1024 * 1024
 """A frame announcing more than this is taken for garbage: the connection is dropped."""
@@ -107,7 +109,8 @@ class FrameReader:
             if len(pending) - at - HEADER.size < size:
                 break
             start = at + HEADER.size
-            frames.append(Frame(offset, bytes(pending[start : start + size])))
+            with memoryview(pending) as view:  # one copy of the body (a bytearray slice would be two)
+                frames.append(Frame(offset, bytes(view[start : start + size])))
             at = start + size
         del pending[:at]
         return frames

@@ -17,7 +17,7 @@ from typing import Any
 
 from rocketq.common.clock import SYSTEM_CLOCK, Clock
 from rocketq.replication import frames
-from rocketq.replication.state import ReplicationState, SlaveState
+from rocketq.replication.state import ByteRate, ReplicationState, SlaveState
 from rocketq.store import MessageStore
 from rocketq.store.flush import OffsetWaiters
 
@@ -44,6 +44,8 @@ class _Slave:
         self.address = address
         self.acked: int | None = None  # None until its first report
         self.sent = 0  # how far the stream has sent
+        self.transfer_from = 0  # where the stream started
+        self.rate = ByteRate(clock.time)  # CommitLog bytes sent per second
         self.first_report = asyncio.Event()
         self.new_data = asyncio.Event()
         self.silence = frames.Silence(clock.time)  # since its last report
@@ -118,9 +120,17 @@ class HAMaster:
 
     def state(self) -> ReplicationState:
         end = self._store.commit_log.max_offset
+        limit = self.settings.slave_fallbehind_max
         slaves = [
-            SlaveState(address=slave.address, acked_offset=slave.acked or 0, lag_bytes=max(0, end - (slave.acked or 0)))
-            for slave in self._slaves
+            SlaveState(
+                address=slave.address,
+                acked_offset=slave.acked,
+                lag_bytes=max(0, end - slave.acked),
+                in_sync=end - slave.acked < limit,
+                transfer_from=slave.transfer_from,
+                transferred_per_s=slave.rate.per_second(),
+            )
+            for slave in sorted(self._slaves, key=lambda s: s.address)
             if slave.acked is not None
         ]
         return ReplicationState(
@@ -198,7 +208,7 @@ class HAMaster:
         await slave.first_report.wait()
         assert slave.acked is not None
         offset = frames.transfer_start(slave.acked, store.commit_log.max_offset, file_size)
-        slave.sent = offset
+        slave.sent = slave.transfer_from = offset
         last_write = self._clock.time()
         unyielded = 0
         while True:
@@ -212,6 +222,7 @@ class HAMaster:
                 writer.write(frames.encode_frame(offset, data))
                 offset += len(data)
                 slave.sent = offset
+                slave.rate.add(len(data))
                 last_write = self._clock.time()
                 unyielded += len(data)
                 if writer.transport.get_write_buffer_size() > WRITE_BUFFER_HIGH_WATER:

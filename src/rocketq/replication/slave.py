@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from rocketq.common.clock import SYSTEM_CLOCK, Clock
 from rocketq.replication import frames
 from rocketq.replication.master import first_of
-from rocketq.replication.state import ReplicationState
+from rocketq.replication.state import ByteRate, ReplicationState
 from rocketq.store import MessageStore
 
 log = logging.getLogger(__name__)
@@ -53,6 +53,7 @@ class HASlave:
         self._master_silence = frames.Silence(clock.time)  # since the master's last bytes
         self._since_report = frames.Silence(clock.time)  # since this slave's last report
         self.connections = 0  # connections made so far
+        self._rate = ByteRate(clock.time)  # the master's bytes taken per second
 
     @property
     def connected(self) -> bool:
@@ -71,7 +72,14 @@ class HASlave:
     def state(self) -> ReplicationState:
         end = self._store.commit_log.max_offset
         return ReplicationState(
-            role="SLAVE", max_offset=end, acked_offset=end, master_address=self.master_address, connected=self.connected
+            role="SLAVE",
+            max_offset=end,
+            acked_offset=end,
+            master_address=self.master_address,
+            connected=self.connected,
+            transferred_per_s=self._rate.per_second(),
+            last_read_ms=int(self._master_silence.last * 1000),
+            last_write_ms=int(self._since_report.last * 1000),
         )
 
     async def run(self) -> None:
@@ -117,6 +125,7 @@ class HASlave:
                 if not data:
                     raise ConnectionResetError("the master closed the connection")
                 self._master_silence.heard()
+                self._rate.add(len(data))
                 appended = False
                 for frame in frame_reader.feed(data):
                     end = store.commit_log.max_offset

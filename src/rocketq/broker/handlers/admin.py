@@ -1,5 +1,5 @@
-"""Admin requests: topics (17, 215, 21), a topic's queue offsets (202), runtime info (28), a group's
-producers (204), traffic stats (315) and cleaning expired ConsumeQueue files (306), used by
+"""Admin requests: topics (17, 215, 21), a topic's queue offsets (202), runtime info (28), replication
+status (907), a group's producers (204), traffic stats (315) and cleaning expired ConsumeQueue files (306), used by
 ``rocketq admin`` and Java's mqadmin."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import logging
 
 from rocketq.broker.context import BrokerContext, parsed, reply
 from rocketq.broker.handlers.consumers import client_connection
-from rocketq.broker.runtime_info import runtime_table, stats_key, traffic_counters
+from rocketq.broker.runtime_info import ha_runtime_info, runtime_table, stats_key, traffic_counters
 from rocketq.broker.runtime_stats import STATS_WINDOWS
 from rocketq.broker.topic_config import PERM_READ, PERM_WRITE, topic_name_problem_in_cluster
 from rocketq.protocol import (
@@ -105,6 +105,12 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
         table = runtime_table(context)
         return reply(request, ResponseCode.SUCCESS, body=json.dumps({"table": table}).encode())
 
+    async def ha_status(request: RemotingCommand, connection: Connection) -> RemotingCommand:
+        state = context.replication_state
+        if state is None:
+            return reply(request, ResponseCode.SYSTEM_ERROR, "this broker has no replication state yet")
+        return reply(request, ResponseCode.SUCCESS, body=ha_runtime_info(state()).encode())
+
     def producer_connections(
         request: RemotingCommand, header: GetProducerConnectionListRequestHeader
     ) -> RemotingCommand:
@@ -147,4 +153,5 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
         RequestCode.GET_ALL_TOPIC_CONFIG: all_topic_config,
         RequestCode.GET_TOPIC_STATS_INFO: parsed(GetTopicStatsInfoRequestHeader, topic_stats),
         RequestCode.GET_BROKER_RUNTIME_INFO: runtime_info,
+        RequestCode.GET_BROKER_HA_STATUS: ha_status,
     }

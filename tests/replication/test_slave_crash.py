@@ -9,7 +9,7 @@ import os
 import signal
 from pathlib import Path
 
-from rocketq.client import Message, Producer, SendStatus
+from rocketq.client import Message, Producer, ProducerConfig, SendStatus
 from rocketq.store import MessageStore
 from rocketq.testing import LocalCluster, eventually
 from rocketq.testing.cluster import slave_config
@@ -30,7 +30,10 @@ async def test_a_killed_slave_restarts_and_catches_up_exactly(tmp_path: Path) ->
         master = cluster.brokers[0]
         slave = _slave_process(tmp_path / "slave", master.ha_address).start()
         try:
-            async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+            # (a generous send timeout: the 2-core CI host may stall a send for seconds under this load)
+            async with Producer(
+                ProducerConfig(group="P", send_msg_timeout_s=20), namesrv_addr=cluster.namesrv_addr
+            ) as producer:
                 sending = True
 
                 async def produce(number: int) -> int:

@@ -62,8 +62,10 @@ class Handover:
     async def _run(self) -> None:
         try:
             self._result = await self._coroutine
-        except (Exception, asyncio.CancelledError) as error:  # the caller raises it
+        except BaseException as error:  # the caller raises it
             self._error = error
+            if not isinstance(error, Exception | asyncio.CancelledError):
+                raise  # (SystemExit, KeyboardInterrupt: the loop's too)
         finally:
             self._done.release()
 

@@ -9,7 +9,6 @@ every request; client side: NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE
 from __future__ import annotations
 
 import asyncio
-import heapq
 import itertools
 import logging
 import time
@@ -35,9 +34,6 @@ CORK_LIMIT: Final = 64 * 1024
 """Bytes of gathered writes (see ``Connection.send``) that are written at once rather than gathered
 further: large answers go out without waiting for the rest of the read, and the write buffer's
 high-water mark still sees them as they come."""
-
-_TIMER_SLACK_S: Final = 0.001
-"""A timer may fire this much before its deadline (the loop's clock resolution): still on time."""
 
 _opaques = itertools.count(1)
 
@@ -74,10 +70,6 @@ class Connection(asyncio.Protocol):
         self._on_close = on_close
         self._decoder = FrameDecoder(max_frame_size=max_frame_size)
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
-        # (deadline, opaque, code, timeout) of the invokes in flight, and one timer for the earliest
-        self._deadlines: list[tuple[float, int, int, float]] = []
-        self._deadline_timer: asyncio.TimerHandle | None = None
-        self._deadline_timer_at = 0.0
         self._transport: asyncio.Transport | None = None
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.remote_address = "?"
@@ -257,10 +249,6 @@ class Connection(asyncio.Protocol):
             if not future.done():
                 future.set_exception(ConnectionClosedError(self.remote_address, reason))
         self._pending.clear()
-        self._deadlines.clear()
-        if self._deadline_timer is not None:
-            self._deadline_timer.cancel()
-            self._deadline_timer = None
         if not self.closed.done():
             self.closed.set_result(None)
         if self._on_close is not None:
@@ -329,52 +317,18 @@ class Connection(asyncio.Protocol):
             loop.call_soon(self._uncork)
         opaque = command.opaque
         pending[opaque] = future
-        self._watch_deadline(loop, loop.time() + timeout_s, opaque, command.code, timeout_s)
+        # One timer handle per call: cheaper than ``asyncio.timeout`` on a path every request takes.
+        timer = loop.call_later(timeout_s, self._expire, future, command.code, timeout_s)
         try:
             self.send(command)
             return await future
         finally:
+            timer.cancel()
             pending.pop(opaque, None)
 
-    # -- timeouts -------------------------------------------------------------------------------------
-    # One timer per connection, for the earliest deadline of the invokes in flight, instead of a timer
-    # per invoke (made and cancelled around every request: several times what the rest of the wait
-    # costs the loop). A deadline stays in the heap after its answer came; the heap drops those when
-    # they come to its top, and all of them when it holds more than twice the requests in flight.
-
-    def _watch_deadline(
-        self, loop: asyncio.AbstractEventLoop, deadline: float, opaque: int, code: int, timeout_s: float
-    ) -> None:
-        deadlines = self._deadlines
-        pending = self._pending
-        while deadlines and deadlines[0][1] not in pending:
-            heapq.heappop(deadlines)
-        if len(deadlines) > 2 * len(pending) + 64:
-            deadlines[:] = [entry for entry in deadlines if entry[1] in pending]
-            heapq.heapify(deadlines)
-        heapq.heappush(deadlines, (deadline, opaque, code, timeout_s))
-        timer = self._deadline_timer
-        if timer is None or deadline < self._deadline_timer_at:
-            if timer is not None:
-                timer.cancel()
-            self._deadline_timer_at = deadline
-            self._deadline_timer = loop.call_at(deadline, self._expire)
-
-    def _expire(self) -> None:
-        """Fail the invokes whose deadline passed with RemotingTimeoutError; set the timer for the next."""
-        self._deadline_timer = None
-        loop = asyncio.get_running_loop()
-        now = loop.time() + _TIMER_SLACK_S
-        deadlines = self._deadlines
-        pending = self._pending
-        while deadlines and (deadlines[0][0] <= now or deadlines[0][1] not in pending):
-            _, opaque, code, timeout_s = heapq.heappop(deadlines)
-            future = pending.get(opaque)
-            if future is not None and not future.done():
-                future.set_exception(RemotingTimeoutError(self.remote_address, code, timeout_s))
-        if deadlines:
-            self._deadline_timer_at = deadlines[0][0]
-            self._deadline_timer = loop.call_at(self._deadline_timer_at, self._expire)
+    def _expire(self, future: asyncio.Future[RemotingCommand], code: int, timeout_s: float) -> None:
+        if not future.done():
+            future.set_exception(RemotingTimeoutError(self.remote_address, code, timeout_s))
 
     def oneway(self, command: RemotingCommand) -> None:
         """Send a request with the oneway bit set; no response is expected."""

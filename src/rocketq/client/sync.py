@@ -43,31 +43,39 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
 
 
 class Handover:
-    """One blocking call: the coroutine runs as a task on the loop, the caller waits on a bare lock the
-    task's done callback releases. (A ``concurrent.futures.Future`` wakes its waiter under a condition
-    whose lock the loop thread still holds, so the caller wakes twice per call: the cost of a blocking
-    client's every method.)"""
+    """One blocking call: the coroutine runs as a task on the loop, the caller waits on a bare lock that
+    the task releases as its coroutine ends. (A ``concurrent.futures.Future`` wakes its waiter under a
+    condition whose lock the loop thread still holds, so the caller woke twice per call; a done callback
+    runs one loop iteration after the task ends, which the release in the task itself saves.)"""
 
     def __init__(self, coroutine: Coroutine[Any, Any, Any]) -> None:
         self._coroutine = coroutine
-        self._task: asyncio.Task[Any] | None = None
+        self._result: Any = None
+        self._error: BaseException | None = None
         self._done = threading.Lock()
         self._done.acquire()
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """On the loop thread: run the coroutine."""
-        self._task = loop.create_task(self._coroutine)
-        self._task.add_done_callback(self._finished)
+        loop.create_task(self._run())
 
-    def _finished(self, task: asyncio.Task[Any]) -> None:
-        self._done.release()
+    async def _run(self) -> None:
+        try:
+            self._result = await self._coroutine
+        except BaseException as error:  # the caller raises it
+            self._error = error
+            if not isinstance(error, Exception | asyncio.CancelledError):
+                raise  # (SystemExit, KeyboardInterrupt: the loop's too)
+        finally:
+            self._done.release()
 
     def wait(self, timeout: float | None) -> Any:
-        """The coroutine's result (or its exception raised), once the task is done."""
+        """The coroutine's result (or its exception raised), once it has ended."""
         if not self._done.acquire(timeout=-1 if timeout is None else timeout):
             raise FutureTimeout(f"no result within {timeout} s")
-        assert self._task is not None  # done: started
-        return self._task.result()
+        if self._error is not None:
+            raise self._error
+        return self._result
 
 
 class LoopThread:

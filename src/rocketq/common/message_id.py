@@ -37,8 +37,14 @@ def offset_message_id(store_host: bytes, offset: int) -> str:
 
 def offset_message_ids(store_host: bytes, offsets: Iterable[int]) -> list[str]:
     """``offset_message_id`` of many records of one broker (a batch's ids), formatting the host once."""
-    host = store_host.hex().upper()
+    host = _host_hex(store_host)
     return [f"{host}{offset:016X}" for offset in offsets]
+
+
+@functools.lru_cache(maxsize=64)
+def _host_hex(store_host: bytes) -> str:
+    """A broker's host as its message ids begin (it answers every send with ids of its own host)."""
+    return store_host.hex().upper()
 
 
 def parse_offset_message_id(message_id: str) -> tuple[str, int, PhysicalOffset]:

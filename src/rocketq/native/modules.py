@@ -44,6 +44,7 @@ COMPILED_MODULES: Final = (
     "rocketq.protocol.frame",
     "rocketq.remoting.client",
     "rocketq.remoting.connection",
+    "rocketq.remoting.tasks",  # every request a server reads starts through start_eagerly
     "rocketq.remoting.server",
     "rocketq.store.commit_log",
     "rocketq.store.consume_queue",
@@ -71,6 +72,7 @@ COMPILED_MODULES: Final = (
     "rocketq.broker.long_polling",
     "rocketq.broker.loop_dispatch",
     "rocketq.broker.message_put",
+    "rocketq.broker.put_traffic",  # every stored send request is counted
     "rocketq.broker.server",
     "rocketq.broker.subscription_groups",
     "rocketq.broker.topic_config",

@@ -14,11 +14,12 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import cast
+from typing import Final, cast
 
 from rocketq.protocol import (
     ONEWAY_FLAG,
     RESPONSE_FLAG,
+    Body,
     FrameDecoder,
     ProtocolError,
     RemotingCommand,
@@ -28,6 +29,11 @@ from rocketq.remoting.errors import ConnectionClosedError, RemotingTimeoutError
 from rocketq.remoting.limits import RequestBytesBudget, ServerLimits
 
 log = logging.getLogger(__name__)
+
+CORK_LIMIT: Final = 64 * 1024
+"""Bytes of gathered writes (see ``Connection.send``) that are written at once rather than gathered
+further: large answers go out without waiting for the rest of the read, and the write buffer's
+high-water mark still sees them as they come."""
 
 _opaques = itertools.count(1)
 
@@ -78,6 +84,8 @@ class Connection(asyncio.Protocol):
         self._over_budget = False  # the partial frame is over the process's request-bytes budget
         self.partial_frame_since: float | None = None  # when the first byte of an incomplete frame came
         self.backpressure_episodes = 0  # times the answers backed up
+        self._corked: list[Body] | None = None  # writes gathered for one transport call (see send)
+        self._corked_bytes = 0
 
     # -- asyncio.Protocol -----------------------------------------------------------------------------
 
@@ -101,12 +109,16 @@ class Connection(asyncio.Protocol):
             log.warning("closing connection from %s: %s", self.remote_address, exc)
             self.close()
             return
-        if self._limits is None:
-            for command in commands:
-                self._dispatch(command)
-        else:
-            self._dispatch_limited(commands)
-            self._account_partial_frame(decoder.buffered)
+        self._cork()  # the answers of this read's requests leave in one write
+        try:
+            if self._limits is None:
+                for command in commands:
+                    self._dispatch(command)
+            else:
+                self._dispatch_limited(commands)
+                self._account_partial_frame(decoder.buffered)
+        finally:
+            self._uncork()
         if decoder.error is not None:  # a malformed frame after these: they were served, now close
             log.warning("closing connection from %s: %s", self.remote_address, decoder.error)
             self.close()
@@ -249,21 +261,62 @@ class Connection(asyncio.Protocol):
         return self._transport is not None and not self._transport.is_closing()
 
     def send(self, command: RemotingCommand) -> None:
-        """Write a command (a request we do not wait on, or a response)."""
+        """Write a command (a request we do not wait on, or a response).
+
+        While the connection gathers its writes (``_cork``), the frame joins them instead: a server
+        answers the requests of one read, and a client sends the requests made in one loop iteration
+        while others are in flight, with one write call (one system call instead of one per frame)."""
         transport = self._transport
         if transport is None or transport.is_closing():
             raise ConnectionClosedError(self.remote_address)
         parts = encode_frame_parts(command)
-        if len(parts) == 1:
+        corked = self._corked
+        if corked is not None:
+            corked.extend(parts)
+            for part in parts:
+                self._corked_bytes += part.nbytes if isinstance(part, memoryview) else len(part)
+            if self._corked_bytes >= CORK_LIMIT:
+                self._write_corked(transport, corked)
+        elif len(parts) == 1:
             transport.write(parts[0])
         else:
             transport.writelines(parts)
+
+    def _cork(self) -> None:
+        """Gather the writes that follow until ``_uncork`` (nested calls gather into the same list)."""
+        if self._corked is None:
+            self._corked = []
+
+    def _uncork(self) -> None:
+        """Write what was gathered since ``_cork``, in one transport call, and write directly again."""
+        corked = self._corked
+        if corked is None:
+            return
+        self._corked = None
+        transport = self._transport
+        if corked and transport is not None and not transport.is_closing():
+            self._write_corked(transport, corked)
+
+    def _write_corked(self, transport: asyncio.Transport, corked: list[Body]) -> None:
+        if len(corked) == 1:
+            transport.write(corked[0])
+        else:
+            transport.writelines(corked)
+        corked.clear()
+        self._corked_bytes = 0
 
     async def invoke(self, command: RemotingCommand, timeout_s: float) -> RemotingCommand:
         """Send a request and wait for its response (RemotingTimeoutError after ``timeout_s``)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[RemotingCommand] = loop.create_future()
-        self._pending[command.opaque] = future
+        pending = self._pending
+        if pending and self._corked is None:
+            # Others are in flight, so their answers wake this loop anyway: the requests made until
+            # the loop's next turn leave together, in one write.
+            self._cork()
+            loop.call_soon(self._uncork)
+        opaque = command.opaque
+        pending[opaque] = future
         # One timer handle per call: cheaper than ``asyncio.timeout`` on a path every request takes.
         timer = loop.call_later(timeout_s, self._expire, future, command.code, timeout_s)
         try:
@@ -271,7 +324,7 @@ class Connection(asyncio.Protocol):
             return await future
         finally:
             timer.cancel()
-            self._pending.pop(command.opaque, None)
+            pending.pop(opaque, None)
 
     def _expire(self, future: asyncio.Future[RemotingCommand], code: int, timeout_s: float) -> None:
         if not future.done():

@@ -84,8 +84,13 @@ class CommitLogFlusher:
         self.flush_count = 0
 
     def start(self) -> None:
+        """Start the thread (again after ``stop``: the store restarts it after cutting its log back)."""
         self._flushed = self._files.flushed_where  # recovery has set it by now
+        self._wanted = min(self._wanted, self._flushed)
         self.waiters.advance(self._flushed)
+        self._stopping = False
+        if self._worker_thread.ident is not None:  # (a thread runs once)
+            self._worker_thread = threading.Thread(target=self._run, name="rocketq-commitlog-flush", daemon=True)
         self._worker_thread.start()
 
     # -- SYNC_FLUSH: callers --------------------------------------------------------------------------
@@ -289,6 +294,10 @@ class PeriodicTask:
         self._worker_thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def start(self) -> None:
+        """Start the thread (again after ``stop``)."""
+        if self._worker_thread.ident is not None:  # (a thread runs once)
+            self._stop = threading.Event()
+            self._worker_thread = threading.Thread(target=self._run, name=self._worker_thread.name, daemon=True)
         self._worker_thread.start()
 
     def _run(self) -> None:

@@ -377,8 +377,7 @@ class Broker:
         self._offer_slaves()
         self._start_role_tasks()
         self.registrar.ha_address = self.ha_address
-        await self.registrar.unregister_all(self.own_broker_id)
-        await self.registrar.register_all()
+        self._spawn(self._register_as(was=self.own_broker_id))
         log.warning("broker %s is master (epoch %d) at %s", self.config.broker_name, epoch, self.address)
         return self.ha_address
 
@@ -406,8 +405,13 @@ class Broker:
         self.ha_slave.set_master(ha_address, broker_address)
         self.slave_sync.master_address = broker_address
         if was_master:
-            await self.registrar.unregister_all(0)
-            await self.registrar.register_all()
+            self._spawn(self._register_as(was=0))
+
+    async def _register_as(self, *, was: int) -> None:
+        """Registration after a change of role: off the NameServers as brokerId ``was``, on as now."""
+        assert self.registrar is not None
+        await self.registrar.unregister_all(was)
+        await self.registrar.register_all()
 
     def _take_delay_offsets(self, offsets: dict[int, int]) -> None:
         if self.schedule is not None and offsets != self.schedule.offsets:

@@ -84,7 +84,7 @@ class FailoverService:
         self.epoch = 0  # the epoch this broker leads (while MASTER)
         self.lease = 0
         self._deadline = LeaseDeadline(margin_s=min(1.0, settings.lease_ttl_s / 3))
-        self._renewed_at = 0.0
+        self._lease_lost = False  # etcd said the lease is gone (the rounds take a new one)
         self._following: tuple[str, str] | None = None
         self._no_master_since: float | None = None
         self.promotions = 0  # times this broker became master
@@ -98,6 +98,7 @@ class FailoverService:
     async def run(self) -> None:
         """Take part until cancelled; etcd errors are logged and retried every check interval."""
         failing: str | None = None
+        keeper = asyncio.create_task(self._keep_lease_alive())
         try:
             while True:
                 try:
@@ -113,6 +114,9 @@ class FailoverService:
                         await self._step_down("its lease can no longer be renewed")
                 await self._clock.sleep(self.settings.check_interval_s)
         finally:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
             if self.lease:  # a clean stop hands the group over at once instead of after the TTL
                 with contextlib.suppress(EtcdError):
                     await self._etcd.revoke(self.lease)
@@ -120,31 +124,41 @@ class FailoverService:
     # -- one round ------------------------------------------------------------------------------------
 
     async def _step(self) -> None:
-        await self._keep_lease()
+        if self.lease and self._lease_lost:
+            log.warning("failover: lease %x of broker %d expired", self.lease, self.settings.broker_id)
+            self.lease, self._lease_lost = 0, False
+            if self.role is Role.MASTER:
+                await self._step_down("its lease expired")
+        if not self.lease:
+            now = self._clock.time()
+            lease, ttl = await self._etcd.grant(self.settings.lease_ttl_s)
+            self.lease, self._lease_lost = lease, False
+            self._deadline.renewed(now, ttl)
         if self.role is Role.MASTER:
             await self._check_still_master()
         else:
             await self._follow_or_run()
 
-    async def _keep_lease(self) -> None:
-        settings = self.settings
-        now = self._clock.time()
-        if self.lease and now - self._renewed_at < min(settings.lease_ttl_s / 3, settings.check_interval_s * 2):
-            return
-        if self.lease:
-            ttl = await self._etcd.keep_alive(self.lease)
+    async def _keep_lease_alive(self) -> None:
+        """Renew the lease a few times per TTL, apart from the rounds (a promotion may take a while)."""
+        interval = min(self.settings.lease_ttl_s / 3, self.settings.check_interval_s * 2)
+        while True:
+            await self._clock.sleep(interval)
+            lease = self.lease
+            if not lease or self._lease_lost:
+                continue
+            sent_at = self._clock.time()
+            try:
+                ttl = await self._etcd.keep_alive(lease)
+            except EtcdError:
+                continue  # (the rounds log etcd's failures; the deadline runs out by itself)
+            if lease != self.lease:
+                continue
             if ttl > 0:
-                self._renewed_at = now
-                self._deadline.renewed(now, ttl)
-                return
-            log.warning("failover: lease %x of broker %d expired", self.lease, settings.broker_id)
-            self.lease = 0
-            self._deadline.lost()
-            if self.role is Role.MASTER:
-                await self._step_down("its lease expired")
-        self.lease, ttl = await self._etcd.grant(settings.lease_ttl_s)
-        self._renewed_at = now
-        self._deadline.renewed(now, ttl)
+                self._deadline.renewed(sent_at, ttl)
+            else:
+                self._deadline.lost()
+                self._lease_lost = True
 
     async def _report(self) -> None:
         epoch, max_offset, address = self._member.failover_report()
@@ -224,6 +238,7 @@ class FailoverService:
         self.demotions += 1
         self._deadline.lost()
         lease, self.lease = self.lease, 0  # (the master record goes with it; a new lease is taken for reports)
+        self._lease_lost = False
         if lease:
             with contextlib.suppress(EtcdError):
                 await self._etcd.revoke(lease)

@@ -121,6 +121,7 @@ async def test_a_killed_master_is_replaced_and_fenced_when_it_returns(
             new = await asyncio.to_thread(ClusterProcess(tmp_path / "two", **member_settings(etcd, namesrv, 2)).start)
             acknowledged: list[tuple[bytes, int]] = []
             async with producer(namesrv, "P") as sender:
+
                 async def send_until_ok(body: bytes, *, stored: bool = False) -> None:
                     """Send until acknowledged (``stored``: until stored, acknowledged or not: a SYNC_MASTER
                     without a slave stores a send and answers SLAVE_NOT_AVAILABLE)."""

@@ -447,10 +447,23 @@ def bench_transactions(
 @click.option(
     "--catch-up-mb", type=click.IntRange(min=1), default=64, show_default=True, help="Log a new slave copies."
 )
+@click.option(
+    "--failover-rounds",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="Masters killed with failover on (needs etcd); 0: none.",
+)
 @dir_option
 @json_option
 def bench_replication(
-    sizes: tuple[int, ...], inflight: int, duration: float, catch_up_mb: int, directory: Path | None, as_json: bool
+    sizes: tuple[int, ...],
+    inflight: int,
+    duration: float,
+    catch_up_mb: int,
+    failover_rounds: int,
+    directory: Path | None,
+    as_json: bool,
 ) -> None:
     """Measure sends to a lone master, an ASYNC_MASTER and a SYNC_MASTER with a slave, the slave's lag,
     and how fast a new slave copies a master's CommitLog."""
@@ -461,6 +474,7 @@ def bench_replication(
         in_flight=inflight,
         duration_s=duration,
         catch_up_mb=catch_up_mb,
+        failover_rounds=failover_rounds,
         directory=directory,
     )
     run_bench(lambda emit: run_replication_bench(options, emit), NOTES, as_json)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocketq.bench import MB, Measurement, Sink, scratch_directory
+from rocketq.bench.failover import NOTES as FAILOVER_NOTES
+from rocketq.bench.failover import run_failover_bench
 from rocketq.bench.producer import Calls, ProducerBenchOptions, calls_measurement, run_async_workers
 from rocketq.bench.running import CLUSTER_SETTINGS, QUEUES, create_topic, run_loop
 from rocketq.client import ClientConfig, Message, Producer, ProducerConfig
@@ -39,6 +41,7 @@ class ReplicationBenchOptions:
     in_flight: int = 64
     duration_s: float = 5.0
     catch_up_mb: int = 64  # the lone master's log is filled to this size before a new slave copies it
+    failover_rounds: int = 3  # masters killed with failover on (rocketq.bench.failover); 0: none
     directory: Path | None = None
 
 
@@ -166,6 +169,10 @@ def run_replication_bench(options: ReplicationBenchOptions, emit: Sink) -> None:
         for setup in SETUPS:
             with scratch_directory(options.directory, "replication") as root:
                 run_loop(_run(options, size, setup, root, emit))
+    if options.failover_rounds:
+        with scratch_directory(options.directory, "failover") as root:
+            if not run_failover_bench(root, options.failover_rounds, emit):
+                print("failover: not measured, etcd is not installed (Debian package etcd-server)")
 
 
 NOTES = (
@@ -173,4 +180,5 @@ NOTES = (
     "with a slave and to a SYNC_MASTER with a slave; lag_max/mean_msgs: the slave's lag sampled every 0.1 s,",
     "drain_s: how long it took to catch up after the sends. replication_catch_up: a new slave copying the lone",
     "master's whole CommitLog (mb_per_s of CommitLog bytes).",
+    *FAILOVER_NOTES,
 )

@@ -21,6 +21,7 @@ from rocketq.broker.consumer_offsets import ConsumerOffsetManager
 from rocketq.broker.context import BrokerContext
 from rocketq.broker.filter_bit_maps import FilterBitMaps
 from rocketq.broker.grouped_puts import GroupedPuts
+from rocketq.broker.ha_parts import new_ha_slave, new_slave_sync, start_ha_master
 from rocketq.broker.handlers import handler_table
 from rocketq.broker.handlers.clients import notify_group_changed
 from rocketq.broker.idempotent_sends import IdempotentSends
@@ -44,8 +45,7 @@ from rocketq.remoting import Connection, RemotingClient, RemotingServer, Request
 from rocketq.remoting.address import listens_beyond_loopback
 from rocketq.remoting.server import BlockingHandler
 from rocketq.remoting.tasks import cancel_and_wait
-from rocketq.replication import HAMaster, HASlave, MasterSettings, ReplicationState, SlaveSettings
-from rocketq.replication.epochs import EpochAnswer, fetch_epochs
+from rocketq.replication import HAMaster, HASlave, ReplicationState
 from rocketq.replication.sync import SlaveSynchronize
 from rocketq.store import MessageStore
 
@@ -281,26 +281,11 @@ class Broker:
     # -- roles ----------------------------------------------------------------------------------------
 
     def _new_ha_slave(self) -> HASlave:
-        config = self.config
-
-        async def master_epochs(address: str) -> EpochAnswer:
-            assert self._client is not None
-            return await fetch_epochs(self._client, address)
-
-        return HASlave(
-            self.store,
-            master_address=config.ha_master_address or None,
-            settings=SlaveSettings(
-                heartbeat_interval_s=config.ha_send_heartbeat_interval / 1000,
-                housekeeping_interval_s=config.ha_housekeeping_interval / 1000,
-            ),
-            clock=self.clock,
-            fetch_epochs=master_epochs,
-        )
+        return new_ha_slave(self.config, self.store, self.clock, lambda: self._client)
 
     def _new_slave_sync(self) -> SlaveSynchronize:
         assert self._client is not None
-        return SlaveSynchronize(
+        return new_slave_sync(
             self._client,
             topics=self.topics,
             offsets=self.offsets,
@@ -310,20 +295,7 @@ class Broker:
         )
 
     async def _start_ha_master(self) -> HAMaster:
-        config = self.config
-        master = HAMaster(
-            self.store,
-            host=config.listen_host,
-            port=config.ha_port(config.listen_port),
-            settings=MasterSettings(
-                heartbeat_interval_s=config.ha_send_heartbeat_interval / 1000,
-                housekeeping_interval_s=config.ha_housekeeping_interval / 1000,
-                transfer_batch_size=config.ha_transfer_batch_size,
-                slave_fallbehind_max=config.ha_slave_fallbehind_max,
-            ),
-            clock=self.clock,
-        )
-        return await master.start()
+        return await start_ha_master(self.config, self.store, self.clock)
 
     def _replicas(self) -> HAMaster | None:
         """What a put waits for besides its fsync: a SYNC_MASTER's slaves."""

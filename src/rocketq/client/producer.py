@@ -336,6 +336,10 @@ class Producer:
             log.info("send to %s failed (attempt %d): %s", queue, attempts, last_error)
             if isinstance(last_error, BrokerResponseError) and last_error.refresh_route:
                 self._publish.pop(topic, None)
+            elif isinstance(last_error, RemotingError | MQConnectionError):
+                # the broker is unreachable: ask the NameServers again (a group whose master died may have
+                # a new one already, with failover: docs/failover.md), not only at the next route poll
+                self._publish.pop(topic, None)
         error = MQConnectionError if isinstance(last_error, RemotingError | MQConnectionError) else MQClientError
         raise error(f"send to topic {topic!r} failed after {attempts} attempts: {last_error}") from last_error
 

@@ -110,6 +110,8 @@ class FailoverService:
                     if failing is None:
                         log.warning("failover: %s", exc)
                     failing = str(exc)
+                except Exception:  # (a bug, a full disk while cutting the log): logged, tried again
+                    log.exception("failover: a round failed")
                     if self.role is Role.MASTER and not self.may_write():
                         await self._step_down("its lease can no longer be renewed")
                 await self._clock.sleep(self.settings.check_interval_s)
@@ -219,8 +221,14 @@ class FailoverService:
         if not won:
             return
         log.warning("failover: broker %d becomes master of %s in epoch %d", settings.broker_id, keys.prefix, epoch)
-        self.role, self.epoch, self._following, self._no_master_since = Role.MASTER, epoch, None, None
-        ha_address = await self._member.become_master(epoch)
+        self.epoch, self._following, self._no_master_since = epoch, None, None
+        try:
+            ha_address = await self._member.become_master(epoch)
+        except Exception:
+            log.exception("failover: broker %d could not start as master", settings.broker_id)
+            await self._step_down("it could not start as master")
+            return
+        self.role = Role.MASTER  # (writes are taken from here on, while the lease holds)
         self.promotions += 1
         ready = msgspec.structs.replace(record, ha_address=ha_address)
         if not await self._etcd.txn(

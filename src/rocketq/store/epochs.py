@@ -16,6 +16,7 @@ atomically (``config_file.write_json_atomically``'s temp file, fsync and rename)
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 from collections.abc import Iterable, Sequence
@@ -54,7 +55,7 @@ def parse_entries(text: str) -> list[EpochEntry]:
 
 def check_entries(entries: Sequence[EpochEntry]) -> None:
     """Raises ValueError unless epochs strictly grow and start offsets never shrink (and are >= 0)."""
-    for previous, entry in zip(entries, entries[1:], strict=False):
+    for previous, entry in itertools.pairwise(entries):
         if entry.epoch <= previous.epoch or entry.start_offset < previous.start_offset:
             raise ValueError(f"epoch entry {entry} does not follow {previous}")
     if entries and (entries[0].epoch < 0 or entries[0].start_offset < 0):

@@ -67,10 +67,12 @@ class EtcdServer:
         while True:
             if self._process.poll() is not None:
                 raise RuntimeError(f"etcd exited with {self._process.returncode}: see {self.data_dir / 'etcd.log'}")
-            with contextlib.suppress(OSError, ValueError):
-                with urllib.request.urlopen(self.endpoint + "/health", timeout=1) as answer:
-                    if json.loads(answer.read()).get("health") == "true":
-                        return self
+            with (
+                contextlib.suppress(OSError, ValueError),
+                urllib.request.urlopen(self.endpoint + "/health", timeout=1) as answer,
+            ):
+                if json.loads(answer.read()).get("health") == "true":
+                    return self
             if time.monotonic() > deadline:
                 self.stop()
                 raise TimeoutError(f"etcd did not answer within {START_TIMEOUT_S} s")

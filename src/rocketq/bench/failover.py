@@ -124,8 +124,9 @@ async def _run(root: Path, rounds: int, emit: Sink) -> None:
     measurement = Measurement.from_counts("failover", None, rounds, sum(first_send), 0)
     measurement.extra.update(
         {
-            "promoted_s": [round(seconds, 2) for seconds in promoted],
-            "first_send_s": [round(seconds, 2) for seconds in first_send],
+            "promoted_s": " ".join(f"{seconds:.2f}" for seconds in promoted),
+            "first_send_s": " ".join(f"{seconds:.2f}" for seconds in first_send),
+            "first_send_max_s": round(max(first_send), 2),
             "lease_ttl_s": LEASE_TTL_S,
             "producer_poll_s": PRODUCER_POLL_S,
         }

@@ -87,6 +87,7 @@ class CommitLogFlusher:
         """Start the thread (again after ``stop``: the store restarts it after cutting its log back)."""
         self._flushed = self._files.flushed_where  # recovery has set it by now
         self._wanted = min(self._wanted, self._flushed)
+        self.waiters.rewind(min(self.waiters.reached, self._flushed))  # (a log cut back: less is flushed)
         self.waiters.advance(self._flushed)
         self._stopping = False
         if self._worker_thread.ident is not None:  # (a thread runs once)
@@ -260,6 +261,11 @@ class OffsetWaiters:
         for loop, futures in loops.items():
             if futures:
                 _call_on_loop(loop, futures, reached, None)
+
+    def rewind(self, offset: int) -> None:
+        """The log was cut back: from now on ``offset`` is what is reached (waiters beyond it wait on)."""
+        with self._lock:
+            self.reached = offset
 
     def fail(self, error: BaseException) -> None:
         """Fail every waiter, and every later one, with ``error``."""

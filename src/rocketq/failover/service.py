@@ -112,8 +112,8 @@ class FailoverService:
                     failing = str(exc)
                 except Exception:  # (a bug, a full disk while cutting the log): logged, tried again
                     log.exception("failover: a round failed")
-                    if self.role is Role.MASTER and not self.may_write():
-                        await self._step_down("its lease can no longer be renewed")
+                if self.role is Role.MASTER and not self.may_write():
+                    await self._step_down("its lease can no longer be renewed")
                 await self._clock.sleep(self.settings.check_interval_s)
         finally:
             keeper.cancel()
@@ -241,14 +241,14 @@ class FailoverService:
         log.warning(
             "failover: broker %d steps down as master of epoch %d: %s", self.settings.broker_id, self.epoch, why
         )
-        self.role = Role.FOLLOWER
+        self._deadline.lost()  # (fenced from here on: no write is taken)
         self._following = None
         self.demotions += 1
-        self._deadline.lost()
         lease, self.lease = self.lease, 0  # (the master record goes with it; a new lease is taken for reports)
         self._lease_lost = False
         if lease:
             with contextlib.suppress(EtcdError):
                 await self._etcd.revoke(lease)
         await self._member.become_slave(None, None)
+        self.role = Role.FOLLOWER
         self.changed.set()

@@ -454,6 +454,13 @@ def bench_transactions(
     help="Also time a catch-up only, from a master with this haTransferBatchSize (KiB; repeatable).",
 )
 @click.option("--catch-up-only", is_flag=True, help="Skip the send runs: catch-ups only.")
+@click.option(
+    "--failover-rounds",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="Masters killed with failover on (needs etcd); 0: none.",
+)
 @dir_option
 @json_option
 def bench_replication(
@@ -463,6 +470,7 @@ def bench_replication(
     catch_up_mb: int,
     transfer_batch_kb: tuple[int, ...],
     catch_up_only: bool,
+    failover_rounds: int,
     directory: Path | None,
     as_json: bool,
 ) -> None:
@@ -477,6 +485,7 @@ def bench_replication(
         catch_up_mb=catch_up_mb,
         transfer_batch_sizes=tuple(kb * 1024 for kb in transfer_batch_kb),
         sends=not catch_up_only,
+        failover_rounds=failover_rounds,
         directory=directory,
     )
     run_bench(lambda emit: run_replication_bench(options, emit), NOTES, as_json)

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocketq.bench import MB, Measurement, Sink, scratch_directory
+from rocketq.bench.failover import NOTES as FAILOVER_NOTES
+from rocketq.bench.failover import run_failover_bench
 from rocketq.bench.producer import Calls, ProducerBenchOptions, calls_measurement, run_async_workers
 from rocketq.bench.running import CLUSTER_SETTINGS, QUEUES, create_topic, run_loop
 from rocketq.bench.usage import thread_totals
@@ -45,6 +47,7 @@ class ReplicationBenchOptions:
     catch_up_mb: int = 64  # the lone master's log is filled to this size before a new slave copies it
     transfer_batch_sizes: tuple[int, ...] = ()  # catch-ups only, from masters with these haTransferBatchSize
     sends: bool = True  # the send runs (and the lone master's catch-up after them)
+    failover_rounds: int = 3  # masters killed with failover on (rocketq.bench.failover); 0: none
     directory: Path | None = None
 
 
@@ -203,6 +206,10 @@ def run_replication_bench(options: ReplicationBenchOptions, emit: Sink) -> None:
     for transfer_batch_size in options.transfer_batch_sizes:
         with scratch_directory(options.directory, "replication") as root:
             run_loop(_catch_up_run(options, transfer_batch_size, root, emit))
+    if options.failover_rounds:
+        with scratch_directory(options.directory, "failover") as root:
+            if not run_failover_bench(root, options.failover_rounds, emit):
+                print("failover: not measured, etcd is not installed (Debian package etcd-server)")
 
 
 NOTES = (
@@ -211,4 +218,5 @@ NOTES = (
     "drain_s: how long it took to catch up after the sends. replication_catch_up: a new slave copying the lone",
     "master's whole CommitLog (mb_per_s of CommitLog bytes; master_/slave_cpu_ms_per_mb: each process's CPU",
     "time per MB copied, from the first look at the slave's progress).",
+    *FAILOVER_NOTES,
 )

@@ -187,6 +187,12 @@ class BrokerConfig:
     ha_housekeeping_interval: int = 20_000  # ms: an HA peer silent this long is dropped
     ha_transfer_batch_size: int = 1024 * 1024  # CommitLog bytes per frame to a slave (RocketMQ's: 32 KiB)
     ha_slave_fallbehind_max: int = 256 * 1024 * 1024  # SYNC_MASTER: a slave further behind is not available
+    # rocketq-only: automatic failover through etcd (rocketq.failover, docs/failover.md); off by default
+    failover_enable: bool = False  # brokerRole is then the kind of master this broker is while it leads
+    failover_etcd_endpoints: str = ""  # "http://host:2379;http://host2:2379"
+    failover_etcd_prefix: str = "/rocketq"  # the group's keys are under <prefix>/<cluster>/<brokerName>/
+    failover_lease_ttl: int = 3  # seconds: a master that stops renewing its lease is replaced after this
+    failover_check_interval: int = 500  # ms between looks at etcd (and renewals, at most a third of the TTL)
     # StoreConfig fields set by their own broker.conf key (flushIntervalCommitLog, messageIndexEnable ...),
     # by field name; store_config() applies them
     store_settings: Mapping[str, Any] = dataclasses.field(default_factory=dict, hash=False)
@@ -195,7 +201,9 @@ class BrokerConfig:
         """Raises SettingError for a value rocketq cannot honour."""
         if self.broker_role is BrokerRole.SLAVE and self.broker_id <= 0:
             raise SettingError("brokerRole", "SLAVE", f"a SLAVE needs a brokerId above 0, not {self.broker_id}")
-        if self.broker_role is not BrokerRole.SLAVE and self.broker_id != 0:
+        if self.failover_enable:
+            self._check_failover()
+        elif self.broker_role is not BrokerRole.SLAVE and self.broker_id != 0:
             raise SettingError(
                 "brokerId", self.broker_id, f"a {self.broker_role.value} has brokerId 0 (above 0 is a SLAVE's)"
             )
@@ -210,6 +218,36 @@ class BrokerConfig:
         unknown = self.store_settings.keys() - _STORE_KEYS.values()
         if unknown:
             raise SettingError("store_settings", sorted(unknown), "not StoreConfig fields set by their own key")
+
+    def _check_failover(self) -> None:
+        if not self.failover_etcd_endpoints.strip():
+            raise SettingError("failoverEtcdEndpoints", "", "failoverEnable=true needs etcd's client URLs")
+        if not 1 <= self.failover_lease_ttl <= 600:
+            raise SettingError("failoverLeaseTtl", self.failover_lease_ttl, "expected seconds, 1..600")
+        if not 50 <= self.failover_check_interval <= self.failover_lease_ttl * 1000 // 2:
+            raise SettingError(
+                "failoverCheckInterval", self.failover_check_interval, "expected ms, 50 up to half of failoverLeaseTtl"
+            )
+
+    def check_failover_member(self) -> None:
+        """Raises SettingError unless this broker.conf makes a failover group member: failoverEnable, a
+        brokerId above 0 (its own number, registered while it follows; it registers as 0 while it
+        leads) and a master's brokerRole (how it acknowledges sends while it leads)."""
+        if self.broker_id <= 0:
+            raise SettingError(
+                "brokerId", self.broker_id, "with failoverEnable every broker of a group has its own brokerId, 1, 2 ..."
+            )
+        if self.broker_role is BrokerRole.SLAVE:
+            raise SettingError(
+                "brokerRole",
+                "SLAVE",
+                "with failoverEnable any broker may lead: brokerRole is ASYNC_MASTER or SYNC_MASTER, how it"
+                " acknowledges sends while it does",
+            )
+
+    @property
+    def failover_endpoints(self) -> list[str]:
+        return [a.strip() for a in self.failover_etcd_endpoints.replace(",", ";").split(";") if a.strip()]
 
     @classmethod
     def known_keys(cls) -> list[str]:

@@ -73,6 +73,9 @@ class BrokerContext:
     delay_offsets: Callable[[], dict[int, int]] = dict  # the schedule's offset per delay level (set by the broker)
     slave_available: Callable[[], bool] = lambda: False  # a master: a slave is connected and not too far behind
     replication_state: Callable[[], ReplicationState] | None = None  # GET_BROKER_HA_STATUS (set by the broker)
+    # with failover (rocketq.failover): whether this master's etcd lease surely holds; a master whose
+    # lease may have lapsed takes no writes (it answers as a slave does) until it leads again or steps down
+    write_fence: Callable[[], bool] | None = None
 
     store_host: bytes = bytes(8)  # ``address`` packed as records store it: set with ``address`` by advertise()
 
@@ -84,7 +87,9 @@ class BrokerContext:
 
     @property
     def is_master(self) -> bool:
-        return not self.config.is_slave
+        """A master that may take writes now (a slave, or a fenced master, answers SERVICE_NOT_AVAILABLE)."""
+        fence = self.write_fence
+        return not self.config.is_slave and (fence is None or fence())
 
 
 def reply(

@@ -84,6 +84,11 @@ class FlushWaits:
         self.active = store.config.sync_flush or replicas is not None
         """Whether a put asking to wait has anything to wait for."""
 
+    def set_replicas(self, replicas: Replicas | None) -> None:
+        """Wait for ``replicas`` from now on (a broker that became a SYNC_MASTER), or no longer (None)."""
+        self._replicas = replicas
+        self.active = self._store.config.sync_flush or replicas is not None
+
     async def wait(self, result: PutMessageResult) -> PutMessageResult:
         waiter = self.watch(result)
         if waiter is None:

@@ -39,7 +39,7 @@ class Registrar:
         registration, once its master is registered)."""
         self._context = context
         self._client = client
-        self._ha_address = ha_address
+        self.ha_address = ha_address  # (a broker that becomes master, or stops being one, changes it)
         self._on_master = on_master
         self._wanted = asyncio.Event()
         self.registrations = 0
@@ -56,7 +56,7 @@ class Registrar:
             broker_name=config.broker_name,
             broker_addr=context.address,
             cluster_name=config.broker_cluster_name,
-            ha_server_addr=self._ha_address,
+            ha_server_addr=self.ha_address,
             broker_id=config.broker_id,
             compressed=False,
         )
@@ -105,13 +105,15 @@ class Registrar:
                     await self._wanted.wait()
                 await asyncio.sleep(0.05)  # gather a burst of topic changes into one registration
 
-    async def unregister_all(self) -> None:
+    async def unregister_all(self, broker_id: int | None = None) -> None:
+        """Unregister from every NameServer, as ``broker_id`` (by default the one it registers as now: a
+        broker whose role changed unregisters its former id)."""
         config = self._context.config
         header = UnregisterBrokerRequestHeader(
             broker_name=config.broker_name,
             broker_addr=self._context.address,
             cluster_name=config.broker_cluster_name,
-            broker_id=config.broker_id,
+            broker_id=config.broker_id if broker_id is None else broker_id,
         )
         for address in config.name_servers:
             request = make_request(

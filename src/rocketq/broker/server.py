@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Coroutine
@@ -19,6 +20,7 @@ from rocketq.broker.consumer_offsets import ConsumerOffsetManager
 from rocketq.broker.context import BrokerContext
 from rocketq.broker.filter_bit_maps import FilterBitMaps
 from rocketq.broker.grouped_puts import GroupedPuts
+from rocketq.broker.ha_parts import new_ha_slave, new_slave_sync, start_ha_master
 from rocketq.broker.handlers import handler_table
 from rocketq.broker.handlers.clients import notify_group_changed
 from rocketq.broker.idempotent_sends import IdempotentSends
@@ -35,13 +37,15 @@ from rocketq.broker.topic_config import TopicConfigManager
 from rocketq.broker.transactions.checks import CheckService
 from rocketq.broker.transactions.service import TransactionService
 from rocketq.common.clock import SYSTEM_CLOCK, Clock
+from rocketq.failover.etcd import EtcdClient
+from rocketq.failover.service import FailoverService, failover_settings
 from rocketq.metrics.broker import BrokerMetrics
 from rocketq.metrics.exporter import exporter_enabled
 from rocketq.remoting import Connection, RemotingClient, RemotingServer, RequestHandler
 from rocketq.remoting.address import listens_beyond_loopback
 from rocketq.remoting.server import BlockingHandler
 from rocketq.remoting.tasks import cancel_and_wait
-from rocketq.replication import HAMaster, HASlave, MasterSettings, ReplicationState, SlaveSettings
+from rocketq.replication import HAMaster, HASlave, ReplicationState
 from rocketq.replication.sync import SlaveSynchronize
 from rocketq.store import MessageStore
 
@@ -57,6 +61,11 @@ class Broker:
         """``clock``: wall-clock time, for what depends on it (the transaction check-back, the idempotent-send
         window, filter data); tests pass a ``rocketq.testing.FakeClock``. ``config_file``: the broker.conf
         ``config`` was read from, where settings changed at run time (UPDATE_BROKER_CONFIG) are written."""
+        self.own_broker_id = config.broker_id  # with failover: its number while it follows (0 while it leads)
+        self.master_role = config.broker_role  # with failover: the kind of master it is while it leads
+        if config.failover_enable:  # every broker of the group starts following; etcd says who leads
+            config.check_failover_member()
+            config = dataclasses.replace(config, broker_role=BrokerRole.SLAVE)
         self.config = config
         self.config_file = config_file
         self.clock = clock
@@ -97,6 +106,9 @@ class Broker:
         self.ha_master: HAMaster | None = None  # a master's HA service (rocketq.replication)
         self.ha_slave: HASlave | None = None  # a slave's HA client
         self.slave_sync: SlaveSynchronize | None = None  # a slave's copy of its master's metadata
+        self.failover: FailoverService | None = None  # with failoverEnable (rocketq.failover)
+        self._etcd: EtcdClient | None = None
+        self._role_tasks: list[asyncio.Task[Any]] = []  # a master's scheduler and check-back, a slave's HA client
 
     @property
     def port(self) -> int:
@@ -156,31 +168,11 @@ class Broker:
         loop = asyncio.get_running_loop()
         long_polling = LongPolling(loop, self.store.get_max_offset_in_queue)
         if config.is_slave:
-            self.ha_slave = HASlave(
-                self.store,
-                master_address=config.ha_master_address or None,
-                settings=SlaveSettings(
-                    heartbeat_interval_s=config.ha_send_heartbeat_interval / 1000,
-                    housekeeping_interval_s=config.ha_housekeeping_interval / 1000,
-                ),
-                clock=self.clock,
-            )
+            self.ha_slave = self._new_ha_slave()
         else:
-            self.ha_master = HAMaster(
-                self.store,
-                host=config.listen_host,
-                port=config.ha_port(config.listen_port),
-                settings=MasterSettings(
-                    heartbeat_interval_s=config.ha_send_heartbeat_interval / 1000,
-                    housekeeping_interval_s=config.ha_housekeeping_interval / 1000,
-                    transfer_batch_size=config.ha_transfer_batch_size,
-                    slave_fallbehind_max=config.ha_slave_fallbehind_max,
-                ),
-                clock=self.clock,
-            )
-            await self.ha_master.start()
-        replicas = self.ha_master if config.broker_role is BrokerRole.SYNC_MASTER else None
-        dispatch, flush_waits = LoopDispatch(self.store), FlushWaits(self.store, replicas)
+            self.ha_master = await self._start_ha_master()
+            self.store.epochs.begin(self.store.epochs.last_epoch + 1, self.store.start_writing())
+        dispatch, flush_waits = LoopDispatch(self.store), FlushWaits(self.store, self._replicas())
         self._client = RemotingClient()
         self.context = BrokerContext(
             config=config,
@@ -208,9 +200,7 @@ class Broker:
             ),
         )
         self.context.replication_state = self.replication_state
-        if self.ha_master is not None:
-            ha_master, commit_log = self.ha_master, self.store.commit_log
-            self.context.slave_available = lambda: ha_master.available(commit_log.max_offset)
+        self._offer_slaves()
         self.transactions = self.context.transactions = TransactionService(self.context, self.clock)
         await self.transactions.load()
         self.transaction_checks = CheckService(self.transactions, self.context)
@@ -245,17 +235,8 @@ class Broker:
         self.context.delay_offsets = lambda: dict(schedule.offsets)
         slave = self.ha_slave
         if slave is not None:
-            self.slave_sync = SlaveSynchronize(
-                self._client,
-                topics=self.topics,
-                offsets=self.offsets,
-                groups=self.groups,
-                set_delay_offsets=self._take_delay_offsets,
-                clock=self.clock,
-            )
-        self.registrar = Registrar(
-            self.context, self._client, ha_address=self.ha_address, on_master=None if slave is None else self._on_master
-        )
+            self.slave_sync = self._new_slave_sync()
+        self.registrar = Registrar(self.context, self._client, ha_address=self.ha_address, on_master=self._on_master)
         self.context.request_registration = self.registrar.trigger
         self.context.register_now = self.registrar.register_all
         self.store.set_unconsumed_guard(
@@ -266,13 +247,14 @@ class Broker:
         self._spawn(self.registrar.run(registered=await self.registrar.register_all()))
         self._spawn(self._every(config.flush_consumer_offset_interval_ms / 1000, self._persist_offsets))
         self._spawn(self._every(config.client_channel_scan_interval_ms / 1000, self._expire_channels))
-        if slave is None:  # a slave's store is written by its master only
-            self._spawn(self.schedule.run())
-            self._spawn(self.transaction_checks.run())
-        else:
-            assert self.slave_sync is not None
-            self._spawn(slave.run())
-            self._spawn(self.slave_sync.run())
+        self._start_role_tasks()
+        if config.failover_enable:
+            self._etcd = EtcdClient(config.failover_endpoints)
+            self.failover = FailoverService(
+                self, self._etcd, failover_settings(config, self.own_broker_id), clock=self.clock
+            )
+            self.context.write_fence = self.failover.may_write
+            self._spawn(self.failover.run())
         self.consume_rates.sample(time.monotonic())
         self._spawn(self._every(consume_rates.SAMPLE_INTERVAL_S, self._sample_consume_rates))
         self._spawn(self._sample_runtime())
@@ -289,11 +271,121 @@ class Broker:
         return self
 
     def _on_master(self, ha_address: str, broker_address: str) -> None:
-        """A slave's registration named its master: follow it (unless ``haMasterAddress`` says where)."""
+        """A slave's registration named its master: follow it (unless ``haMasterAddress`` says where, or
+        failover does: etcd, not the NameServer, says who leads then)."""
+        if self.failover is not None or self.config.failover_enable:
+            return
         if self.ha_slave is not None and not self.config.ha_master_address:
-            self.ha_slave.set_master(ha_address)
+            self.ha_slave.set_master(ha_address, broker_address or None)
         if self.slave_sync is not None and broker_address:
             self.slave_sync.master_address = broker_address
+
+    # -- roles ----------------------------------------------------------------------------------------
+
+    def _new_ha_slave(self) -> HASlave:
+        return new_ha_slave(self.config, self.store, self.clock, lambda: self._client)
+
+    def _new_slave_sync(self) -> SlaveSynchronize:
+        assert self._client is not None
+        return new_slave_sync(
+            self._client,
+            topics=self.topics,
+            offsets=self.offsets,
+            groups=self.groups,
+            set_delay_offsets=self._take_delay_offsets,
+            clock=self.clock,
+        )
+
+    async def _start_ha_master(self) -> HAMaster:
+        return await start_ha_master(self.config, self.store, self.clock)
+
+    def _replicas(self) -> HAMaster | None:
+        """What a put waits for besides its fsync: a SYNC_MASTER's slaves."""
+        return self.ha_master if self.config.broker_role is BrokerRole.SYNC_MASTER else None
+
+    def _offer_slaves(self) -> None:
+        """Tell the pull path whether a slave can take this master's readers."""
+        assert self.context is not None
+        ha_master, commit_log = self.ha_master, self.store.commit_log
+        if ha_master is None:
+            self.context.slave_available = lambda: False
+        else:
+            self.context.slave_available = lambda: ha_master.available(commit_log.max_offset)
+
+    def _start_role_tasks(self) -> None:
+        """A master runs the delay scheduler and the transaction check-back; a slave (whose store is
+        written by its master only) follows its master and copies its metadata."""
+        assert self.schedule is not None and self.transaction_checks is not None
+        loop = asyncio.get_running_loop()
+        if self.ha_slave is None:
+            work = [self.schedule.run(), self.transaction_checks.run()]
+        else:
+            assert self.slave_sync is not None
+            work = [self.ha_slave.run(), self.slave_sync.run()]
+        for coroutine in work:
+            task = loop.create_task(coroutine)
+            task.add_done_callback(self._task_done)
+            self._role_tasks.append(task)
+
+    async def _stop_role_tasks(self) -> None:
+        await cancel_and_wait(self._role_tasks, ignore_errors=True)
+        self._role_tasks.clear()
+
+    def failover_report(self) -> tuple[int, int, str]:
+        """For failover: the last epoch in this broker's log, where the log ends, its address."""
+        return self.store.epochs.last_epoch, self.store.commit_log.max_offset, self.address
+
+    async def become_master(self, epoch: int) -> str:
+        """Failover made this broker its group's master in ``epoch``: stop following, start ``epoch`` at
+        the end of the log, take writes (as brokerId 0, ``master_role``), serve slaves. Returns the HA
+        address its slaves connect to."""
+        assert self.context is not None and self.registrar is not None
+        await self._stop_role_tasks()
+        self.ha_slave = self.slave_sync = None
+        self.store.epochs.begin(epoch, self.store.start_writing())
+        self.config = self.context.config = dataclasses.replace(self.config, broker_role=self.master_role, broker_id=0)
+        if self.schedule is not None:
+            self.schedule.load()  # (the offsets it copied from its former master)
+        self.ha_master = await self._start_ha_master()
+        self.context.flush_waits.set_replicas(self._replicas())
+        self._offer_slaves()
+        self._start_role_tasks()
+        self.registrar.ha_address = self.ha_address
+        self._spawn(self._register_as(was=self.own_broker_id))
+        log.warning("broker %s is master (epoch %d) at %s", self.config.broker_name, epoch, self.address)
+        return self.ha_address
+
+    async def become_slave(self, broker_address: str | None, ha_address: str | None) -> None:
+        """Failover names another master (None: none yet): stop taking writes, stop serving slaves,
+        follow it (cutting this log back first where it parts from the master's)."""
+        assert self.context is not None and self.registrar is not None
+        was_master = not self.config.is_slave
+        if was_master:
+            self.config = self.context.config = dataclasses.replace(
+                self.config, broker_role=BrokerRole.SLAVE, broker_id=self.own_broker_id
+            )
+            self.context.flush_waits.set_replicas(None)
+            await self._stop_role_tasks()
+            if self.ha_master is not None:
+                await self.ha_master.aclose()
+                self.ha_master = None
+            self._offer_slaves()
+            self.registrar.ha_address = ""
+            log.warning("broker %s is no longer master", self.config.broker_name)
+        if self.ha_slave is None:
+            self.ha_slave, self.slave_sync = self._new_ha_slave(), self._new_slave_sync()
+            self._start_role_tasks()
+        assert self.slave_sync is not None
+        self.ha_slave.set_master(ha_address, broker_address)
+        self.slave_sync.master_address = broker_address
+        if was_master:
+            self._spawn(self._register_as(was=0))
+
+    async def _register_as(self, *, was: int) -> None:
+        """Registration after a change of role: off the NameServers as brokerId ``was``, on as now."""
+        assert self.registrar is not None
+        await self.registrar.unregister_all(was)
+        await self.registrar.register_all()
 
     def _take_delay_offsets(self, offsets: dict[int, int]) -> None:
         if self.schedule is not None and offsets != self.schedule.offsets:
@@ -364,6 +456,9 @@ class Broker:
             await self.metrics.aclose()
         await cancel_and_wait(self._tasks, ignore_errors=True)  # failures were logged when they happened
         self._tasks.clear()
+        await self._stop_role_tasks()
+        if self._etcd is not None:
+            await self._etcd.aclose()
         if self.context is not None:
             self.context.long_polling.wake_all()
         if self._server is not None:

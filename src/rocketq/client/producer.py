@@ -15,6 +15,7 @@ recognised; after a definite failure, on another broker as usual.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import time
@@ -336,6 +337,12 @@ class Producer:
             log.info("send to %s failed (attempt %d): %s", queue, attempts, last_error)
             if isinstance(last_error, BrokerResponseError) and last_error.refresh_route:
                 self._publish.pop(topic, None)
+            elif isinstance(last_error, RemotingError | MQConnectionError):
+                # the broker is unreachable: ask the NameServers again (a group whose master died may have
+                # a new one already, with failover: docs/failover.md), not only at the next route poll;
+                # the route known is kept when they know none
+                with contextlib.suppress(MQClientError):
+                    await self.instance.update_route(topic)
         error = MQConnectionError if isinstance(last_error, RemotingError | MQConnectionError) else MQClientError
         raise error(f"send to topic {topic!r} failed after {attempts} attempts: {last_error}") from last_error
 

@@ -146,6 +146,8 @@ class RequestCode(IntEnum):
     # rocketq-only (RocketMQ has no such codes), 9000-9019: transactions (docs/transactions.md).
     END_TRANSACTION_GROUP = 9000  # commit or roll back a grouped transaction on one broker
     GET_PENDING_TRANSACTIONS = 9001  # a broker's pending half messages per producer group
+    # rocketq-only, 9040-9049: replication and failover (docs/failover.md).
+    GET_EPOCH_ENTRIES = 9040  # a broker's epoch entries, CommitLog end and role (body: JSON), asked by its slaves
 
 
 class ResponseCode(IntEnum):

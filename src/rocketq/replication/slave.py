@@ -3,6 +3,11 @@ CommitLog reaches (at once, after every write, and every ``heartbeat_interval_s`
 master's CommitLog frames at the same offsets (``MessageStore.append_replica``, which dispatches them
 as any put: the slave's ConsumeQueues, index and message ids come out as the master's).
 
+Before each connection it asks the master's broker port for its epochs (``fetch_epochs``, when the
+broker gives it one and knows that address) and cuts its own log back where the two part
+(``rocketq.replication.epochs.reconcile``): a former master's writes no slave got are removed before
+the new master's bytes are appended at their offsets.
+
 A frame that does not start where the slave's log ends drops the connection (the next one resumes
 from the slave's report); so does a master silent for ``housekeeping_interval_s``. The master's
 address comes from ``haMasterAddress`` or from the NameServer's answer to the slave's registration
@@ -14,10 +19,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from rocketq.common.clock import SYSTEM_CLOCK, Clock
+from rocketq.remoting import RemotingError
 from rocketq.replication import frames
+from rocketq.replication.epochs import EpochAnswer, reconcile
 from rocketq.replication.master import first_of
 from rocketq.replication.state import ByteRate, ReplicationState
 from rocketq.store import MessageStore
@@ -43,9 +51,14 @@ class HASlave:
         master_address: str | None = None,
         settings: SlaveSettings | None = None,
         clock: Clock = SYSTEM_CLOCK,
+        fetch_epochs: Callable[[str], Awaitable[EpochAnswer]] | None = None,
     ) -> None:
+        """``fetch_epochs(broker_address)``: the master's epochs (``rocketq.replication.epochs``)."""
         self._store = store
         self.master_address = master_address or None
+        self.master_broker_address: str | None = None  # the master's broker port, for its epochs
+        self._fetch_epochs = fetch_epochs
+        self.truncations = 0  # times this slave cut its log back to its master's
         self.settings = settings or SlaveSettings()
         self._clock = clock
         self._changed = asyncio.Event()
@@ -59,9 +72,12 @@ class HASlave:
     def connected(self) -> bool:
         return self._writer is not None
 
-    def set_master(self, address: str | None) -> None:
-        """Follow the master at ``address`` (its HA ``host:port``) from now on."""
+    def set_master(self, address: str | None, broker_address: str | None = None) -> None:
+        """Follow the master at ``address`` (its HA ``host:port``; ``broker_address``: its broker port,
+        asked for its epochs) from now on."""
         address = address or None
+        if broker_address:
+            self.master_broker_address = broker_address
         if address != self.master_address:
             log.info("slave: master HA address %s (was %s)", address, self.master_address)
             self.master_address = address
@@ -94,7 +110,7 @@ class HASlave:
                     continue
                 try:
                     await self._follow(address)
-                except (OSError, frames.ProtocolError, ValueError, TimeoutError) as exc:
+                except (OSError, frames.ProtocolError, ValueError, TimeoutError, RemotingError) as exc:
                     log.warning("slave: replication from %s stopped: %s", address, exc)
                 except Exception:  # (a full disk, a bug): retried like a dropped connection
                     log.exception("slave: replication from %s failed", address)
@@ -107,7 +123,20 @@ class HASlave:
             if self._writer is not None:
                 self._writer.transport.abort()
 
+    async def _check_epochs(self) -> None:
+        """Cut this log back where it parts from the master's (when the master's address is known)."""
+        broker_address = self.master_broker_address
+        if self._fetch_epochs is None:
+            return
+        if broker_address is None:
+            log.warning("slave: the master's broker address is not known: following it without comparing epochs")
+            return
+        answer = await self._fetch_epochs(broker_address)
+        if reconcile(self._store, answer) is not None:
+            self.truncations += 1
+
     async def _follow(self, address: str) -> None:
+        await self._check_epochs()
         host, _, port = address.rpartition(":")
         async with asyncio.timeout(CONNECT_TIMEOUT_S):
             reader, writer = await asyncio.open_connection(host, int(port))

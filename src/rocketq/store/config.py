@@ -90,6 +90,15 @@ class StoreConfig:
         return self.store_path_root_dir / "abort"
 
     @property
+    def epochs_path(self) -> Path:
+        return self.store_path_root_dir / "epochs"
+
+    @property
+    def truncate_path(self) -> Path:
+        """Where ``MessageStore.truncate_to`` writes the offset it cuts the log back to, until done."""
+        return self.store_path_root_dir / "truncate"
+
+    @property
     def lock_path(self) -> Path:
         return self.store_path_root_dir / "lock"
 

@@ -72,6 +72,8 @@ class Dispatcher:
         return self.applier.dispatched_count
 
     def start(self) -> None:
+        """Start the thread (again after ``stop``: the store restarts it after cutting its log back)."""
+        self._stopping = self._pending = False
         self._worker_thread = threading.Thread(target=self._run, name="rocketq-dispatch", daemon=True)
         self._worker_thread.start()
 

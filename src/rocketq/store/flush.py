@@ -84,8 +84,14 @@ class CommitLogFlusher:
         self.flush_count = 0
 
     def start(self) -> None:
+        """Start the thread (again after ``stop``: the store restarts it after cutting its log back)."""
         self._flushed = self._files.flushed_where  # recovery has set it by now
+        self._wanted = min(self._wanted, self._flushed)
+        self.waiters.rewind(min(self.waiters.reached, self._flushed))  # (a log cut back: less is flushed)
         self.waiters.advance(self._flushed)
+        self._stopping = False
+        if self._worker_thread.ident is not None:  # (a thread runs once)
+            self._worker_thread = threading.Thread(target=self._run, name="rocketq-commitlog-flush", daemon=True)
         self._worker_thread.start()
 
     # -- SYNC_FLUSH: callers --------------------------------------------------------------------------
@@ -256,6 +262,11 @@ class OffsetWaiters:
             if futures:
                 _call_on_loop(loop, futures, reached, None)
 
+    def rewind(self, offset: int) -> None:
+        """The log was cut back: from now on ``offset`` is what is reached (waiters beyond it wait on)."""
+        with self._lock:
+            self.reached = offset
+
     def fail(self, error: BaseException) -> None:
         """Fail every waiter, and every later one, with ``error``."""
         with self._lock:
@@ -289,6 +300,10 @@ class PeriodicTask:
         self._worker_thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def start(self) -> None:
+        """Start the thread (again after ``stop``)."""
+        if self._worker_thread.ident is not None:  # (a thread runs once)
+            self._stop = threading.Event()
+            self._worker_thread = threading.Thread(target=self._run, name=self._worker_thread.name, daemon=True)
         self._worker_thread.start()
 
     def _run(self) -> None:

@@ -24,10 +24,12 @@ Threading contract:
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import TimeoutError as FutureTimeoutError
+from pathlib import Path
 from typing import Any
 
 from rocketq.common import record as rec
@@ -39,6 +41,7 @@ from rocketq.store.consume_queue import ConsumeQueue
 from rocketq.store.disk_space import RECHECK_INTERVAL_S, DiskSpace, disk_usage
 from rocketq.store.dispatch import Dispatcher
 from rocketq.store.dispatch_apply import ArrivalListener
+from rocketq.store.epochs import EpochFile, fsync_directory
 from rocketq.store.ext_writer import BitMapCalculator, ExtWriter
 from rocketq.store.flush import CommitLogFlusher, EventLoop, PeriodicTask
 from rocketq.store.index_service import IndexService
@@ -64,6 +67,14 @@ from rocketq.store.store_lock import StoreLock
 log = logging.getLogger(__name__)
 
 
+def _pending_cut(path: Path) -> int | None:
+    """The offset a ``truncate_to`` interrupted by a crash was cutting the log back to, if any."""
+    try:
+        return int(path.read_text(encoding="ascii").strip())
+    except FileNotFoundError:
+        return None
+
+
 class MessageStore:
     def __init__(self, config: StoreConfig, *, clock: Callable[[], float] = time.monotonic) -> None:
         """``clock``: monotonic seconds, for how often a refused put looks at the disk again."""
@@ -73,6 +84,7 @@ class MessageStore:
         self._clock = clock
         self.index = IndexService(config, self.commit_log, clock) if config.message_index_enable else None
         self.checkpoint = StoreCheckpoint(config.checkpoint_path)
+        self.epochs = EpochFile(config.epochs_path)  # who wrote which stretch of the log (``epochs``)
         self._table = QueueTable(config)
         self._queues = self._table.queues  # (read without a lock)
         self.dispatcher = Dispatcher(
@@ -107,12 +119,18 @@ class MessageStore:
         try:
             clean = not config.abort_path.exists()
             self.checkpoint = StoreCheckpoint.load(config.checkpoint_path)
+            self.epochs = EpochFile.load(config.epochs_path)
             self.commit_log.files.load()
             self._table.load()
             if self.index is not None:
                 self.index.load()
             began = time.monotonic()
+            cut_to = _pending_cut(config.truncate_path)
+            if cut_to is not None:
+                self._cut(cut_to)
             self.recovery = self._recover(clean)
+            if cut_to is not None:
+                self._finish_cut(cut_to)
             if not clean:
                 log.warning(
                     "store %s recovered in %.1f s: %d records checked, %d damaged place(s) cut off, log ends at %d",
@@ -192,6 +210,97 @@ class MessageStore:
         self._last_store_timestamp = self.dispatcher.dispatched_timestamp
         self._table.mark_changed()
         return report
+
+    # -- cutting the log back (a slave whose log diverged from its master's) ----------------------------
+
+    def truncate_to(self, offset: int) -> int:
+        """Cut the CommitLog back to ``offset`` (everything from there on is removed) with the
+        ConsumeQueue entries and index entries of the records removed, and the epoch entries that
+        start past it; returns the new end of the log (``offset``, or less when ``offset`` falls
+        inside a record: the log ends before it). Nothing when the log ends at or before ``offset``.
+
+        Crash safe: the offset is first written to ``truncate`` in the store folder (fsynced); the
+        store is then closed and started again, and a start that finds that file cuts the log there
+        before it recovers, flushes everything and only then removes it. A crash anywhere in between
+        leaves a store that the next start cuts back to the same place. The store refuses puts, and
+        reads find nothing, while this runs: call it from the thread that serves them (a broker's
+        loop), not beside it.
+        """
+        if offset >= self.commit_log.max_offset:
+            return self.commit_log.max_offset
+        if offset < 0:
+            raise ValueError(f"cannot cut the log back to {offset}")
+        log.warning(
+            "store %s: cutting the commit log back from %d to %d",
+            self.config.store_path_root_dir,
+            self.commit_log.max_offset,
+            offset,
+        )
+        path = self.config.truncate_path
+        temp = path.with_name(path.name + ".tmp")
+        temp.write_text(f"{offset}\n", encoding="ascii")
+        with open(temp, "rb+") as file:
+            os.fsync(file.fileno())
+        os.replace(temp, path)
+        fsync_directory(path.parent)
+        self.close()
+        self.start()
+        return self.commit_log.max_offset
+
+    def start_writing(self) -> int:
+        """A slave's store about to take puts (its broker becomes master): dispatch every record it
+        copied, cut off a record its master sent only part of, and go on numbering each queue from its
+        ConsumeQueue's end. Returns the end of the log, where the puts go."""
+        self.dispatch_now()
+        if self.dispatcher.dispatched_offset < self.commit_log.max_offset:
+            self.truncate_to(self.dispatcher.dispatched_offset)
+        with self.commit_log.put_lock:
+            self.commit_log.queue_offsets = {key: queue.max_offset for key, queue in self._queues.items()}
+        return self.commit_log.max_offset
+
+    def _cut(self, offset: int) -> None:
+        """Cut the loaded, not yet recovered files back to ``offset`` (see ``truncate_to``)."""
+        files = self.commit_log.files
+        if offset <= files.min_offset:  # nothing is kept: an empty log (it starts where a master says)
+            files.destroy_all()
+        else:
+            files.truncate(offset, zero_tail=True)
+        for queue in self._table.all():
+            queue.recover()
+            queue.truncate_dirty(offset)
+        self._table.write_registry(force=True)  # (so the recovery does not take them for queues behind)
+        if self.index is not None:
+            self.index.discard_after(offset, 2**62)  # (the files indexing records past it)
+        self.epochs.cut(offset)
+
+    def _finish_cut(self, offset: int) -> None:
+        """Make the cut durable, then forget it: CommitLog, ConsumeQueues, index and a checkpoint that
+        names the newest record kept are flushed before ``truncate`` is removed."""
+        for mapped in self.commit_log.files.files:
+            mapped.flush(0)
+        stamp = self._newest_queued_timestamp()
+        self.flush_logics()
+        checkpoint = self.checkpoint  # (the times of records cut off would make a crash recovery start late)
+        checkpoint.physic_msg_timestamp = checkpoint.logics_msg_timestamp = checkpoint.index_msg_timestamp = stamp
+        checkpoint.flush()
+        fsync_directory(self.config.commit_log_dir)
+        self.config.truncate_path.unlink()
+        fsync_directory(self.config.store_path_root_dir)
+        log.warning(
+            "store %s: commit log cut back to %d, ends at %d",
+            self.config.store_path_root_dir,
+            offset,
+            self.commit_log.max_offset,
+        )
+
+    def _newest_queued_timestamp(self) -> int:
+        """Store time of the newest record a ConsumeQueue points at (0 when none)."""
+        newest = 0
+        for queue in self._table.all():
+            entry = queue.entry(queue.max_offset - 1) if queue.max_offset > queue.min_offset else None
+            stamp = self._store_time_at(entry[0]) if entry else None
+            newest = max(newest, stamp or 0)
+        return newest
 
     # -- put ------------------------------------------------------------------------------------------
 

@@ -103,6 +103,7 @@ class QueueTable:
         with self._lock:
             for queue in self.queues.values():
                 queue.close()
+            self.queues.clear()
 
 
 def gets_no_entry(sys_flag: int) -> bool:

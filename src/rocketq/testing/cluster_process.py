@@ -115,7 +115,8 @@ async def _serve(stop: asyncio.Event, root: Path, overrides: dict[str, Any]) -> 
     loop = asyncio.get_running_loop()
     # The parent holds our stdin open: its closing (the parent died) stops us as SIGTERM does.
     loop.add_reader(sys.stdin.fileno(), lambda: stop.set() if not os.read(sys.stdin.fileno(), 4096) else None)
-    async with LocalCluster(root, **overrides) as cluster:
+    # (a broker given its NameServers, one of a group spread over processes, needs none of its own)
+    async with LocalCluster(root, name_servers=0 if overrides.get("namesrv_addr") else 1, **overrides) as cluster:
         broker = cluster.brokers[0]
         metrics = broker.metrics
         started = {

@@ -172,6 +172,8 @@ def _scan(b: Any, positions: Any, check_crc: Any, out: Any) -> tuple[Any, Any]:
         name_end = np.int64(-1)  # the segment's first NAME_VALUE_SEPARATOR
         k = properties_at
         while k <= properties_end:
+            while k < properties_end and PROPERTY_SEPARATOR < b[k] < 0x80:  # plain ASCII: nothing to note
+                k += 1
             c = np.int64(b[k]) if k < properties_end else np.int64(PROPERTY_SEPARATOR)
             if c == PROPERTY_SEPARATOR:
                 if segment < name_end < k - 1:  # a name, the separator, a value

@@ -206,7 +206,8 @@ def _spans(parts: list[RecordColumns], at: int, length: int, kind: pa.DataType) 
     gather, first = kernels().gather, 0
     for part, start in zip(parts, starts, strict=True):
         last = first + len(start)
-        gather(part.data, start, lengths[first:last], offsets[first : last + 1], out)
+        if offsets[last] > offsets[first]:  # (a column of nulls, such as tags that nobody set, has nothing to copy)
+            gather(part.data, start, lengths[first:last], offsets[first : last + 1], out)
         first = last
     return _variable(kind, offsets, out, present)
 

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketq.client.columns import arrow_message_schema, message_batch
+from rocketq.client.columns import arrow_message_schema, columns_batch, message_batch
 from rocketq.client.message import MessageExt, decode_messages
 from rocketq.common.message import encode_properties
 from rocketq.common.record import RecordFormatError, StoredRecord, SysFlag, encode_record
@@ -137,6 +137,25 @@ def test_records_at_positions_decode_as_the_same_records_in_a_row(
     )
     in_a_row = message_batch(b"".join(encoded[i] for i in order), broker_name=BROKER, include_properties=True)
     assert by_position.equals(in_a_row)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(stored_records(), min_size=1, max_size=12), st.data(), st.booleans())
+def test_records_of_several_buffers_make_the_batch_of_their_join(
+    records: list[StoredRecord], data: st.DataObject, include_properties: bool
+) -> None:
+    """One batch of several scanned buffers (a Spark task's pulls) is the batch of the buffers joined."""
+    encoded = [encode_record(record) for record in records]
+    cuts = sorted(set(data.draw(st.lists(st.integers(1, len(encoded)), max_size=4))) | {len(encoded)})
+    buffers, first = [], 0
+    for cut in cuts:
+        buffers.append(b"".join(encoded[first:cut]))
+        first = cut
+    parts = [scan_records(buffer) for buffer in buffers if buffer]
+    joined = message_batch(b"".join(encoded), broker_name=BROKER, include_properties=include_properties)
+    batch = columns_batch(parts, broker_name=BROKER, include_properties=include_properties)
+    batch.validate(full=True)
+    assert batch.equals(joined)
 
 
 def test_an_empty_buffer_gives_an_empty_batch_of_the_schema() -> None:

@@ -296,3 +296,30 @@ def test_garbage_after_a_valid_prefix(garbage: bytes) -> None:
         except ProtocolError:
             continue
         assert command is not None
+
+
+@given(
+    st.lists(st.sampled_from([0, 50, 70_000, 300_000]), min_size=1, max_size=5),
+    st.data(),
+)
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=60)
+def test_large_frames_over_many_reads_give_the_same_commands(sizes: list[int], data: st.DataObject) -> None:
+    """Large frames are assembled from the reads themselves; any cut, and reads that are not ``bytes``
+    or come through ``feed`` in between, give the same commands and the same ``buffered`` count."""
+    batch = [RemotingCommand(code=11, opaque=i, body=bytes([i]) * size) for i, size in enumerate(sizes)]
+    stream = b"".join(encode_frame(c) for c in batch)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=12)))
+    bounds = [0, *cuts, len(stream)]
+    decoder = FrameDecoder()
+    decoded: list[RemotingCommand] = []
+    for a, b in itertools.pairwise(bounds):
+        chunk = stream[a:b]
+        way = data.draw(st.sampled_from(["bytes", "bytes", "bytearray", "feed"]))
+        if way == "feed":
+            decoder.feed(chunk)
+            decoded.extend(decoder)
+        else:
+            decoded.extend(decoder.decode(chunk if way == "bytes" else bytearray(chunk)))
+        assert decoder.buffered == b - sum(len(encode_frame(c)) for c in decoded)
+    assert decoded == batch
+    assert all(type(c.body) is bytes for c in decoded)

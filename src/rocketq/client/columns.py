@@ -17,7 +17,7 @@ API::
 
     message_batch(buffer, *, broker_name: str, include_properties: bool = False,
                   positions: numpy.ndarray | None = None) -> pyarrow.RecordBatch
-    columns_batch(columns: RecordColumns, *, broker_name: str,
+    columns_batch(columns: RecordColumns | Sequence[RecordColumns], *, broker_name: str,
                   include_properties: bool = False) -> pyarrow.RecordBatch   # records already scanned
     arrow_message_schema(include_properties: bool = False) -> pyarrow.Schema
 
@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import functools
 import zlib
+from collections.abc import Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -145,29 +146,42 @@ def message_batch(
     )
 
 
-def columns_batch(columns: RecordColumns, *, broker_name: str, include_properties: bool = False) -> pa.RecordBatch:
+def columns_batch(
+    columns: RecordColumns | Sequence[RecordColumns], *, broker_name: str, include_properties: bool = False
+) -> pa.RecordBatch:
     """``message_batch`` for records already scanned (``rocketq.common.record_columns.scan_records``).
+    A sequence of scans (of several buffers, such as one per pull) makes one batch of their records in
+    order, each value copied once from its own buffer: the buffers are not joined first.
 
     Raises:
         RecordFormatError: A compressed body does not inflate, or a column would pass 2 GiB.
     """
-    fields, data, count = columns.fields, columns.data, len(columns)
+    parts = [columns] if isinstance(columns, RecordColumns) else list(columns)
+    count = sum(len(part) for part in parts)
     arrays = [
-        _spans(data, fields[TOPIC_AT], fields[TOPIC_LENGTH], pa.string()),
+        _spans(parts, TOPIC_AT, TOPIC_LENGTH, pa.string()),
         _constant(broker_name, count),
-        pa.array(fields[QUEUE_ID].astype(np.int32), type=pa.int32()),
-        pa.array(fields[QUEUE_OFFSET], type=pa.int64()),
-        _message_ids(columns),
-        _spans(data, fields[TAGS_AT], fields[TAGS_LENGTH], pa.string()),
-        _spans(data, fields[KEYS_AT], fields[KEYS_LENGTH], pa.string()),
-        _bodies(columns),
-        _timestamps(fields[BORN_TIMESTAMP]),
-        _timestamps(fields[STORE_TIMESTAMP]),
-        pa.array(fields[RECONSUME_TIMES].astype(np.int32), type=pa.int32()),
+        pa.array(_field(parts, QUEUE_ID).astype(np.int32), type=pa.int32()),
+        pa.array(_field(parts, QUEUE_OFFSET), type=pa.int64()),
+        _message_ids(parts),
+        _spans(parts, TAGS_AT, TAGS_LENGTH, pa.string()),
+        _spans(parts, KEYS_AT, KEYS_LENGTH, pa.string()),
+        _bodies(parts),
+        _timestamps(_field(parts, BORN_TIMESTAMP)),
+        _timestamps(_field(parts, STORE_TIMESTAMP)),
+        pa.array(_field(parts, RECONSUME_TIMES).astype(np.int32), type=pa.int32()),
     ]
     if include_properties:
-        arrays.append(_properties(columns))
+        arrays.append(_properties(parts[0]) if len(parts) == 1 else pa.concat_arrays([_properties(p) for p in parts]))
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_message_schema(include_properties))
+
+
+def _field(parts: list[RecordColumns], field: int) -> np.ndarray:
+    """One of ``FIELDS`` over all the parts' records."""
+    if len(parts) == 1:
+        values: np.ndarray = parts[0].fields[field]
+        return values
+    return np.concatenate([part.fields[field] for part in parts])
 
 
 def _offsets(lengths: np.ndarray, what: str) -> np.ndarray:
@@ -179,8 +193,27 @@ def _offsets(lengths: np.ndarray, what: str) -> np.ndarray:
     return offsets
 
 
-def _spans(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, kind: pa.DataType) -> pa.Array:
-    """The bytes at (``starts``, ``lengths``) as a string or binary array; a start below 0 is a null."""
+def _spans(parts: list[RecordColumns], at: int, length: int, kind: pa.DataType) -> pa.Array:
+    """The bytes at the parts' (``fields[at]``, ``fields[length]``) spans, in order, as a string or
+    binary array; a start below 0 is a null."""
+    if len(parts) == 1:
+        return _buffer_spans(parts[0].data, parts[0].fields[at], parts[0].fields[length], kind)
+    starts = [part.fields[at] for part in parts]
+    present = _field(parts, at) >= 0
+    lengths = np.where(present, _field(parts, length), 0)
+    offsets = _offsets(lengths, "a column")
+    out = np.empty(int(offsets[-1]), dtype=np.uint8)
+    gather, first = kernels().gather, 0
+    for part, start in zip(parts, starts, strict=True):
+        last = first + len(start)
+        if offsets[last] > offsets[first]:  # (a column of nulls, such as tags that nobody set, has nothing to copy)
+            gather(part.data, start, lengths[first:last], offsets[first : last + 1], out)
+        first = last
+    return _variable(kind, offsets, out, present)
+
+
+def _buffer_spans(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, kind: pa.DataType) -> pa.Array:
+    """``_spans`` of one buffer, the spans given."""
     present = starts >= 0
     lengths = np.where(present, lengths, 0)
     offsets = _offsets(lengths, "a column")
@@ -213,38 +246,50 @@ def _timestamps(milliseconds: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(_TIMESTAMP, len(milliseconds), [None, pa.py_buffer(milliseconds * 1000)])
 
 
-def _message_ids(columns: RecordColumns) -> pa.Array:
-    fields = columns.fields
-    uniq_at = fields[UNIQ_AT]
-    offsets = _offsets(np.where(uniq_at >= 0, fields[UNIQ_LENGTH], _OFFSET_ID_LENGTH), "the msgId column")
+def _message_ids(parts: list[RecordColumns]) -> pa.Array:
+    lengths = np.where(_field(parts, UNIQ_AT) >= 0, _field(parts, UNIQ_LENGTH), _OFFSET_ID_LENGTH)
+    offsets = _offsets(lengths, "the msgId column")
     out = np.empty(int(offsets[-1]), dtype=np.uint8)
-    kernels().message_ids(columns.data, fields[POSITION], uniq_at, fields[UNIQ_LENGTH], offsets, out)
+    message_ids, first = kernels().message_ids, 0
+    for part in parts:
+        own, last = part.fields, first + len(part)
+        message_ids(part.data, own[POSITION], own[UNIQ_AT], own[UNIQ_LENGTH], offsets[first : last + 1], out)
+        first = last
     return _variable(pa.string(), offsets, out, None)
 
 
-def _bodies(columns: RecordColumns) -> pa.Array:
+def _bodies(parts: list[RecordColumns]) -> pa.Array:
     """The body column; compressed bodies (rare: producers compress bodies over 4 KiB) are inflated in
     Python, one at a time, and the rest copied by the kernel."""
-    fields, data = columns.fields, columns.data
-    starts, lengths = fields[BODY_AT], fields[BODY_LENGTH]
-    compressed = np.flatnonzero(fields[SYS_FLAG] & SysFlag.COMPRESSED)
-    inflated = []
-    if len(compressed):
-        starts, lengths = starts.copy(), lengths.copy()
-        for index in compressed.tolist():
-            at, length = int(starts[index]), int(lengths[index])
+    lengths = _field(parts, BODY_LENGTH)
+    inflated: dict[int, bytes] = {}  # by row
+    first = 0
+    for part in parts:
+        for index in np.flatnonzero(part.fields[SYS_FLAG] & SysFlag.COMPRESSED).tolist():
+            at, length = int(part.fields[BODY_AT, index]), int(part.fields[BODY_LENGTH, index])
             try:
-                body = zlib.decompress(data[at : at + length].data)
+                inflated[first + index] = zlib.decompress(part.data[at : at + length].data)
             except zlib.error as exc:
-                position = int(fields[POSITION, index])
+                position = int(part.fields[POSITION, index])
                 raise RecordFormatError(position, f"compressed body does not inflate: {exc}") from exc
-            inflated.append(body)
-            starts[index], lengths[index] = -1, len(body)
+        first += len(part)
+    if inflated:
+        lengths = lengths.copy()  # (a row of the only part's fields)
+        for row, body in inflated.items():
+            lengths[row] = len(body)
     offsets = _offsets(lengths, "the body column")
     out = np.empty(int(offsets[-1]), dtype=np.uint8)
-    kernels().gather(data, starts, lengths, offsets, out)
-    for index, body in zip(compressed.tolist(), inflated, strict=True):
-        out[offsets[index] : offsets[index + 1]] = np.frombuffer(body, dtype=np.uint8)
+    gather, first = kernels().gather, 0
+    for part in parts:
+        last = first + len(part)
+        starts = part.fields[BODY_AT]
+        if inflated:
+            starts = starts.copy()
+            starts[[row - first for row in inflated if first <= row < last]] = -1  # copied below
+        gather(part.data, starts, lengths[first:last], offsets[first : last + 1], out)
+        first = last
+    for row, body in inflated.items():
+        out[offsets[row] : offsets[row + 1]] = np.frombuffer(body, dtype=np.uint8)
     return _variable(pa.binary(), offsets, out, None)
 
 
@@ -255,8 +300,8 @@ def _properties(columns: RecordColumns) -> pa.Array:
     kernels().property_entries(data, fields[PROPERTIES_AT], fields[PROPERTIES_LENGTH], ends, spans)
     used = int(ends[-1]) if len(ends) else 0
     spans = spans[:used]
-    names = _spans(data, np.ascontiguousarray(spans[:, 0]), np.ascontiguousarray(spans[:, 1]), pa.string())
-    values = _spans(data, np.ascontiguousarray(spans[:, 2]), np.ascontiguousarray(spans[:, 3]), pa.string())
+    names = _buffer_spans(data, np.ascontiguousarray(spans[:, 0]), np.ascontiguousarray(spans[:, 1]), pa.string())
+    values = _buffer_spans(data, np.ascontiguousarray(spans[:, 2]), np.ascontiguousarray(spans[:, 3]), pa.string())
     kind = arrow_message_schema(True).field(PROPERTIES_COLUMN).type
     entries = pa.StructArray.from_arrays([names, values], fields=[kind.key_field, kind.item_field])
     offsets = np.zeros(len(columns) + 1, dtype=np.int32)

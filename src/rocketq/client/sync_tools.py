@@ -151,17 +151,20 @@ class SyncQueueReader(_LoopClient[QueueReader]):
         skip_lost: bool = False,
         read_ahead_bytes: int = 0,
     ) -> Generator[QueueChunk, None, None]:
-        """``QueueReader.read``: the next pull is in flight on the loop thread while the caller works."""
+        """``QueueReader.read``: the next pull is in flight on the loop thread while the caller works.
+        With ``read_ahead_bytes`` the chunks cross from the loop thread in groups of about that many
+        bytes of records (one thread hand-over per group, not per pull)."""
         chunks = self._client.read(
             queue, start, end, selector=selector, skip_lost=skip_lost, read_ahead_bytes=read_ahead_bytes
         )
         try:
             while True:
-                try:
-                    chunk = self._loop.call(_next(chunks))
-                except StopAsyncIteration:
+                group, failure = self._loop.call(_next_group(chunks, read_ahead_bytes))
+                yield from group
+                if failure is not None:
+                    raise failure
+                if not group:
                     return
-                yield chunk
         finally:
             self._loop.call(chunks.aclose())
 
@@ -170,5 +173,20 @@ async def _build(make: Callable[[], T]) -> T:
     return make()  # on the loop: the client's asyncio state belongs to it
 
 
-async def _next(chunks: AsyncGenerator[QueueChunk, None]) -> QueueChunk:
-    return await chunks.__anext__()
+async def _next_group(chunks: AsyncGenerator[QueueChunk, None], size: int) -> tuple[list[QueueChunk], Exception | None]:
+    """The next chunks, at least one and up to ``size`` bytes of records or more (none: the read is
+    over), and the error that ended the read after them, if one did (raised once they are handed on)."""
+    group: list[QueueChunk] = []
+    gathered = 0
+    try:
+        while not group or gathered < size:
+            chunk = await chunks.__anext__()
+            group.append(chunk)
+            gathered += len(chunk.records)
+    except StopAsyncIteration:
+        pass
+    except Exception as exc:
+        if not group:
+            raise
+        return group, exc
+    return group, None

@@ -172,6 +172,8 @@ def _scan(b: Any, positions: Any, check_crc: Any, out: Any) -> tuple[Any, Any]:
         name_end = np.int64(-1)  # the segment's first NAME_VALUE_SEPARATOR
         k = properties_at
         while k <= properties_end:
+            while k < properties_end and PROPERTY_SEPARATOR < b[k] < 0x80:  # plain ASCII: nothing to note
+                k += 1
             c = np.int64(b[k]) if k < properties_end else np.int64(PROPERTY_SEPARATOR)
             if c == PROPERTY_SEPARATOR:
                 if segment < name_end < k - 1:  # a name, the separator, a value
@@ -403,6 +405,9 @@ class RecordColumns:
         return RecordColumns(self.data, self.fields[:, :count])
 
 
+_ONE_WALK_MAX_RECORDS: Final = 65_536
+
+
 def record_positions(buffer: Any, start: int = 0, end: int | None = None) -> np.ndarray:
     """The start of every record in ``buffer[start:end]``, which must hold whole records one after the
     other (a pull, view or query body).
@@ -413,9 +418,15 @@ def record_positions(buffer: Any, start: int = 0, end: int | None = None) -> np.
     data = as_bytes(buffer)
     stop = len(data) if end is None else end
     walk = kernels().walk
-    count, reason, position = walk(data, start, stop, np.zeros(0, dtype=np.int64))
+    # room for as many records as could fit (none is smaller than RECORD_OVERHEAD): one walk; a large
+    # buffer is walked twice instead, counting first, so the room is not many times what is needed
+    bound = max(0, stop - start) // RECORD_OVERHEAD + 1
+    room = np.empty(bound if bound <= _ONE_WALK_MAX_RECORDS else 0, dtype=np.int64)
+    count, reason, position = walk(data, start, stop, room)
     if reason != OK:
         raise RecordFormatError(int(position), _explain(data, int(position), reason))
+    if count <= len(room):
+        return room[:count]
     positions = np.empty(count, dtype=np.int64)
     walk(data, start, stop, positions)
     return positions

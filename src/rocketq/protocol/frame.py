@@ -16,7 +16,10 @@ The decoder keeps one ``bytearray`` and a read index. Bytes are appended on
 :meth:`FrameDecoder.feed` and consumed frame by frame; the consumed prefix is dropped
 only when it is large, so feeding byte by byte or in huge chunks stays linear.
 :meth:`FrameDecoder.decode` parses a read that starts on a frame boundary straight from
-its ``bytes`` and buffers only an incomplete tail.
+its ``bytes`` and buffers only an incomplete tail. A large frame that arrives over several
+reads (a pull answer of 256 KiB and more) is kept as the reads themselves and its body
+joined once when the last one arrives: one copy of each byte instead of two (appended to
+the buffer, then copied out of it).
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ _KNOWN_SERIALIZE_TYPES: Final = frozenset(int(t) for t in SerializeType)
 # Drop the consumed prefix of the buffer once it is at least this big and at least half
 # of the buffer: amortised O(1) per byte, and no copying for the common small frames.
 _COMPACT_THRESHOLD: Final = 64 * 1024
+# A frame at least this big whose prefix and header came in one read is assembled from the reads.
+_PIECEWISE_MIN_FRAME: Final = 64 * 1024
 
 
 class FrameDecoder:
@@ -59,7 +64,7 @@ class FrameDecoder:
             handle(command)
     """
 
-    __slots__ = ("_buffer", "_max_frame_size", "_pos", "error")
+    __slots__ = ("_buffer", "_frame_size", "_max_frame_size", "_pieces", "_pieces_size", "_pos", "error")
 
     def __init__(self, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         """Create a decoder.
@@ -72,6 +77,11 @@ class FrameDecoder:
         self._max_frame_size = max_frame_size
         self._buffer = bytearray()
         self._pos = 0
+        # a large frame being assembled from reads: the reads (the first from the frame's start), their
+        # bytes, and the frame's size; empty when the frame, if any, is in ``_buffer``
+        self._pieces: list[memoryview] = []
+        self._pieces_size = 0
+        self._frame_size = 0
         self.error: ProtocolError | None = None  # the malformed frame met, once there was one
 
     @property
@@ -82,7 +92,7 @@ class FrameDecoder:
     @property
     def buffered(self) -> int:
         """Bytes received but not yet returned as a command (a partial frame)."""
-        return len(self._buffer) - self._pos
+        return len(self._buffer) - self._pos + self._pieces_size
 
     @property
     def failed(self) -> bool:
@@ -96,6 +106,7 @@ class FrameDecoder:
             RemoteProtocolError: The decoder failed earlier.
         """
         self._raise_if_failed()
+        self._unpiece()
         self._buffer += data
 
     def next_command(self) -> RemotingCommand | None:
@@ -106,6 +117,7 @@ class FrameDecoder:
             RemoteProtocolError: The stream is malformed, or the decoder failed earlier.
         """
         self._raise_if_failed()
+        self._unpiece()
         try:
             parsed = self._parse_at(self._buffer, self._pos)
         except ProtocolError as exc:
@@ -129,12 +141,19 @@ class FrameDecoder:
         """
         if self.error is not None:
             self._raise_if_failed()
+        if self._pieces:
+            if type(data) is not bytes:
+                self._unpiece()
+            else:
+                return self._add_piece(data)
         if self._pos == len(self._buffer) and type(data) is bytes:
             commands, used = self._parse_all(data, 0)
             if used < len(data) and self.error is None:
                 self._buffer.clear()
                 self._pos = 0
-                self._buffer += memoryview(data)[used:]
+                tail = memoryview(data)[used:]
+                if not self._start_pieces(tail):
+                    self._buffer += tail
             return commands
         self._buffer += data
         commands, self._pos = self._parse_all(self._buffer, self._pos)
@@ -145,6 +164,57 @@ class FrameDecoder:
         """Yield every complete command currently buffered."""
         while (command := self.next_command()) is not None:
             yield command
+
+    def _start_pieces(self, tail: memoryview) -> bool:
+        """Keep ``tail`` (an incomplete frame at its start) as the first read of a piecewise frame when
+        the frame is large and its prefix and header are all here (``_parse_at`` checked them)."""
+        if len(tail) < _PREFIX_SIZE:
+            return False
+        frame_size = _LENGTH.unpack_from(tail, 0)[0] + 4
+        header_length = _PREFIX.unpack_from(tail, 0)[1] & _MAX_HEADER_LENGTH
+        if frame_size < _PIECEWISE_MIN_FRAME or len(tail) < _PREFIX_SIZE + header_length:
+            return False
+        self._pieces.append(tail)
+        self._pieces_size = len(tail)
+        self._frame_size = frame_size
+        return True
+
+    def _add_piece(self, data: bytes) -> list[RemotingCommand]:
+        """``decode`` while a piecewise frame is incomplete: keep ``data``, or complete the frame with
+        it and parse what follows it as a fresh read."""
+        missing = self._frame_size - self._pieces_size
+        if len(data) < missing:
+            self._pieces.append(memoryview(data))
+            self._pieces_size += len(data)
+            return []
+        pieces = self._pieces
+        first = pieces[0]
+        serialize_type = first[4]
+        body_start = _PREFIX_SIZE + (_PREFIX.unpack_from(first, 0)[1] & _MAX_HEADER_LENGTH)
+        header = first[_PREFIX_SIZE:body_start].tobytes()
+        pieces[0] = first[body_start:]
+        pieces.append(memoryview(data)[:missing])
+        body = b"".join(pieces)
+        self._pieces = []
+        self._pieces_size = self._frame_size = 0
+        try:
+            command = decode_command(serialize_type, header, body)
+        except ProtocolError as exc:
+            self.error = exc
+            raise
+        if missing == len(data):
+            return [command]
+        commands = self.decode(data[missing:])
+        commands.insert(0, command)
+        return commands
+
+    def _unpiece(self) -> None:
+        """Move a piecewise frame's reads into the buffer (for ``feed`` and reads that are not bytes)."""
+        if self._pieces:
+            for piece in self._pieces:
+                self._buffer += piece
+            self._pieces = []
+            self._pieces_size = self._frame_size = 0
 
     def _raise_if_failed(self) -> None:
         if self.error is not None:

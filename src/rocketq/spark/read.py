@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from rocketq.client.columns import message_batch
+from rocketq.client.columns import columns_batch
 from rocketq.client.errors import MQClientError
 from rocketq.client.message import MessageQueue
-from rocketq.client.queue_reader import OffsetOutOfRangeError, QueueChunk, record_starts
+from rocketq.client.queue_reader import OffsetOutOfRangeError, QueueChunk
 from rocketq.client.selector import MessageSelector
 from rocketq.client.sync_tools import SyncQueueReader
+from rocketq.common.record_columns import scan_records
 from rocketq.remoting import RemotingError
 from rocketq.spark.offsets import QueueKey, QueueRange
 from rocketq.spark.planning import report_data_loss
@@ -134,16 +135,9 @@ def read_range(settings: ReadSettings, part: QueueRange) -> Iterator[pa.RecordBa
 
 
 def _decode(chunks: list[QueueChunk], broker: str, include_properties: bool) -> pa.RecordBatch:
-    """One batch of the chunks' wanted records (their buffers joined)."""
-    if len(chunks) == 1 and chunks[0].positions is None:
-        return message_batch(chunks[0].records, broker_name=broker, include_properties=include_properties)
-    positions: np.ndarray | None = None
-    if any(chunk.positions is not None for chunk in chunks):
-        starts, base = [], 0
-        for chunk in chunks:
-            wanted = chunk.positions if chunk.positions is not None else record_starts(chunk.records)
-            starts.append(np.asarray(wanted, dtype=np.int64) + base)
-            base += len(chunk.records)
-        positions = np.concatenate(starts)
-    buffer = b"".join(chunk.records for chunk in chunks)
-    return message_batch(buffer, broker_name=broker, include_properties=include_properties, positions=positions)
+    """One batch of the chunks' wanted records, each chunk scanned where it is (not joined first)."""
+    scanned = [
+        scan_records(chunk.records, None if chunk.positions is None else np.asarray(chunk.positions, dtype=np.int64))
+        for chunk in chunks
+    ]
+    return columns_batch(scanned, broker_name=broker, include_properties=include_properties)

@@ -45,10 +45,6 @@ _PICKERS: Final[dict[tuple[str, ...], _Picker]] = {}
 each kind of request with the same names in the same order, so the names are sorted once per kind."""
 _PICKERS_MAX: Final = 256
 """Forgotten all at once beyond this many (peers sending ever new names cannot grow it for ever)."""
-_LAST: Final[dict[int, tuple[frozenset[str], _Picker]]] = {}
-"""By number of ext fields: the names (``skip`` ones included) last signed with that many, and their
-picker. Comparing a request's names with these as a set is a third of the cost of making a tuple of
-them and looking it up in ``_PICKERS``, and a client sends most requests of one kind in a row."""
 
 
 class SigningKey:
@@ -102,23 +98,13 @@ def signed_text(fields: Mapping[str, str], skip: frozenset[str] = _UNSIGNED) -> 
     """The ext-field part of what is signed: the values in the order of their names, minus ``skip``."""
     if skip is not _UNSIGNED:
         return "".join([fields[name] for name in sorted(fields) if name not in skip]).encode()
-    count = len(fields)
-    last = _LAST.get(count)
-    if last is not None and fields.keys() == last[0]:
-        return "".join(last[1](fields)).encode()
     names = tuple(fields)
     pick = _PICKERS.get(names)
     if pick is None:
         if len(_PICKERS) >= _PICKERS_MAX:
             _PICKERS.clear()
         pick = _PICKERS[names] = _picker(sorted(name for name in names if name not in skip))
-    if count <= _LAST_MAX_FIELDS:
-        _LAST[count] = (frozenset(names), pick)
     return "".join(pick(fields)).encode()
-
-
-_LAST_MAX_FIELDS: Final = 64
-"""``_LAST`` keeps no names for requests with more ext fields than this (it stays small)."""
 
 
 def _picker(names: list[str]) -> _Picker:

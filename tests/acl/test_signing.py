@@ -168,3 +168,15 @@ def test_signatures_equal_the_reference_whatever_the_names(
     assert key.signature(reordered, body) == reference_signature("secret-1", reordered, body)
     with_signature = dict(fields, Signature=key.signature(fields, body))
     assert verify(key, with_signature, body)
+
+
+def test_requests_of_other_names_but_as_many_fields_are_signed_by_their_own_names() -> None:
+    # the names last signed with a given number of fields are kept: a request with as many fields but
+    # other names (one name differs; all differ; a Signature in place of a field) must not use them
+    key = SigningKey("secret-2")
+    first = {"b": "topic", "a": "group", "AccessKey": "ak"}
+    one_differs = {"b": "topic", "c": "group", "AccessKey": "ak"}
+    all_differ = {"x": "1", "y": "2", "z": "3"}
+    signed = {"b": "topic", "a": "group", "Signature": "s"}
+    for fields in (first, one_differs, first, all_differ, signed, first, signed):
+        assert key.signature(fields, b"body") == reference_signature("secret-2", fields, b"body")

@@ -128,3 +128,33 @@ def test_bench_acl_json(tmp_path: Path) -> None:
     summary = rows[-1]
     assert summary["ratio"] > 0 and summary["cost_pct"] == pytest.approx(100 * (1 - summary["ratio"]), abs=0.01)
     assert all(row["msgs_per_s"] > 0 for row in rows)
+
+
+def test_bench_metrics_json(tmp_path: Path) -> None:
+    args = ["--rounds", "2", "--duration", "0.3", "--inflight", "4", "--drain-backlog", "1500"]
+    result = CliRunner().invoke(
+        main, ["bench", "metrics", *args, "--scrape-interval", "0.2", "--dir", str(tmp_path), "--json"]
+    )
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    # both brokers in every round, off first in odd rounds and on first in even ones; sends, then drains
+    assert [(row["name"], row.get("metrics"), row.get("round")) for row in rows[:8]] == [
+        ("metrics_send", "off", 1),
+        ("metrics_send", "on", 1),
+        ("metrics_drain", "off", 1),
+        ("metrics_drain", "on", 1),
+        ("metrics_send", "on", 2),
+        ("metrics_send", "off", 2),
+        ("metrics_drain", "on", 2),
+        ("metrics_drain", "off", 2),
+    ]
+    drains = [row for row in rows if row["name"] == "metrics_drain"]
+    assert all(row["messages"] == 1500 for row in drains)  # every round's new group reads the same backlog
+    assert all(float(row["broker_cpu_us_per_msg"]) > 0 for row in drains)
+    scrape = next(row for row in rows if row["name"] == "metrics_scrape")
+    assert int(scrape["messages"]) > 0 and int(scrape["bytes"]) > 0
+    costs = {row["phase"]: row for row in rows if row["name"] == "metrics_cost"}
+    assert set(costs) == {"send", "drain"}
+    for cost in costs.values():
+        assert cost["rounds"] == 2 and float(cost["rate_on_vs_off"]) > 0 and float(cost["broker_cpu_on_vs_off"]) > 0
+    assert list(tmp_path.iterdir()) == []  # the scratch stores are removed

@@ -6,9 +6,11 @@ their own GIL and core, as in a deployment): one without ACL, one with ``aclEnab
 looked up on every send). One asyncio ``Producer`` per cluster, in the bench process, keeps
 ``in_flight`` sends of ``size``-byte bodies going (``Producer.send``, each awaited by one of
 ``in_flight`` workers); the ACL one signs every request, the broker checks every signature and
-permission. Runs alternate, ``rounds`` times, after one warm-up run of each, so the host's swings hit
-both alike: plain then ACL in odd rounds, ACL then plain in even ones, so that neither kind is always
-the run that starts while the other's broker still dispatches and flushes what it was just sent.
+permission. The bench process runs on one CPU and both brokers on the others (``cores_apart``: left to
+the scheduler, two identical brokers differed by up to a third in rate). Runs alternate, ``rounds``
+times, after one warm-up run of each, so the host's swings hit both alike: plain then ACL in odd rounds,
+ACL then plain in even ones, so that neither kind is always the run that starts while the other's broker
+still dispatches and flushes what it was just sent.
 
 ``send_plain`` / ``send_acl``: one run each. ``acl_vs_plain``: the median ACL run's rate, with
 ``plain_msgs_per_s`` (the median plain run's), ``ratio`` (the median over rounds of the ACL run's
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocketq.bench import Measurement, Sink, scratch_directory
-from rocketq.bench.running import CLUSTER_SETTINGS, create_topic, run_loop
+from rocketq.bench.running import CLUSTER_SETTINGS, cores_apart, create_topic, run_loop
 from rocketq.bench.usage import Usage
 from rocketq.client import ClientConfig, Message, Producer, ProducerConfig
 from rocketq.client.admin import AdminClient
@@ -83,7 +85,7 @@ SETTLE_S = 0.5
 run starts (on two cores they would slow it down)."""
 
 
-async def _run(options: AclBenchOptions, emit: Sink, plain: ClusterProcess, acl: ClusterProcess) -> None:
+async def _run(options: AclBenchOptions, emit: Sink, plain: ClusterProcess, acl: ClusterProcess, pinned: bool) -> None:
     plain_addr, acl_addr = plain.namesrv_addr, acl.namesrv_addr
     await _create_topic(plain_addr, ("", ""))
     await _create_topic(acl_addr, ADMIN_KEYS)
@@ -91,6 +93,7 @@ async def _run(options: AclBenchOptions, emit: Sink, plain: ClusterProcess, acl:
     acl_client = ClientConfig(namesrv_addr=acl_addr, access_key=PRODUCER_KEYS[0], secret_key=PRODUCER_KEYS[1])
     rates: dict[str, list[float]] = {"plain": [], "acl": []}
     cpu: dict[str, list[float]] = {"plain": [], "acl": []}  # µs per message, bench process + its broker
+    broker_cpu: dict[str, list[float]] = {"plain": [], "acl": []}  # µs per message, the broker alone
     brokers = {"plain": plain.pid, "acl": acl.pid}
     acl_config = ProducerConfig(group="bench-acl", client=acl_client)
     async with Producer(plain_config) as plain_producer, Producer(acl_config) as acl_producer:
@@ -116,6 +119,7 @@ async def _run(options: AclBenchOptions, emit: Sink, plain: ClusterProcess, acl:
                 )
                 rates[kind].append(measurement.msgs_per_s)
                 cpu[kind].append(_number(usage.get("cpu_us_per_msg")) + _number(usage.get("broker_cpu_us_per_msg")))
+                broker_cpu[kind].append(_number(usage.get("broker_cpu_us_per_msg")))
                 emit(measurement)
     plain_rate, acl_rate = statistics.median(rates["plain"]), statistics.median(rates["acl"])
     # each round's ACL run over its plain run: the pairs share the host's mood of the moment
@@ -138,6 +142,9 @@ async def _run(options: AclBenchOptions, emit: Sink, plain: ClusterProcess, acl:
                 "cpu_us_per_msg_plain": statistics.median(cpu["plain"]),
                 "cpu_us_per_msg_acl": statistics.median(cpu["acl"]),
                 "cpu_cost_pct": 100 * (cpu_ratio - 1),
+                "broker_cpu_us_per_msg_plain": statistics.median(broker_cpu["plain"]),
+                "broker_cpu_us_per_msg_acl": statistics.median(broker_cpu["acl"]),
+                "pinned": pinned,
             },
         )
     )
@@ -155,8 +162,9 @@ def run_acl_bench(options: AclBenchOptions, emit: Sink) -> None:
         with (
             ClusterProcess(root / "plain", **CLUSTER_SETTINGS) as plain,
             ClusterProcess(root / "acl", **CLUSTER_SETTINGS, acl_enable=True, acl_file=str(acl_file)) as acl,
+            cores_apart([plain.pid, acl.pid]) as pinned,
         ):
-            run_loop(_run(options, emit, plain, acl))
+            run_loop(_run(options, emit, plain, acl, pinned))
 
 
 NOTES = (

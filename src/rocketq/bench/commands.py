@@ -534,9 +534,7 @@ def bench_producer(
 
 
 @bench.command("metrics")
-@click.option(
-    "--rounds", type=click.IntRange(min=1), default=3, show_default=True, help="Runs with metrics on and off."
-)
+@click.option("--rounds", type=click.IntRange(min=1), default=5, show_default=True, help="Rounds (metrics on and off).")
 @click.option("--duration", type=click.FloatRange(min=0.1), default=5.0, show_default=True, help="Seconds of sends.")
 @click.option(
     "--size", type=click.IntRange(min=1, max=4 * 1024 * 1024), default=100, show_default=True, help="Body bytes."
@@ -555,9 +553,9 @@ def bench_producer(
 @click.option(
     "--drain-backlog",
     type=click.IntRange(min=1),
-    default=300_000,
+    default=1_000_000,
     show_default=True,
-    help="Messages the drain reads (the topic is filled up to this after the sends).",
+    help="Messages each drain reads (a topic written once, read by a new group each round).",
 )
 @dir_option
 @json_option

@@ -329,11 +329,12 @@ class ConsumerBench:
         )
         return nbytes / total
 
-    async def drain(self, topic: str, size: int, members: int, record_bytes: float) -> None:
-        """A new group of ``members`` consumers reads the whole backlog from the first offset."""
+    async def drain(self, topic: str, size: int, members: int, record_bytes: float, group: str = "") -> None:
+        """A new group of ``members`` consumers (named ``group``, or after the size and member count)
+        reads the whole backlog from the first offset."""
         total = self.options.backlog
         recorder = Recorder(total)
-        group = f"bench-drain-{size}-{members}{self._suffix}"
+        group = group or f"bench-drain-{size}-{members}{self._suffix}"
         listener = recorder.listener(self.options.listener, recorder.count)
         consumers = [
             self._consumer(group, f"{group}-{i}", listener, ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, topic)

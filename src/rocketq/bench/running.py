@@ -1,11 +1,14 @@
 """What the benchmarks share around a cluster: running a coroutine on uvloop, a topic created and
-routed before the clock starts, and a broker's store progress read from its runtime info."""
+routed before the clock starts, a broker's store progress read from its runtime info, and the bench
+and its brokers kept on CPUs of their own."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator, Sequence
 from typing import Any, TypeVar
 
 from rocketq.client.admin import AdminClient
@@ -66,3 +69,46 @@ def dispatch_behind(stats: dict[str, str]) -> int:
     if "dispatched_offset" in stats:
         return max(0, stored_bytes(stats) - int(stats["dispatched_offset"]))
     return 0
+
+
+@contextlib.contextmanager
+def cores_apart(broker_pids: Sequence[int]) -> Iterator[bool]:
+    """Run this process on the first CPU it may use and the brokers ``broker_pids`` on the others, until
+    the block ends (this process's threads get their CPUs back then; the brokers keep theirs).
+
+    A bench comparing two brokers side by side (with a feature on and off) is then fair to both: left
+    to the scheduler, one pair of processes may share a CPU while the other pair runs on two, and on a
+    2-core host that alone moved the send rate of two identical brokers by 0-33 % from one run to the
+    next. Yields False (and pins nothing) with fewer than 2 CPUs or where Linux's affinity calls are
+    missing.
+    """
+    if not hasattr(os, "sched_setaffinity"):
+        yield False
+        return
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        yield False
+        return
+    own = {thread: os.sched_getaffinity(thread) for thread in _threads(os.getpid())}
+    try:
+        for thread in own:
+            _set_affinity(thread, {allowed[0]})
+        for pid in broker_pids:
+            for thread in _threads(pid):
+                _set_affinity(thread, set(allowed[1:]))
+        yield True
+    finally:
+        for thread, cpus in own.items():
+            _set_affinity(thread, cpus)
+
+
+def _threads(pid: int) -> list[int]:
+    try:
+        return [int(name) for name in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return [pid]
+
+
+def _set_affinity(thread: int, cpus: set[int]) -> None:
+    with contextlib.suppress(OSError):  # a thread that ended meanwhile
+        os.sched_setaffinity(thread, cpus)

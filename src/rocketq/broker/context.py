@@ -23,11 +23,11 @@ from rocketq.broker.rebalance_locks import RebalanceLockTable
 from rocketq.broker.runtime_stats import PullCounters, StatsWindows, TpsSampler
 from rocketq.broker.subscription_groups import SubscriptionGroupManager
 from rocketq.broker.topic_config import TopicConfigManager
-from rocketq.common.clock import SYSTEM_CLOCK, Clock
 from rocketq.common.message_id import encode_host
 from rocketq.protocol import RemoteProtocolError, RemotingCommand, ResponseCode, make_response
 from rocketq.protocol.ext_fields import ExtFieldsHeader
 from rocketq.remoting import Connection, RequestHandler
+from rocketq.remoting.clock import SYSTEM_CLOCK, Clock
 from rocketq.store import MessageStore
 
 if TYPE_CHECKING:

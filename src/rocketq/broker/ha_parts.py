@@ -11,8 +11,8 @@ from rocketq.broker.config import BrokerConfig
 from rocketq.broker.consumer_offsets import ConsumerOffsetManager
 from rocketq.broker.subscription_groups import SubscriptionGroupManager
 from rocketq.broker.topic_config import TopicConfigManager
-from rocketq.common.clock import Clock
 from rocketq.remoting import RemotingClient
+from rocketq.remoting.clock import Clock
 from rocketq.replication import HAMaster, HASlave, MasterSettings, SlaveSettings
 from rocketq.replication.epochs import EpochAnswer, fetch_epochs
 from rocketq.replication.sync import SlaveSynchronize

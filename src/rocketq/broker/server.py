@@ -36,13 +36,13 @@ from rocketq.broker.subscription_groups import SubscriptionGroupManager
 from rocketq.broker.topic_config import TopicConfigManager
 from rocketq.broker.transactions.checks import CheckService
 from rocketq.broker.transactions.service import TransactionService
-from rocketq.common.clock import SYSTEM_CLOCK, Clock
 from rocketq.failover.etcd import EtcdClient
 from rocketq.failover.service import FailoverService, failover_settings
 from rocketq.metrics.broker import BrokerMetrics
 from rocketq.metrics.exporter import exporter_enabled
 from rocketq.remoting import Connection, RemotingClient, RemotingServer, RequestHandler
 from rocketq.remoting.address import listens_beyond_loopback
+from rocketq.remoting.clock import SYSTEM_CLOCK, Clock
 from rocketq.remoting.server import BlockingHandler
 from rocketq.remoting.tasks import cancel_and_wait
 from rocketq.replication import HAMaster, HASlave, ReplicationState

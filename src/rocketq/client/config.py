@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocketq.acl.signing import Credentials
-from rocketq.common.clock import SYSTEM_CLOCK, Clock
 from rocketq.common.group_topics import DEFAULT_MAX_RECONSUME_TIMES
 from rocketq.common.names import group_name_problem
+from rocketq.remoting.clock import SYSTEM_CLOCK, Clock
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

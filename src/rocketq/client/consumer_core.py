@@ -30,7 +30,6 @@ from rocketq.client.rebalance import STRATEGIES
 from rocketq.client.route import MASTER_ID, subscribe_queues
 from rocketq.client.running_info import ConsumerStats, consume_directly_response, running_info_response
 from rocketq.client.selector import MessageSelector
-from rocketq.common.clock import wanted_or_slept
 from rocketq.common.group_topics import RETRY_PREFIX, retry_topic
 from rocketq.common.message import java_string_hash
 from rocketq.protocol import (
@@ -50,6 +49,7 @@ from rocketq.protocol.headers import (
 )
 from rocketq.protocol.running_info import ConsumeMessageDirectlyResult, ProcessQueueInfo, QueueInfo
 from rocketq.remoting import Connection, RemotingError
+from rocketq.remoting.clock import wanted_or_slept
 from rocketq.remoting.connection import next_opaque
 from rocketq.remoting.tasks import cancel_and_wait
 

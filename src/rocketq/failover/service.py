@@ -21,10 +21,10 @@ from typing import Protocol
 import msgspec
 
 from rocketq.broker.config import BrokerConfig
-from rocketq.common.clock import SYSTEM_CLOCK, Clock
 from rocketq.failover import etcd
 from rocketq.failover.election import GroupKeys, LeaseDeadline, MasterRecord, ReplicaReport, most_advanced
 from rocketq.failover.etcd import EtcdClient, EtcdError
+from rocketq.remoting.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ there (``rocketq.replication.frames`` for the bytes).
 
 What slaves acknowledged is an ``OffsetWaiters`` (the same kind of waiters the SYNC_FLUSH group commit
 releases): a SYNC_MASTER put waits on it through the broker's ``FlushWaits``. Runs on the broker's
-event loop; ``clock`` (a ``rocketq.common.clock.Clock``) paces heartbeats and times out silent slaves.
+event loop; ``clock`` (a ``rocketq.remoting.clock.Clock``) paces heartbeats and times out silent slaves.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from rocketq.common.clock import SYSTEM_CLOCK, Clock
+from rocketq.remoting.clock import SYSTEM_CLOCK, Clock
 from rocketq.replication import frames
 from rocketq.replication.state import ByteRate, ReplicationState, SlaveState
 from rocketq.store import MessageStore

@@ -22,8 +22,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from rocketq.common.clock import SYSTEM_CLOCK, Clock
 from rocketq.remoting import RemotingError
+from rocketq.remoting.clock import SYSTEM_CLOCK, Clock
 from rocketq.replication import frames
 from rocketq.replication.epochs import EpochAnswer, reconcile
 from rocketq.replication.master import first_of

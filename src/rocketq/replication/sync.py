@@ -16,10 +16,10 @@ import msgspec
 from rocketq.broker.consumer_offsets import ConsumerOffsetManager
 from rocketq.broker.subscription_groups import SubscriptionGroupConfig, SubscriptionGroupManager
 from rocketq.broker.topic_config import TopicConfigManager
-from rocketq.common.clock import Clock
 from rocketq.protocol import RequestCode, ResponseCode, TopicConfigSerializeWrapper, make_request
 from rocketq.protocol.bodies import ConsumerOffsetSerializeWrapper, SubscriptionGroupWrapper
 from rocketq.remoting import RemotingClient, RemotingError
+from rocketq.remoting.clock import Clock
 from rocketq.remoting.connection import next_opaque
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """FakeClock: a clock that moves only when a test says so (``advance``), for services that take a
-``rocketq.common.clock.Clock``."""
+``rocketq.remoting.clock.Clock``."""
 
 from __future__ import annotations
 

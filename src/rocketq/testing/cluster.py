@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 from rocketq.broker.config import BrokerConfig, BrokerRole
 from rocketq.broker.server import Broker
 from rocketq.client.sync import LoopThread
-from rocketq.common.clock import SYSTEM_CLOCK, Clock
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.server import NameServer
+from rocketq.remoting.clock import SYSTEM_CLOCK, Clock
 
 T = TypeVar("T")
 

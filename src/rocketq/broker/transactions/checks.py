@@ -6,7 +6,7 @@ checks the half message is rolled back and a copy kept in ``TRANS_CHECK_MAX_TIME
 messages of a transaction group are never checked: nobody ending the group before its immunity time
 (or ``transactionGroupTimeout``) passed after its newest message rolls it back.
 
-Time comes from the service's clock (``rocketq.common.clock``), so tests drive rounds with a fake one.
+Time comes from the service's clock (``rocketq.remoting.clock``), so tests drive rounds with a fake one.
 """
 
 from __future__ import annotations

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 from rocketq.broker.context import BrokerContext
 from rocketq.broker.message_put import STORED, put_and_wait
-from rocketq.common.clock import Clock
 from rocketq.common.message import CHECK_MAX_TOPIC, HALF_TOPIC, OP_TOPIC, find_property
 from rocketq.common.record import StoredRecord, SysFlag
 from rocketq.protocol import RemoteProtocolError, ResponseCode, decode_batch
+from rocketq.remoting.clock import Clock
 from rocketq.store import BatchToStore, MeasuredBatch, MessageToStore, PutMessageResult
 from rocketq.store.config_file import read_json, write_json_atomically
 

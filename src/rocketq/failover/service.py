@@ -168,6 +168,7 @@ class FailoverService:
         await self._etcd.put(self.settings.keys.replica(self.settings.broker_id), report.encode(), self.lease)
 
     async def _check_still_master(self) -> None:
+        await self._report()  # a master reports where its log ends too (operators and followers read it)
         found = await self._etcd.get(self.settings.keys.master)
         record = MasterRecord.decode(found.value) if found is not None else None
         if record is None or record.broker_id != self.settings.broker_id or record.epoch != self.epoch:

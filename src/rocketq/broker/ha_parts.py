@@ -8,14 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rocketq.broker.config import BrokerConfig
-from rocketq.broker.consumer_offsets import ConsumerOffsetManager
-from rocketq.broker.subscription_groups import SubscriptionGroupManager
-from rocketq.broker.topic_config import TopicConfigManager
 from rocketq.remoting import RemotingClient
 from rocketq.remoting.clock import Clock
 from rocketq.replication import HAMaster, HASlave, MasterSettings, SlaveSettings
 from rocketq.replication.epochs import EpochAnswer, fetch_epochs
-from rocketq.replication.sync import SlaveSynchronize
 from rocketq.store import MessageStore
 
 
@@ -38,20 +34,6 @@ def new_ha_slave(
         ),
         clock=clock,
         fetch_epochs=master_epochs,
-    )
-
-
-def new_slave_sync(
-    client: RemotingClient,
-    *,
-    topics: TopicConfigManager,
-    offsets: ConsumerOffsetManager,
-    groups: SubscriptionGroupManager,
-    set_delay_offsets: Callable[[dict[int, int]], None],
-    clock: Clock,
-) -> SlaveSynchronize:
-    return SlaveSynchronize(
-        client, topics=topics, offsets=offsets, groups=groups, set_delay_offsets=set_delay_offsets, clock=clock
     )
 
 

@@ -20,7 +20,7 @@ from rocketq.broker.consumer_offsets import ConsumerOffsetManager
 from rocketq.broker.context import BrokerContext
 from rocketq.broker.filter_bit_maps import FilterBitMaps
 from rocketq.broker.grouped_puts import GroupedPuts
-from rocketq.broker.ha_parts import new_ha_slave, new_slave_sync, start_ha_master
+from rocketq.broker.ha_parts import new_ha_slave, start_ha_master
 from rocketq.broker.handlers import handler_table
 from rocketq.broker.handlers.clients import notify_group_changed
 from rocketq.broker.idempotent_sends import IdempotentSends
@@ -287,7 +287,7 @@ class Broker:
 
     def _new_slave_sync(self) -> SlaveSynchronize:
         assert self._client is not None
-        return new_slave_sync(
+        return SlaveSynchronize(
             self._client,
             topics=self.topics,
             offsets=self.offsets,

@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from rocketq.remoting.clock import SYSTEM_CLOCK, Clock
+from rocketq.remoting.clock import SYSTEM_CLOCK, Clock, wanted_or_slept
 from rocketq.replication import frames
 from rocketq.replication.state import ByteRate, ReplicationState, SlaveState
 from rocketq.store import MessageStore
@@ -240,14 +240,4 @@ class HAMaster:
             if store.commit_log.max_offset > offset:
                 await asyncio.sleep(0)
                 continue
-            await first_of(slave.new_data.wait(), self._clock.sleep(settings.heartbeat_interval_s))
-
-
-async def first_of(*waits: Any) -> None:
-    """Wait until one of ``waits`` (coroutines) is done; cancel the others."""
-    tasks = [asyncio.ensure_future(wait) for wait in waits]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()
+            await wanted_or_slept(slave.new_data, self._clock, settings.heartbeat_interval_s)

@@ -23,10 +23,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from rocketq.remoting import RemotingError
-from rocketq.remoting.clock import SYSTEM_CLOCK, Clock
+from rocketq.remoting.clock import SYSTEM_CLOCK, Clock, wanted_or_slept
 from rocketq.replication import frames
 from rocketq.replication.epochs import EpochAnswer, reconcile
-from rocketq.replication.master import first_of
 from rocketq.replication.state import ByteRate, ReplicationState
 from rocketq.store import MessageStore
 
@@ -115,7 +114,7 @@ class HASlave:
                 except Exception:  # (a full disk, a bug): retried like a dropped connection
                     log.exception("slave: replication from %s failed", address)
                 if not self._changed.is_set():
-                    await first_of(self._changed.wait(), self._clock.sleep(self.settings.reconnect_interval_s))
+                    await wanted_or_slept(self._changed, self._clock, self.settings.reconnect_interval_s)
         finally:
             heartbeats.cancel()
             with contextlib.suppress(asyncio.CancelledError):

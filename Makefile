@@ -1,6 +1,6 @@
 # make run: a local NameServer + Broker on the default ports (store in ./.rocketq).
 # make test: create .venv when missing, install rocketq with its dev extras, lint, type-check, install Debian's
-# chromium for the dashboard's browser tests when missing (where apt-get can), run every test
+# chromium and etcd for the dashboard's and failover's tests when missing (where apt-get can), run every test
 # twice: with the mypyc-compiled message path (when this machine can build it) and as plain Python. The Spark
 # tests (tests/spark, a JVM per run) run once, in the plain pass.
 PYTHON ?= python3
@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck native chromium unit unit-native unit-plain bench clean
+.PHONY: run test lint typecheck native system-packages unit unit-native unit-plain bench clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "rocketq needs Python 3.11+"'
@@ -50,18 +50,23 @@ unit-plain: $(STAMP)
 	@echo "== every test, plain Python"
 	ROCKETQ_NATIVE=off $(BIN)/pytest -q
 
-# The dashboard's browser tests (tests/dashboard) drive Debian's chromium: installed here when it is missing
-# and apt-get can (as root, quietly); when it cannot, those tests are skipped and say why.
-chromium:
-	@if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-		echo "== installing chromium for the dashboard's browser tests"; \
+# Debian packages some tests drive: chromium (the dashboard's browser tests, tests/dashboard) and etcd
+# (failover, tests/failover). Each is installed here when it is missing and apt-get can (as root, quietly);
+# when it cannot, those tests are skipped and say why.
+system-packages:
+	@install_missing() { \
+		[ -x "$$1" ] && return 0; \
+		command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] || return 0; \
+		echo "== installing $$2 for $$3"; \
 		export DEBIAN_FRONTEND=noninteractive; \
-		apt-get install -y -qq chromium >/dev/null 2>&1 \
-		|| { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; } \
-		|| echo "== could not install chromium: the dashboard's browser tests will be skipped"; \
-	fi
+		apt-get install -y -qq $$2 >/dev/null 2>&1 \
+		|| { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq $$2 >/dev/null 2>&1; } \
+		|| echo "== could not install $$2: $$3 will be skipped"; \
+	}; \
+	install_missing /usr/bin/chromium chromium "the dashboard's browser tests"; \
+	install_missing /usr/bin/etcd etcd-server "the failover tests"
 
-test: lint typecheck chromium unit
+test: lint typecheck system-packages unit
 
 bench: native
 	$(BIN)/rocketq bench store

@@ -221,7 +221,9 @@ class FailoverService:
         )
         if not won:
             return
-        log.warning("failover: broker %d becomes master of %s in epoch %d", settings.broker_id, keys.prefix, epoch)
+        log.warning(
+            "failover: broker %d becomes master of %s in epoch %d", settings.broker_id, keys.prefix.decode(), epoch
+        )
         self.epoch, self._following, self._no_master_since = epoch, None, None
         try:
             ha_address = await self._member.become_master(epoch)

@@ -96,6 +96,7 @@ COMPILED_MODULES: Final = (
     "rocketq.client.push_consumer",
     "rocketq.client.route",
     "rocketq.client.send_checks",  # every send checks its message
+    "rocketq.client.subscriptions",  # every pull asks for its selector and subscription
     "rocketq.client.sync",
     "rocketq.client.transactions",
     "rocketq.client.unique_id",

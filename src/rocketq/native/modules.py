@@ -82,6 +82,7 @@ COMPILED_MODULES: Final = (
     "rocketq.broker.transactions.ledger",
     "rocketq.broker.transactions.ranges",
     "rocketq.broker.transactions.service",
+    "rocketq.client.consume_service",  # every pulled batch goes to the listener through it
     "rocketq.client.consume_threads",
     "rocketq.client.consumer_core",
     "rocketq.client.instance",

@@ -1,5 +1,6 @@
 """What push and lite-pull consumers share (RebalanceImpl + the consumer half of MQClientInstance):
-subscriptions, heartbeats carrying them, queue rebalancing, offset storage and send-back.
+subscriptions (kept in ``rocketq.client.subscriptions``), heartbeats carrying them, queue rebalancing,
+offset storage and send-back.
 
 Rebalancing runs every ``rebalance_interval_s`` and at once when a broker sends
 NOTIFY_CONSUMER_IDS_CHANGED. While a subscribed topic has no route (the NameServer does not know it
@@ -30,8 +31,8 @@ from rocketq.client.rebalance import STRATEGIES
 from rocketq.client.route import MASTER_ID, subscribe_queues
 from rocketq.client.running_info import ConsumerStats, consume_directly_response, running_info_response
 from rocketq.client.selector import MessageSelector
+from rocketq.client.subscriptions import Subscriptions, check_brokers_take_filters
 from rocketq.common.group_topics import RETRY_PREFIX, retry_topic
-from rocketq.common.message import java_string_hash
 from rocketq.protocol import (
     ConsumerListBody,
     RemotingCommand,
@@ -39,7 +40,6 @@ from rocketq.protocol import (
     ResponseCode,
     make_request,
 )
-from rocketq.protocol import bodies as wire
 from rocketq.protocol.bodies import ConsumerData, ResetOffsetBody, SubscriptionData
 from rocketq.protocol.headers import (
     ConsumerSendMsgBackRequestHeader,
@@ -62,22 +62,6 @@ QueuesCallback = Callable[[list[MessageQueue]], Awaitable[None]]
 ResetCallback = Callable[[dict[MessageQueue, int]], Awaitable[None]]
 
 
-def subscription_data(topic: str, selector: MessageSelector) -> SubscriptionData:
-    """A subscription as heartbeats carry it (Java's FilterAPI.buildSubscriptionData): its expression
-    type, for tags each tag's Java ``String.hashCode`` (the code the broker's ConsumeQueue filter
-    compares), and a version stamped now, in milliseconds, that stays with the subscription until it is
-    made again."""
-    tags = sorted({part.strip() for part in selector.expression.split("||")} - {"", "*"}) if selector.is_tag else []
-    return SubscriptionData(
-        topic=topic,
-        sub_string=selector.expression,
-        sub_version=int(time.time() * 1000),
-        tags_set=tags,
-        code_set=[java_string_hash(tag) for tag in tags],
-        expression_type=selector.expression_type,
-    )
-
-
 class ConsumerCore:
     def __init__(
         self, config: ConsumerConfig, *, consume_type: str, on_assigned: QueuesCallback, on_revoked: QueuesCallback
@@ -88,8 +72,8 @@ class ConsumerCore:
             )
         self.config = config
         self.consume_type = consume_type
-        self.subscriptions: dict[str, MessageSelector] = {}  # topic -> what of it to consume
-        self._subscription_data: dict[str, SubscriptionData] = {}  # topic -> as heartbeats carry it
+        self._subscribed = Subscriptions()
+        self.subscriptions = self._subscribed.selectors  # topic -> what of it to consume
         self.assigned: set[MessageQueue] = set()
         self._on_assigned = on_assigned
         self._on_revoked = on_revoked
@@ -132,32 +116,24 @@ class ConsumerCore:
         return self.config.message_model is MessageModel.CLUSTERING
 
     def subscribe(self, topic: str, selector: MessageSelector | str = "*") -> None:
-        selector = MessageSelector.of(selector)
-        self.subscriptions[topic] = selector
-        self._subscription_data[topic] = subscription_data(topic, selector)  # a new version, as in Java
+        self._subscribed.add(topic, MessageSelector.of(selector))
         self._subscriptions_changed = bool(self._tasks)
         self._rebalance_wanted.set()
 
     def unsubscribe(self, topic: str) -> None:
         """Stop consuming ``topic``: the next rebalance (at once when running) drops its queues, each
         committed first, and the next heartbeat leaves it out, so the brokers forget it for the group."""
-        self.subscriptions.pop(topic, None)
-        self._subscription_data.pop(topic, None)
+        self._subscribed.remove(topic)
         self._subscriptions_changed = bool(self._tasks)
         self._rebalance_wanted.set()
 
     def subscription(self, topic: str) -> SubscriptionData:
-        """The subscription of ``topic`` as heartbeats and pulls carry it. One made without
-        ``subscribe()`` (the retry topic, ``assign()``) is stamped the first time it is asked for."""
-        selector = self.selector(topic)
-        data = self._subscription_data.get(topic)
-        if data is None or (data.expression_type, data.sub_string) != (selector.expression_type, selector.expression):
-            data = self._subscription_data[topic] = subscription_data(topic, selector)
-        return data
+        """The subscription of ``topic`` as heartbeats and pulls carry it (``Subscriptions.data``)."""
+        return self._subscribed.data(topic)
 
     def selector(self, topic: str) -> MessageSelector:
         """What of ``topic`` this consumer subscribed to (every message when it did not)."""
-        return self.subscriptions.get(topic) or MessageSelector.by_tag()
+        return self._subscribed.selector(topic)
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -170,7 +146,9 @@ class ConsumerCore:
         try:
             for topic in self.subscriptions:
                 await self._route(topic)
-            await self.check_brokers_take_filters()
+            await check_brokers_take_filters(
+                self.instance, self.config.group, self._subscribed, self.config.client.request_timeout_s
+            )
         except MQConnectionError as exc:  # as Java's consumers: start, and keep asking
             self._namesrv_unreachable(exc)
         except BaseException:
@@ -191,29 +169,6 @@ class ConsumerCore:
         if self.clustering:
             with contextlib.suppress(MQClientError, RemotingError):
                 await self.instance.update_route(retry_topic(self.config.group))
-
-    async def check_brokers_take_filters(self) -> None:
-        """Ask every master broker of each SQL92-subscribed topic whether it can filter so
-        (CHECK_CLIENT_CONFIG, as Java's consumers do at start); MQClientError with the broker's reason
-        (``enablePropertyFilter=false``, or the expression) when one cannot."""
-        for topic, selector in sorted(self.subscriptions.items()):
-            route = self.instance.routes.get(topic)
-            if selector.is_tag or route is None:
-                continue
-            body = wire.CheckClientRequestBody(
-                client_id=self.instance.client_id, group=self.config.group, subscription_data=self.subscription(topic)
-            ).encode()
-            for broker in sorted(route.broker_datas, key=lambda b: b.broker_name):
-                address = broker.broker_addrs.get(MASTER_ID)
-                if address is None:
-                    continue
-                request = make_request(RequestCode.CHECK_CLIENT_CONFIG, opaque=next_opaque(), body=body)
-                response = await self.instance.invoke_broker(address, request, self.config.client.request_timeout_s)
-                if response.code != ResponseCode.SUCCESS:
-                    raise MQClientError(
-                        f"broker {broker.broker_name} ({address}) refuses the SQL92 subscription to {topic}"
-                        f" ({selector.expression!r}): {response.remark}"
-                    )
 
     async def stop_background(self) -> None:
         """Stop rebalancing and periodic commits (first step of closing: no queue is assigned after it)."""
@@ -319,14 +274,10 @@ class ConsumerCore:
     # -- heartbeats -----------------------------------------------------------------------------------
 
     def _consumer_data(self) -> list[ConsumerData]:
-        subscriptions = [self.subscription(topic) for topic in sorted(self.subscriptions)]
+        config = self.config
         return [
-            ConsumerData(
-                group_name=self.config.group,
-                consume_type=wire.ConsumeType(self.consume_type),
-                message_model=wire.MessageModel(self.config.message_model.value),
-                consume_from_where=wire.ConsumeFromWhere(self.config.consume_from_where.value),
-                subscription_data_set=subscriptions,
+            self._subscribed.consumer_data(
+                config.group, self.consume_type, config.message_model.value, config.consume_from_where.value
             )
         ]
 

@@ -6,26 +6,26 @@ or raises) goes back to the broker, which redelivers it through ``%RETRY%<group>
 delay, and to ``%DLQ%<group>`` after ``max_reconsume_times``. Orderly mode locks its queues on the
 broker and consumes one message at a time per queue, in order; a failing message pauses its queue
 and is retried locally, so the order is never broken.
+
+This module holds the consumer's life, its queues and their pull loops, and orderly consuming; how
+concurrent mode runs the listener and settles batches is ``rocketq.client.consume_service``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
 import time
-from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from mypy_extensions import mypyc_attr
 
 from rocketq.client.config import ConsumerConfig
-from rocketq.client.consume_threads import ConsumeThreads
+from rocketq.client.consume_service import ConsumeService
 from rocketq.client.consumer_core import ConsumerCore
 from rocketq.client.errors import MQClientError
-from rocketq.client.listener import CallTimes, Failed, Listener, listener_batches, worker_parts
-from rocketq.client.listener_calls import ListenerCalls, ListenerRun
+from rocketq.client.listener import Listener
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.process_queue import ProcessQueue
 from rocketq.client.pull import PullStatus
@@ -38,10 +38,6 @@ from rocketq.remoting.tasks import cancel_and_wait
 log = logging.getLogger(__name__)
 
 FLOW_CONTROL_DELAY_S = 0.05
-LOCAL_RETRY_DELAY_S = 5.0
-SyncResult = asyncio.Future[Failed | None]
-"""A consume thread's answer for one batch: its failed sub-batches, or None if its queue was dropped
-before a thread got to it (nothing was consumed)."""
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # users may subclass it; see rocketq.native
@@ -63,8 +59,6 @@ class PushConsumer:
     def __init__(self, config: ConsumerConfig, listener: Listener | None = None, *, orderly: bool = False) -> None:
         self.config = config
         self.orderly = orderly
-        self._listener = listener
-        self._listener_is_async = inspect.iscoroutinefunction(listener)
         self._core = ConsumerCore(
             config, consume_type="CONSUME_PASSIVELY", on_assigned=self._assigned, on_revoked=self._revoked
         )
@@ -72,27 +66,20 @@ class PushConsumer:
         self._core.orderly = orderly
         self._core.queue_infos = self._queue_infos
         self._core.consume_directly = self._consume_directly
+        self._service = ConsumeService(config, self._core, listener)  # runs the listener
         self._queues: dict[MessageQueue, ProcessQueue] = {}
         self._queue_limits: dict[str, tuple[int, int]] = {}  # topic: messages, bytes a queue may cache
         self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
-        self._consume_tasks: set[asyncio.Task[Any]] = set()
-        self._on_thread: set[SyncResult] = set()  # batches handed to a thread whole, until settled
         self._orderly_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
         self._orderly_wake: dict[MessageQueue, asyncio.Event] = {}
         self._orderly_in_hand: dict[MessageQueue, asyncio.Task[None]] = {}  # the message being consumed
-        self._slots = asyncio.Semaphore(config.consume_thread_max)  # coroutine listeners running at once
-        self._coroutine_parts = 0  # parts of pulled batches given to a coroutine listener, not yet done
-        self._threads = ConsumeThreads(config.consume_thread_min, config.consume_thread_max, name="rocketq-consume")
         self._lock_task: asyncio.Task[None] | None = None
-        self._calls = ListenerCalls(config.group)  # concurrent: the listener calls running now
-        self._call_times = CallTimes()  # how long the listener's calls take: how widely to spread a batch
         self._timeout_task: asyncio.Task[None] | None = None
         self._locks = QueueLocks(self._core)  # orderly clustering: this client's queue locks on the brokers
         self._awaiting_lock: set[MessageQueue] = set()  # orderly: assigned, taken once their lock is held
         self._started = False
         self._closed = False  # after aclose(): a closed consumer does not start again
         self.suspended = False  # suspend(): no pulls until resume()
-        self.consumed = 0
 
     # -- setup ----------------------------------------------------------------------------------------
 
@@ -117,8 +104,7 @@ class PushConsumer:
     def register_listener(self, listener: Listener) -> None:
         """Consume with ``listener`` (before ``start()``; one given to the constructor is replaced). See
         ``rocketq.client.listener.Listener`` for what it gets and may answer."""
-        self._listener = listener
-        self._listener_is_async = inspect.iscoroutinefunction(listener)
+        self._service.set_listener(listener)
 
     @property
     def client_id(self) -> str:
@@ -127,6 +113,11 @@ class PushConsumer:
     @property
     def assigned_queues(self) -> set[MessageQueue]:
         return set(self._core.assigned)
+
+    @property
+    def consumed(self) -> int:
+        """How many messages this consumer has consumed (acknowledged, or sent back for a retry)."""
+        return self._service.consumed
 
     def consume_offset(self, queue: MessageQueue) -> int | None:
         """The offset this member has consumed ``queue`` up to, the one it commits next (None when it has
@@ -139,7 +130,7 @@ class PushConsumer:
         asking (a WARNING says so), as RocketMQ's Java consumer does."""
         if self._started or self._closed:
             raise MQClientError("the consumer is already started" if self._started else "the consumer is closed")
-        if self._listener is None:
+        if self._service.listener is None:
             raise MQClientError("register a listener before start()")
         if not self._core.subscriptions:
             raise MQClientError("subscribe to a topic before start()")
@@ -152,7 +143,7 @@ class PushConsumer:
         if self._locking:
             self._lock_task = asyncio.create_task(self._renew_locks())
         if not self.orderly:
-            self._timeout_task = asyncio.create_task(self._give_up_overdue_calls())
+            self._timeout_task = asyncio.create_task(self._service.give_up_overdue_calls())
         return self
 
     async def aclose(self) -> None:
@@ -164,10 +155,9 @@ class PushConsumer:
         await self._core.stop_background()
         await cancel_and_wait([self._lock_task, self._timeout_task])
         await self._revoked(sorted(self._queues))
-        if self._consume_tasks or self._on_thread:
-            await asyncio.wait(self._consume_tasks | self._on_thread, timeout=10)
+        await self._service.wait_for_running(10)
         await self._core.aclose()
-        self._threads.close()
+        self._service.close()
 
     async def __aenter__(self) -> PushConsumer:
         return await self.start()
@@ -296,7 +286,7 @@ class PushConsumer:
                 self._dispatch(process, result.messages)
                 if config.pull_interval_s > 0:
                     await asyncio.sleep(config.pull_interval_s)
-                elif self._listener_is_async and len(result.messages) < config.pull_batch_size:
+                elif self._service.listener_is_async and len(result.messages) < config.pull_batch_size:
                     # caught up with the queue (a short batch): let the listener see it before the next
                     # pull goes out, which is what its latency is waiting on; on a backlog, pull first
                     await asyncio.sleep(0)
@@ -304,168 +294,14 @@ class PushConsumer:
                 # everything pulled was filtered out client-side: nothing pending, commit past it
                 core.offsets.update(queue, result.next_begin_offset)
 
-    # -- consuming ------------------------------------------------------------------------------------
+    # -- consuming (concurrently in rocketq.client.consume_service, orderly here) ---------------------
 
     def _dispatch(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
-        """Consume a pulled batch in its own task (a plain-function listener runs on a consume thread)."""
+        """Consume a pulled batch: orderly, wake the queue's consuming task; else hand it to the service."""
         if self.orderly:
             self._orderly_wake[process.queue].set()
-        elif self._listener_is_async:
-            self._track(self._consume(process, messages))
-        else:  # consume threads are woken now, while the loop goes on to send the queue's next pull
-            parts = [
-                self._to_thread(process, part)
-                for part in worker_parts(
-                    messages,
-                    self.config.consume_message_batch_max_size,
-                    self._threads.spare,
-                    self._call_times.calls_per_part(),
-                )
-            ]
-            if len(parts) == 1:  # the usual hand-over: settled from the part's callback, without a task
-                self._on_thread.add(parts[0])
-                parts[0].add_done_callback(lambda part: self._settle_part(process, messages, part))
-            else:
-                self._track(self._consumed_on_thread(process, messages, parts))
-
-    def _track(self, consuming: Coroutine[Any, Any, None]) -> None:
-        """Run ``consuming`` in a task that ``aclose`` waits for."""
-        task = asyncio.get_running_loop().create_task(consuming)
-        self._consume_tasks.add(task)
-        task.add_done_callback(self._consume_tasks.discard)
-
-    def _settle_part(self, process: ProcessQueue, messages: list[MessageExt], part: SyncResult) -> None:
-        """A pulled batch handed to a thread whole is done: settled here when its listener calls all
-        succeeded, by a task when some failed (they go back to the broker)."""
-        self._on_thread.discard(part)
-        if part.cancelled():  # the threads were closed first
-            return
-        if part.exception() is not None:
-            log.error("consuming %d message(s) of %s failed", len(messages), process.queue, exc_info=part.exception())
-            return
-        failed = part.result()
-        if failed:
-            self._track(self._settle(process, messages, failed))
-        elif failed is not None:  # (None: the queue was dropped meanwhile)
-            self._finish(process, messages)
-
-    def _run_listener(self, messages: list[MessageExt], process: ProcessQueue | None) -> Failed | None:
-        """Call a plain-function listener on each sub-batch (on a consume thread); returns the failed
-        sub-batches, or None when ``process`` was dropped before the last call. Never raises."""
-        listener: Callable[[list[MessageExt]], Any] = self._listener  # type: ignore[assignment]
-        run = ListenerRun(self._calls, self._call_times, process, self._core.stats)
-        try:
-            for batch in listener_batches(messages, self.config.consume_message_batch_max_size):
-                if not run.starting(batch):
-                    return None
-                try:
-                    result = listener(batch)
-                except Exception:
-                    result = run.raised(batch)
-                run.returned(batch, result)
-        finally:
-            run.close()
-        return run.failed
-
-    def _to_thread(self, process: ProcessQueue | None, messages: list[MessageExt]) -> SyncResult:
-        """Hand ``messages`` to a consume thread; a batch of ``process`` is skipped (None) if that queue is
-        dropped before a thread takes it (``_run_listener`` checks before each call)."""
-        return self._threads.call(lambda: self._run_listener(messages, process))
-
-    async def _call_listener(self, messages: list[MessageExt], process: ProcessQueue | None = None) -> Failed | None:
-        """The listener on every sub-batch of ``messages``, on a consume thread (``_run_listener``) or
-        awaited here; returns the sub-batches that failed, or None when ``process`` was dropped before
-        the last call. Calls on a ``process``'s messages can be given up when overdue."""
-        if not self._listener_is_async:
-            return await self._to_thread(process, messages)
-        listener: Callable[[list[MessageExt]], Any] = self._listener  # type: ignore[assignment]
-        run = ListenerRun(self._calls, self._call_times, process, self._core.stats)
-        try:
-            for batch in listener_batches(messages, self.config.consume_message_batch_max_size):
-                if not run.starting(batch):
-                    return None
-                try:
-                    result = await listener(batch)
-                except Exception:
-                    result = run.raised(batch)
-                run.returned(batch, result)
-        finally:
-            run.close()
-        return run.failed
-
-    async def _consume(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
-        """A pulled batch through a coroutine listener, in parts over the free slots (at most
-        ``consume_thread_max`` listener calls at a time), settled once every part is done."""
-        parts = worker_parts(
-            messages,
-            self.config.consume_message_batch_max_size,
-            self.config.consume_thread_max - self._coroutine_parts,
-            self._call_times.calls_per_part(),
-        )
-        self._coroutine_parts += len(parts)
-        try:
-            if len(parts) == 1:
-                outcomes = [await self._consume_part(process, parts[0])]
-            else:
-                outcomes = await asyncio.gather(*(self._consume_part(process, part) for part in parts))
-        finally:
-            self._coroutine_parts -= len(parts)
-        await self._settle_parts(process, messages, outcomes)
-
-    async def _consume_part(self, process: ProcessQueue, part: list[MessageExt]) -> Failed | None:
-        async with self._slots:  # (a queue dropped meanwhile: ``_call_listener`` checks before each call)
-            return await self._call_listener(part, process)
-
-    async def _consumed_on_thread(
-        self, process: ProcessQueue, messages: list[MessageExt], parts: list[SyncResult]
-    ) -> None:
-        """A pulled batch handed to the consume threads: settled once threads have run the listener on
-        all its parts (none was skipped: the queue is still this member's)."""
-        await self._settle_parts(process, messages, [await part for part in parts])
-
-    async def _settle_parts(
-        self, process: ProcessQueue, messages: list[MessageExt], outcomes: Sequence[Failed | None]
-    ) -> None:
-        """Settle a pulled batch from its parts' outcomes, unless a part was skipped (queue dropped)."""
-        if all(failed is not None for failed in outcomes):
-            await self._settle(process, messages, [call for failed in outcomes if failed for call in failed])
-
-    async def _settle(self, process: ProcessQueue, messages: list[MessageExt], failed: Failed) -> None:
-        """After the listener: failed messages back to the broker (or retried here), the queue's
-        consumed offset forward."""
-        finished = messages
-        retry_here: list[MessageExt] = []
-        if failed:
-            failed_offsets = {message.queue_offset for batch, _ in failed for message in batch}
-            finished = [message for message in messages if message.queue_offset not in failed_offsets]
-            for batch, level in failed:
-                if self._core.clustering:
-                    for message in batch:  # back to the broker, which redelivers it through the retry topic
-                        (finished if await self._core.send_back(message, level) else retry_here).append(message)
-                else:
-                    log.warning("broadcasting: %d failed message(s) of %s are dropped", len(batch), process.queue)
-                    finished.extend(batch)
-        if retry_here:  # the broker did not take them back: retry here, keep their offsets pending
-            asyncio.get_running_loop().call_later(LOCAL_RETRY_DELAY_S, self._retry_locally, process, retry_here)
-        self._finish(process, finished)
-
-    def _finish(self, process: ProcessQueue, finished: list[MessageExt]) -> None:
-        """Count ``finished`` as consumed and move its queue's consumed offset forward."""
-        self.consumed += len(finished)
-        offset = process.finish(finished)
-        if offset >= 0 and not process.dropped:
-            self._core.offsets.update(process.queue, offset)
-
-    async def _give_up_overdue_calls(self) -> None:
-        """Every so often, give up listener calls running longer than ``consume_timeout_s``."""
-        timeout = self.config.consume_timeout_s
-        while True:
-            await self.config.client.clock.sleep(min(max(timeout / 4, 0.05), 60.0))
-            await self._calls.give_up_overdue(self._core, timeout)
-
-    def _retry_locally(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
-        if not process.dropped:
-            self._dispatch(process, messages)
+        else:
+            self._service.dispatch(process, messages)
 
     async def _consume_orderly(self, process: ProcessQueue) -> None:
         wake = self._orderly_wake[process.queue]
@@ -484,8 +320,8 @@ class PushConsumer:
             await asyncio.shield(in_hand)
 
     async def _consume_one_in_order(self, process: ProcessQueue, message: MessageExt) -> None:
-        async with self._slots:
-            failed = await self._call_listener([message])
+        async with self._service.slots:
+            failed = await self._service.call_listener([message])
         if failed:
             if message.reconsume_times < self.config.reconsume_limit(orderly=True):
                 message.reconsume_times += 1  # what the listener sees next time, as in RocketMQ
@@ -494,7 +330,7 @@ class PushConsumer:
             if not await self._core.send_back(message, delay_level=-1):  # exhausted: to the DLQ
                 await asyncio.sleep(self.config.suspend_current_queue_time_ms / 1000)
                 return
-        self.consumed += 1
+        self._service.consumed += 1
         offset = process.finish([message])
         if offset >= 0:
             self._core.offsets.update(process.queue, offset)
@@ -511,7 +347,7 @@ class PushConsumer:
     async def _consume_directly(self, message: MessageExt) -> ConsumeMessageDirectlyResult:
         """The listener on one message an operator chose; nothing is committed or sent back."""
         began = time.monotonic()
-        failed = await self._call_listener([message])
+        failed = await self._service.call_listener([message])
         return directly_result(bool(failed), self.orderly, time.monotonic() - began)
 
     # -- broker locks (orderly) -----------------------------------------------------------------------

@@ -82,6 +82,7 @@ COMPILED_MODULES: Final = (
     "rocketq.broker.transactions.ledger",
     "rocketq.broker.transactions.ranges",
     "rocketq.broker.transactions.service",
+    "rocketq.client.consume_service",  # every pulled batch goes to the listener through it
     "rocketq.client.consume_threads",
     "rocketq.client.consumer_core",
     "rocketq.client.instance",
@@ -96,6 +97,7 @@ COMPILED_MODULES: Final = (
     "rocketq.client.push_consumer",
     "rocketq.client.route",
     "rocketq.client.send_checks",  # every send checks its message
+    "rocketq.client.subscriptions",  # every pull asks for its selector and subscription
     "rocketq.client.sync",
     "rocketq.client.transactions",
     "rocketq.client.unique_id",

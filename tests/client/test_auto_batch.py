@@ -82,9 +82,7 @@ async def hold_first(producer: Producer, held: HeldReplies, topic: str = TOPIC) 
     return first
 
 
-async def test_sends_made_while_one_is_in_flight_leave_as_one_batch(
-    cluster: LocalCluster, busy: HeldReplies
-) -> None:
+async def test_sends_made_while_one_is_in_flight_leave_as_one_batch(cluster: LocalCluster, busy: HeldReplies) -> None:
     requests = Requests(cluster)
     messages = [
         Message(TOPIC, f"m{i}".encode(), tags=f"T{i % 3}", keys=[f"k{i}", "all"], properties={"n": str(i)}, flag=i)
@@ -242,8 +240,9 @@ async def test_special_sends_never_join_a_batch(cluster: LocalCluster, busy: Hel
 
 def test_the_blocking_producer_batches_through_the_asyncio_one(tmp_path: Path) -> None:
     with ThreadedCluster(tmp_path, brokers=1) as cluster:
-        with SyncProducer(ProducerConfig(group="PG", client=ClientConfig(namesrv_addr=cluster.namesrv_addr))) as sync:
-            futures = [sync.send_async(Message("TopicS", f"s{i}".encode())) for i in range(30)]
+        producer = SyncProducer(ProducerConfig(group="PG", client=ClientConfig(namesrv_addr=cluster.namesrv_addr)))
+        with producer:
+            futures = [producer.send_async(Message("TopicS", f"s{i}".encode())) for i in range(30)]
             results = [future.result(30) for future in futures]
     assert len({r.msg_id for r in results}) == 30
     assert len({(r.message_queue, r.queue_offset) for r in results}) == 30  # each stored once, in its own place

@@ -321,11 +321,10 @@ class Producer:
             Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, self._unique_ids().next_id(int(time.time() * 1000))
         )
         item = BatchItem(message.body, properties_text(properties), message.flag)
-        if not accumulator.fits(item):
-            return None
         future: asyncio.Future[SendResult] = asyncio.get_running_loop().create_future()
         deadline = time.monotonic() + (timeout or self.config.send_msg_timeout_s)
-        return WaitingSend(item, unique_id, future, deadline, retries)
+        waiting = WaitingSend(item, unique_id, future, deadline, retries)
+        return waiting if accumulator.fits(waiting) else None
 
     def _send_waiting(self, topic: str) -> None:
         """Send the batches of the sends waiting on ``topic`` (run at the end of the loop's turn)."""

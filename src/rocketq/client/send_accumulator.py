@@ -47,8 +47,10 @@ def coalescible(message: Message, compress_over: int) -> bool:
 
 
 def item_size(item: BatchItem) -> int:
-    """The bytes ``item`` takes in a batch body (its properties are ASCII-safe length-checked text)."""
-    return ITEM_OVERHEAD + len(item.body) + len(item.properties.encode())
+    """The bytes ``item`` takes in a batch body (its properties travel as UTF-8)."""
+    properties = item.properties
+    length = len(properties) if properties.isascii() else len(properties.encode())
+    return ITEM_OVERHEAD + len(item.body) + length
 
 
 class WaitingSend:
@@ -89,9 +91,9 @@ class Accumulator:
         """Whether a request to ``topic`` is in flight (a new send then waits for the next batch)."""
         return self._in_flight.get(topic, 0) > 0
 
-    def fits(self, item: BatchItem) -> bool:
-        """Whether ``item`` is small enough to wait for a batch at all."""
-        return item_size(item) <= self.max_bytes
+    def fits(self, send: WaitingSend) -> bool:
+        """Whether ``send`` is small enough to wait for a batch at all."""
+        return send.size <= self.max_bytes
 
     def started(self, topic: str) -> None:
         self._in_flight[topic] = self._in_flight.get(topic, 0) + 1

@@ -26,10 +26,14 @@ from rocketq.client import (
 )
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
+from rocketq.protocol import RemotingCommand, RequestCode
+from rocketq.protocol.batch import decode_batch
 from rocketq.protocol.bodies import MessageQueue
 from rocketq.store import FlushDiskType
 from rocketq.testing import LocalCluster, eventually
 from rocketq.testing.cluster import wait_replicated
+
+from ..client.broker_taps import HeldReplies, tap
 
 DRIVER = Path(__file__).with_name("cpp_driver.py")
 
@@ -116,6 +120,45 @@ async def test_cpp_producer_and_consumer_with_rocketq(cluster: LocalCluster, tmp
     assert sync["msg_id"] in sent_ids
     broker = cluster.brokers[0]
     assert sum(broker.offsets.offsets_of("CPP_CG", topic).values()) == 7  # the consumer committed its progress
+
+
+async def test_cpp_consumer_reads_automatically_batched_sends(cluster: LocalCluster, tmp_path: Path) -> None:
+    """Sends that ``Producer`` batched by itself (ProducerConfig.auto_batch) reach the C++ consumer as
+    the messages sent: each with its own tags, keys, properties, id and queue offset."""
+    topic = "CppAutoBatch"
+    broker = cluster.brokers[0]
+    held = HeldReplies(count=1).install(broker, RequestCode.SEND_MESSAGE_V2)  # keeps the topic busy
+    batches: list[int] = []
+
+    def seen(request: RemotingCommand, response: RemotingCommand | None) -> None:
+        batches.append(len(decode_batch(request.body)))
+
+    tap(broker, RequestCode.SEND_BATCH_MESSAGE, seen)
+    async with Producer(group="PY_PG", namesrv_addr=cluster.namesrv_addr) as producer:
+        first = asyncio.create_task(producer.send(Message(topic, b"auto-first", properties={"origin": "rocketq"})))
+        await eventually(lambda: held.held, what="the first send's answer held")
+        results = await asyncio.gather(
+            *[
+                producer.send(
+                    Message(topic, f"auto-{n}".encode(), tags="TagAB", keys=f"ab-{n}", properties={"origin": "rocketq"})
+                )
+                for n in range(10)
+            ]
+        )
+        held.release()
+        await first
+    assert batches == [10]
+    received = await run_driver(tmp_path, cluster.namesrv_addr, "consume", topic, "CPP_AB", "11", "40")
+    messages = {e["body"]: e for e in received if e["event"] == "received"}
+    assert set(messages) == {"auto-first", *(f"auto-{n}" for n in range(10))}
+    for n, result in enumerate(results):
+        event = messages[f"auto-{n}"]
+        assert (event["tags"], event["keys"], event["origin"]) == ("TagAB", f"ab-{n}", "rocketq")
+        assert (event["msg_id"], event["queue_id"], event["queue_offset"]) == (
+            result.msg_id,
+            result.message_queue.queue_id,
+            result.queue_offset,
+        )
 
 
 async def test_cpp_and_rocketq_consumers_share_a_group(tmp_path: Path) -> None:

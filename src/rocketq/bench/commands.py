@@ -506,6 +506,12 @@ def bench_replication(
 @click.option("--duration", type=click.FloatRange(min=0.1), default=10.0, show_default=True, help="Seconds measured.")
 @click.option("--flush", is_flag=True, help="SYNC_FLUSH on the broker started here (ASYNC_FLUSH otherwise).")
 @click.option("--sync-api", is_flag=True, help="Threads calling SyncProducer instead of asyncio tasks.")
+@click.option(
+    "--auto-batch/--no-auto-batch",
+    default=True,
+    show_default=True,
+    help="ProducerConfig.auto_batch: single sends made while others are in flight leave as one batch.",
+)
 @dir_option
 @json_option
 def bench_producer(
@@ -517,6 +523,7 @@ def bench_producer(
     duration: float,
     flush: bool,
     sync_api: bool,
+    auto_batch: bool,
     directory: Path | None,
     as_json: bool,
 ) -> None:
@@ -527,7 +534,7 @@ def bench_producer(
         raise click.UsageError("--flush sets up the broker started here: leave out -n, or set flushDiskType there")
     options = ProducerBenchOptions(
         namesrv_addr=namesrv, topic=topic, size=size, in_flight=inflight, batch=batch, duration_s=duration,
-        sync_flush=flush, sync_api=sync_api, directory=directory,
+        sync_flush=flush, sync_api=sync_api, auto_batch=auto_batch, directory=directory,
     )  # fmt: skip
 
     run_bench(lambda emit: run_producer_bench(options, emit), NOTES, as_json)

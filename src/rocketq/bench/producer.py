@@ -47,6 +47,7 @@ class ProducerBenchOptions:
     duration_s: float = 10.0
     sync_flush: bool = False
     sync_api: bool = False
+    auto_batch: bool = True  # ProducerConfig.auto_batch
     directory: Path | None = None
 
 
@@ -171,6 +172,7 @@ def _summary(options: ProducerBenchOptions, calls: Calls, seconds: float, usage:
             "p999_us": percentile(latencies, 0.999) / 1000,
             "api": "sync" if options.sync_api else "asyncio",
             "flush": "sync" if options.sync_flush else "async",
+            "auto_batch": options.auto_batch,
             **{key: value for key, value in usage.items() if isinstance(value, (int, float, str))},
         }
     )
@@ -193,7 +195,9 @@ def _measure(
 
 
 def _drive(options: ProducerBenchOptions, emit: Sink, namesrv_addr: str, broker_pid: int | None) -> None:
-    config = ProducerConfig(group="bench-producer", client=ClientConfig(namesrv_addr=namesrv_addr))
+    config = ProducerConfig(
+        group="bench-producer", client=ClientConfig(namesrv_addr=namesrv_addr), auto_batch=options.auto_batch
+    )
     if options.sync_api:
         with SyncProducer(config) as producer:
             _measure(options, emit, broker_pid, lambda seconds, calls: _threaded_run(producer, options, seconds, calls))

@@ -10,6 +10,10 @@ within the broker's window is answered with the first store's result. Its id is 
 message's properties, so sending the same ``Message`` again is a repeat too. After a timeout or a lost
 connection (the broker may have stored it) it is retried on the same broker, where the repeat is
 recognised; after a definite failure, on another broker as usual.
+
+With ``ProducerConfig.auto_batch`` (on by default), plain sends made while a request to their topic is
+in flight leave together in one batch request at the end of the loop's turn, each with its own result
+(``rocketq.client.send_accumulator``; docs/producer-path.md).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from rocketq.client.instance import ClientInstance
 from rocketq.client.latency import LatencyFaultTolerance
 from rocketq.client.message import Message, MessageQueue, SendResult, SendStatus
 from rocketq.client.route import TopicPublishInfo, publish_info
+from rocketq.client.send_accumulator import Accumulator, WaitingSend, coalescible, split_result
 from rocketq.client.send_checks import checked_properties, properties_text, send_request
 from rocketq.client.unique_id import UniqueIdGenerator
 from rocketq.common.message import Property, java_string_hash
@@ -90,6 +95,9 @@ class Producer:
         self._pending: set[asyncio.Task[Any]] = set()
         self._valid_topics: set[str] = set()
         self._closed = False
+        self._accumulator: Accumulator | None = None
+        if config.auto_batch:
+            self._accumulator = Accumulator(config.batch_max_bytes, config.batch_max_messages)
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -116,6 +124,9 @@ class Producer:
         if self._instance is None:
             return
         self._closed = True
+        if self._accumulator is not None:  # sends waiting for their batch leave now
+            for topic in self._accumulator.topics_waiting():
+                self._send_waiting(topic)
         if self._pending:
             await asyncio.wait(set(self._pending), timeout=self.config.send_msg_timeout_s)
         instance, self._instance = self._instance, None
@@ -273,7 +284,93 @@ class Producer:
     ) -> SendResult:
         """Send and wait for the broker's answer, retrying on another broker when it fails (on the same
         one after a timeout when idempotent). ``idempotent``: None follows ``ProducerConfig.idempotent``."""
-        return await self._send_message(message, timeout, self.config.retry_times_when_send_failed, idempotent)
+        return await self._send_single(message, timeout, self.config.retry_times_when_send_failed, idempotent)
+
+    async def _send_single(
+        self, message: Message, timeout: float | None, retries: int, idempotent: bool | None
+    ) -> SendResult:
+        """``send``'s path: alone, as ``_send_message``, or with auto-batching a plain message made while
+        a request to its topic is in flight waits (validated first) for the next batch of that topic."""
+        accumulator = self._accumulator
+        if (
+            accumulator is None
+            or self._idempotent(idempotent)
+            or not coalescible(message, self.config.compress_msg_body_over_howmuch)
+        ):
+            return await self._send_message(message, timeout, retries, idempotent)
+        topic = message.topic
+        if accumulator.busy(topic):
+            waiting = self._waiting_send(accumulator, message, timeout, retries)
+            if waiting is not None:
+                if accumulator.add(topic, waiting):
+                    asyncio.get_running_loop().call_soon(self._send_waiting, topic)
+                return await waiting.future
+        accumulator.started(topic)
+        try:
+            return await self._send_message(message, timeout, retries, False)
+        finally:
+            accumulator.finished(topic)
+
+    def _waiting_send(
+        self, accumulator: Accumulator, message: Message, timeout: float | None, retries: int
+    ) -> WaitingSend | None:
+        """``message`` checked and ready to wait for a batch (ValidationError when it cannot travel), or
+        None when it is too large for one and goes alone."""
+        properties = checked_properties(message, self.config.max_message_size, self._valid_topics)
+        unique_id = properties.setdefault(
+            Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, self._unique_ids().next_id(int(time.time() * 1000))
+        )
+        item = BatchItem(message.body, properties_text(properties), message.flag)
+        future: asyncio.Future[SendResult] = asyncio.get_running_loop().create_future()
+        deadline = time.monotonic() + (timeout or self.config.send_msg_timeout_s)
+        waiting = WaitingSend(item, unique_id, future, deadline, retries)
+        return waiting if accumulator.fits(waiting) else None
+
+    def _send_waiting(self, topic: str) -> None:
+        """Send the batches of the sends waiting on ``topic`` (run at the end of the loop's turn)."""
+        accumulator = self._accumulator
+        assert accumulator is not None
+        loop = asyncio.get_running_loop()
+        for batch in accumulator.take(topic):
+            accumulator.started(topic)
+            task = loop.create_task(self._send_coalesced(accumulator, topic, batch))
+            self._pending.add(task)
+            task.add_done_callback(self._pending.discard)
+
+    async def _send_coalesced(self, accumulator: Accumulator, topic: str, batch: list[WaitingSend]) -> None:
+        """Send ``batch`` as one request (a lone message as a plain send), retried as ``send_batch`` is
+        within its earliest send's deadline, and answer each of its sends."""
+        try:
+            ids = ",".join([waiting.unique_id for waiting in batch])
+            remaining = min([waiting.deadline for waiting in batch]) - time.monotonic()
+            retries = min([waiting.retries for waiting in batch])
+            first = batch[0].item
+            body = encode_batch([waiting.item for waiting in batch]) if len(batch) > 1 else None
+
+            def request(queue: MessageQueue) -> RemotingCommand:
+                if body is None:  # a lone message: a plain send
+                    return send_request(self.config, queue, first.body, first.properties, 0, first.flag)
+                return send_request(self.config, queue, body, "", 0, 0, batch=True)
+
+            try:
+                if remaining <= 0:
+                    raise MQClientError(f"send to topic {topic!r} timed out while waiting for its batch")
+                result = await self._send_with_retries(topic, request, ids, remaining, retries, False)
+            except asyncio.CancelledError:
+                for waiting in batch:
+                    waiting.future.cancel()
+                raise
+            except Exception as exc:
+                for waiting in batch:
+                    if not waiting.future.done():
+                        waiting.future.set_exception(exc)
+                return
+            results = split_result(result, batch) if len(batch) > 1 else [result]
+            for waiting, own in zip(batch, results, strict=True):
+                if not waiting.future.done():
+                    waiting.future.set_result(own)
+        finally:
+            accumulator.finished(topic)
 
     async def _send_message(
         self,
@@ -359,7 +456,7 @@ class Producer:
 
         async def run() -> SendResult:
             try:
-                result = await self._send_message(message, timeout, retries, idempotent)
+                result = await self._send_single(message, timeout, retries, idempotent)
             except Exception as exc:
                 if callback is not None:
                     callback(None, exc)

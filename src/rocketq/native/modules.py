@@ -96,6 +96,7 @@ COMPILED_MODULES: Final = (
     "rocketq.client.pull",
     "rocketq.client.push_consumer",
     "rocketq.client.route",
+    "rocketq.client.send_accumulator",  # every send made while others are in flight waits here
     "rocketq.client.send_checks",  # every send checks its message
     "rocketq.client.subscriptions",  # every pull asks for its selector and subscription
     "rocketq.client.sync",

@@ -27,10 +27,12 @@ from rocketq.client import (
 )
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
+from rocketq.metrics.broker import StorageSize
 from rocketq.metrics.exporter import MetricsConfigError, exporter_enabled
-from rocketq.metrics.latency import Histogram
+from rocketq.metrics.latency import Histogram, RpcLatency
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.server import NameServer
+from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, make_response
 from rocketq.testing import LocalCluster, eventually
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana-rocketq.json"
@@ -255,6 +257,50 @@ def test_histogram_buckets_are_cumulative_with_inf() -> None:
         histogram.observe(ms)
     assert histogram.cumulative() == [("1.0", 2.0), ("5.0", 3.0), ("+Inf", 5.0)]
     assert histogram.total == 20.5
+
+
+def test_answers_are_observed_by_their_codes_and_sends_by_topic_and_outcome() -> None:
+    latency = RpcLatency()
+    send = RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields={"a": "group", "b": "TopicA"})
+    legacy_send = RemotingCommand(code=RequestCode.SEND_MESSAGE, ext_fields={"topic": "TopicB"})
+    pull = RemotingCommand(code=RequestCode.PULL_MESSAGE, ext_fields={})
+    latency.observe_answer(send, make_response(send, ResponseCode.SUCCESS), 0.0001)  # 0.1 ms: on the bound
+    latency.observe_answer(send, make_response(send, ResponseCode.SYSTEM_BUSY), 0.002)
+    latency.observe_answer(legacy_send, make_response(legacy_send, ResponseCode.SUCCESS), 0.0004)
+    latency.observe_answer(pull, make_response(pull, ResponseCode.PULL_NOT_FOUND), 5.0)
+    latency.observe(999, -1, 0.2)  # an unknown request code and a negative response code
+    by_codes, sends = latency.snapshot()
+    assert {key: histogram.cumulative()[-1][1] for key, histogram in by_codes.items()} == {
+        (RequestCode.SEND_MESSAGE_V2, ResponseCode.SUCCESS): 1.0,
+        (RequestCode.SEND_MESSAGE_V2, ResponseCode.SYSTEM_BUSY): 1.0,
+        (RequestCode.SEND_MESSAGE, ResponseCode.SUCCESS): 1.0,
+        (RequestCode.PULL_MESSAGE, ResponseCode.PULL_NOT_FOUND): 1.0,
+        (999, -1): 1.0,
+    }
+    assert by_codes[(RequestCode.SEND_MESSAGE_V2, ResponseCode.SUCCESS)].cumulative()[0] == ("0.1", 1.0)
+    assert by_codes[(RequestCode.PULL_MESSAGE, ResponseCode.PULL_NOT_FOUND)].cumulative()[-2] == ("3000.0", 0.0)
+    assert sorted(sends) == [("TopicA", False), ("TopicA", True), ("TopicB", True)]
+    assert sends[("TopicA", False)].total == pytest.approx(2.0)
+    assert sends[("TopicB", True)].cumulative()[:2] == [("0.1", 0.0), ("0.5", 1.0)]
+
+
+def test_storage_size_is_summed_again_once_its_refresh_interval_passed(tmp_path: Path) -> None:
+    now = [100.0]
+    (tmp_path / "commitlog").mkdir()
+    (tmp_path / "commitlog" / "00000000000000000000").write_bytes(b"x" * 1000)
+    collector = StorageSize(tmp_path, ("c", "broker", "b"), clock=lambda: now[0], refresh_s=10.0)
+
+    def size() -> float:
+        [family] = collector.collect()
+        [sample] = family.samples
+        return sample.value
+
+    assert size() == 1000
+    (tmp_path / "config.json").write_bytes(b"y" * 24)
+    now[0] += 9.5
+    assert size() == 1000  # the last sum, within the interval
+    now[0] += 0.5
+    assert size() == 1024
 
 
 def test_broker_conf_keys_reach_the_config(tmp_path: Path) -> None:

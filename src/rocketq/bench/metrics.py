@@ -12,10 +12,12 @@ alternating order (off, on; then on, off; ...), so that the host's drift falls o
   once, before the first round, in batches of 256) from its first offset (``rocketq bench consumer``'s
   ``push_drain``). Every round reads the same messages, so the drains of all rounds compare.
 
-A thread of the bench scrapes the metrics broker's ``/metrics`` every ``scrape_interval_s`` throughout,
-as a Prometheus server would (every 15 s by default: each second is the harsher case).
-``broker_cpu_us_per_msg`` is the broker process's CPU time per message, from Linux's per-thread
-``schedstat`` (nanoseconds: a drain of a second or two is too short for ``/proc/<pid>/stat``'s 10 ms
+A child process of the bench scrapes the metrics broker's ``/metrics`` every ``scrape_interval_s``
+throughout, as a Prometheus server would (every 15 s by default: each second is the harsher case); a
+thread of the bench would take the measured client's CPU and GIL on the "on" side only.
+``broker_cpu_us_per_msg`` is the broker process's CPU time per message, from its CPU clock (Linux's
+``clock_gettime`` of the process: nanoseconds, and the threads that ended count too, such as those the
+exporter answers scrapes on; a drain of a second or two is too short for ``/proc/<pid>/stat``'s 10 ms
 ticks). ``metrics_cost`` gives, per phase, the median over rounds of each round's on / off ratio
 (the pairs share the host's mood of the moment): ``rate_on_vs_off`` (1.0 = no cost) and
 ``broker_cpu_on_vs_off`` (the target, a cost of at most 3 %, is at most 1.03).
@@ -24,7 +26,12 @@ ticks). ``metrics_cost`` gives, per phase, the median over rounds of each round'
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import os
 import statistics
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -35,7 +42,7 @@ from rocketq.bench import Extra, Measurement, Sink, scratch_directory
 from rocketq.bench.consumer import ConsumerBench, ConsumerBenchOptions
 from rocketq.bench.producer import ProducerBenchOptions, run_producer_bench
 from rocketq.bench.running import CLUSTER_SETTINGS, cores_apart, create_topic, run_loop
-from rocketq.bench.usage import thread_totals
+from rocketq.bench.usage import process_cpu_ns
 from rocketq.client import Message, Producer
 from rocketq.client.admin import AdminClient
 from rocketq.testing.cluster_process import ClusterProcess
@@ -46,6 +53,7 @@ QUEUES = 8
 FILL_BATCH = 256
 FILL_IN_FLIGHT = 4
 METRICS_ON = {"metrics_exporter_type": "PROM", "metrics_prom_exporter_port": 0}
+SCRAPER_EXIT_S = 35.0  # a scrape in progress may take up to its 30 s timeout
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,37 +69,72 @@ class MetricsBenchOptions:
 
 
 class Scraper:
-    """GETs ``/metrics`` every ``interval_s`` from a thread of its own, counting scrapes and their time."""
+    """GETs ``/metrics`` every ``interval_s`` from a child process, as a Prometheus server would (from a
+    process of its own: a thread of the bench would take the measured client's CPU and GIL on the "on"
+    side only), and counts the scrapes, their time and the last one's size. The child may run on any
+    CPU in ``cpus`` (by default the ones it inherits)."""
 
-    def __init__(self, port: int, interval_s: float) -> None:
-        self._url = f"http://127.0.0.1:{port}/metrics"
-        self._interval_s = interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="bench-scraper", daemon=True)
+    def __init__(self, port: int, interval_s: float, cpus: set[int] | None = None) -> None:
+        self._args = [sys.executable, "-c", SCRAPER_CHILD, f"http://127.0.0.1:{port}/metrics", str(interval_s)]
+        self._cpus = cpus
+        self._process: subprocess.Popen[str] | None = None
         self.scrapes = 0
         self.seconds = 0.0
         self.bytes = 0
 
     def __enter__(self) -> Scraper:
-        self._thread.start()
+        self._process = process = subprocess.Popen(
+            self._args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )  # fmt: skip
+        if self._cpus and hasattr(os, "sched_setaffinity"):
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(process.pid, self._cpus)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+        process, self._process = self._process, None
+        if process is None:
+            return
+        try:
+            output, _ = process.communicate("", timeout=SCRAPER_EXIT_S)  # its stdin closes: it stops
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            raise
+        if process.returncode == 0 and output.strip():
+            self.scrapes, self.seconds, self.bytes = json.loads(output)
 
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval_s):
-            began = time.perf_counter()
-            with urllib.request.urlopen(self._url, timeout=30) as response:
-                self.bytes = len(response.read())
-            self.seconds += time.perf_counter() - began
-            self.scrapes += 1
+
+def scrape_until_stdin_closes(url: str, interval_s: float) -> tuple[int, float, int]:
+    """The scraper child's loop: GET ``url`` every ``interval_s`` until its stdin closes; returns
+    ``(scrapes, seconds spent in them, bytes of the last one)``."""
+    closed = threading.Event()
+
+    def watch() -> None:
+        sys.stdin.read()
+        closed.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    scrapes, seconds, size = 0, 0.0, 0
+    while not closed.wait(interval_s):
+        began = time.perf_counter()
+        with urllib.request.urlopen(url, timeout=30) as response:
+            size = len(response.read())
+        seconds += time.perf_counter() - began
+        scrapes += 1
+    return scrapes, seconds, size
+
+
+SCRAPER_CHILD = (
+    "import json, sys; from rocketq.bench.metrics import scrape_until_stdin_closes as run; "
+    "print(json.dumps(run(sys.argv[1], float(sys.argv[2]))))"
+)
 
 
 def broker_cpu_s(pid: int) -> float:
-    """CPU seconds of the live threads of process ``pid``, to the nanosecond (Linux; 0 elsewhere)."""
-    return thread_totals(pid)[0] / 1e9
+    """CPU seconds process ``pid`` has used, all its threads including those that ended (the exporter
+    answers each scrape on a thread of its own), to the nanosecond (Linux; 0 elsewhere)."""
+    return process_cpu_ns(pid) / 1e9
 
 
 async def _prepare(namesrv_addr: str, size: int, backlog: int) -> None:
@@ -133,6 +176,7 @@ class MetricsBench:
 
     def run(self) -> None:
         options = self.options
+        cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
         with (
             scratch_directory(options.directory, "metrics") as root,
             ClusterProcess(root / "off", **CLUSTER_SETTINGS) as off,
@@ -144,7 +188,7 @@ class MetricsBench:
                 run_loop(_prepare(cluster.namesrv_addr, options.size, options.drain_backlog))
             if not on.metrics_port:
                 raise RuntimeError("the broker started with metricsExporterType=PROM serves no /metrics")
-            with Scraper(on.metrics_port, options.scrape_interval_s) as scraper:
+            with Scraper(on.metrics_port, options.scrape_interval_s, cpus) as scraper:
                 for number in range(1, options.rounds + 1):
                     order = (False, True) if number % 2 else (True, False)
                     for metrics in order:

@@ -4,16 +4,18 @@ Nothing here runs per message. The send and pull handlers add to plain dicts onc
 (``rocketq.broker.put_traffic``, ``rocketq.broker.consume_rates``); with metrics on, the remoting server
 also times each answer (``rocketq.metrics.latency``). A scrape turns those counts, the consumer offsets and the
 store's positions into samples: ``families`` runs on the broker's event loop (``on_loop``), the size of
-the store's files is summed on the exporter's thread.
+the store's files is summed on the exporter's thread (at most every ``STORAGE_SIZE_REFRESH_S``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterable
+import threading
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from prometheus_client.metrics_core import (
     CounterMetricFamily,
@@ -214,20 +216,43 @@ class BrokerMetrics:
         return connections, producers, consumers
 
 
+STORAGE_SIZE_REFRESH_S: Final = 10.0
+"""How old ``rocketmq_storage_size`` may be: the walk of the store's folders (one ``scandir`` per folder,
+a ConsumeQueue folder per topic and queue) runs at most this often, not at every scrape."""
+
+
 class StorageSize(Collector):
     """``rocketmq_storage_size``: bytes of the files under the store's root, summed on the exporter's
-    thread (the files' sizes as allocated: a CommitLog file counts in full from its creation)."""
+    thread (the files' sizes as allocated: a CommitLog file counts in full from its creation), at most
+    every ``refresh_s`` of ``clock`` (monotonic seconds); scrapes in between report the last sum."""
 
-    def __init__(self, root: Path, base: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        base: tuple[str, ...],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        refresh_s: float = STORAGE_SIZE_REFRESH_S,
+    ) -> None:
         self._root = root
         self._base = base
+        self._clock = clock
+        self._refresh_s = refresh_s
+        self._lock = threading.Lock()  # scrapes may run on several of the exporter's threads at once
+        self._size = 0
+        self._summed_at: float | None = None
 
     def collect(self) -> Iterable[Metric]:
+        with self._lock:
+            now = self._clock()
+            if self._summed_at is None or now - self._summed_at >= self._refresh_s:
+                self._size, self._summed_at = _tree_size(self._root), now
+            total = self._size
         size = GaugeMetricFamily(
             "rocketmq_storage_size", "Bytes of the store's files (CommitLog, ConsumeQueues, index, config).",
             labels=BASE_LABELS,
         )  # fmt: skip
-        size.add_metric(self._base, _tree_size(self._root))
+        size.add_metric(self._base, total)
         return [size]
 
 

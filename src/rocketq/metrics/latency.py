@@ -1,7 +1,8 @@
 """Request latencies as histograms counted in plain lists, and the handler wrappers that time them.
 
-A ``Histogram`` is a list of bucket counts and a sum, updated on the event loop's thread (one
-``bisect`` and two additions per observation); Prometheus samples are made from it only when scraped.
+A ``Histogram`` is a list of bucket counts and a sum, updated on the event loop's thread (a scan of
+its few bounds, which stops at the first for most answers, and two additions per observation);
+Prometheus samples are made from it only when scraped.
 ``RpcLatency.observe_answer`` is a remoting server's ``observer`` (``rocketq.remoting.server``): each
 answer's time from the request's start is observed under its request and response codes (RocketMQ 5's
 ``rocketmq_rpc_latency``), and the broker's sends also per topic (``rocketmq_send_cost_time``). Only
@@ -10,7 +11,6 @@ servers with metrics on have an observer: with metrics off nothing is timed.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Final
 
@@ -24,6 +24,11 @@ SEND_BUCKETS_MS: Final = (0.1, 0.5, 1.0, 5.0, 10.0, 20.0, 50.0, 200.0, 500.0)
 """``rocketmq_send_cost_time``'s upper bounds (ms): RocketMQ 5's producer buckets and two finer ones."""
 
 SEND_CODES: Final = frozenset((RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE))
+
+SUCCESS: Final = int(ResponseCode.SUCCESS)  # a plain int: compiled code compares it without an enum lookup
+CODE_SPAN: Final = 1 << 20
+"""``by_codes``' keys are ``request_code * CODE_SPAN + response_code`` (one int: no tuple to build and
+hash per answer); response codes are far below it."""
 
 _REQUEST_NAMES: Final = {int(code): code.name.lower() for code in RequestCode}
 _RESPONSE_NAMES: Final = {int(code): code.name.lower() for code in ResponseCode}
@@ -47,12 +52,17 @@ class Histogram:
     __slots__ = ("bounds", "counts", "total")
 
     def __init__(self, bounds: Sequence[float]) -> None:
-        self.bounds = tuple(bounds)
+        self.bounds: tuple[float, ...] = tuple(bounds)
         self.counts = [0] * (len(self.bounds) + 1)
         self.total = 0.0
 
     def observe(self, value: float) -> None:
-        self.counts[bisect_left(self.bounds, value)] += 1
+        index = 0  # the first bound >= value (a scan: most answers stop at the first bound)
+        for bound in self.bounds:
+            if value <= bound:
+                break
+            index += 1
+        self.counts[index] += 1
         self.total += value
 
     def cumulative(self) -> list[tuple[str, float]]:
@@ -74,36 +84,44 @@ class RpcLatency:
     broker's sends by (topic, success). Observed and read on the event loop's thread only."""
 
     def __init__(self) -> None:
-        self.by_codes: dict[tuple[int, int], Histogram] = {}
-        self.sends: dict[tuple[str, bool], Histogram] = {}
+        self._by_codes: dict[int, Histogram] = {}  # by request_code * CODE_SPAN + response_code
+        self._sent: dict[str, Histogram] = {}  # sends answered SUCCESS, by topic
+        self._failed: dict[str, Histogram] = {}  # the other sends, by topic
 
     def observe_answer(self, request: RemotingCommand, response: RemotingCommand, seconds: float) -> None:
         """A remoting server's ``RequestObserver``: one answer, and a send's also by its topic."""
         ms = seconds * 1000
         code = request.code
-        self.observe(code, response.code, ms)
+        response_code = response.code
+        self.observe(code, response_code, ms)
         if code in SEND_CODES:
             fields = request.ext_fields
             topic = fields.get("b") or fields.get("topic") or ""  # SendMessageRequestHeaderV2's short name first
-            self.observe_send(topic, response.code == ResponseCode.SUCCESS, ms)
+            self.observe_send(topic, response_code == SUCCESS, ms)
 
     def observe(self, request_code: int, response_code: int, ms: float) -> None:
-        key = (request_code, response_code)
-        histogram = self.by_codes.get(key)
+        key = request_code * CODE_SPAN + response_code
+        histogram = self._by_codes.get(key)
         if histogram is None:
-            histogram = self.by_codes[key] = Histogram(RPC_BUCKETS_MS)
+            histogram = self._by_codes[key] = Histogram(RPC_BUCKETS_MS)
         histogram.observe(ms)
 
     def observe_send(self, topic: str, success: bool, ms: float) -> None:
-        key = (topic, success)
-        histogram = self.sends.get(key)
+        table = self._sent if success else self._failed
+        histogram = table.get(topic)
         if histogram is None:
-            histogram = self.sends[key] = Histogram(SEND_BUCKETS_MS)
+            histogram = table[topic] = Histogram(SEND_BUCKETS_MS)
         histogram.observe(ms)
 
     def snapshot(self) -> tuple[dict[tuple[int, int], Histogram], dict[tuple[str, bool], Histogram]]:
-        """Copies of both tables (taken on the loop's thread)."""
-        return (
-            {key: h.copy() for key, h in self.by_codes.items()},
-            {key: h.copy() for key, h in self.sends.items()},
-        )
+        """Copies of both tables (taken on the loop's thread): by (request code, response code), and
+        the sends by (topic, success)."""
+        by_codes = {}
+        for key, histogram in self._by_codes.items():
+            request_code, response_code = divmod(key, CODE_SPAN)
+            if response_code > CODE_SPAN // 2:  # a negative response code
+                request_code, response_code = request_code + 1, response_code - CODE_SPAN
+            by_codes[(request_code, response_code)] = histogram.copy()
+        sends = {(topic, True): histogram.copy() for topic, histogram in self._sent.items()}
+        sends.update({(topic, False): histogram.copy() for topic, histogram in self._failed.items()})
+        return by_codes, sends

@@ -183,6 +183,19 @@ def test_a_peer_kept_across_requests_still_checks_each_signature_and_permission(
     assert peer.refusal(RULES, send("producer1", "Orders")) is None
 
 
+def test_a_peer_kept_across_requests_checks_each_topic_it_sends_to() -> None:
+    peer = PeerAccess(HOME)
+    for _ in range(2):  # the second time from what the peer kept
+        assert peer.refusal(RULES, send("producer1", "Orders")) is None
+        assert "topic:Secret" in str(peer.refusal(RULES, send("producer1", "Secret")))
+        assert peer.refusal(RULES, send("producer1", "Audit")) is None
+        assert "topic:Logs" in str(peer.refusal(RULES, send("producer1", "Logs")))
+        assert "topic:Logs" in str(peer.refusal(RULES, send("producer1", "Logs")))  # twice in a row
+    # another send code naming the same topic in another field is checked on its own
+    assert peer.refusal(RULES, request(RequestCode.SEND_MESSAGE, "producer1", body=b"x", topic="Orders")) is None
+    assert "topic:Secret" in str(peer.refusal(RULES, request(RequestCode.SEND_MESSAGE, "producer1", topic="Secret")))
+
+
 def test_a_peer_kept_across_requests_follows_new_rules() -> None:
     peer = PeerAccess(parse_host("192.168.7.1"))
     unsigned_by_white = request(RequestCode.PULL_MESSAGE, None, topic="Orders", consumerGroup="billing")

@@ -136,6 +136,27 @@ def test_no_signature_never_verifies() -> None:
     assert not verify(SigningKey(""), {"AccessKey": "", "topic": "T"}, b"")
 
 
+@pytest.mark.parametrize(
+    "claimed",
+    [
+        "not base64!",  # outside the alphabet
+        "ü" * 28,  # not even ASCII
+        "{good}\n",  # the right signature with a line break after it
+        " {good}",  # or a space before it
+        "{good}AAAA",  # or more data after its padding
+        "{short}",  # a prefix of it: not 20 bytes
+        "",
+    ],
+)
+def test_only_the_signature_itself_verifies(claimed: str) -> None:
+    fields = {"AccessKey": "account1", "topic": "T"}
+    good = reference_signature("secret-1", fields, b"body")
+    signed = dict(fields, Signature=good)
+    assert verify(SigningKey("secret-1"), signed, b"body")
+    tampered = dict(fields, Signature=claimed.format(good=good, short=good[:8]))
+    assert not verify(SigningKey("secret-1"), tampered, b"body")
+
+
 @pytest.mark.parametrize("secret", ["", "12345678", "ü-secret", "k" * 64, "k" * 65, "long" * 40])
 def test_prepared_keys_give_the_standard_hmac(secret: str) -> None:
     fields = {"AccessKey": "account1", "topic": "T", "queueId": "3"}

@@ -34,6 +34,7 @@ UNIQUE_KEY_QUERY: Final = "_UNIQUE_KEY_QUERY"
 """Added to QUERY_MESSAGE by the Java client after its hook signed the request (before 4.9.4)."""
 
 _UNSIGNED: Final = frozenset({SIGNATURE, UNIQUE_KEY_QUERY})
+_SIGNATURE_ONLY: Final = frozenset({SIGNATURE})
 _BLOCK: Final = 64  # SHA-1's block size, which HMAC pads the key to
 _INNER_PAD: Final = bytes(byte ^ 0x36 for byte in range(256))  # translation tables: key byte -> padded
 _OUTER_PAD: Final = bytes(byte ^ 0x5C for byte in range(256))
@@ -62,14 +63,18 @@ class SigningKey:
         self._inner = hashlib.sha1(key.translate(_INNER_PAD))
         self._outer = hashlib.sha1(key.translate(_OUTER_PAD))
 
-    def signature(self, fields: Mapping[str, str], body: Body, skip: frozenset[str] = _UNSIGNED) -> str:
-        """The base64 HMAC-SHA1 of ``fields`` (minus ``skip``) then ``body``."""
+    def digest(self, fields: Mapping[str, str], body: Body, skip: frozenset[str] = _UNSIGNED) -> bytes:
+        """The raw HMAC-SHA1 (20 bytes) of ``fields`` (minus ``skip``) then ``body``."""
         inner = self._inner.copy()
         inner.update(signed_text(fields, skip))
         inner.update(body)
         outer = self._outer.copy()
         outer.update(inner.digest())
-        return binascii.b2a_base64(outer.digest(), newline=False).decode()
+        return outer.digest()
+
+    def signature(self, fields: Mapping[str, str], body: Body, skip: frozenset[str] = _UNSIGNED) -> str:
+        """The base64 HMAC-SHA1 of ``fields`` (minus ``skip``) then ``body``."""
+        return binascii.b2a_base64(self.digest(fields, body, skip), newline=False).decode()
 
 
 class Credentials:
@@ -131,12 +136,19 @@ def sign(request: RemotingCommand, credentials: Credentials) -> None:
 
 
 def verify(key: SigningKey, fields: Mapping[str, str], body: Body) -> bool:
-    """True when ``fields[Signature]`` signs ``fields`` and ``body`` with ``key``."""
-    claimed = fields.get(SIGNATURE)
-    if claimed is None:
+    """True when ``fields[Signature]`` signs ``fields`` and ``body`` with ``key``.
+
+    The claimed signature is decoded (strict base64: only the alphabet, its padding, nothing after)
+    and compared with the HMAC as raw bytes, in constant time."""
+    claimed_text = fields.get(SIGNATURE)
+    if claimed_text is None:
         return False
-    if hmac.compare_digest(key.signature(fields, body), claimed):
+    try:
+        claimed = binascii.a2b_base64(claimed_text, strict_mode=True)
+    except ValueError:  # not base64 (binascii.Error), or not ASCII: no HMAC encodes to it
+        return False
+    if hmac.compare_digest(key.digest(fields, body), claimed):
         return True
     if UNIQUE_KEY_QUERY in fields:  # a Java client of 4.9.4 or later signed it as a field
-        return hmac.compare_digest(key.signature(fields, body, frozenset({SIGNATURE})), claimed)
+        return hmac.compare_digest(key.digest(fields, body, _SIGNATURE_ONLY), claimed)
     return False

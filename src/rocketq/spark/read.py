@@ -29,9 +29,10 @@ from rocketq.spark.planning import report_data_loss
 
 log = logging.getLogger(__name__)
 
-BATCH_BYTES = 4 * 1024 * 1024
-"""Pulled records gathered into one Arrow batch (a few thousand messages): fewer, larger batches cost
-Spark less per row."""
+BATCH_BYTES = 16 * 1024 * 1024
+"""Pulled records gathered into one Arrow batch (about 13,000 messages of 1 KiB, 50,000 of 100 B): Spark
+pays a few milliseconds per batch handed over from Python, so fewer, larger batches cost it less per
+row; past some tens of MiB a batch costs more again (``rocketq.bench.spark_ceiling``, docs/spark.md)."""
 
 _lock = threading.Lock()
 _readers: dict[tuple[str, int, float], SyncQueueReader] = {}

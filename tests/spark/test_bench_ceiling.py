@@ -1,0 +1,23 @@
+"""The API ceiling sweep's source (``rocketq.bench.spark_ceiling``) yields exactly the rows asked for,
+split over its tasks, in the rows' schema: otherwise its rates would not be per row."""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from rocketq.bench.spark_ceiling import FORMAT, SweepSource, measure
+from rocketq.spark.schema import message_schema
+
+
+def test_sweep_source_yields_the_rows_asked_for_in_every_task(spark: SparkSession) -> None:
+    spark.dataSource.register(SweepSource)
+    frame = spark.read.format(FORMAT).options(tasks=3, rows=1001, batch=100, size=10).load()
+    assert frame.schema == message_schema(False)
+    assert frame.rdd.getNumPartitions() == 3
+    rows = frame.select("body").collect()
+    assert len(rows) == 1001
+    assert {bytes(row.body) for row in rows} == {b"x" * 10}
+
+    found = measure(spark, rows=1001, size=10, tasks=3, batch=100, columns=["body"], runs=1)
+    assert found["tasks"] == 3 and found["batch"] == 100 and found["columns"] == ["body"]
+    assert found["msgs_per_s"] > 0 and found["cpu_us_per_row"] > 0

@@ -113,7 +113,20 @@ def test_bench_filter_json(tmp_path: Path) -> None:
 def test_bench_acl_json(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         main,
-        ["bench", "acl", "--messages", "300", "--rounds", "2", "--in-flight", "8", "--dir", str(tmp_path), "--json"],
+        [
+            "bench",
+            "acl",
+            "--messages",
+            "300",
+            "--rounds",
+            "2",
+            "--in-flight",
+            "8",
+            "--no-auto-batch",
+            "--dir",
+            str(tmp_path),
+            "--json",
+        ],
     )
     assert result.exit_code == 0, result.output + repr(result.exception)
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
@@ -126,6 +139,7 @@ def test_bench_acl_json(tmp_path: Path) -> None:
         ("acl_vs_plain", None),
     ]
     summary = rows[-1]
+    assert summary["auto_batch"] == 0 and all(row["auto_batch"] == 0 for row in rows)
     assert summary["ratio"] > 0 and summary["cost_pct"] == pytest.approx(100 * (1 - summary["ratio"]), abs=0.01)
     assert all(row["msgs_per_s"] > 0 for row in rows)
 

@@ -334,13 +334,23 @@ def bench_query(messages: int, queries: int, warmup: int, broker: str, directory
 @click.option("--rounds", type=click.IntRange(min=1), default=5, show_default=True, help="Runs of each kind.")
 @click.option("--in-flight", type=click.IntRange(min=1), default=64, show_default=True, help="Sends in flight.")
 @click.option("--size", type=click.IntRange(min=1, max=1_000_000), default=100, show_default=True, help="Body bytes.")
+@click.option(
+    "--auto-batch/--no-auto-batch",
+    default=True,
+    show_default=True,
+    help="The producers batch waiting sends (ProducerConfig.auto_batch); off: one request per message.",
+)
 @dir_option
 @json_option
-def bench_acl(messages: int, rounds: int, in_flight: int, size: int, directory: Path | None, as_json: bool) -> None:
+def bench_acl(
+    messages: int, rounds: int, in_flight: int, size: int, auto_batch: bool, directory: Path | None, as_json: bool
+) -> None:
     """Measure what ACL costs: sends per second with and without aclEnable, alternating runs."""
     from rocketq.bench.acl import NOTES, AclBenchOptions, run_acl_bench
 
-    options = AclBenchOptions(messages=messages, rounds=rounds, in_flight=in_flight, size=size, directory=directory)
+    options = AclBenchOptions(
+        messages=messages, rounds=rounds, in_flight=in_flight, size=size, auto_batch=auto_batch, directory=directory
+    )
 
     run_bench(lambda emit: run_acl_bench(options, emit), NOTES, as_json)
 

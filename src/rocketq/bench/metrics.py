@@ -4,7 +4,9 @@ the broker's CPU per message with metrics on and off.
 Two NameServer-and-broker pairs run side by side in child processes (``ClusterProcess``: their own GIL),
 one with ``metricsExporterType=PROM`` and one without, for the whole run, on CPUs apart from the bench
 process's (``cores_apart``); each round measures both, in
-alternating order (off, on; then on, off; ...), so that the host's drift falls on both sides alike:
+alternating order (off, on; then on, off; ...), so that the host's drift falls on both sides alike, and
+the rounds are split in two halves, each with a new pair started in the other order
+(``start_order_halves``: the broker started second ran slower):
 
 - ``metrics_send``: ``rocketq bench producer``'s workload against that broker (``in_flight`` calls of
   ``batch`` messages of ``size`` bytes, for ``duration_s`` after a warm-up second);
@@ -41,7 +43,7 @@ from pathlib import Path
 from rocketq.bench import Extra, Measurement, Sink, scratch_directory
 from rocketq.bench.consumer import ConsumerBench, ConsumerBenchOptions
 from rocketq.bench.producer import ProducerBenchOptions, run_producer_bench
-from rocketq.bench.running import CLUSTER_SETTINGS, cores_apart, create_topic, run_loop
+from rocketq.bench.running import CLUSTER_SETTINGS, cores_apart, create_topic, run_loop, start_order_halves
 from rocketq.bench.usage import process_cpu_ns
 from rocketq.client import Message, Producer
 from rocketq.client.admin import AdminClient
@@ -177,32 +179,40 @@ class MetricsBench:
     def run(self) -> None:
         options = self.options
         cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
-        with (
-            scratch_directory(options.directory, "metrics") as root,
-            ClusterProcess(root / "off", **CLUSTER_SETTINGS) as off,
-            ClusterProcess(root / "on", **CLUSTER_SETTINGS, **METRICS_ON) as on,
-            cores_apart([off.pid, on.pid]),
-        ):
-            clusters = {False: off, True: on}
-            for cluster in clusters.values():
-                run_loop(_prepare(cluster.namesrv_addr, options.size, options.drain_backlog))
-            if not on.metrics_port:
-                raise RuntimeError("the broker started with metricsExporterType=PROM serves no /metrics")
-            with Scraper(on.metrics_port, options.scrape_interval_s, cpus) as scraper:
-                for number in range(1, options.rounds + 1):
-                    order = (False, True) if number % 2 else (True, False)
-                    for metrics in order:
-                        self._send(clusters[metrics], number, metrics)
-                    for metrics in order:
-                        self._drain(clusters[metrics], number, metrics)
-            if scraper.scrapes:
-                self._report_scrapes(scraper)
+        scrapes: list[Scraper] = []
+        with scratch_directory(options.directory, "metrics") as root:
+            for on_first, numbers in start_order_halves(options.rounds):
+                with contextlib.ExitStack() as stack:
+                    clusters: dict[bool, ClusterProcess] = {}
+                    for metrics in (True, False) if on_first else (False, True):
+                        settings = METRICS_ON if metrics else {}
+                        cluster = ClusterProcess(root / f"{metrics}-{numbers[0]}", **CLUSTER_SETTINGS, **settings)
+                        clusters[metrics] = stack.enter_context(cluster)
+                    off, on = clusters[False], clusters[True]
+                    stack.enter_context(cores_apart([off.pid, on.pid]))
+                    for cluster in clusters.values():
+                        run_loop(_prepare(cluster.namesrv_addr, options.size, options.drain_backlog))
+                    if not on.metrics_port:
+                        raise RuntimeError("the broker started with metricsExporterType=PROM serves no /metrics")
+                    with Scraper(on.metrics_port, options.scrape_interval_s, cpus) as scraper:
+                        for number in numbers:
+                            order = (False, True) if number % 2 else (True, False)
+                            for metrics in order:
+                                self._send(clusters[metrics], number, metrics)
+                            for metrics in order:
+                                self._drain(clusters[metrics], number, metrics)
+                    scrapes.append(scraper)
+        self._report_scrapes(scrapes)
         self._summary()
 
-    def _report_scrapes(self, scraper: Scraper) -> None:
-        extra: Extra = {"ms_per_scrape": scraper.seconds / scraper.scrapes * 1000, "bytes": scraper.bytes}
-        total = scraper.bytes * scraper.scrapes
-        self.emit(Measurement.from_counts("metrics_scrape", None, scraper.scrapes, scraper.seconds, total, extra=extra))
+    def _report_scrapes(self, scrapers: list[Scraper]) -> None:
+        count = sum(scraper.scrapes for scraper in scrapers)
+        if not count:
+            return
+        seconds = sum(scraper.seconds for scraper in scrapers)
+        size = scrapers[-1].bytes
+        extra: Extra = {"ms_per_scrape": seconds / count * 1000, "bytes": size}
+        self.emit(Measurement.from_counts("metrics_scrape", None, count, seconds, size * count, extra=extra))
 
     def _record(self, phase: str, metrics: bool, measurement: Measurement, cpu_s: float, number: int) -> None:
         per_msg = cpu_s / max(1, measurement.messages) * 1e6

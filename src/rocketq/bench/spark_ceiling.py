@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -28,7 +27,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from rocketq.bench.spark import memory_batch
-from rocketq.bench.spark_store import tree_cpu_seconds
+from rocketq.bench.spark_store import local_spark, tree_cpu_seconds
 from rocketq.spark.schema import message_schema
 
 FORMAT = "rocketq-bench-ceiling-sweep"
@@ -65,23 +64,7 @@ class SweepReader(DataSourceReader):
 
 
 def session(conf: dict[str, str]) -> Any:
-    from pyspark.sql import SparkSession
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("rocketq-bench-spark-ceiling")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.memory", "2g")
-        .config("spark.ui.showConsoleProgress", "false")
-    )
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = local_spark("rocketq-bench-spark-ceiling", conf)
     spark.dataSource.register(SweepSource)
     return spark
 

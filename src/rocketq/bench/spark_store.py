@@ -189,18 +189,16 @@ def ceiling_source() -> type:
     return CeilingSource
 
 
-@contextmanager
-def spark_session(extra_conf: dict[str, str]) -> Iterator[Any]:
-    """``local[2]``: no UI, loopback only, Python workers running this interpreter."""
+def local_spark(app_name: str, extra_conf: dict[str, str]) -> Any:
+    """A ``local[2]`` session for a bench: no UI, loopback only, Python workers running this interpreter,
+    ``extra_conf`` on top."""
     from pyspark.sql import SparkSession
-
-    from rocketq.spark.store_source import StoreDataSource
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     builder = (
         SparkSession.builder.master("local[2]")
-        .appName("rocketq-bench-spark-store")
+        .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
@@ -211,6 +209,15 @@ def spark_session(extra_conf: dict[str, str]) -> Iterator[Any]:
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+@contextmanager
+def spark_session(extra_conf: dict[str, str]) -> Iterator[Any]:
+    """``local_spark`` with the offline reader and the in-memory ceiling registered."""
+    from rocketq.spark.store_source import StoreDataSource
+
+    session = local_spark("rocketq-bench-spark-store", extra_conf)
     session.dataSource.register(StoreDataSource)
     session.dataSource.register(ceiling_source())
     try:

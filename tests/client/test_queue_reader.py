@@ -21,6 +21,7 @@ from rocketq.client import (
     SyncAdminClient,
     SyncQueueReader,
 )
+from rocketq.client.errors import ValidationError
 from rocketq.client.pull import PullStatus
 from rocketq.common.message import java_string_hash
 from rocketq.protocol import RemotingCommand, RequestCode
@@ -255,3 +256,34 @@ async def test_read_ahead_goes_on_while_the_caller_works_and_keeps_order_errors_
         await early.aclose()
         others = asyncio.all_tasks() - {asyncio.current_task()}
         assert not [t for t in others if "pull" in repr(t.get_coro()) or "fill" in repr(t.get_coro())]
+
+
+async def test_a_reader_asks_for_larger_answers_and_the_broker_grants_up_to_its_limit(tmp_path: Path) -> None:
+    """rocketq's rqMaxBytes: a pull answers up to the bytes asked for, never past ``pull_bytes_limit``;
+    without it, the broker's own ``max_pull_bytes``."""
+    async with LocalCluster(tmp_path, max_pull_bytes=2048, pull_bytes_limit=8192) as cluster:
+        queue = MessageQueue("TopicBytes", "broker-a", 0)
+        async with AdminClient(cluster.namesrv_addr) as admin:
+            await admin.update_topic(queue.topic, cluster="DefaultCluster", read_queues=1, write_queues=1)
+        async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+            await producer.send_batch([Message(queue.topic, b"x" * 300) for _ in range(100)], queue=queue)
+        await cluster.wait_dispatched()
+
+        async def first_pull(max_pull_bytes: int | None) -> int:
+            async with QueueReader(cluster.namesrv_addr, pull_batch_size=1000, max_pull_bytes=max_pull_bytes) as reader:
+                chunk = await reader.pull(queue, 0)
+            assert [m.queue_offset for m in chunk.messages] == list(range(len(chunk.messages)))
+            return len(chunk.messages)
+
+        default, asked, beyond = await first_pull(None), await first_pull(6000), await first_pull(10**9)
+        smaller = await first_pull(1)
+    # each stored record is 300 bytes of body plus its header and properties (300-700 bytes)
+    assert 2048 // 700 <= default <= 2048 // 300  # the broker's own cap
+    assert 6000 // 700 <= asked <= 6000 // 300 and asked > default  # what was asked for
+    assert 8192 // 700 <= beyond <= 8192 // 300 and beyond > asked  # no more than pull_bytes_limit
+    assert smaller == 1  # at least one record, however little was asked
+
+
+def test_max_pull_bytes_must_be_positive() -> None:
+    with pytest.raises(ValidationError, match="max_pull_bytes"):
+        QueueReader("127.0.0.1:1", max_pull_bytes=0)

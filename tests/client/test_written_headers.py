@@ -24,13 +24,30 @@ from rocketq.protocol.headers import EndTransactionRequestHeader
     st.integers(-1, 2**62),
     st.sampled_from([0, 15_000]),
     st.integers(0, 2**62),
+    st.one_of(st.none(), st.integers(1, 2**31)),
 )
 def test_a_pull_request_is_its_header(
-    group: str, queue_id: int, offset: int, max_nums: int, expression: str, commit: int, suspend: int, version: int
+    group: str,
+    queue_id: int,
+    offset: int,
+    max_nums: int,
+    expression: str,
+    commit: int,
+    suspend: int,
+    version: int,
+    max_bytes: int | None,
 ) -> None:
     queue = MessageQueue("TopicP", "broker-a", queue_id)
     request = pull_request(
-        group, queue, offset, max_nums, expression, commit_offset=commit, suspend_ms=suspend, sub_version=version
+        group,
+        queue,
+        offset,
+        max_nums,
+        expression,
+        commit_offset=commit,
+        suspend_ms=suspend,
+        sub_version=version,
+        max_bytes=max_bytes,
     )
     sys_flag = FLAG_SUBSCRIPTION | (FLAG_COMMIT_OFFSET if commit > 0 else 0) | (FLAG_SUSPEND if suspend > 0 else 0)
     header = PullMessageRequestHeader(
@@ -45,8 +62,10 @@ def test_a_pull_request_is_its_header(
         subscription=expression or "*",
         sub_version=version,
         expression_type="TAG",
+        max_bytes=max_bytes,
     )
     assert request.code == RequestCode.PULL_MESSAGE
+    assert ("rqMaxBytes" in request.ext_fields) == (max_bytes is not None)
     assert request.ext_fields == header.to_ext_fields()
     assert PullMessageRequestHeader.from_ext_fields(request.ext_fields) == header
 

@@ -19,8 +19,10 @@ def test_defaults_follow_kafka_stream_latest_batch_earliest_to_latest() -> None:
     assert stream.topics == ("orders",) and stream.starting == OffsetSpec("latest")
     assert stream.selector.expression_type == TAG and stream.selector.expression == "*"
     assert stream.fail_on_data_loss and not stream.include_properties and stream.consumer_group is None
+    assert stream.max_pull_bytes == 4 * 1024 * 1024  # asked of each pull (rocketq's rqMaxBytes)
     batch = source(streaming=False)
     assert batch.starting == OffsetSpec("earliest") and batch.ending == OffsetSpec("latest")
+    assert source(maxPullBytes="65536").max_pull_bytes == 65536
 
 
 def test_names_are_case_insensitive_as_spark_stores_them() -> None:
@@ -68,6 +70,7 @@ def test_durations() -> None:
         ({"minOffsetsPerTrigger": "10", "maxOffsetsPerTrigger": "5"}, "minOffsetsPerTrigger"),
         ({"maxTriggerDelay": "soon"}, "maxTriggerDelay"),
         ({"pullBatchSize": "0"}, "pullBatchSize"),
+        ({"maxPullBytes": "0"}, "maxPullBytes"),
         ({"minPartitions": "-2"}, "minPartitions"),
         ({"failOnDataLoss": "maybe"}, "failOnDataLoss"),
         ({"subExpression": "A", "sqlFilter": "a > 1"}, "sqlFilter"),

@@ -141,6 +141,7 @@ class BrokerConfig:
     client_channel_scan_interval_ms: int = 10_000
     notify_consumer_ids_changed_enable: bool = True
     max_pull_bytes: int = 256 * 1024  # bytes returned by one pull (maxTransferBytesOnMessageInMemory)
+    pull_bytes_limit: int = 8 * 1024 * 1024  # the most a pull asking for more (rocketq's rqMaxBytes) gets
     default_query_max_num: int = 32
     server_channel_max_idle_time_seconds: int = 120
     # what one client may make the broker hold (rocketq.remoting.limits)

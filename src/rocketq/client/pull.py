@@ -10,6 +10,7 @@ from rocketq.client.errors import MQClientError, broker_error
 from rocketq.client.message import MessageExt, MessageQueue, decode_messages
 from rocketq.client.route import MASTER_ID
 from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, make_request
+from rocketq.protocol.headers import PULL_MAX_BYTES_FIELD
 from rocketq.remoting.connection import next_opaque
 
 FLAG_COMMIT_OFFSET = 0x1
@@ -67,6 +68,7 @@ def pull_request(
     suspend_ms: int = 0,
     sub_version: int = 0,
     expression_type: str = "TAG",
+    max_bytes: int | None = None,
 ) -> RemotingCommand:
     sys_flag = FLAG_SUBSCRIPTION
     if commit_offset > 0:
@@ -88,6 +90,8 @@ def pull_request(
         "subVersion": str(sub_version),
         "expressionType": expression_type,
     }
+    if max_bytes is not None:
+        fields[PULL_MAX_BYTES_FIELD] = str(max_bytes)
     return make_request(RequestCode.PULL_MESSAGE, opaque=next_opaque(), ext_fields=fields)
 
 

@@ -142,9 +142,13 @@ class QueueReader:
         group: str = TOOLS_CONSUMER_GROUP,
         pull_batch_size: int = DEFAULT_PULL_BATCH_SIZE,
         timeout_s: float | None = None,
+        max_pull_bytes: int | None = None,
     ) -> None:
         """``group`` names the pulls to the broker only (its consume rate counts them); nothing is
-        committed for it. ``timeout_s``: how long a request may take (default: the config's)."""
+        committed for it. ``timeout_s``: how long a request may take (default: the config's).
+        ``max_pull_bytes``: the records' bytes to ask each pull's answer for (rocketq brokers grant up to
+        their ``pullBytesLimit``, 8 MiB by default; RocketMQ's answer their own 256 KiB); None: the
+        broker's ``maxTransferBytesOnMessageInMemory``."""
         config = config or ClientConfig(instance_name="queue-reader")
         if namesrv_addr is not None:
             config = dataclasses.replace(config, namesrv_addr=namesrv_addr)
@@ -152,7 +156,10 @@ class QueueReader:
             config = dataclasses.replace(config, request_timeout_s=timeout_s)
         if pull_batch_size < 1:
             raise ValidationError(f"pull_batch_size must be at least 1, not {pull_batch_size}")
+        if max_pull_bytes is not None and max_pull_bytes < 1:
+            raise ValidationError(f"max_pull_bytes must be at least 1, not {max_pull_bytes}")
         self.config = config
+        self.max_pull_bytes = max_pull_bytes
         self.group = group
         self.pull_batch_size = pull_batch_size
         self._instance = ClientInstance(config)
@@ -244,6 +251,7 @@ class QueueReader:
             chosen.expression,
             suspend_ms=suspend_ms,
             expression_type=chosen.expression_type,
+            max_bytes=self.max_pull_bytes,
         )
         response, address = await self._pull_from_group(queue, request, self.config.request_timeout_s + wait_s)
         status, next_begin, low, high = pull_outcome(response, address)

@@ -124,11 +124,17 @@ class SyncQueueReader(_LoopClient[QueueReader]):
         group: str = TOOLS_CONSUMER_GROUP,
         pull_batch_size: int = DEFAULT_PULL_BATCH_SIZE,
         timeout_s: float | None = None,
+        max_pull_bytes: int | None = None,
     ) -> None:
         self._open(
             "rocketq-queue-reader",
             lambda: QueueReader(
-                namesrv_addr, config=config, group=group, pull_batch_size=pull_batch_size, timeout_s=timeout_s
+                namesrv_addr,
+                config=config,
+                group=group,
+                pull_batch_size=pull_batch_size,
+                timeout_s=timeout_s,
+                max_pull_bytes=max_pull_bytes,
             ),
         )
 

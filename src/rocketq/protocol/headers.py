@@ -128,6 +128,13 @@ class SendMessageResponseHeader(ResponseHeader, frozen=True, kw_only=True):
 # --- pull and offsets ------------------------------------------------------------
 
 
+PULL_MAX_BYTES_FIELD: Final = "rqMaxBytes"
+"""rocketq-only extField of PULL_MESSAGE (11): how many bytes of records the client wants in the answer,
+instead of the broker's ``maxTransferBytesOnMessageInMemory`` (256 KiB), up to the broker's
+``pullBytesLimit`` (8 MiB). A reader of a long backlog (the Spark source) pays per pull, not per byte.
+RocketMQ brokers ignore it."""
+
+
 class PullMessageRequestHeader(RequestHeader, frozen=True, kw_only=True):
     """PULL_MESSAGE (11). ``sys_flag`` bits: 1 commit offset, 2 suspend, 4 subscription."""
 
@@ -144,6 +151,7 @@ class PullMessageRequestHeader(RequestHeader, frozen=True, kw_only=True):
     subscription: str | None = None
     sub_version: int
     expression_type: str | None = None
+    max_bytes: int | None = msgspec.field(default=None, name=PULL_MAX_BYTES_FIELD)
 
 
 class PullMessageResponseHeader(ResponseHeader, frozen=True, kw_only=True):

@@ -19,6 +19,9 @@ from rocketq.client.selector import MessageSelector
 DEFAULT_PULL_BATCH_SIZE: Final = 8192
 """Messages asked for per pull, at most. The broker also caps each answer (256 KiB by default); the
 reader learns how many messages fit and asks for about that many."""
+DEFAULT_MAX_PULL_BYTES: Final = 4 * 1024 * 1024
+"""Bytes of records asked for per pull (rocketq brokers grant up to their ``pullBytesLimit``, 8 MiB by
+default; RocketMQ's answer their own 256 KiB): a backlog read pays per pull far more than per byte."""
 DEFAULT_MAX_TRIGGER_DELAY_MS: Final = 15 * 60 * 1000
 DEFAULT_SEND_BATCH_SIZE: Final = 128
 DEFAULT_PRODUCER_GROUP: Final = "rocketq-spark"
@@ -46,6 +49,7 @@ SOURCE_OPTIONS: Final = frozenset(
         "includeproperties",
         "consumergroup",
         "pullbatchsize",
+        "maxpullbytes",
         "minpartitions",
         "requesttimeoutms",
     }
@@ -101,6 +105,7 @@ class SourceOptions:
     include_properties: bool = False
     consumer_group: str | None = None
     pull_batch_size: int = DEFAULT_PULL_BATCH_SIZE
+    max_pull_bytes: int = DEFAULT_MAX_PULL_BYTES
     min_partitions: int | None = None
     request_timeout_s: float = 10.0
 
@@ -154,6 +159,7 @@ class SourceOptions:
             include_properties=boolean(found, "includeProperties", False),
             consumer_group=group,
             pull_batch_size=_positive(found, "pullBatchSize") or DEFAULT_PULL_BATCH_SIZE,
+            max_pull_bytes=_positive(found, "maxPullBytes") or DEFAULT_MAX_PULL_BYTES,
             min_partitions=_positive(found, "minPartitions"),
             request_timeout_s=(_positive(found, "requestTimeoutMs") or 10_000) / 1000,
         )

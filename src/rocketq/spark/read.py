@@ -35,16 +35,18 @@ pays a few milliseconds per batch handed over from Python, so fewer, larger batc
 row; past some tens of MiB a batch costs more again (``rocketq.bench.spark_ceiling``, docs/spark.md)."""
 
 _lock = threading.Lock()
-_readers: dict[tuple[str, int, float], SyncQueueReader] = {}
+_readers: dict[tuple[str, int, float, int], SyncQueueReader] = {}
 
 
-def shared_reader(name_server: str, pull_batch_size: int, timeout_s: float) -> SyncQueueReader:
+def shared_reader(name_server: str, pull_batch_size: int, timeout_s: float, max_pull_bytes: int) -> SyncQueueReader:
     """This process's reader for these settings, made on first use."""
-    key = (name_server, pull_batch_size, timeout_s)
+    key = (name_server, pull_batch_size, timeout_s, max_pull_bytes)
     with _lock:
         reader = _readers.get(key)
         if reader is None:
-            reader = _readers[key] = SyncQueueReader(name_server, pull_batch_size=pull_batch_size, timeout_s=timeout_s)
+            reader = _readers[key] = SyncQueueReader(
+                name_server, pull_batch_size=pull_batch_size, timeout_s=timeout_s, max_pull_bytes=max_pull_bytes
+            )
         return reader
 
 
@@ -58,9 +60,10 @@ class ReadSettings:
     timeout_s: float
     include_properties: bool
     fail_on_data_loss: bool
+    max_pull_bytes: int
 
     def reader(self) -> SyncQueueReader:
-        return shared_reader(self.name_server, self.pull_batch_size, self.timeout_s)
+        return shared_reader(self.name_server, self.pull_batch_size, self.timeout_s, self.max_pull_bytes)
 
 
 @dataclass(slots=True)

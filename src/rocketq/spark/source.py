@@ -39,6 +39,7 @@ def read_settings(options: SourceOptions) -> ReadSettings:
         timeout_s=options.request_timeout_s,
         include_properties=options.include_properties,
         fail_on_data_loss=options.fail_on_data_loss,
+        max_pull_bytes=options.max_pull_bytes,
     )
 
 

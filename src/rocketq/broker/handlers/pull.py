@@ -164,6 +164,16 @@ def pull(
     return None
 
 
+def _max_bytes(context: BrokerContext, header: PullMessageRequestHeader) -> int:
+    """The records' bytes one answer may carry: the broker's ``max_pull_bytes``, or what the client asked
+    for with rocketq's ``rqMaxBytes`` up to ``pull_bytes_limit``."""
+    config = context.config
+    asked = header.max_bytes
+    if asked is None or asked < 1:
+        return config.max_pull_bytes
+    return min(asked, max(config.pull_bytes_limit, config.max_pull_bytes))
+
+
 def _read(
     context: BrokerContext,
     header: PullMessageRequestHeader,
@@ -178,7 +188,7 @@ def _read(
         max(1, header.max_msg_nums),
         tags_codes=tags_codes,
         message_filter=message_filter,
-        max_bytes=context.config.max_pull_bytes,
+        max_bytes=_max_bytes(context, header),
     ) as result:
         status = result.status
         next_offset = int(result.next_begin_offset)

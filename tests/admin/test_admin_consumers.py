@@ -84,10 +84,9 @@ def raw_running_info(cluster: ThreadedCluster, group: str, client_id: str) -> di
 
 def test_push_consumer_answers_consumer_status_and_consume_message(cluster: ThreadedCluster) -> None:
     invoke(cluster, "updateTopic", "-t", "StatusT", "-r", "2", "-w", "2")
-    sent = [
-        json.loads(invoke(cluster, "sendMessage", "-t", "StatusT", "-p", f"s{i}", "-c", "TagA", "--json"))
-        for i in range(6)
-    ]
+    send = ["sendMessage", "-t", "StatusT", "-c", "TagA", "-b", "broker-a", "--json"]
+    # three to each queue: left to the producers' round robin, all six could land on one
+    sent = [json.loads(invoke(cluster, *send, "-p", f"s{i}", "-i", str(i % 2))) for i in range(6)]
     received: list[MessageExt] = []
     with SyncPushConsumer(config(cluster, "StatusG"), lambda messages: received.extend(messages)) as consumer:
         consumer.subscribe("StatusT", "TagA || TagB")

@@ -25,14 +25,13 @@ send rate that ACL costs; the target is at most 10).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocketq.bench import Measurement, Sink, scratch_directory
-from rocketq.bench.running import CLUSTER_SETTINGS, cores_apart, create_topic, run_loop, start_order_halves
+from rocketq.bench.running import create_topic, run_loop, start_order_halves, started_pair
 from rocketq.bench.usage import Usage
 from rocketq.client import ClientConfig, Message, Producer, ProducerConfig
 from rocketq.client.admin import AdminClient
@@ -182,16 +181,11 @@ def run_acl_bench(options: AclBenchOptions, emit: Sink) -> None:
     with scratch_directory(options.directory, "acl") as root:
         acl_file = root / "plain_acl.yml"
         acl_file.write_text(ACL_FILE)
-        settings = {"plain": {}, "acl": {"acl_enable": True, "acl_file": str(acl_file)}}
+        settings = {"acl_enable": True, "acl_file": str(acl_file)}
         for acl_first, numbers in start_order_halves(options.rounds):
-            with contextlib.ExitStack() as stack:
-                clusters: dict[str, ClusterProcess] = {}
-                for kind in ("acl", "plain") if acl_first else ("plain", "acl"):
-                    cluster = ClusterProcess(root / f"{kind}-{numbers[0]}", **CLUSTER_SETTINGS, **settings[kind])
-                    clusters[kind] = stack.enter_context(cluster)
-                pinned = stack.enter_context(cores_apart([clusters["plain"].pid, clusters["acl"].pid]))
+            with started_pair(root, settings, acl_first, numbers[0]) as (plain, acl, pinned):
                 taken.pinned = taken.pinned and pinned
-                run_loop(_rounds(options, emit, clusters, numbers, taken))
+                run_loop(_rounds(options, emit, {"plain": plain, "acl": acl}, numbers, taken))
     emit(_summary(options, taken))
 
 

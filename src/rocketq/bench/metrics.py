@@ -43,7 +43,7 @@ from pathlib import Path
 from rocketq.bench import Extra, Measurement, Sink, scratch_directory
 from rocketq.bench.consumer import ConsumerBench, ConsumerBenchOptions
 from rocketq.bench.producer import ProducerBenchOptions, run_producer_bench
-from rocketq.bench.running import CLUSTER_SETTINGS, cores_apart, create_topic, run_loop, start_order_halves
+from rocketq.bench.running import create_topic, run_loop, start_order_halves, started_pair
 from rocketq.bench.usage import process_cpu_ns
 from rocketq.client import Message, Producer
 from rocketq.client.admin import AdminClient
@@ -182,14 +182,8 @@ class MetricsBench:
         scrapes: list[Scraper] = []
         with scratch_directory(options.directory, "metrics") as root:
             for on_first, numbers in start_order_halves(options.rounds):
-                with contextlib.ExitStack() as stack:
-                    clusters: dict[bool, ClusterProcess] = {}
-                    for metrics in (True, False) if on_first else (False, True):
-                        settings = METRICS_ON if metrics else {}
-                        cluster = ClusterProcess(root / f"{metrics}-{numbers[0]}", **CLUSTER_SETTINGS, **settings)
-                        clusters[metrics] = stack.enter_context(cluster)
-                    off, on = clusters[False], clusters[True]
-                    stack.enter_context(cores_apart([off.pid, on.pid]))
+                with started_pair(root, METRICS_ON, on_first, numbers[0]) as (off, on, _):
+                    clusters = {False: off, True: on}
                     for cluster in clusters.values():
                         run_loop(_prepare(cluster.namesrv_addr, options.size, options.drain_backlog))
                     if not on.metrics_port:

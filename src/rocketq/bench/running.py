@@ -8,10 +8,12 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Coroutine, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from rocketq.client.admin import AdminClient
+from rocketq.testing.cluster_process import ClusterProcess
 
 T = TypeVar("T")
 
@@ -80,6 +82,24 @@ def start_order_halves(rounds: int) -> list[tuple[bool, range]]:
     first = (rounds + 1) // 2
     halves = [(False, range(1, first + 1)), (True, range(first + 1, rounds + 1))]
     return [(feature_first, numbers) for feature_first, numbers in halves if numbers]
+
+
+@contextlib.contextmanager
+def started_pair(
+    root: Path, feature: Mapping[str, Any], feature_first: bool, tag: int
+) -> Iterator[tuple[ClusterProcess, ClusterProcess, bool]]:
+    """Two clusters in child processes (``CLUSTER_SETTINGS``), one without and one with the broker
+    settings ``feature``, started in the order ``feature_first`` says, under ``root`` (their folders named
+    with ``tag``), and pinned ``cores_apart`` from the bench: ``(without, with, pinned)``."""
+    with contextlib.ExitStack() as stack:
+        started: dict[bool, ClusterProcess] = {}
+        for on in (True, False) if feature_first else (False, True):
+            settings = feature if on else {}
+            cluster = ClusterProcess(root / f"{'on' if on else 'off'}-{tag}", **CLUSTER_SETTINGS, **settings)
+            started[on] = stack.enter_context(cluster)
+        without, with_feature = started[False], started[True]
+        pinned = stack.enter_context(cores_apart([without.pid, with_feature.pid]))
+        yield without, with_feature, pinned
 
 
 @contextlib.contextmanager

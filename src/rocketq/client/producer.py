@@ -316,11 +316,8 @@ class Producer:
     ) -> WaitingSend | None:
         """``message`` checked and ready to wait for a batch (ValidationError when it cannot travel), or
         None when it is too large for one and goes alone."""
-        properties = checked_properties(message, self.config.max_message_size, self._valid_topics)
-        unique_id = properties.setdefault(
-            Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, self._unique_ids().next_id(int(time.time() * 1000))
-        )
-        item = BatchItem(message.body, properties_text(properties), message.flag)
+        body, properties, _, unique_id = self._prepare(message)  # (coalescible: neither compressed nor a half)
+        item = BatchItem(body, properties, message.flag)
         future: asyncio.Future[SendResult] = asyncio.get_running_loop().create_future()
         deadline = time.monotonic() + (timeout or self.config.send_msg_timeout_s)
         waiting = WaitingSend(item, unique_id, future, deadline, retries)

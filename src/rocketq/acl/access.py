@@ -35,7 +35,7 @@ from typing import Final
 
 from rocketq.acl.addresses import Host
 from rocketq.acl.rules import Account, AclRules, Perm, describe, permits
-from rocketq.acl.signing import ACCESS_KEY, SigningKey, verify
+from rocketq.acl.signing import ACCESS_KEY, verify
 from rocketq.common.group_topics import RETRY_PREFIX, retry_topic
 from rocketq.protocol import HeartbeatData, ProtocolError, RemotingCommand, RequestCode
 
@@ -126,18 +126,7 @@ class PeerAccess:
     it, and the topics a send to was let through. The signature and the fields of each request are
     still checked on every request."""
 
-    __slots__ = (
-        "_access_key",
-        "_account",
-        "_global_white",
-        "_key",
-        "_last_send",
-        "_last_topic",
-        "_rules",
-        "_sendable",
-        "_signs",
-        "host",
-    )
+    __slots__ = ("_access_key", "_account", "_global_white", "_rules", "_sendable", "_signs", "host")
 
     def __init__(self, host: Host | None) -> None:
         self.host = host
@@ -145,11 +134,8 @@ class PeerAccess:
         self._global_white = False
         self._access_key = ""  # the AccessKey of the last request from this peer, "" before one
         self._account: Account | None = None  # its account
-        self._key: SigningKey | None = None  # its secret key, ready to check signatures
         self._signs = True  # whether that account needs this peer's signature (not a white address)
         self._sendable: set[tuple[int, str]] = set()  # (send code, topic) that account may send
-        self._last_send = -1  # the code and topic of the last send let through (-1: none): a producer
-        self._last_topic = ""  # mostly sends to one topic, checked without building a key for the set
 
     def refusal(self, rules: AclRules, request: RemotingCommand) -> str | None:
         """None when ``rules`` let this peer make ``request``; else why not (see ``refusal``)."""
@@ -158,7 +144,7 @@ class PeerAccess:
             self._global_white = any(pattern.matches(self.host) for pattern in rules.global_white_addresses)
             self._access_key = ""
             self._account = None
-            self._forget_sends()
+            self._sendable.clear()
         if self._global_white:
             return None
         fields = request.ext_fields
@@ -175,35 +161,23 @@ class PeerAccess:
                 return f"AccessKey {access_key!r} is not an account of this broker's ACL"
             self._access_key = access_key
             self._account = account
-            self._key = account.key
             self._signs = not account.white_address.matches(self.host)
-            self._forget_sends()
-        key = self._key
-        if self._signs and (key is None or not verify(key, fields, request.body)):
+            self._sendable.clear()
+        if self._signs and not verify(account.key, fields, request.body):
             return f"the Signature of {_name(request.code)} does not match AccessKey {access_key!r}: wrong secret key?"
         code = request.code
         topic_field = _SENDS.get(code)
         if topic_field is None:
             return _missing_permission(account, request)
-        topic = fields.get(topic_field) or ""
-        if code == self._last_send and topic == self._last_topic:
+        sent = (code, fields.get(topic_field) or "")
+        if sent in self._sendable:
             return None
-        sent = (code, topic)
-        if sent not in self._sendable:
-            reason = _missing_permission(account, request)
-            if reason is not None:
-                return reason
+        reason = _missing_permission(account, request)
+        if reason is None:
             if len(self._sendable) >= _SENDABLE_MAX:
                 self._sendable.clear()
             self._sendable.add(sent)
-        self._last_send = code
-        self._last_topic = topic
-        return None
-
-    def _forget_sends(self) -> None:
-        self._sendable.clear()
-        self._last_send = -1
-        self._last_topic = ""
+        return reason
 
 
 _SENDABLE_MAX: Final = 1024

@@ -26,9 +26,6 @@ SEND_BUCKETS_MS: Final = (0.1, 0.5, 1.0, 5.0, 10.0, 20.0, 50.0, 200.0, 500.0)
 SEND_CODES: Final = frozenset((RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE))
 
 SUCCESS: Final = int(ResponseCode.SUCCESS)  # a plain int: compiled code compares it without an enum lookup
-CODE_SPAN: Final = 1 << 20
-"""``by_codes``' keys are ``request_code * CODE_SPAN + response_code`` (one int: no tuple to build and
-hash per answer); response codes are far below it."""
 
 _REQUEST_NAMES: Final = {int(code): code.name.lower() for code in RequestCode}
 _RESPONSE_NAMES: Final = {int(code): code.name.lower() for code in ResponseCode}
@@ -84,7 +81,7 @@ class RpcLatency:
     broker's sends by (topic, success). Observed and read on the event loop's thread only."""
 
     def __init__(self) -> None:
-        self._by_codes: dict[int, Histogram] = {}  # by request_code * CODE_SPAN + response_code
+        self._by_codes: dict[int, dict[int, Histogram]] = {}  # by request code, then response code (no tuples)
         self._sent: dict[str, Histogram] = {}  # sends answered SUCCESS, by topic
         self._failed: dict[str, Histogram] = {}  # the other sends, by topic
 
@@ -100,10 +97,12 @@ class RpcLatency:
             self.observe_send(topic, response_code == SUCCESS, ms)
 
     def observe(self, request_code: int, response_code: int, ms: float) -> None:
-        key = request_code * CODE_SPAN + response_code
-        histogram = self._by_codes.get(key)
+        by_response = self._by_codes.get(request_code)
+        if by_response is None:
+            by_response = self._by_codes[request_code] = {}
+        histogram = by_response.get(response_code)
         if histogram is None:
-            histogram = self._by_codes[key] = Histogram(RPC_BUCKETS_MS)
+            histogram = by_response[response_code] = Histogram(RPC_BUCKETS_MS)
         histogram.observe(ms)
 
     def observe_send(self, topic: str, success: bool, ms: float) -> None:
@@ -116,12 +115,11 @@ class RpcLatency:
     def snapshot(self) -> tuple[dict[tuple[int, int], Histogram], dict[tuple[str, bool], Histogram]]:
         """Copies of both tables (taken on the loop's thread): by (request code, response code), and
         the sends by (topic, success)."""
-        by_codes = {}
-        for key, histogram in self._by_codes.items():
-            request_code, response_code = divmod(key, CODE_SPAN)
-            if response_code > CODE_SPAN // 2:  # a negative response code
-                request_code, response_code = request_code + 1, response_code - CODE_SPAN
-            by_codes[(request_code, response_code)] = histogram.copy()
+        by_codes = {
+            (request_code, response_code): histogram.copy()
+            for request_code, by_response in self._by_codes.items()
+            for response_code, histogram in by_response.items()
+        }
         sends = {(topic, True): histogram.copy() for topic, histogram in self._sent.items()}
         sends.update({(topic, False): histogram.copy() for topic, histogram in self._failed.items()})
         return by_codes, sends

@@ -385,7 +385,7 @@ class SyncPullConsumer:
             except FutureTimeout:  # the loop was stopped under the poll: closed
                 continue
             except MQClientError:
-                if self._consumer.running:
+                if self._loop.run(lambda: self._consumer.running):
                     raise
                 return  # closed between the check and the poll
             yield from batch

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from pathlib import Path
@@ -66,6 +67,14 @@ def poll_all(consumer: SyncPullConsumer, count: int, timeout: float) -> list[byt
     return got
 
 
+def poll_messages(consumer: SyncPullConsumer, count: int, timeout: float) -> list[MessageExt]:
+    got: list[MessageExt] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < count and time.monotonic() < deadline:
+        got.extend(consumer.poll(0.2))
+    return got
+
+
 def test_sync_pull_consumer_subscribe_poll_commit_close(tmp_path: Path) -> None:
     with ThreadedCluster(tmp_path) as cluster:
         cluster.call(create_topics(cluster.namesrv_addr))
@@ -118,3 +127,31 @@ def test_sync_push_consumer_takes_a_topic_subscribed_after_start_at_once(tmp_pat
             assert members == [consumer.client_id] and consumer.consumed == 20
         consumer.subscribe(FIRST)  # after close(): answered here, not on the stopped loop
         assert {q.topic for q in consumer.assigned_queues} <= {FIRST, SECOND, "%RETRY%SyncPush"}
+
+
+def test_sync_pull_consumer_polls_prefetched_batches_on_its_own_thread_in_order(tmp_path: Path) -> None:
+    """Batches already prefetched are taken on the polling thread (no hop to the loop): every message
+    once, each queue's in offset order; the positions reach the offset store, so close() commits them
+    and a restarted member finds nothing; a seek still drops what was prefetched before it."""
+    with ThreadedCluster(tmp_path) as cluster:
+        cluster.call(create_topics(cluster.namesrv_addr))
+        sent = send(cluster, FIRST, 120)
+        small = dataclasses.replace(config(cluster, "SyncPullOwnThread"), pull_batch_size=4)
+        with SyncPullConsumer(small) as consumer:  # many small batches wait in the buffers meanwhile
+            consumer.subscribe(FIRST)
+            consumer.start()
+            got = poll_messages(consumer, len(sent), 20)
+            assert sorted(m.body for m in got) == sorted(sent)
+            for queue in {(m.topic, m.queue_id) for m in got}:
+                offsets = [m.queue_offset for m in got if (m.topic, m.queue_id) == queue]
+                assert offsets == list(range(len(offsets)))  # in order, no gap, no repeat
+
+            queue = min(q for q in consumer.assignment if q.topic == FIRST)
+            consumer.seek_to_begin(queue)
+            again = [m.queue_offset for m in poll_messages(consumer, 1_000, 1.0) if m.queue_id == queue.queue_id]
+            assert again == sorted(m.queue_offset for m in got if m.queue_id == queue.queue_id)
+        with SyncPullConsumer(config(cluster, "SyncPullOwnThread")) as restarted:
+            restarted.subscribe(FIRST)
+            restarted.start()
+            assert restarted.poll(1.0) == []
+            assert sum(restarted.committed(q) for q in restarted.assignment) == len(sent)

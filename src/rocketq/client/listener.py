@@ -54,6 +54,14 @@ def user_view(message: MessageExt) -> MessageExt:
     return message
 
 
+def user_views(batch: list[MessageExt]) -> list[MessageExt]:
+    """``user_view`` of each message of a pulled batch (one queue's, so of one topic): ``batch`` itself
+    unless that topic is a retry topic."""
+    if batch and batch[0].topic.startswith(RETRY_PREFIX):
+        return [user_view(message) for message in batch]
+    return batch
+
+
 Failed = list[tuple[list[MessageExt], int]]
 """The sub-batches of a pulled batch that its listener failed, each with its retry delay level."""
 
@@ -63,8 +71,7 @@ def listener_batches(messages: list[MessageExt], batch_size: int) -> list[list[M
     their users see them (a pulled batch comes from one queue, so only a retry topic's batch needs
     ``user_view``)."""
     size = max(1, batch_size)
-    if messages and messages[0].topic.startswith(RETRY_PREFIX):
-        messages = [user_view(m) for m in messages]
+    messages = user_views(messages)
     if size == 1:
         return [[message] for message in messages]
     return [messages[start : start + size] for start in range(0, len(messages), size)]

@@ -12,13 +12,14 @@ import asyncio
 import collections
 import contextlib
 import logging
+import threading
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from rocketq.client.config import ConsumerConfig
 from rocketq.client.consumer_core import ConsumerCore
 from rocketq.client.errors import MQClientError, RouteNotFoundError
-from rocketq.client.listener import user_view
+from rocketq.client.listener import user_views
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.pull import PullStatus
 from rocketq.client.route import subscribe_queues
@@ -42,19 +43,21 @@ class _QueueState:
     task: asyncio.Task[None] | None = None
     generation: int = 0  # bumped by seek(): batches pulled before it are discarded
     consumed_offset: int = -1  # offset after the last message poll() returned
-    buffered: collections.deque[tuple[int, list[MessageExt]]] = field(default_factory=collections.deque)
+    # pulled batches: the offset after each, its messages and their bodies' bytes
+    buffered: collections.deque[tuple[int, list[MessageExt], int]] = field(default_factory=collections.deque)
     buffered_count: int = 0  # messages in ``buffered``
     buffered_bytes: int = 0  # their bodies' bytes
 
     def buffer(self, next_offset: int, batch: list[MessageExt]) -> None:
-        self.buffered.append((next_offset, batch))
+        nbytes = sum([len(message.body) for message in batch])
+        self.buffered.append((next_offset, batch, nbytes))
         self.buffered_count += len(batch)
-        self.buffered_bytes += sum(len(message.body) for message in batch)
+        self.buffered_bytes += nbytes
 
     def take(self) -> tuple[int, list[MessageExt]]:
-        next_offset, batch = self.buffered.popleft()
+        next_offset, batch, nbytes = self.buffered.popleft()
         self.buffered_count -= len(batch)
-        self.buffered_bytes -= sum(len(message.body) for message in batch)
+        self.buffered_bytes -= nbytes
         return next_offset, batch
 
     def drop_buffered(self) -> int:
@@ -63,6 +66,10 @@ class _QueueState:
         self.buffered.clear()
         self.buffered_count = self.buffered_bytes = 0
         return dropped
+
+
+def _by_queue(state: _QueueState) -> MessageQueue:
+    return state.queue
 
 
 class PullConsumer:
@@ -84,9 +91,18 @@ class PullConsumer:
         self._core.on_reset = self._reset
         self._core.queue_infos = self._queue_infos
         self._states: dict[MessageQueue, _QueueState] = {}
+        self._poll_order: list[_QueueState] = []  # ``_states`` by queue: the order poll() looks in
         self._manual: bool | None = None  # True after assign(), False after subscribe()
         self._arrived = asyncio.Event()
         self._buffered = 0
+        # what the prefetchers buffered, taken by poll() on the loop or by poll_nowait() on another
+        # thread: the buffers, their counts and the queues' consumed offsets change under this lock
+        self._buffer_lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
+        # positions poll_nowait() took on another thread, applied to the offset store on the loop
+        self._taken: collections.deque[tuple[MessageQueue, int]] = collections.deque()
+        self._taken_called = False  # a call to apply them is on its way to the loop
         self._started = False
         self._closed = False
         self._commit_task: asyncio.Task[None] | None = None
@@ -96,7 +112,8 @@ class PullConsumer:
         """The assigned queues as GET_CONSUMER_RUNNING_INFO shows them: the position, what is prefetched."""
         infos = []
         for queue, state in sorted(self._states.items()):
-            cached = [message.queue_offset for _, batch in state.buffered for message in batch]
+            with self._buffer_lock:
+                cached = [message.queue_offset for _, batch, _ in state.buffered for message in batch]
             info = ProcessQueueInfo(
                 commit_offset=max(state.consumed_offset, 0),
                 cached_msg_min_offset=min(cached, default=0),
@@ -185,6 +202,7 @@ class PullConsumer:
                 continue
             state = _QueueState(queue, offset, self._core.selector(queue.topic), consumed_offset=offset)
             self._states[queue] = state
+            self._poll_order = sorted(self._states.values(), key=_by_queue)
             state.task = asyncio.create_task(self._prefetch(state))
 
     async def _revoked(self, queues: list[MessageQueue]) -> None:
@@ -192,8 +210,10 @@ class PullConsumer:
             state = self._states.pop(queue, None)
             if state is None:
                 continue
+            self._poll_order = sorted(self._states.values(), key=_by_queue)
             await cancel_and_wait([state.task])
-            self._buffered -= state.drop_buffered()
+            with self._buffer_lock:
+                self._buffered -= state.drop_buffered()
             if self.auto_commit and state.consumed_offset >= 0:
                 self._core.offsets.update(queue, state.consumed_offset)
                 await self._core.offsets.persist(queue)
@@ -207,6 +227,8 @@ class PullConsumer:
         if self._manual is None:  # neither subscribe() nor assign() yet: assign() follows, as in Java's
             self._manual = True  # lite pull consumer (start, fetch_queues, assign)
         self._started = True
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
         if self._manual:
             self._core.offsets.open()
             await self._core.instance.start()
@@ -277,29 +299,28 @@ class PullConsumer:
                 log.warning("offset %d of %s is illegal; moving to %d", offset, queue, result.next_begin_offset)
             state.next_offset = result.next_begin_offset
             if result.messages:
-                state.buffer(result.next_begin_offset, result.messages)
-                self._buffered += len(result.messages)
+                with self._buffer_lock:
+                    state.buffer(result.next_begin_offset, result.messages)
+                    self._buffered += len(result.messages)
                 self._arrived.set()
-            elif result.status is not PullStatus.NO_NEW_MSG and not state.buffered:
-                state.consumed_offset = result.next_begin_offset  # filtered out: nothing to hand over
+            elif result.status is not PullStatus.NO_NEW_MSG:
+                with self._buffer_lock:
+                    if not state.buffered:  # filtered out: nothing to hand over
+                        state.consumed_offset = result.next_begin_offset
 
     # -- polling --------------------------------------------------------------------------------------
 
     async def poll(self, timeout: float = 5.0) -> list[MessageExt]:
-        """The next batch of messages (one queue's pull), or [] when none came within ``timeout``."""
+        """The next batch of messages (one queue's pull: the first queue in queue order with one
+        buffered), or [] when none came within ``timeout``."""
         if not self._started:
             raise MQClientError("the consumer is not started")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
-            for state in sorted(self._states.values(), key=lambda s: (not s.buffered, s.queue)):
-                if state.buffered and state.queue not in self._paused:
-                    next_offset, batch = state.take()
-                    self._buffered -= len(batch)
-                    state.consumed_offset = next_offset
-                    if self.auto_commit:
-                        self._core.offsets.update(state.queue, next_offset)
-                    return [user_view(m) for m in batch]
+            batch = self.poll_nowait()
+            if batch:
+                return batch
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return []
@@ -307,6 +328,42 @@ class PullConsumer:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(remaining):
                     await self._arrived.wait()
+
+    def poll_nowait(self) -> list[MessageExt]:
+        """The next buffered batch, as ``poll()`` returns it, or [] when none is buffered now. Unlike the
+        rest of the consumer it may be called from any thread: the blocking ``SyncPullConsumer.poll``
+        takes a batch with it on the caller's thread, without a hand-over to the loop (the position
+        reaches the offset store on the loop right after)."""
+        if not self._started:
+            raise MQClientError("the consumer is not started")
+        with self._buffer_lock:
+            for state in self._poll_order:
+                if state.buffered and state.queue not in self._paused:
+                    next_offset, batch = state.take()
+                    self._buffered -= len(batch)
+                    state.consumed_offset = next_offset
+                    break
+            else:
+                return []
+        if self.auto_commit:
+            if threading.get_ident() == self._loop_thread:
+                self._core.offsets.update(state.queue, next_offset)
+            else:
+                self._taken.append((state.queue, next_offset))
+                if not self._taken_called:
+                    self._taken_called = True
+                    assert self._loop is not None  # set by start()
+                    with contextlib.suppress(RuntimeError):  # the loop is closed: the consumer too
+                        self._loop.call_soon_threadsafe(self._apply_taken)
+        return user_views(batch)
+
+    def _apply_taken(self) -> None:
+        """On the loop: the positions ``poll_nowait`` took on other threads, into the offset store."""
+        self._taken_called = False  # before taking: a position added after this calls again
+        taken, update = self._taken, self._core.offsets.update
+        while taken:
+            queue, offset = taken.popleft()
+            update(queue, offset)
 
     async def __aiter__(self) -> AsyncIterator[MessageExt]:
         """Every message, one at a time (polled in batches); the loop ends once the consumer is closed."""
@@ -327,9 +384,10 @@ class PullConsumer:
         Call it on the consumer's event loop."""
         state = self._state(queue)
         state.generation += 1
-        self._buffered -= state.drop_buffered()
-        state.next_offset = offset
-        state.consumed_offset = offset
+        with self._buffer_lock:
+            self._buffered -= state.drop_buffered()
+            state.next_offset = offset
+            state.consumed_offset = offset
         if state.task is not None:  # a long poll in flight would hold the old position for seconds
             state.task.cancel()
             state.task = asyncio.get_running_loop().create_task(self._prefetch(state))

@@ -1,6 +1,8 @@
 """Blocking facades over the async clients. Each runs its client on a private event-loop thread and
 every method hops into that loop (like anyio's blocking portal): the clients' state belongs to that
-loop, and only a call made on it can wake the loop's waiting tasks."""
+loop, and only a call made on it can wake the loop's waiting tasks. One exception: a
+``SyncPullConsumer.poll`` takes a batch already prefetched on the caller's thread
+(``PullConsumer.poll_nowait``, made for that), and hops only to wait for one."""
 
 from __future__ import annotations
 
@@ -362,14 +364,24 @@ class SyncPullConsumer:
 
     def poll(self, timeout: float = 5.0) -> list[MessageExt]:
         """The next batch of messages (one queue's pull), or [] when none came within ``timeout``."""
-        return self._loop.call(self._consumer.poll(timeout))
+        return self._poll(timeout, None)
+
+    def _poll(self, timeout: float, wait: float | None) -> list[MessageExt]:
+        """A batch already prefetched is taken on this thread (``PullConsumer.poll_nowait``): no hand-over
+        to the loop thread and back, which on a busy host cost more than the batch's messages; else
+        ``poll`` on the loop waits for one (``wait``: how long this thread waits for that)."""
+        if self._consumer.running:
+            batch = self._consumer.poll_nowait()
+            if batch:
+                return batch
+        return self._loop.call(self._consumer.poll(timeout), wait)
 
     def __iter__(self) -> Iterator[MessageExt]:
         """Every message, one at a time, as ``async for`` over a ``PullConsumer`` gives them; the loop
         ends once the consumer is closed (from another thread, or after ``break``)."""
-        while self._loop.run(lambda: self._consumer.running):
+        while self._consumer.running:
             try:
-                batch = self._loop.call(self._consumer.poll(ITERATION_POLL_S), ITERATION_POLL_S + 10)
+                batch = self._poll(ITERATION_POLL_S, ITERATION_POLL_S + 10)
             except FutureTimeout:  # the loop was stopped under the poll: closed
                 continue
             except MQClientError:

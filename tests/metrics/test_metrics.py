@@ -28,7 +28,7 @@ from rocketq.client import (
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.metrics.broker import StorageSize
-from rocketq.metrics.exporter import MetricsConfigError, exporter_enabled
+from rocketq.metrics.exporter import MetricsConfigError, PromExporter, exporter_enabled
 from rocketq.metrics.latency import Histogram, RpcLatency
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.server import NameServer
@@ -313,3 +313,18 @@ def test_broker_conf_keys_reach_the_config(tmp_path: Path) -> None:
     assert BrokerConfig().metrics_exporter_type == "DISABLE" and BrokerConfig().metrics_prom_exporter_port == 5557
     namesrv = NamesrvConfig.from_mapping({"metricsExporterType": "PROM", "metricsPromExporterPort": "9558"})
     assert (namesrv.metrics_exporter_type, namesrv.metrics_prom_exporter_port) == ("PROM", 9558)
+
+
+async def test_the_exporter_serves_scrapes_in_a_row_and_stops_listening_when_closed() -> None:
+    exporter = PromExporter("127.0.0.1", 0, [])
+    await exporter.start()
+    port = exporter.port
+    try:
+        for _ in range(3):  # the serving thread goes back to waiting after each connection
+            samples = await scrape(port)
+            assert value(samples, "process_cpu_seconds_total") > 0
+    finally:
+        await exporter.aclose()  # wakes the thread waiting (without a timeout) for the next scrape
+    with pytest.raises(OSError):
+        await asyncio.to_thread(urllib.request.urlopen, f"http://127.0.0.1:{port}/metrics", timeout=5)
+    await exporter.aclose()  # closing twice is harmless

@@ -551,7 +551,13 @@ def bench_producer(
 
 
 @bench.command("metrics")
-@click.option("--rounds", type=click.IntRange(min=1), default=5, show_default=True, help="Rounds (metrics on and off).")
+@click.option(
+    "--rounds",
+    type=click.IntRange(min=1),
+    default=6,
+    show_default=True,
+    help="Rounds (metrics on and off; half per start order).",
+)
 @click.option("--duration", type=click.FloatRange(min=0.1), default=5.0, show_default=True, help="Seconds of sends.")
 @click.option(
     "--size", type=click.IntRange(min=1, max=4 * 1024 * 1024), default=100, show_default=True, help="Body bytes."

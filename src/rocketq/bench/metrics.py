@@ -20,9 +20,10 @@ thread of the bench would take the measured client's CPU and GIL on the "on" sid
 ``broker_cpu_us_per_msg`` is the broker process's CPU time per message, from its CPU clock (Linux's
 ``clock_gettime`` of the process: nanoseconds, and the threads that ended count too, such as those the
 exporter answers scrapes on; a drain of a second or two is too short for ``/proc/<pid>/stat``'s 10 ms
-ticks). ``metrics_cost`` gives, per phase, the median over rounds of each round's on / off ratio
-(the pairs share the host's mood of the moment): ``rate_on_vs_off`` (1.0 = no cost) and
-``broker_cpu_on_vs_off`` (the target, a cost of at most 3 %, is at most 1.03).
+ticks). ``metrics_cost`` gives, per phase, each round's on / off ratio (the pairs share the host's mood
+of the moment), its median over each start order's rounds, and the geometric mean of those two medians
+(``balanced``: each order weighs half, whatever the number of rounds): ``rate_on_vs_off`` (1.0 = no
+cost) and ``broker_cpu_on_vs_off`` (the target, a cost of at most 3 %, is at most 1.03).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -60,7 +62,7 @@ SCRAPER_EXIT_S = 35.0  # a scrape in progress may take up to its 30 s timeout
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MetricsBenchOptions:
-    rounds: int = 5
+    rounds: int = 6  # 3 per start order
     duration_s: float = 5.0
     size: int = 100
     in_flight: int = 64
@@ -91,6 +93,8 @@ class Scraper:
         if self._cpus and hasattr(os, "sched_setaffinity"):
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(process.pid, self._cpus)
+        assert process.stdout is not None
+        process.stdout.readline()  # "ready": its imports done (seconds on a busy host), it scrapes from now on
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -108,8 +112,8 @@ class Scraper:
 
 
 def scrape_until_stdin_closes(url: str, interval_s: float) -> tuple[int, float, int]:
-    """The scraper child's loop: GET ``url`` every ``interval_s`` until its stdin closes; returns
-    ``(scrapes, seconds spent in them, bytes of the last one)``."""
+    """The scraper child's loop: prints ``ready``, then GETs ``url`` every ``interval_s`` until its stdin closes;
+    returns ``(scrapes, seconds spent in them, bytes of the last one)``."""
     closed = threading.Event()
 
     def watch() -> None:
@@ -117,6 +121,7 @@ def scrape_until_stdin_closes(url: str, interval_s: float) -> tuple[int, float, 
         closed.set()
 
     threading.Thread(target=watch, daemon=True).start()
+    print("ready", flush=True)
     scrapes, seconds, size = 0, 0.0, 0
     while not closed.wait(interval_s):
         began = time.perf_counter()
@@ -175,6 +180,7 @@ class MetricsBench:
         self.emit = emit
         self.rates: dict[tuple[str, bool], list[float]] = {}
         self.broker_cpu: dict[tuple[str, bool], list[float]] = {}
+        self.on_first: list[bool] = []  # per round (in order): whether its pair started the metrics broker first
 
     def run(self) -> None:
         options = self.options
@@ -190,6 +196,7 @@ class MetricsBench:
                         raise RuntimeError("the broker started with metricsExporterType=PROM serves no /metrics")
                     with Scraper(on.metrics_port, options.scrape_interval_s, cpus) as scraper:
                         for number in numbers:
+                            self.on_first.append(on_first)
                             order = (False, True) if number % 2 else (True, False)
                             for metrics in order:
                                 self._send(clusters[metrics], number, metrics)
@@ -244,13 +251,16 @@ class MetricsBench:
             if not off or not on:
                 continue
             cpu_off, cpu_on = self.broker_cpu[(phase, False)], self.broker_cpu[(phase, True)]
-            cpu_ratios = [b / a for a, b in zip(cpu_off, cpu_on, strict=True) if a]
-            extra: Extra = {
-                "phase": phase,
-                "rounds": len(on),
-                # each round's on over its off: the two runs of a round share the host's mood of the moment
-                "rate_on_vs_off": statistics.median(b / a for a, b in zip(off, on, strict=True)),
-                "broker_cpu_on_vs_off": statistics.median(cpu_ratios) if cpu_ratios else None,
+            # each round's on over its off: the two runs of a round share the host's mood of the moment
+            rates = [b / a for a, b in zip(off, on, strict=True)]
+            cpus = [b / a if a else math.nan for a, b in zip(cpu_off, cpu_on, strict=True)]
+            extra: Extra = {"phase": phase, "rounds": len(on)}
+            for name, ratios in (("rate_on_vs_off", rates), ("broker_cpu_on_vs_off", cpus)):
+                by_order = balanced(ratios, self.on_first[: len(ratios)])
+                extra[name] = by_order.get("balanced")
+                extra[f"{name}_on_started_first"] = by_order.get("on_first")
+                extra[f"{name}_on_started_second"] = by_order.get("on_second")
+            extra |= {
                 "median_off": statistics.median(off),
                 "median_on": statistics.median(on),
                 "broker_cpu_us_per_msg_off": statistics.median(cpu_off),
@@ -260,6 +270,21 @@ class MetricsBench:
                                   mb_per_s=0.0, size=self.options.size, extra=extra))  # fmt: skip
 
 
+def balanced(ratios: list[float], on_first: list[bool]) -> dict[str, float]:
+    """Rounds' on / off ratios summed up fairly to both start orders (the broker started second of a
+    pair ran slower on this host): ``on_first`` and ``on_second``, the median of the rounds whose pair
+    started the metrics broker first / second; ``balanced``, the geometric mean of the two (the one
+    median present when a run had one order only). Ratios that are not numbers are left out."""
+    result: dict[str, float] = {}
+    for key, first in (("on_first", True), ("on_second", False)):
+        picked = [r for r, f in zip(ratios, on_first, strict=True) if f is first and not math.isnan(r)]
+        if picked:
+            result[key] = statistics.median(picked)
+    if result:
+        result["balanced"] = statistics.geometric_mean(result.values())
+    return result
+
+
 def run_metrics_bench(options: MetricsBenchOptions, emit: Sink) -> None:
     """Run ``rocketq bench metrics``, handing every measurement to ``emit``."""
     MetricsBench(options, emit).run()
@@ -267,6 +292,7 @@ def run_metrics_bench(options: MetricsBenchOptions, emit: Sink) -> None:
 
 NOTES = (
     "metrics_send / metrics_drain: one run each against the broker with metrics off and the one with them on",
-    "per round, alternating; /metrics scraped every --scrape-interval s throughout. metrics_cost: the median",
-    "over rounds of each round's on / off: rate_on_vs_off (1.0 = free), broker_cpu_on_vs_off (CPU per message).",
+    "per round, alternating; /metrics scraped every --scrape-interval s throughout. metrics_cost: each round's",
+    "on / off, its median per start order of the pair and their geometric mean: rate_on_vs_off (1.0 = free),",
+    "broker_cpu_on_vs_off (CPU per message).",
 )

@@ -190,3 +190,15 @@ def test_metrics_cost_weighs_both_start_orders_alike() -> None:
     assert result["balanced"] == pytest.approx((1.20 * 0.80) ** 0.5)
     assert balanced([1.05, math.nan], [True, False]) == {"on_first": 1.05, "balanced": pytest.approx(1.05)}
     assert balanced([], []) == {}
+
+
+def test_bench_metrics_paced_sends_give_both_brokers_the_same_load(tmp_path: Path) -> None:
+    args = ["--rounds", "2", "--duration", "0.5", "--send-rate", "200", "--inflight", "4", "--drain-backlog", "300"]
+    result = CliRunner().invoke(main, ["bench", "metrics", *args, "--dir", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    sends = [row for row in rows if row["name"] == "metrics_send"]
+    assert sorted(row["metrics"] for row in sends) == ["off", "off", "on", "on"]
+    assert all(row["messages"] == 100 for row in sends)  # rate x duration, to each broker in each round
+    assert all(float(row["msgs_per_s"]) <= 200 * 1.05 for row in sends)  # paced: never faster than the rate
+    assert all(float(row["broker_cpu_us_per_msg"]) > 0 for row in sends)

@@ -580,6 +580,13 @@ def bench_producer(
     show_default=True,
     help="Messages each drain reads (a topic written once, read by a new group each round).",
 )
+@click.option(
+    "--send-rate",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Messages a second both brokers are sent (the same load for both); 0: as fast as each takes them.",
+)
 @dir_option
 @json_option
 def bench_metrics(
@@ -590,6 +597,7 @@ def bench_metrics(
     batch: int,
     scrape_interval: float,
     drain_backlog: int,
+    send_rate: int,
     directory: Path | None,
     as_json: bool,
 ) -> None:
@@ -598,6 +606,6 @@ def bench_metrics(
 
     options = MetricsBenchOptions(
         rounds=rounds, duration_s=duration, size=size, in_flight=inflight, batch=batch,
-        scrape_interval_s=scrape_interval, drain_backlog=drain_backlog, directory=directory,
+        scrape_interval_s=scrape_interval, drain_backlog=drain_backlog, directory=directory, send_rate=send_rate,
     )  # fmt: skip
     run_bench(lambda emit: run_metrics_bench(options, emit), NOTES, as_json)

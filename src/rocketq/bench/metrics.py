@@ -9,7 +9,8 @@ the rounds are split in two halves, each with a new pair started in the other or
 (``start_order_halves``: the broker started second ran slower):
 
 - ``metrics_send``: ``rocketq bench producer``'s workload against that broker (``in_flight`` calls of
-  ``batch`` messages of ``size`` bytes, for ``duration_s`` after a warm-up second);
+  ``batch`` messages of ``size`` bytes, for ``duration_s`` after a warm-up second); with ``send_rate``,
+  single sends paced at that rate to both brokers (``paced_sends``: the same load for both);
 - ``metrics_drain``: a new push consumer group reads a topic of ``drain_backlog`` messages (written
   once, before the first round, in batches of 256) from its first offset (``rocketq bench consumer``'s
   ``push_drain``). Every round reads the same messages, so the drains of all rounds compare.
@@ -70,6 +71,7 @@ class MetricsBenchOptions:
     scrape_interval_s: float = 1.0
     drain_backlog: int = 1_000_000
     directory: Path | None = None
+    send_rate: int = 0  # messages a second for both brokers (paced_sends); 0: as fast as each takes them
 
 
 class Scraper:
@@ -174,6 +176,39 @@ async def _stored(namesrv_addr: str) -> int:
         return sum(queue.max_offset - queue.min_offset for queue in await admin.topic_status(DRAIN_TOPIC))
 
 
+async def paced_sends(
+    cluster: ClusterProcess, rate: int, duration_s: float, size: int, in_flight: int
+) -> tuple[int, float, float]:
+    """Single sends of ``size`` bytes to ``cluster`` at ``rate`` a second for ``duration_s`` (after a
+    warm-up second at the same rate), up to ``in_flight`` at once, the i-th due ``i / rate`` seconds after
+    the first (a late one is sent at once: the schedule does not drift); returns (messages, seconds, the
+    broker's CPU seconds) of the measured part. Both brokers of a round get the same load, so their CPU
+    per message compares at the same rate (a broker's CPU per message grows when it is sent fewer)."""
+    message = Message(TOPIC, b"x" * size)
+    async with Producer(group="bench-metrics-paced", namesrv_addr=cluster.namesrv_addr) as producer:
+
+        async def schedule(count: int) -> float:
+            began, issued = time.perf_counter(), 0
+
+            async def sender() -> None:
+                nonlocal issued
+                while issued < count:
+                    index, issued = issued, issued + 1
+                    delay = began + index / rate - time.perf_counter()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                    await producer.send(message)
+
+            await asyncio.gather(*(sender() for _ in range(min(in_flight, count))))
+            return time.perf_counter() - began
+
+        await schedule(rate)  # the warm-up second: routes, connections
+        count = max(1, round(rate * duration_s))
+        before = broker_cpu_s(cluster.pid)
+        seconds = await schedule(count)
+        return count, seconds, broker_cpu_s(cluster.pid) - before
+
+
 class MetricsBench:
     def __init__(self, options: MetricsBenchOptions, emit: Sink) -> None:
         self.options = options
@@ -226,6 +261,15 @@ class MetricsBench:
 
     def _send(self, cluster: ClusterProcess, number: int, metrics: bool) -> None:
         options = self.options
+        if options.send_rate:
+            messages, seconds, cpu_s = run_loop(
+                paced_sends(cluster, options.send_rate, options.duration_s, options.size, options.in_flight)
+            )
+            measurement = Measurement.from_counts(
+                "metrics_send", options.size, messages, seconds, messages * options.size
+            )
+            self._record("send", metrics, measurement, cpu_s, number)
+            return
         taken: list[Measurement] = []
         producer = ProducerBenchOptions(
             namesrv_addr=cluster.namesrv_addr, topic=TOPIC, size=options.size, in_flight=options.in_flight,

@@ -146,7 +146,7 @@ def broker_cpu_s(pid: int) -> float:
     return process_cpu_ns(pid) / 1e9
 
 
-async def _prepare(namesrv_addr: str, size: int, backlog: int) -> None:
+async def prepare_topics(namesrv_addr: str, size: int, backlog: int) -> None:
     """The send topic, and the drain topic holding ``backlog`` messages."""
     async with AdminClient(namesrv_addr) as admin:
         await create_topic(admin, TOPIC, QUEUES)
@@ -226,7 +226,7 @@ class MetricsBench:
                 with started_pair(root, METRICS_ON, on_first, numbers[0]) as (off, on, _):
                     clusters = {False: off, True: on}
                     for cluster in clusters.values():
-                        run_loop(_prepare(cluster.namesrv_addr, options.size, options.drain_backlog))
+                        run_loop(prepare_topics(cluster.namesrv_addr, options.size, options.drain_backlog))
                     if not on.metrics_port:
                         raise RuntimeError("the broker started with metricsExporterType=PROM serves no /metrics")
                     with Scraper(on.metrics_port, options.scrape_interval_s, cpus) as scraper:

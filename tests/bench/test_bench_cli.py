@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from rocketq.bench.metrics import balanced
 from rocketq.cli import main
 
 NUMBERS = ("msgs_per_s", "mb_per_s", "p50_us", "p99_us", "seconds")
@@ -171,4 +173,32 @@ def test_bench_metrics_json(tmp_path: Path) -> None:
     assert set(costs) == {"send", "drain"}
     for cost in costs.values():
         assert cost["rounds"] == 2 and float(cost["rate_on_vs_off"]) > 0 and float(cost["broker_cpu_on_vs_off"]) > 0
+        # one round per start order: the balanced ratio is the geometric mean of the two rounds' ratios
+        first, second = float(cost["rate_on_vs_off_on_started_first"]), float(cost["rate_on_vs_off_on_started_second"])
+        assert float(cost["rate_on_vs_off"]) == pytest.approx(
+            (first * second) ** 0.5, abs=0.002
+        )  # (printed to 3 places)
     assert list(tmp_path.iterdir()) == []  # the scratch stores are removed
+
+
+def test_metrics_cost_weighs_both_start_orders_alike() -> None:
+    # three rounds with the metrics broker started first, one with it second: a plain median would be
+    # the first order's; the balanced ratio is the geometric mean of each order's median
+    ratios = [1.10, 1.20, 1.30, 0.80]
+    result = balanced(ratios, [True, True, True, False])
+    assert result["on_first"] == pytest.approx(1.20) and result["on_second"] == pytest.approx(0.80)
+    assert result["balanced"] == pytest.approx((1.20 * 0.80) ** 0.5)
+    assert balanced([1.05, math.nan], [True, False]) == {"on_first": 1.05, "balanced": pytest.approx(1.05)}
+    assert balanced([], []) == {}
+
+
+def test_bench_metrics_paced_sends_give_both_brokers_the_same_load(tmp_path: Path) -> None:
+    args = ["--rounds", "2", "--duration", "0.5", "--send-rate", "200", "--inflight", "4", "--drain-backlog", "300"]
+    result = CliRunner().invoke(main, ["bench", "metrics", *args, "--dir", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    sends = [row for row in rows if row["name"] == "metrics_send"]
+    assert sorted(row["metrics"] for row in sends) == ["off", "off", "on", "on"]
+    assert all(row["messages"] == 100 for row in sends)  # rate x duration, to each broker in each round
+    assert all(float(row["msgs_per_s"]) <= 200 * 1.05 for row in sends)  # paced: never faster than the rate
+    assert all(float(row["broker_cpu_us_per_msg"]) > 0 for row in sends)

@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from prometheus_client.metrics_core import HistogramMetricFamily
 from prometheus_client.parser import text_string_to_metric_families
 
 from rocketq.broker.config import BrokerConfig
@@ -28,8 +29,9 @@ from rocketq.client import (
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.metrics.broker import StorageSize
-from rocketq.metrics.exporter import MetricsConfigError, exporter_enabled
-from rocketq.metrics.latency import Histogram, RpcLatency
+from rocketq.metrics.exporter import MetricsConfigError, PromExporter, exporter_enabled
+from rocketq.metrics.histograms import HistogramFamily
+from rocketq.metrics.latency import RPC_BUCKETS_MS, SEND_BUCKETS_MS, Histogram, RpcLatency
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.server import NameServer
 from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, make_response
@@ -313,3 +315,35 @@ def test_broker_conf_keys_reach_the_config(tmp_path: Path) -> None:
     assert BrokerConfig().metrics_exporter_type == "DISABLE" and BrokerConfig().metrics_prom_exporter_port == 5557
     namesrv = NamesrvConfig.from_mapping({"metricsExporterType": "PROM", "metricsPromExporterPort": "9558"})
     assert (namesrv.metrics_exporter_type, namesrv.metrics_prom_exporter_port) == ("PROM", 9558)
+
+
+async def test_the_exporter_serves_scrapes_in_a_row_and_stops_listening_when_closed() -> None:
+    exporter = PromExporter("127.0.0.1", 0, [])
+    await exporter.start()
+    port = exporter.port
+    try:
+        for _ in range(3):  # the serving thread goes back to waiting after each connection
+            samples = await scrape(port)
+            assert value(samples, "process_cpu_seconds_total") > 0
+    finally:
+        await exporter.aclose()  # wakes the thread waiting (without a timeout) for the next scrape
+    with pytest.raises(OSError):
+        await asyncio.to_thread(urllib.request.urlopen, f"http://127.0.0.1:{port}/metrics", timeout=5)
+    await exporter.aclose()  # closing twice is harmless
+
+
+def test_histogram_families_hold_the_samples_prometheus_client_makes() -> None:
+    # HistogramFamily reuses each series' label dicts from one scrape to the next: its samples must be
+    # those of prometheus_client's own HistogramMetricFamily.add_metric, at the first scrape and after
+    labelnames = ("cluster", "request_code")
+    series = [(("c", "send"), Histogram(RPC_BUCKETS_MS)), (("c", "pull"), Histogram(SEND_BUCKETS_MS))]
+    family = HistogramFamily("rocketmq_rpc_latency", "help", labelnames)
+    for values in ([0.05, 0.7, 2.0, 4000.0], [0.1, 10.0, 250.0]):
+        for _, histogram in series:
+            for value in values:
+                histogram.observe(value)
+        expected = HistogramMetricFamily("rocketmq_rpc_latency", "help", labels=labelnames)
+        for labels, histogram in series:
+            expected.add_metric(labels, histogram.cumulative(), histogram.total)
+        made = family.family(series)
+        assert made.samples == expected.samples and (made.name, made.type) == (expected.name, expected.type)

@@ -551,7 +551,13 @@ def bench_producer(
 
 
 @bench.command("metrics")
-@click.option("--rounds", type=click.IntRange(min=1), default=5, show_default=True, help="Rounds (metrics on and off).")
+@click.option(
+    "--rounds",
+    type=click.IntRange(min=1),
+    default=6,
+    show_default=True,
+    help="Rounds (metrics on and off; half per start order).",
+)
 @click.option("--duration", type=click.FloatRange(min=0.1), default=5.0, show_default=True, help="Seconds of sends.")
 @click.option(
     "--size", type=click.IntRange(min=1, max=4 * 1024 * 1024), default=100, show_default=True, help="Body bytes."
@@ -574,6 +580,13 @@ def bench_producer(
     show_default=True,
     help="Messages each drain reads (a topic written once, read by a new group each round).",
 )
+@click.option(
+    "--send-rate",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Messages a second both brokers are sent (the same load for both); 0: as fast as each takes them.",
+)
 @dir_option
 @json_option
 def bench_metrics(
@@ -584,6 +597,7 @@ def bench_metrics(
     batch: int,
     scrape_interval: float,
     drain_backlog: int,
+    send_rate: int,
     directory: Path | None,
     as_json: bool,
 ) -> None:
@@ -592,6 +606,6 @@ def bench_metrics(
 
     options = MetricsBenchOptions(
         rounds=rounds, duration_s=duration, size=size, in_flight=inflight, batch=batch,
-        scrape_interval_s=scrape_interval, drain_backlog=drain_backlog, directory=directory,
+        scrape_interval_s=scrape_interval, drain_backlog=drain_backlog, directory=directory, send_rate=send_rate,
     )  # fmt: skip
     run_bench(lambda emit: run_metrics_bench(options, emit), NOTES, as_json)

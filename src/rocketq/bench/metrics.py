@@ -9,7 +9,8 @@ the rounds are split in two halves, each with a new pair started in the other or
 (``start_order_halves``: the broker started second ran slower):
 
 - ``metrics_send``: ``rocketq bench producer``'s workload against that broker (``in_flight`` calls of
-  ``batch`` messages of ``size`` bytes, for ``duration_s`` after a warm-up second);
+  ``batch`` messages of ``size`` bytes, for ``duration_s`` after a warm-up second); with ``send_rate``,
+  single sends paced at that rate to both brokers (``paced_sends``: the same load for both);
 - ``metrics_drain``: a new push consumer group reads a topic of ``drain_backlog`` messages (written
   once, before the first round, in batches of 256) from its first offset (``rocketq bench consumer``'s
   ``push_drain``). Every round reads the same messages, so the drains of all rounds compare.
@@ -20,9 +21,10 @@ thread of the bench would take the measured client's CPU and GIL on the "on" sid
 ``broker_cpu_us_per_msg`` is the broker process's CPU time per message, from its CPU clock (Linux's
 ``clock_gettime`` of the process: nanoseconds, and the threads that ended count too, such as those the
 exporter answers scrapes on; a drain of a second or two is too short for ``/proc/<pid>/stat``'s 10 ms
-ticks). ``metrics_cost`` gives, per phase, the median over rounds of each round's on / off ratio
-(the pairs share the host's mood of the moment): ``rate_on_vs_off`` (1.0 = no cost) and
-``broker_cpu_on_vs_off`` (the target, a cost of at most 3 %, is at most 1.03).
+ticks). ``metrics_cost`` gives, per phase, each round's on / off ratio (the pairs share the host's mood
+of the moment), its median over each start order's rounds, and the geometric mean of those two medians
+(``balanced``: each order weighs half, whatever the number of rounds): ``rate_on_vs_off`` (1.0 = no
+cost) and ``broker_cpu_on_vs_off`` (the target, a cost of at most 3 %, is at most 1.03).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -60,7 +63,7 @@ SCRAPER_EXIT_S = 35.0  # a scrape in progress may take up to its 30 s timeout
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MetricsBenchOptions:
-    rounds: int = 5
+    rounds: int = 6  # 3 per start order
     duration_s: float = 5.0
     size: int = 100
     in_flight: int = 64
@@ -68,6 +71,7 @@ class MetricsBenchOptions:
     scrape_interval_s: float = 1.0
     drain_backlog: int = 1_000_000
     directory: Path | None = None
+    send_rate: int = 0  # messages a second for both brokers (paced_sends); 0: as fast as each takes them
 
 
 class Scraper:
@@ -91,6 +95,8 @@ class Scraper:
         if self._cpus and hasattr(os, "sched_setaffinity"):
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(process.pid, self._cpus)
+        assert process.stdout is not None
+        process.stdout.readline()  # "ready": its imports done (seconds on a busy host), it scrapes from now on
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -108,8 +114,8 @@ class Scraper:
 
 
 def scrape_until_stdin_closes(url: str, interval_s: float) -> tuple[int, float, int]:
-    """The scraper child's loop: GET ``url`` every ``interval_s`` until its stdin closes; returns
-    ``(scrapes, seconds spent in them, bytes of the last one)``."""
+    """The scraper child's loop: prints ``ready``, then GETs ``url`` every ``interval_s`` until its stdin closes;
+    returns ``(scrapes, seconds spent in them, bytes of the last one)``."""
     closed = threading.Event()
 
     def watch() -> None:
@@ -117,6 +123,7 @@ def scrape_until_stdin_closes(url: str, interval_s: float) -> tuple[int, float, 
         closed.set()
 
     threading.Thread(target=watch, daemon=True).start()
+    print("ready", flush=True)
     scrapes, seconds, size = 0, 0.0, 0
     while not closed.wait(interval_s):
         began = time.perf_counter()
@@ -139,7 +146,7 @@ def broker_cpu_s(pid: int) -> float:
     return process_cpu_ns(pid) / 1e9
 
 
-async def _prepare(namesrv_addr: str, size: int, backlog: int) -> None:
+async def prepare_topics(namesrv_addr: str, size: int, backlog: int) -> None:
     """The send topic, and the drain topic holding ``backlog`` messages."""
     async with AdminClient(namesrv_addr) as admin:
         await create_topic(admin, TOPIC, QUEUES)
@@ -169,12 +176,46 @@ async def _stored(namesrv_addr: str) -> int:
         return sum(queue.max_offset - queue.min_offset for queue in await admin.topic_status(DRAIN_TOPIC))
 
 
+async def paced_sends(
+    cluster: ClusterProcess, rate: int, duration_s: float, size: int, in_flight: int
+) -> tuple[int, float, float]:
+    """Single sends of ``size`` bytes to ``cluster`` at ``rate`` a second for ``duration_s`` (after a
+    warm-up second at the same rate), up to ``in_flight`` at once, the i-th due ``i / rate`` seconds after
+    the first (a late one is sent at once: the schedule does not drift); returns (messages, seconds, the
+    broker's CPU seconds) of the measured part. Both brokers of a round get the same load, so their CPU
+    per message compares at the same rate (a broker's CPU per message grows when it is sent fewer)."""
+    message = Message(TOPIC, b"x" * size)
+    async with Producer(group="bench-metrics-paced", namesrv_addr=cluster.namesrv_addr) as producer:
+
+        async def schedule(count: int) -> float:
+            began, issued = time.perf_counter(), 0
+
+            async def sender() -> None:
+                nonlocal issued
+                while issued < count:
+                    index, issued = issued, issued + 1
+                    delay = began + index / rate - time.perf_counter()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                    await producer.send(message)
+
+            await asyncio.gather(*(sender() for _ in range(min(in_flight, count))))
+            return time.perf_counter() - began
+
+        await schedule(rate)  # the warm-up second: routes, connections
+        count = max(1, round(rate * duration_s))
+        before = broker_cpu_s(cluster.pid)
+        seconds = await schedule(count)
+        return count, seconds, broker_cpu_s(cluster.pid) - before
+
+
 class MetricsBench:
     def __init__(self, options: MetricsBenchOptions, emit: Sink) -> None:
         self.options = options
         self.emit = emit
         self.rates: dict[tuple[str, bool], list[float]] = {}
         self.broker_cpu: dict[tuple[str, bool], list[float]] = {}
+        self.on_first: list[bool] = []  # per round (in order): whether its pair started the metrics broker first
 
     def run(self) -> None:
         options = self.options
@@ -185,11 +226,12 @@ class MetricsBench:
                 with started_pair(root, METRICS_ON, on_first, numbers[0]) as (off, on, _):
                     clusters = {False: off, True: on}
                     for cluster in clusters.values():
-                        run_loop(_prepare(cluster.namesrv_addr, options.size, options.drain_backlog))
+                        run_loop(prepare_topics(cluster.namesrv_addr, options.size, options.drain_backlog))
                     if not on.metrics_port:
                         raise RuntimeError("the broker started with metricsExporterType=PROM serves no /metrics")
                     with Scraper(on.metrics_port, options.scrape_interval_s, cpus) as scraper:
                         for number in numbers:
+                            self.on_first.append(on_first)
                             order = (False, True) if number % 2 else (True, False)
                             for metrics in order:
                                 self._send(clusters[metrics], number, metrics)
@@ -219,6 +261,15 @@ class MetricsBench:
 
     def _send(self, cluster: ClusterProcess, number: int, metrics: bool) -> None:
         options = self.options
+        if options.send_rate:
+            messages, seconds, cpu_s = run_loop(
+                paced_sends(cluster, options.send_rate, options.duration_s, options.size, options.in_flight)
+            )
+            measurement = Measurement.from_counts(
+                "metrics_send", options.size, messages, seconds, messages * options.size
+            )
+            self._record("send", metrics, measurement, cpu_s, number)
+            return
         taken: list[Measurement] = []
         producer = ProducerBenchOptions(
             namesrv_addr=cluster.namesrv_addr, topic=TOPIC, size=options.size, in_flight=options.in_flight,
@@ -244,13 +295,16 @@ class MetricsBench:
             if not off or not on:
                 continue
             cpu_off, cpu_on = self.broker_cpu[(phase, False)], self.broker_cpu[(phase, True)]
-            cpu_ratios = [b / a for a, b in zip(cpu_off, cpu_on, strict=True) if a]
-            extra: Extra = {
-                "phase": phase,
-                "rounds": len(on),
-                # each round's on over its off: the two runs of a round share the host's mood of the moment
-                "rate_on_vs_off": statistics.median(b / a for a, b in zip(off, on, strict=True)),
-                "broker_cpu_on_vs_off": statistics.median(cpu_ratios) if cpu_ratios else None,
+            # each round's on over its off: the two runs of a round share the host's mood of the moment
+            rates = [b / a for a, b in zip(off, on, strict=True)]
+            cpus = [b / a if a else math.nan for a, b in zip(cpu_off, cpu_on, strict=True)]
+            extra: Extra = {"phase": phase, "rounds": len(on)}
+            for name, ratios in (("rate_on_vs_off", rates), ("broker_cpu_on_vs_off", cpus)):
+                by_order = balanced(ratios, self.on_first[: len(ratios)])
+                extra[name] = by_order.get("balanced")
+                extra[f"{name}_on_started_first"] = by_order.get("on_first")
+                extra[f"{name}_on_started_second"] = by_order.get("on_second")
+            extra |= {
                 "median_off": statistics.median(off),
                 "median_on": statistics.median(on),
                 "broker_cpu_us_per_msg_off": statistics.median(cpu_off),
@@ -260,6 +314,21 @@ class MetricsBench:
                                   mb_per_s=0.0, size=self.options.size, extra=extra))  # fmt: skip
 
 
+def balanced(ratios: list[float], on_first: list[bool]) -> dict[str, float]:
+    """Rounds' on / off ratios summed up fairly to both start orders (the broker started second of a
+    pair ran slower on this host): ``on_first`` and ``on_second``, the median of the rounds whose pair
+    started the metrics broker first / second; ``balanced``, the geometric mean of the two (the one
+    median present when a run had one order only). Ratios that are not numbers are left out."""
+    result: dict[str, float] = {}
+    for key, first in (("on_first", True), ("on_second", False)):
+        picked = [r for r, f in zip(ratios, on_first, strict=True) if f is first and not math.isnan(r)]
+        if picked:
+            result[key] = statistics.median(picked)
+    if result:
+        result["balanced"] = statistics.geometric_mean(result.values())
+    return result
+
+
 def run_metrics_bench(options: MetricsBenchOptions, emit: Sink) -> None:
     """Run ``rocketq bench metrics``, handing every measurement to ``emit``."""
     MetricsBench(options, emit).run()
@@ -267,6 +336,7 @@ def run_metrics_bench(options: MetricsBenchOptions, emit: Sink) -> None:
 
 NOTES = (
     "metrics_send / metrics_drain: one run each against the broker with metrics off and the one with them on",
-    "per round, alternating; /metrics scraped every --scrape-interval s throughout. metrics_cost: the median",
-    "over rounds of each round's on / off: rate_on_vs_off (1.0 = free), broker_cpu_on_vs_off (CPU per message).",
+    "per round, alternating; /metrics scraped every --scrape-interval s throughout. metrics_cost: each round's",
+    "on / off, its median per start order of the pair and their geometric mean: rate_on_vs_off (1.0 = free),",
+    "broker_cpu_on_vs_off (CPU per message).",
 )

@@ -17,15 +17,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from prometheus_client.metrics_core import (
-    CounterMetricFamily,
-    GaugeMetricFamily,
-    HistogramMetricFamily,
-    Metric,
-)
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from rocketq.metrics.exporter import LoopCollector, PromExporter
+from rocketq.metrics.histograms import HistogramFamily
 from rocketq.metrics.latency import RpcLatency, request_code_name, response_code_name
 
 if TYPE_CHECKING:
@@ -35,6 +31,8 @@ BASE_LABELS = ("cluster", "node_type", "node_id")
 TOPIC = (*BASE_LABELS, "topic")
 GROUP_TOPIC = (*BASE_LABELS, "topic", "consumer_group")
 RPC = (*BASE_LABELS, "protocol_type", "request_code", "response_code")
+RPC_LATENCY = "rocketmq_rpc_latency"
+RPC_LATENCY_HELP = "Milliseconds from a request's start in its handler to its answer."
 
 
 class BrokerMetrics:
@@ -48,6 +46,12 @@ class BrokerMetrics:
         config = broker.config
         node_id = config.broker_name if config.broker_id == 0 else f"{config.broker_name}_{config.broker_id}"
         self.base = (config.broker_cluster_name, "broker", node_id)
+        self._rpc = HistogramFamily(RPC_LATENCY, RPC_LATENCY_HELP, RPC)
+        self._send_cost = HistogramFamily(
+            "rocketmq_send_cost_time",
+            "Milliseconds the broker took to store and answer a send, by topic and outcome.",
+            (*TOPIC, "invocation_status"),
+        )
 
     @property
     def port(self) -> int:
@@ -100,21 +104,15 @@ class BrokerMetrics:
 
     def _latency(self) -> Iterable[Metric]:
         by_codes, sends = self.rpc_latency.snapshot()
-        rpc = HistogramMetricFamily(
-            "rocketmq_rpc_latency", "Milliseconds from a request's start in its handler to its answer.", labels=RPC
+        base = self.base
+        rpc = self._rpc.family(
+            ((*base, "remoting", request_code_name(request_code), response_code_name(response_code)), histogram)
+            for (request_code, response_code), histogram in sorted(by_codes.items())
         )
-        for (request_code, response_code), histogram in sorted(by_codes.items()):
-            labels = (*self.base, "remoting", request_code_name(request_code), response_code_name(response_code))
-            rpc.add_metric(labels, histogram.cumulative(), histogram.total)
-        send = HistogramMetricFamily(
-            "rocketmq_send_cost_time",
-            "Milliseconds the broker took to store and answer a send, by topic and outcome.",
-            labels=(*TOPIC, "invocation_status"),
+        send = self._send_cost.family(
+            ((*base, topic, "success" if success else "failure"), histogram)
+            for (topic, success), histogram in sorted(sends.items())
         )
-        for (topic, success), histogram in sorted(sends.items()):
-            send.add_metric(
-                (*self.base, topic, "success" if success else "failure"), histogram.cumulative(), histogram.total
-            )
         return rpc, send
 
     def _consumers(self) -> Iterable[Metric]:

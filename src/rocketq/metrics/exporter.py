@@ -1,23 +1,31 @@
-"""PromExporter: a Prometheus endpoint (``/metrics``) served by ``prometheus_client``'s HTTP server thread.
+"""PromExporter: a Prometheus endpoint (``/metrics``) served by ``prometheus_client``'s WSGI app on a thread.
 
 The server's collectors read a server's state where it lives, on its event loop: ``on_loop`` hands a
 function to the loop and waits for its result, so a scrape never races the handlers that update the
 counts, and the loop only spends the time to copy them. Formatting the text and answering HTTP
-happen on the exporter's thread. Process metrics (CPU, memory, file descriptors, GC) come with
+happen on the exporter's threads. Process metrics (CPU, memory, file descriptors, GC) come with
 ``prometheus_client``'s own collectors.
+
+The exporter's thread sleeps in ``poll`` until a scrape connects: ``prometheus_client.start_http_server``'s
+``serve_forever`` wakes twice a second to look for a shutdown request, and each wake-up takes the GIL
+from the broker's loop; here closing is said by shutting the listening socket, which wakes the thread.
+Each scrape is answered on a thread of its own, as ``prometheus_client``'s server does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
+import socket
 import threading
 from collections.abc import Callable, Iterable
 from typing import Final, TypeVar
-from wsgiref.simple_server import WSGIServer
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
-from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector, start_http_server
+from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector, make_wsgi_app
+from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
@@ -84,6 +92,59 @@ class LoopCollector(Collector):
         return on_loop(self._loop, self._families)
 
 
+class _QuietHandler(WSGIRequestHandler):
+    """Answers a scrape without logging it to stderr (as ``prometheus_client``'s server)."""
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+
+class ExporterServer(ThreadingWSGIServer):
+    """``prometheus_client``'s thread-per-request WSGI server, told to stop by ``shut``."""
+
+    shut = False
+
+
+def listen(host: str, port: int, registry: CollectorRegistry) -> ExporterServer:
+    """A server of ``registry`` at ``/metrics`` (and any other path, as ``prometheus_client``'s) on
+    ``host:port``, in the address family ``host`` needs (IPv6 too), answering each request on a thread."""
+    family, _, _, _, address = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[
+        0
+    ]
+
+    class Server(ExporterServer):
+        address_family = family
+
+    server = make_server(str(address[0]), port, make_wsgi_app(registry), Server, handler_class=_QuietHandler)
+    assert isinstance(server, ExporterServer)
+    return server
+
+
+def serve_until_shut(server: ExporterServer) -> None:
+    """Answer connections until the listening socket is shut (``shut``): blocked in ``poll`` in between,
+    without a timeout, so an idle exporter never wakes up."""
+    server.timeout = None
+    while True:
+        try:
+            server.handle_request()  # returns after each connection handed to its thread, or an error
+        except ValueError:  # the socket was closed: select() of fd -1
+            return
+        if server.shut:
+            return
+
+
+def shut(server: ExporterServer) -> None:
+    """Wake ``serve_until_shut`` for good: shutting a listening socket down wakes the ``poll`` waiting on it
+    (Linux), and ``accept`` then fails; where it does not, a connection of our own wakes it."""
+    server.shut = True
+    try:
+        server.socket.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        host, port = server.server_address[:2]
+        with contextlib.suppress(OSError), socket.create_connection((str(host), int(port)), timeout=1.0):
+            pass
+
+
 class PromExporter:
     """Serves ``collectors`` and the process metrics at ``http://host:port/metrics`` (port 0: any free one)."""
 
@@ -96,13 +157,15 @@ class PromExporter:
         GCCollector(registry=self.registry)
         self._host = host
         self._port = port
-        self._server: WSGIServer | None = None
+        self._server: ExporterServer | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
 
     async def start(self) -> None:
-        """Listen (off the loop: binding is quick, but the server thread starts there too)."""
-        server, thread = await asyncio.to_thread(start_http_server, self._port, self._host, self.registry)
+        """Listen (off the loop: resolving the host may take a while)."""
+        server = await asyncio.to_thread(listen, self._host, self._port, self.registry)
+        thread = threading.Thread(target=serve_until_shut, args=(server,), name="metrics-exporter", daemon=True)
+        thread.start()
         self._server, self._thread = server, thread
         self.port = int(server.server_port)
         log.info("Prometheus metrics at http://%s:%d/metrics", self._host or "0.0.0.0", self.port)
@@ -115,9 +178,9 @@ class PromExporter:
         thread = self._thread
 
         def shutdown() -> None:
-            server.shutdown()
-            server.server_close()
+            shut(server)
             if thread is not None:
                 thread.join(SNAPSHOT_TIMEOUT_S)
+            server.server_close()
 
         await asyncio.to_thread(shutdown)

@@ -7,14 +7,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 
-from prometheus_client.metrics_core import GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
+from rocketq.metrics.broker import BASE_LABELS, RPC, RPC_LATENCY, RPC_LATENCY_HELP
 from rocketq.metrics.exporter import LoopCollector, PromExporter
+from rocketq.metrics.histograms import HistogramFamily
 from rocketq.metrics.latency import RpcLatency, request_code_name, response_code_name
 from rocketq.namesrv.config import NamesrvConfig
 from rocketq.namesrv.route_table import RouteTable
-
-BASE_LABELS = ("cluster", "node_type", "node_id")
 
 
 class NamesrvMetrics:
@@ -28,6 +28,7 @@ class NamesrvMetrics:
         self.exporter: PromExporter | None = None
         self.base: tuple[str, str, str] = ("", "nameserver", "")
         self._connections: Callable[[], int] = lambda: 0
+        self._rpc = HistogramFamily(RPC_LATENCY, RPC_LATENCY_HELP, RPC)
 
     @property
     def port(self) -> int:
@@ -51,14 +52,10 @@ class NamesrvMetrics:
 
     def _latency(self) -> Iterable[Metric]:
         by_codes, _ = self.rpc_latency.snapshot()
-        rpc = HistogramMetricFamily(
-            "rocketmq_rpc_latency",
-            "Milliseconds from a request's start in its handler to its answer.",
-            labels=(*BASE_LABELS, "protocol_type", "request_code", "response_code"),
+        rpc = self._rpc.family(
+            ((*self.base, "remoting", request_code_name(request_code), response_code_name(response_code)), histogram)
+            for (request_code, response_code), histogram in sorted(by_codes.items())
         )
-        for (request_code, response_code), histogram in sorted(by_codes.items()):
-            labels = (*self.base, "remoting", request_code_name(request_code), response_code_name(response_code))
-            rpc.add_metric(labels, histogram.cumulative(), histogram.total)
         return [rpc]
 
     def _routes(self) -> Iterable[Metric]:

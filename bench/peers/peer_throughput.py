@@ -20,7 +20,9 @@ unless said); Redis runs without persistence:
   the asyncio ``PullConsumer.poll`` row is printed beside it, ``sync_vs_asyncio``) against ``XREADGROUP COUNT 1000`` and
   an ``XACK`` of each batch, on a stream filled beforehand;
 - ``e2e_latency``: p50 and p99 from the send call to the consumer at 1,000 messages per second
-  (``rocketq bench consumer --only e2e_latency``, a push consumer) against Redis as
+  (``rocketq bench consumer --only e2e_latency --listener async``, a push consumer whose listener is a
+  coroutine on its loop, like Redis's reader; the same with a plain-function listener, run in the
+  consumer's thread pool, is printed beside it as ``thread_listener_*``) against Redis as
   ``peer_latency.py`` measures it (XADD awaited, XREAD BLOCK on a second connection); the ratios
   are rocketq's latency over Redis's (lower is better);
 - ``sync_flush_64``: the broker with SYNC_FLUSH and 64 asyncio sends in flight (``rocketq bench
@@ -197,9 +199,17 @@ def rocketq_sync_drain(options: Options) -> Figures:
 
 
 def rocketq_latency(options: Options) -> Figures:
+    """A coroutine listener (run on the consumer's loop, as Redis's reader is a coroutine on its loop),
+    compared; then a plain-function listener (run in the consumer's thread pool) beside it."""
     args = ["--only", "e2e_latency", "--rate", str(LATENCY_RATE), "--latency-seconds", str(options.seconds)]
-    row = rocketq_rows(options, "consumer", *args)[-1]
-    return {"p50_us": float(row["p50_us"]), "p99_us": float(row["p99_us"])}
+    row = rocketq_rows(options, "consumer", *args, "--listener", "async")[-1]
+    threaded = rocketq_rows(options, "consumer", *args, "--listener", "sync")[-1]
+    return {
+        "p50_us": float(row["p50_us"]),
+        "p99_us": float(row["p99_us"]),
+        "thread_listener_p50_us": float(threaded["p50_us"]),
+        "thread_listener_p99_us": float(threaded["p99_us"]),
+    }
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 
 from rocketq.broker.server import Broker
 from rocketq.protocol import PullMessageRequestHeader, RemotingCommand, RequestCode
-from rocketq.remoting import Connection
+from rocketq.remoting import Connection, awaited_answer
 from rocketq.remoting.server import BlockingHandler
 
 Seen = Callable[[RemotingCommand, RemotingCommand | None], None]
@@ -22,7 +22,7 @@ def tap(broker: Broker, code: int, seen: Seen) -> None:
     assert not isinstance(handle, BlockingHandler)
 
     async def watched(request: RemotingCommand, connection: Connection) -> RemotingCommand | None:
-        response = await handle(request, connection)
+        response = await awaited_answer(handle(request, connection))
         seen(request, response)
         return response
 
@@ -51,7 +51,7 @@ class HeldReplies:
             self.requests.append(request)
             hold = self.left > 0
             self.left -= 1
-            response = await handle(request, connection)
+            response = await awaited_answer(handle(request, connection))
             if hold and response is not None:
                 self.held.append(response)
                 await self._released.wait()

@@ -28,7 +28,7 @@ from rocketq.client import (
 from rocketq.client.message import MessageExt
 from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, make_response
 from rocketq.protocol.batch import decode_batch
-from rocketq.remoting import Connection
+from rocketq.remoting import Connection, awaited_answer
 from rocketq.testing import LocalCluster, ThreadedCluster
 from rocketq.testing.waiting import eventually
 
@@ -177,7 +177,7 @@ class Refusing:
                 self.left -= 1
                 self.refused += 1
                 return make_response(request, self.code, "refused by the test")
-            return await handle(request, connection)
+            return await awaited_answer(handle(request, connection))
 
         handlers[RequestCode.SEND_BATCH_MESSAGE] = refusing
 

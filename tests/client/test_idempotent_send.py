@@ -16,6 +16,7 @@ from rocketq.client import ClientConfig, Message, Producer, ProducerConfig, Send
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageQueue
 from rocketq.protocol import RequestCode
+from rocketq.remoting import awaited_answer
 from rocketq.store import FlushDiskType
 from rocketq.testing import FakeClock, LocalCluster, eventually
 from rocketq.testing.cluster_process import ClusterProcess
@@ -119,7 +120,7 @@ async def test_a_first_attempt_that_arrives_after_its_retry_is_not_stored_again(
             if not answers:
                 answers.append(None)
                 await released.wait()
-            response = await handle(request, connection)
+            response = await awaited_answer(handle(request, connection))
             answers.append(response)
             return response
 

@@ -14,7 +14,14 @@ from rocketq.protocol import (
     make_request,
     make_response,
 )
-from rocketq.remoting import ConnectionClosedError, RemotingClient, RemotingServer, RemotingTimeoutError, RequestHandler
+from rocketq.remoting import (
+    ConnectionClosedError,
+    RemotingClient,
+    RemotingServer,
+    RemotingTimeoutError,
+    RequestHandler,
+    awaited_answer,
+)
 from rocketq.remoting.connection import Connection, next_opaque
 from rocketq.remoting.limits import ServerLimits
 from rocketq.remoting.server import BlockingHandler
@@ -331,3 +338,49 @@ async def test_the_observer_is_told_of_every_answer_sent(client: RemotingClient)
     ]
     assert all(seconds >= 0 for *_, seconds in observed)
     assert observed[-1][2] >= 0.04  # from the request's start to its answer: the handler's sleep included
+
+
+AT_ONCE = 9006
+AT_ONCE_BOOM = 9007
+
+
+def answers_at_once(request: RemotingCommand, connection: Connection) -> RemotingCommand:
+    return make_response(request, ResponseCode.SUCCESS, remark="at once", ext_fields=request.ext_fields)
+
+
+def raises_at_once(request: RemotingCommand, connection: Connection) -> RemotingCommand:
+    raise ValueError("plain handler exploded")
+
+
+async def test_plain_handlers_answer_at_once_like_async_ones(client: RemotingClient) -> None:
+    """A handler that is a plain function answers (and fails) as an async one does, observer included;
+    ``awaited_answer`` gives a wrapper the answer of either kind."""
+    observed: list[tuple[int, int]] = []
+    handlers = {ECHO: echo, AT_ONCE: answers_at_once, AT_ONCE_BOOM: raises_at_once, SLOW: slow}
+    server = RemotingServer(
+        handlers,
+        host="127.0.0.1",
+        port=0,
+        observer=lambda request, response, _: observed.append((request.code, response.code)),
+    )
+    await server.start()
+    try:
+        address = f"127.0.0.1:{server.port}"
+        calls = [
+            client.invoke(address, request(SLOW, delay="0.05"), 3),
+            client.invoke(address, request(AT_ONCE, n="1"), 3),
+            client.invoke(address, request(AT_ONCE_BOOM), 3),
+        ]
+        slow_answer, at_once, failed = await asyncio.gather(*calls)
+        assert at_once.code == ResponseCode.SUCCESS and at_once.remark == "at once" and at_once.ext_fields == {"n": "1"}
+        assert failed.code == ResponseCode.SYSTEM_ERROR and "plain handler exploded" in (failed.remark or "")
+        assert slow_answer.code == ResponseCode.SUCCESS
+    finally:
+        await server.aclose(grace_s=0.2)
+    assert sorted(observed) == sorted(
+        [(SLOW, ResponseCode.SUCCESS), (AT_ONCE, ResponseCode.SUCCESS), (AT_ONCE_BOOM, ResponseCode.SYSTEM_ERROR)]
+    )
+    sent = request(ECHO, n="2")
+    assert (await awaited_answer(answers_at_once(sent, None))).remark == "at once"  # type: ignore[arg-type,union-attr]
+    assert (await awaited_answer(echo(sent, None))).ext_fields == {"n": "2"}  # type: ignore[arg-type,union-attr]
+    assert await awaited_answer(None) is None

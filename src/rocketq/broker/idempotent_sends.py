@@ -33,7 +33,7 @@ from rocketq.common.message import SCHEDULE_TOPIC, Property, find_property
 from rocketq.common.message_id import offset_message_ids
 from rocketq.protocol import RemoteProtocolError, RemotingCommand, RequestCode, ResponseCode, decode_batch
 from rocketq.protocol.headers import IDEMPOTENT_SEND_FIELD, parse_send_message_header
-from rocketq.remoting import Connection, RequestHandler
+from rocketq.remoting import Connection, ServerHandler, awaited_answer
 from rocketq.store import MessageStore
 
 log = logging.getLogger(__name__)
@@ -99,23 +99,23 @@ class IdempotentSends:
             if inner is not None:
                 handlers[code] = self._wrapped(inner)  # type: ignore[arg-type]
 
-    def _wrapped(self, inner: RequestHandler) -> RequestHandler:
+    def _wrapped(self, inner: ServerHandler) -> ServerHandler:
         def handle(request: RemotingCommand, connection: Connection) -> object:
             if self.window_ms <= 0 or request.ext_fields.get(IDEMPOTENT_SEND_FIELD) not in _TRUE:
-                return inner(request, connection)  # a plain send: its own coroutine, nothing added
+                return inner(request, connection)  # a plain send: handled as it is, nothing added
             return self._send_once(inner, request, connection)
 
         return handle  # type: ignore[return-value]
 
     async def _send_once(
-        self, inner: RequestHandler, request: RemotingCommand, connection: Connection
+        self, inner: ServerHandler, request: RemotingCommand, connection: Connection
     ) -> RemotingCommand | None:
         try:
             identity = identity_of(request)
         except ValueError as exc:
             return reply(request, ResponseCode.MESSAGE_ILLEGAL, str(exc))
         if identity is None:  # malformed, or a transaction's half message: the send handler decides
-            return await inner(request, connection)
+            return await awaited_answer(inner(request, connection))
         key = identity.key
         while (pending := self._pending.get(key)) is not None:
             answer = await asyncio.shield(pending)
@@ -130,7 +130,7 @@ class IdempotentSends:
         self._pending[key] = waiting
         answer = None
         try:
-            response = await inner(request, connection)
+            response = await awaited_answer(inner(request, connection))
             if response is not None and response.code in STORED_CODES:
                 answer = answer_of(response)
                 self._remember(key, answer, self._clock())

@@ -4,8 +4,8 @@ and a put that waits for its fsync when asked. Shared by SEND_MESSAGE and CONSUM
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Awaitable, Coroutine, Sequence
+from typing import Any, Final
 
 from rocketq.broker.context import BrokerContext
 from rocketq.broker.topic_config import PERM_READ, PERM_WRITE
@@ -90,7 +90,17 @@ async def put_and_wait(
     ``wait_for_flush``, also wait for the fsync (the status becomes FLUSH_DISK_TIMEOUT when it takes
     longer than the store's sync flush timeout), and as a SYNC_MASTER for a slave too (``FlushWaits``).
     Puts that wait are appended together with the other waiting puts of the loop iteration
-    (``GroupedPuts``)."""
+    (``GroupedPuts``). ``put_or_wait`` does the work."""
+    outcome = put_or_wait(context, messages, wait_for_flush=wait_for_flush)
+    return outcome if isinstance(outcome, PutMessageResult) else await outcome
+
+
+def put_or_wait(
+    context: BrokerContext, messages: Sequence[MessageToStore] | MeasuredBatch, *, wait_for_flush: bool
+) -> PutMessageResult | Coroutine[Any, Any, PutMessageResult]:
+    """``put_and_wait`` for a caller that answers at once when it can: the result when there is nothing
+    to wait for (ASYNC_FLUSH, or the producer does not wait: the put is complete), else a coroutine
+    that waits and returns it."""
     waits = wait_for_flush and context.flush_waits.active
     batch: MeasuredBatch | None = None
     plain: Sequence[MessageToStore] = ()
@@ -99,16 +109,26 @@ async def put_and_wait(
     else:
         plain, topic = messages, messages[0].topic if messages else "?"
     if batch is None and waits and plain:
-        result = await context.grouped_puts.put_and_wait(plain)
-    else:  # alone, after the gathered puts (a producer's messages are stored in the order it sent them)
-        context.grouped_puts.put_pending()
-        if batch is not None:
-            result = context.store.put_batch(batch, dispatch=False)
-        else:
-            result = context.store.put_messages(plain, dispatch=False)
-        context.dispatch.request(at_once=not waits)
-        if waits and batch is not None:
-            await context.flush_waits.wait(result)
+        return _logged(context.grouped_puts.put_and_wait(plain), topic)
+    # alone, after the gathered puts (a producer's messages are stored in the order it sent them)
+    context.grouped_puts.put_pending()
+    if batch is not None:
+        result = context.store.put_batch(batch, dispatch=False)
+    else:
+        result = context.store.put_messages(plain, dispatch=False)
+    context.dispatch.request(at_once=not waits)
+    if waits and batch is not None:
+        return _logged(context.flush_waits.wait(result), topic)
+    _log_refused(result, topic)
+    return result
+
+
+async def _logged(waiting: Awaitable[PutMessageResult], topic: str) -> PutMessageResult:
+    result = await waiting
+    _log_refused(result, topic)
+    return result
+
+
+def _log_refused(result: PutMessageResult, topic: str) -> None:
     if result.status not in _NOT_LOGGED:  # (the store logs a full disk)
         log.warning("put to %s refused: %s %s", topic, result.status.value, result.remark)
-    return result

@@ -40,7 +40,7 @@ from rocketq.failover.etcd import EtcdClient
 from rocketq.failover.service import FailoverService, failover_settings
 from rocketq.metrics.broker import BrokerMetrics
 from rocketq.metrics.exporter import exporter_enabled
-from rocketq.remoting import Connection, RemotingClient, RemotingServer, RequestHandler
+from rocketq.remoting import Connection, RemotingClient, RemotingServer, ServerHandler
 from rocketq.remoting.address import listens_beyond_loopback
 from rocketq.remoting.clock import SYSTEM_CLOCK, Clock
 from rocketq.remoting.server import BlockingHandler
@@ -138,9 +138,10 @@ class Broker:
         return ReplicationState(role="NONE", max_offset=end, acked_offset=0)
 
     @property
-    def handlers(self) -> dict[int, RequestHandler | BlockingHandler]:
+    def handlers(self) -> dict[int, ServerHandler | BlockingHandler]:
         """The request handlers by request code, as the server dispatches them (empty before ``start``).
-        Replacing an entry changes how later requests of that code are handled (tests watch traffic so)."""
+        Replacing an entry changes how later requests of that code are handled (tests watch traffic so);
+        a handler may answer at once, so a wrapper awaits ``awaited_answer(handler(request, connection))``."""
         return self._server.handlers if self._server is not None else {}
 
     @property

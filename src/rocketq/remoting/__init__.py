@@ -8,7 +8,7 @@ from rocketq.remoting.errors import (
     RemotingError,
     RemotingTimeoutError,
 )
-from rocketq.remoting.server import HandlerTable, RemotingServer, RequestGuard
+from rocketq.remoting.server import HandlerTable, RemotingServer, RequestGuard, ServerHandler, awaited_answer
 
 __all__ = [
     "Connection",
@@ -21,4 +21,6 @@ __all__ = [
     "RemotingTimeoutError",
     "RequestGuard",
     "RequestHandler",
+    "ServerHandler",
+    "awaited_answer",
 ]

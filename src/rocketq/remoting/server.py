@@ -1,8 +1,9 @@
 """RemotingServer: accept connections, decode requests, dispatch them through a handler table.
 
-A handler is a coroutine, started eagerly as its request is decoded (it gets a Task only if it
-waits; see ``RequestHandler``). Every connection is held to the server's ``ServerLimits``
-(``rocketq.remoting.limits``): answers it does not read, frames it does not finish and idleness.
+A handler answers at once or returns an awaitable (a coroutine), started eagerly as its request is
+decoded (it gets a Task only if it waits; see ``ServerHandler``). Every connection is held to the
+server's ``ServerLimits`` (``rocketq.remoting.limits``): answers it does not read, frames it does
+not finish and idleness.
 Handlers marked ``blocking`` are plain functions run in a thread pool so the loop never waits on them.
 An unknown request code gets REQUEST_CODE_NOT_SUPPORTED; a handler that raises gets SYSTEM_ERROR with
 the exception text; bad frames close only their connection. Oneway requests get no reply, whatever the
@@ -15,13 +16,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from rocketq.protocol import DEFAULT_MAX_FRAME_SIZE, ONEWAY_FLAG, RemotingCommand, ResponseCode, make_response
-from rocketq.remoting.connection import Connection, RequestHandler
+from rocketq.remoting.connection import Connection
 from rocketq.remoting.limits import RequestBytesBudget, ServerLimits, process_budget
 from rocketq.remoting.tasks import cancel_and_wait, start_eagerly
 
@@ -35,7 +36,21 @@ class BlockingHandler:
     function: Callable[[RemotingCommand, Connection], RemotingCommand | None]
 
 
-HandlerTable = Mapping[int, RequestHandler | BlockingHandler]
+ServerHandler = Callable[[RemotingCommand, Connection], RemotingCommand | Awaitable[RemotingCommand | None] | None]
+"""A server's handler: its answer at once (a response, or None for none), or an awaitable of it (an
+async handler returns its coroutine). The hot handlers (sends) answer at once when they need not wait,
+so such a request costs no coroutine and no context copy; an awaitable is run eagerly (``RequestHandler``)."""
+
+HandlerTable = Mapping[int, ServerHandler | BlockingHandler]
+
+
+async def awaited_answer(answer: RemotingCommand | Awaitable[RemotingCommand | None] | None) -> RemotingCommand | None:
+    """The response a ``ServerHandler`` gave, awaited when it gave an awaitable (for code that wraps a
+    handler: ``await awaited_answer(handler(request, connection))``)."""
+    if answer is None or isinstance(answer, RemotingCommand):
+        return answer
+    return await answer
+
 
 RequestGuard = Callable[[RemotingCommand, Connection], RemotingCommand | None]
 """Runs before every request's handler: None lets the request through, a response refuses it (the
@@ -120,47 +135,77 @@ class RemotingServer:
                 log.exception("close callback failed for %s", connection.remote_address)
 
     def _on_request(self, request: RemotingCommand, connection: Connection) -> None:
-        task = start_eagerly(self._handle(request, connection))  # most handlers answer without waiting
-        if task is not None:
-            self._in_flight.add(task)
-            task.add_done_callback(self._in_flight.discard)
+        self._handle(request, connection, time.perf_counter() if self._observer is not None else 0.0)
 
-    async def _handle(self, request: RemotingCommand, connection: Connection) -> None:
+    def _handle(self, request: RemotingCommand, connection: Connection, began: float) -> None:
+        """Check the request (``guard``), then answer it: at once when its handler answers at once,
+        else from ``_finish`` once the awaitable the handler returned is done."""
         handler = self.handlers.get(request.code)
-        response: RemotingCommand | None
-        observer = self._observer
-        began = time.perf_counter() if observer is not None else 0.0
+        answer: RemotingCommand | Awaitable[RemotingCommand | None] | None
         try:
             guard = self._guard
             refused = guard(request, connection) if guard is not None else None
             if refused is not None:
-                response = refused
+                answer = refused
             elif handler is None:
-                response = make_response(
+                answer = make_response(
                     request,
                     ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
                     f"request code {request.code} is not supported",
                 )
                 log.info("unsupported request code=%d from %s", request.code, connection.remote_address)
             elif isinstance(handler, BlockingHandler):
-                loop = asyncio.get_running_loop()
-                connection.work_started()
-                try:
-                    response = await loop.run_in_executor(self._executor, handler.function, request, connection)
-                finally:
-                    connection.work_finished()
+                answer = self._run_blocking(handler, request, connection)
             else:
-                response = await handler(request, connection)
+                answer = handler(request, connection)  # (an async handler's body runs in _finish)
+        except Exception as exc:
+            answer = self._failed(request, exc)
+        if answer is None or isinstance(answer, RemotingCommand):
+            self._answer(request, connection, answer, began)
+            return
+        task = start_eagerly(self._finish(answer, request, connection, began))  # most answer without waiting
+        if task is not None:
+            self._in_flight.add(task)
+            task.add_done_callback(self._in_flight.discard)
+
+    async def _run_blocking(
+        self, handler: BlockingHandler, request: RemotingCommand, connection: Connection
+    ) -> RemotingCommand | None:
+        loop = asyncio.get_running_loop()
+        connection.work_started()
+        try:
+            return await loop.run_in_executor(self._executor, handler.function, request, connection)
+        finally:
+            connection.work_finished()
+
+    async def _finish(
+        self,
+        answer: Awaitable[RemotingCommand | None],
+        request: RemotingCommand,
+        connection: Connection,
+        began: float,
+    ) -> None:
+        try:
+            response = await answer
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.exception("handler for code=%d failed (opaque=%d)", request.code, request.opaque)
-            response = make_response(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+            response = self._failed(request, exc)
+        self._answer(request, connection, response, began)
+
+    def _failed(self, request: RemotingCommand, exc: Exception) -> RemotingCommand:
+        log.exception("handler for code=%d failed (opaque=%d)", request.code, request.opaque, exc_info=exc)
+        return make_response(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+
+    def _answer(
+        self, request: RemotingCommand, connection: Connection, response: RemotingCommand | None, began: float
+    ) -> None:
         if response is not None and not request.flag & ONEWAY_FLAG and connection.is_open:
             try:
                 connection.send(response)
             except Exception:
                 log.exception("cannot send response code=%d to %s", response.code, connection.remote_address)
+            observer = self._observer
             if observer is not None:
                 observer(request, response, time.perf_counter() - began)
 

@@ -11,8 +11,10 @@ Threading contract:
   dispatcher is idle, so arrival listeners run at once. With SYNC_FLUSH every put is fsynced by the
   next group commit; to wait for it, a thread calls ``wait_flushed(result)`` (``put_message_and_wait``
   does both) and an event loop awaits ``flushed_on_loop(result, loop)``.
-- Reads (``get_messages``, offsets, lookups, queries) are thread safe and see every record the
-  dispatcher has indexed. ``get_messages`` returns views into the mapped files; release the result.
+- Reads (``get_messages``, offsets, lookups, queries; the base class ``StoreReads`` in
+  ``rocketq.store.store_reads``) are thread safe and see every record the dispatcher has indexed.
+  ``get_messages`` returns views into the mapped files; release the result.
+- A slave's writes (``append_replica``, ``truncate_to``) are in ``rocketq.store.replica_log``.
 - Background threads: the dispatcher, the CommitLog flusher, the ConsumeQueue/index flusher (which
   also writes the checkpoint) and the cleaner (retention and disk space: ``rocketq.store.retention``).
   fsync happens only on them. ``close()`` stops them after dispatching and flushing everything, and
@@ -24,37 +26,28 @@ Threading contract:
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import TimeoutError as FutureTimeoutError
-from pathlib import Path
 from typing import Any
 
-from rocketq.common import record as rec
-from rocketq.common.offsets import QueueOffset
 from rocketq.store.checkpoint import StoreCheckpoint
 from rocketq.store.commit_log import CommitLog
 from rocketq.store.config import StoreConfig
-from rocketq.store.consume_queue import ConsumeQueue
 from rocketq.store.disk_space import RECHECK_INTERVAL_S, DiskSpace, disk_usage
 from rocketq.store.dispatch import Dispatcher
 from rocketq.store.dispatch_apply import ArrivalListener
-from rocketq.store.epochs import EpochFile, fsync_directory
+from rocketq.store.epochs import EpochFile
 from rocketq.store.ext_writer import BitMapCalculator, ExtWriter
 from rocketq.store.flush import CommitLogFlusher, EventLoop, PeriodicTask
 from rocketq.store.index_service import IndexService
-from rocketq.store.key_query import records_by_key
 from rocketq.store.mapped_file import DiskFullError
-from rocketq.store.message_filter import MessageFilter
-from rocketq.store.queue_reader import get_from_queue
 from rocketq.store.queue_table import QueueTable, gets_no_entry, queues_of
 from rocketq.store.recovery import RecoveryReport, recover_commit_log, recover_logics
+from rocketq.store.replica_log import append_replica_bytes, cut_loaded_files, finish_cut, pending_cut, record_cut
 from rocketq.store.results import (
     BatchToStore,
-    GetMessageResult,
-    GetStatus,
     MeasuredBatch,
     MessageToStore,
     PutMessageResult,
@@ -63,30 +56,22 @@ from rocketq.store.results import (
 )
 from rocketq.store.retention import Retention, UnconsumedGuard
 from rocketq.store.store_lock import StoreLock
+from rocketq.store.store_reads import StoreReads
 
 log = logging.getLogger(__name__)
 
 
-def _pending_cut(path: Path) -> int | None:
-    """The offset a ``truncate_to`` interrupted by a crash was cutting the log back to, if any."""
-    try:
-        return int(path.read_text(encoding="ascii").strip())
-    except FileNotFoundError:
-        return None
-
-
-class MessageStore:
+class MessageStore(StoreReads):
     def __init__(self, config: StoreConfig, *, clock: Callable[[], float] = time.monotonic) -> None:
         """``clock``: monotonic seconds, for how often a refused put looks at the disk again."""
         self.config = config
         self._sync_flush = config.sync_flush
-        self.commit_log = CommitLog(config)
+        commit_log = CommitLog(config)
         self._clock = clock
-        self.index = IndexService(config, self.commit_log, clock) if config.message_index_enable else None
+        index = IndexService(config, commit_log, clock) if config.message_index_enable else None
+        super().__init__(commit_log, QueueTable(config), index)
         self.checkpoint = StoreCheckpoint(config.checkpoint_path)
         self.epochs = EpochFile(config.epochs_path)  # who wrote which stretch of the log (``epochs``)
-        self._table = QueueTable(config)
-        self._queues = self._table.queues  # (read without a lock)
         self.dispatcher = Dispatcher(
             self.commit_log, self.consume_queue, self.index, config.dispatch_interval_ms / 1000
         )
@@ -106,7 +91,6 @@ class MessageStore:
         self.recovery: RecoveryReport | None = None
         self._put_messages = 0
         self._put_bytes = 0
-        self._get_messages = 0
         self._put_latency_max = 0.0
 
     # -- lifecycle ------------------------------------------------------------------------------------
@@ -125,12 +109,13 @@ class MessageStore:
             if self.index is not None:
                 self.index.load()
             began = time.monotonic()
-            cut_to = _pending_cut(config.truncate_path)
+            cut_to = pending_cut(config.truncate_path)
             if cut_to is not None:
-                self._cut(cut_to)
+                cut_loaded_files(self.commit_log, self._table, self.index, self.epochs, cut_to)
             self.recovery = self._recover(clean)
             if cut_to is not None:
-                self._finish_cut(cut_to)
+                parts = (config, self.commit_log, self._table, self.checkpoint)
+                finish_cut(*parts, self.flush_logics, self._store_time_at, cut_to)
             if not clean:
                 log.warning(
                     "store %s recovered in %.1f s: %d records checked, %d damaged place(s) cut off, log ends at %d",
@@ -236,13 +221,7 @@ class MessageStore:
             self.commit_log.max_offset,
             offset,
         )
-        path = self.config.truncate_path
-        temp = path.with_name(path.name + ".tmp")
-        temp.write_text(f"{offset}\n", encoding="ascii")
-        with open(temp, "rb+") as file:
-            os.fsync(file.fileno())
-        os.replace(temp, path)
-        fsync_directory(path.parent)
+        record_cut(self.config.truncate_path, offset)
         self.close()
         self.start()
         return self.commit_log.max_offset
@@ -257,50 +236,6 @@ class MessageStore:
         with self.commit_log.put_lock:
             self.commit_log.queue_offsets = {key: queue.max_offset for key, queue in self._queues.items()}
         return self.commit_log.max_offset
-
-    def _cut(self, offset: int) -> None:
-        """Cut the loaded, not yet recovered files back to ``offset`` (see ``truncate_to``)."""
-        files = self.commit_log.files
-        if offset <= files.min_offset:  # nothing is kept: an empty log (it starts where a master says)
-            files.destroy_all()
-        else:
-            files.truncate(offset, zero_tail=True)
-        for queue in self._table.all():
-            queue.recover()
-            queue.truncate_dirty(offset)
-        self._table.write_registry(force=True)  # (so the recovery does not take them for queues behind)
-        if self.index is not None:
-            self.index.discard_after(offset, 2**62)  # (the files indexing records past it)
-        self.epochs.cut(offset)
-
-    def _finish_cut(self, offset: int) -> None:
-        """Make the cut durable, then forget it: CommitLog, ConsumeQueues, index and a checkpoint that
-        names the newest record kept are flushed before ``truncate`` is removed."""
-        for mapped in self.commit_log.files.files:
-            mapped.flush(0)
-        stamp = self._newest_queued_timestamp()
-        self.flush_logics()
-        checkpoint = self.checkpoint  # (the times of records cut off would make a crash recovery start late)
-        checkpoint.physic_msg_timestamp = checkpoint.logics_msg_timestamp = checkpoint.index_msg_timestamp = stamp
-        checkpoint.flush()
-        fsync_directory(self.config.commit_log_dir)
-        self.config.truncate_path.unlink()
-        fsync_directory(self.config.store_path_root_dir)
-        log.warning(
-            "store %s: commit log cut back to %d, ends at %d",
-            self.config.store_path_root_dir,
-            offset,
-            self.commit_log.max_offset,
-        )
-
-    def _newest_queued_timestamp(self) -> int:
-        """Store time of the newest record a ConsumeQueue points at (0 when none)."""
-        newest = 0
-        for queue in self._table.all():
-            entry = queue.entry(queue.max_offset - 1) if queue.max_offset > queue.min_offset else None
-            stamp = self._store_time_at(entry[0]) if entry else None
-            newest = max(newest, stamp or 0)
-        return newest
 
     # -- put ------------------------------------------------------------------------------------------
 
@@ -464,19 +399,6 @@ class MessageStore:
 
     # -- replication ----------------------------------------------------------------------------------
 
-    def read_commit_log(self, offset: int, max_bytes: int) -> bytes:
-        """A copy of up to ``max_bytes`` of CommitLog from ``offset``, never past the end of the file
-        holding it nor past what is written (b"" when nothing is there): what a master streams to its
-        slaves (``rocketq.replication``). Thread safe."""
-        mapped = self.commit_log.pin(offset)
-        if mapped is None:
-            return b""
-        try:
-            position = offset - mapped.start_offset
-            return bytes(mapped.buffer[position : min(mapped.wrote_position, position + max_bytes)])
-        finally:
-            mapped.release()
-
     def append_replica(self, offset: int, data: bytes | memoryview) -> int:
         """A slave's write: append a master's CommitLog bytes at the same ``offset`` (which must be
         where this log ends; in an empty log it must start a file), then dispatch them as any put, so
@@ -487,26 +409,12 @@ class MessageStore:
             ValueError: ``offset`` is not this log's end, or the bytes cross a file boundary.
             DiskFullError: A file could not be allocated (nothing is appended).
         """
-        files = self.commit_log.files
         with self.commit_log.put_lock:
             if not self._open:
                 raise ValueError("store is not running")
-            end = self.commit_log.max_offset
-            if files.last_file() is None:
-                if offset % files.file_size:
-                    raise ValueError(f"an empty log starts at a file boundary, not at {offset}")
-                files.flushed_where = end = offset  # (where the first file is made)
-            if offset != end:
-                raise ValueError(f"replica bytes at {offset}, but this log ends at {end}")
-            if not data:
-                return end
-            mapped = files.last_file_for_write()
-            position = offset - mapped.start_offset
-            if position + len(data) > mapped.file_size:
-                raise ValueError(f"replica bytes at {offset} cross the end of file {mapped.path.name}")
-            mapped.write_at(position, data)
-            mapped.wrote_position = position + len(data)
-            end = offset + len(data)
+            end = append_replica_bytes(self.commit_log.files, self.commit_log.max_offset, offset, data)
+        if not data:
+            return end
         self._put_bytes += len(data)
         if not self.dispatcher.try_dispatch_until(end):
             self.dispatcher.wake()
@@ -514,97 +422,6 @@ class MessageStore:
         if self._sync_flush:
             self.flusher.wanted(end)
         return end
-
-    # -- get ------------------------------------------------------------------------------------------
-
-    def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
-        """The queue for topic/queue_id, created on first use (by a put, or the dispatcher)."""
-        queue = self._queues.get((topic, queue_id))
-        return queue if queue is not None else self._table.get_or_create(topic, queue_id)
-
-    def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
-        return self._queues.get((topic, queue_id))
-
-    def get_messages(
-        self,
-        topic: str,
-        queue_id: int,
-        offset: int,
-        max_count: int,
-        *,
-        tags_codes: Collection[int] | None = None,
-        message_filter: MessageFilter | None = None,
-        max_bytes: int = 4 * 1024 * 1024,
-    ) -> GetMessageResult:
-        """Up to ``max_count`` records from ``offset``, as views (no copies). ``tags_codes``: keep only
-        records whose ConsumeQueue tag code is in it (None keeps all); ``message_filter`` (instead):
-        SQL92 filtering by bit map and properties. Release the result."""
-        queue = self._queues.get((topic, queue_id))
-        if queue is None:
-            return GetMessageResult(
-                status=GetStatus.NO_MATCHED_LOGIC_QUEUE,
-                next_begin_offset=QueueOffset(0 if offset <= 0 else offset),
-                min_offset=QueueOffset(0),
-                max_offset=QueueOffset(0),
-            )
-        result = get_from_queue(self.commit_log, queue, offset, max_count, tags_codes, max_bytes, message_filter)
-        self._get_messages += result.message_count
-        return result
-
-    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        queue = self._queues.get((topic, queue_id))
-        return queue.min_offset if queue else 0
-
-    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        queue = self._queues.get((topic, queue_id))
-        return queue.max_offset if queue else 0
-
-    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, queue_offset: int) -> int | None:
-        queue = self._queues.get((topic, queue_id))
-        entry = queue.entry(queue_offset) if queue else None
-        return entry[0] if entry else None
-
-    def _store_time_at(self, commit_offset: int) -> int | None:
-        mapped = self.commit_log.pin(commit_offset)
-        if mapped is None:
-            return None
-        try:
-            at = commit_offset - mapped.start_offset + rec.STORE_TIMESTAMP_AT
-            return int.from_bytes(mapped.buffer[at : at + 8], "big", signed=True)
-        finally:
-            mapped.release()
-
-    def get_offset_by_timestamp(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
-        """The first queue offset stored at or after ``timestamp_ms`` (max offset when none)."""
-        queue = self._queues.get((topic, queue_id))
-        return queue.offset_for_timestamp(timestamp_ms, self._store_time_at) if queue else 0
-
-    def get_message_store_timestamp(self, topic: str, queue_id: int, queue_offset: int) -> int | None:
-        offset = self.get_commit_log_offset_in_queue(topic, queue_id, queue_offset)
-        return None if offset is None else self._store_time_at(offset)
-
-    def get_earliest_message_time(self, topic: str, queue_id: int) -> int | None:
-        return self.get_message_store_timestamp(topic, queue_id, self.get_min_offset_in_queue(topic, queue_id))
-
-    def lookup_message(self, commit_log_offset: int) -> rec.StoredRecord | None:
-        """The record at a CommitLog offset (from an offset message id), or None."""
-        return self.commit_log.read_record(commit_log_offset)
-
-    def query_message(
-        self,
-        topic: str,
-        key: str,
-        max_num: int = 32,
-        begin_ms: int = 0,
-        end_ms: int = 2**62,
-        *,
-        unique: bool | None = None,
-    ) -> list[rec.StoredRecord]:
-        """Up to ``max_num`` records of ``topic`` stored in [begin_ms, end_ms] that hold ``key`` (as
-        UNIQ_KEY when ``unique``, in KEYS when not, either when None), newest first (``records_by_key``)."""
-        if self.index is None:
-            return []
-        return records_by_key(self.index, self.commit_log, topic, key, max_num, begin_ms, end_ms, unique)
 
     # -- topics and listeners -------------------------------------------------------------------------
 
@@ -697,6 +514,3 @@ class MessageStore:
     @property
     def is_open(self) -> bool:
         return self._open
-
-    def queues(self) -> list[ConsumeQueue]:
-        return self._table.all()

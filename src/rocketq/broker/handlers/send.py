@@ -15,9 +15,11 @@ import ipaddress
 import logging
 import random
 import re
+from collections.abc import Awaitable, Coroutine
+from typing import Any
 
 from rocketq.broker.context import BrokerContext, reply
-from rocketq.broker.message_put import STORED, dead_letter_topic, put_and_wait, redirect_delayed, response_code
+from rocketq.broker.message_put import STORED, dead_letter_topic, put_or_wait, redirect_delayed, response_code
 from rocketq.broker.retry import V3_4_9
 from rocketq.broker.topic_config import is_writeable, topic_name_problem_in_cluster
 from rocketq.broker.transactions.half import batch_transaction_problem, make_half, transaction_of_batch
@@ -41,9 +43,10 @@ from rocketq.protocol import (
     ResponseCode,
     SendMessageRequestHeader,
     decode_batch,
+    make_response,
 )
 from rocketq.protocol.headers import parse_send_message_header
-from rocketq.remoting import Connection, RequestHandler
+from rocketq.remoting import Connection, ServerHandler
 from rocketq.store import BatchToStore, MessageToStore, PutMessageResult
 
 log = logging.getLogger(__name__)
@@ -109,13 +112,18 @@ def plain_stored_properties(text: str, suffix: str) -> str | None:
     return f"{text}{PROPERTY_SEPARATOR}{suffix}" if text else suffix
 
 
-def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
-    async def handle_send(request: RemotingCommand, connection: Connection) -> RemotingCommand:
+Answer = RemotingCommand | Coroutine[Any, Any, RemotingCommand]
+"""A send's answer: the response at once when nothing is waited for (the common ASYNC_FLUSH send: no
+coroutine is made), else a coroutine that waits (for the fsync, a slave, a transactional batch)."""
+
+
+def handlers(context: BrokerContext) -> dict[int, ServerHandler]:
+    def handle_send(request: RemotingCommand, connection: Connection) -> Answer:
         try:
             header = parse_send_message_header(request.code, request.ext_fields)
         except RemoteProtocolError as exc:
             return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
-        return await _send(context, request, connection, header)
+        return _send(context, request, connection, header)
 
     return {
         RequestCode.SEND_MESSAGE: handle_send,
@@ -124,9 +132,9 @@ def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
     }
 
 
-async def _send(
+def _send(
     context: BrokerContext, request: RemotingCommand, connection: Connection, header: SendMessageRequestHeader
-) -> RemotingCommand:
+) -> Answer:
     config = context.config
     if not context.is_master:
         return reply(request, ResponseCode.SERVICE_NOT_AVAILABLE, f"broker {config.broker_name} is a slave")
@@ -178,14 +186,12 @@ async def _send(
     if transaction is not None:
         refusal = batch_transaction_problem(transaction, dead_letter, config.reject_transaction_message)
         if refusal is None and context.transactions is not None:
-            stored_batch = await context.transactions.store_batch(
+            storing = context.transactions.store_batch(
                 topic, queue_id, body, transaction, broker_suffix=plain_suffix, sys_flag=stored_sys_flag,
                 born_timestamp=header.born_timestamp, born_host=born_host_of(connection),
                 reconsume_times=reconsume_times,
             )  # fmt: skip
-            if isinstance(stored_batch, PutMessageResult):
-                return _response(context, request, stored_batch, topic, queue_id)
-            refusal = stored_batch
+            return _transaction_stored(context, request, storing, topic, queue_id)
         return reply(request, *(refusal or (ResponseCode.SYSTEM_ERROR, "transactions are not running")))
     if is_batch and not dead_letter:  # the common batch: written from its wire body, no decoding
         batch = BatchToStore(
@@ -195,13 +201,18 @@ async def _send(
         )  # fmt: skip
         measured = context.store.measure_batch(batch, max_body_size=config.max_message_size)
         if measured is not None:
-            result = await put_and_wait(context, measured, wait_for_flush=measured.wait_for_flush)
-            return _response(context, request, result, topic, queue_id)
+            outcome = put_or_wait(context, measured, wait_for_flush=measured.wait_for_flush)
+            if isinstance(outcome, PutMessageResult):
+                return _response(context, request, outcome, topic, queue_id)
+            return _stored(context, request, outcome, None, topic, queue_id)
     try:
         items = decode_batch(body) if is_batch else None
     except RemoteProtocolError as exc:
         return reply(request, ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {exc}")
-    bodies: list[BatchItem] = items if items is not None else [BatchItem(body, header.properties or "", header.flag)]
+    # (a single message as a plain tuple: a NamedTuple's constructor runs interpreted)
+    bodies: list[BatchItem] | list[tuple[bytes, str, int]] = (
+        items if items is not None else [(body, header.properties or "", header.flag)]
+    )
     if not bodies:
         return reply(request, ResponseCode.MESSAGE_ILLEGAL, "empty batch")
     for message_body, _, _ in bodies:
@@ -213,7 +224,7 @@ async def _send(
             )
 
     born_host = born_host_of(connection)
-    level_count = len(context.store.config.delay_levels_ms())
+    level_count = -1  # (how many delay levels: read when a message names properties the broker acts on)
     store_host = context.store_host
     messages: list[MessageToStore] = []
     wait_for_flush = False
@@ -248,6 +259,8 @@ async def _send(
                 target_topic, target_queue = make_half(properties, topic, queue_id)
                 message_sys_flag = stored_sys_flag & ~SysFlag.TRANSACTION_MASK
             else:
+                if level_count < 0:
+                    level_count = len(context.store.config.delay_levels_ms())
                 target_topic, target_queue = redirect_delayed(properties, topic, queue_id, sys_flag, level_count)
             stored = encode_properties(properties)
             if half:
@@ -267,7 +280,46 @@ async def _send(
             )
         )
 
-    result = await put_and_wait(context, messages, wait_for_flush=wait_for_flush)
+    outcome = put_or_wait(context, messages, wait_for_flush=wait_for_flush)
+    if isinstance(outcome, PutMessageResult):
+        return _answer_put(context, request, outcome, half_properties, topic, queue_id)
+    return _stored(context, request, outcome, half_properties, topic, queue_id)
+
+
+async def _stored(
+    context: BrokerContext,
+    request: RemotingCommand,
+    waiting: Awaitable[PutMessageResult],
+    half_properties: str | None,
+    topic: str,
+    queue_id: int,
+) -> RemotingCommand:
+    """The answer of a put that waits (for its fsync or its slave)."""
+    return _answer_put(context, request, await waiting, half_properties, topic, queue_id)
+
+
+async def _transaction_stored(
+    context: BrokerContext,
+    request: RemotingCommand,
+    storing: Awaitable[PutMessageResult | tuple[int, str]],
+    topic: str,
+    queue_id: int,
+) -> RemotingCommand:
+    """The answer of a transactional batch: stored as one half message, or refused."""
+    stored_batch = await storing
+    if isinstance(stored_batch, PutMessageResult):
+        return _response(context, request, stored_batch, topic, queue_id)
+    return reply(request, *stored_batch)
+
+
+def _answer_put(
+    context: BrokerContext,
+    request: RemotingCommand,
+    result: PutMessageResult,
+    half_properties: str | None,
+    topic: str,
+    queue_id: int,
+) -> RemotingCommand:
     if half_properties is not None and context.transactions is not None:
         context.transactions.half_stored(result, half_properties)
     return _response(context, request, result, topic, queue_id)
@@ -289,4 +341,4 @@ def _response(
         Property.MSG_REGION: DEFAULT_REGION,
         Property.TRACE_SWITCH: TRACE_ON,
     }
-    return reply(request, code, ext_fields=fields)
+    return make_response(request, code, ext_fields=fields)  # (not ``reply``: an interpreted call less)

@@ -21,3 +21,17 @@ def test_sweep_source_yields_the_rows_asked_for_in_every_task(spark: SparkSessio
     found = measure(spark, rows=1001, size=10, tasks=3, batch=100, columns=["body"], runs=1)
     assert found["tasks"] == 3 and found["batch"] == 100 and found["columns"] == ["body"]
     assert found["msgs_per_s"] > 0 and found["cpu_us_per_row"] > 0
+
+
+def test_narrow_schemas_yield_one_column_of_the_rows_asked_for(spark: SparkSession) -> None:
+    spark.dataSource.register(SweepSource)
+    body = spark.read.format(FORMAT).options(tasks=2, rows=301, batch=64, size=7, schema="body").load()
+    assert body.columns == ["body"]
+    assert [bytes(row.body) for row in body.collect()] == [b"x" * 7] * 301
+
+    values = spark.read.format(FORMAT).options(tasks=2, rows=301, batch=64, size=7, schema="long").load()
+    assert values.columns == ["value"]
+    assert values.count() == 301
+
+    found = measure(spark, rows=301, size=7, tasks=2, batch=64, columns=[], runs=1, schema="long")
+    assert found["schema"] == "long" and found["cpu_us_per_row"] > 0

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from mypy_extensions import mypyc_attr
 
+from rocketq.client.blocking_send import BlockingSender
 from rocketq.client.config import ConsumerConfig, ProducerConfig
 from rocketq.client.errors import MQClientError
 from rocketq.client.listener import Listener
@@ -143,7 +144,8 @@ class SyncProducer:
 
     ``SyncProducer(group="g", namesrv_addr="127.0.0.1:9876")``, or ``SyncProducer(ProducerConfig(...))``.
     Its producer runs on an event loop of its own, on a daemon thread; every method waits for that
-    loop, so the object may be shared by threads.
+    loop, so the object may be shared by threads. ``send`` makes its first attempt on the caller's thread
+    when it can (``rocketq.client.blocking_send``), without waking the loop thread.
     """
 
     def __init__(
@@ -151,6 +153,7 @@ class SyncProducer:
     ) -> None:
         self._loop = LoopThread(name="rocketq-producer")
         self._producer = self._make_producer(config, group, namesrv_addr)
+        self._blocking = BlockingSender(self._producer)
         try:
             self._loop.call(self._producer.start())
         except BaseException:
@@ -164,7 +167,10 @@ class SyncProducer:
     def send(self, message: Message, *, timeout: float | None = None, idempotent: bool | None = None) -> SendResult:
         """Send and wait for the broker's answer, retrying on another broker when it fails (on the same
         one after a timeout when idempotent). ``idempotent``: None follows ``ProducerConfig.idempotent``."""
-        return self._loop.call(self._producer.send(message, timeout=timeout, idempotent=idempotent))
+        outcome = self._blocking.send(message, timeout, idempotent)
+        if isinstance(outcome, SendResult):
+            return outcome
+        return self._loop.call(outcome)
 
     def send_async(
         self,
@@ -232,6 +238,7 @@ class SyncProducer:
 
     def close(self) -> None:
         """Wait for sends in flight, unregister from the brokers and stop the loop thread."""
+        self._blocking.close()
         self._loop.close_with(self._producer.aclose())
 
     def __enter__(self) -> SyncProducer:

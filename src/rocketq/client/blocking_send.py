@@ -10,8 +10,10 @@ one attempt, with ``Producer``'s own functions: it prepares the message (``_prep
 (``rocketq.remoting.blocking``) and makes the result of the answer as the loop does (``_answered``).
 
 Everything else is the loop's, as before: a send with no cached route or no address, one made while
-another thread is on the blocking connections, one that auto-batching would hold for the next batch (a
-request to its topic is in flight on the loop), and every attempt after a failed first one (a lost or
+another thread is in ``SyncProducer.send`` too (sends from several threads meet on the loop, where
+auto-batching gathers them: at 4 threads, sending alone over the blocking connection while the others
+batched on the loop was slower than all of them on the loop), one that auto-batching would hold for the
+next batch (a request to its topic is in flight on the loop), and every attempt after a failed first one (a lost or
 timed-out answer, a refusal): the loop's ``_send_with_retries`` goes on from that attempt, with the
 send's deadline, so the retry policy stays in one place.
 
@@ -43,20 +45,34 @@ LoopSend = Coroutine[Any, Any, SendResult]
 class BlockingSender:
     """The blocking first attempts of one producer's sends, with one connection per broker address.
 
-    Thread safety: any thread. One send at a time uses the connections; a send that finds them in use
-    goes to the loop."""
+    Thread safety: any thread. A caller brackets its whole send, the loop's part included, with
+    ``enter()`` and ``leave()``: a send made while another caller is inside goes to the loop. One send
+    at a time uses the connections."""
 
     def __init__(self, producer: Producer) -> None:
         self._producer = producer
         self._connections: dict[str, BlockingConnection] = {}
         self._lock = threading.Lock()  # held by the send using the connections
+        self._callers = 0  # callers between enter() and leave()
+        self._callers_lock = threading.Lock()
         self._closed = False
+
+    def enter(self) -> None:
+        """A caller's send begins."""
+        with self._callers_lock:
+            self._callers += 1
+
+    def leave(self) -> None:
+        """A caller's send has ended (here or on the loop)."""
+        with self._callers_lock:
+            self._callers -= 1
 
     def send(self, message: Message, timeout: float | None, idempotent: bool | None) -> SendResult | LoopSend:
         """``Producer.send(message, ...)`` made here when it can be: its result; else the coroutine the
-        loop must run for the rest (its first attempt made, or all of it)."""
+        loop must run for the rest (its first attempt made, or all of it). Between ``enter()`` and
+        ``leave()``."""
         producer = self._producer
-        if not self._lock.acquire(blocking=False):
+        if self._callers > 1 or not self._lock.acquire(blocking=False):
             return producer.send(message, timeout=timeout, idempotent=idempotent)
         try:
             return self._send_here(producer, message, timeout, idempotent)

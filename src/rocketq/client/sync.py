@@ -167,10 +167,15 @@ class SyncProducer:
     def send(self, message: Message, *, timeout: float | None = None, idempotent: bool | None = None) -> SendResult:
         """Send and wait for the broker's answer, retrying on another broker when it fails (on the same
         one after a timeout when idempotent). ``idempotent``: None follows ``ProducerConfig.idempotent``."""
-        outcome = self._blocking.send(message, timeout, idempotent)
-        if isinstance(outcome, SendResult):
-            return outcome
-        return self._loop.call(outcome)
+        blocking = self._blocking
+        blocking.enter()
+        try:
+            outcome = blocking.send(message, timeout, idempotent)
+            if isinstance(outcome, SendResult):
+                return outcome
+            return self._loop.call(outcome)
+        finally:
+            blocking.leave()
 
     def send_async(
         self,

@@ -13,7 +13,7 @@ recognised; after a definite failure, on another broker as usual.
 
 With ``ProducerConfig.auto_batch`` (on by default), plain sends made while a request to their topic is
 in flight leave together in one batch request at the end of the loop's turn, each with its own result
-(``rocketq.client.send_accumulator``; docs/producer-path.md).
+(``rocketq.client.auto_batch``; docs/producer-path.md).
 """
 
 from __future__ import annotations

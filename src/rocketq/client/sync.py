@@ -1,6 +1,7 @@
 """Blocking facades over the async clients. Each runs its client on a private event-loop thread and
 every method hops into that loop (like anyio's blocking portal): the clients' state belongs to that
-loop, and only a call made on it can wake the loop's waiting tasks."""
+loop, and only a call made on it can wake the loop's waiting tasks. One exception: ``SyncProducer.send``
+makes a send's first attempt on the caller's thread when it can (``rocketq.client.blocking_send``)."""
 
 from __future__ import annotations
 

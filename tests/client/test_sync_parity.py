@@ -216,8 +216,10 @@ ORDERED = "ParityOrdered"
 
 
 def test_blocking_and_asyncio_clients_deliver_the_same_messages_in_the_same_order(threaded: ThreadedCluster) -> None:
-    """The same sends through SyncProducer and through Producer store the same sequence; SyncPullConsumer
-    and PullConsumer read either back identically (one queue: its order is the send order)."""
+    """The same sends through SyncProducer (after the first, made on the caller's thread over its blocking
+    connection) and through Producer store the same sequence, with the same bodies, tags, keys, flags and
+    properties; SyncPullConsumer and PullConsumer read either back identically (one queue: its order is
+    the send order)."""
 
     async def one_queue_topics() -> None:
         async with AdminClient(threaded.namesrv_addr) as admin:
@@ -228,22 +230,42 @@ def test_blocking_and_asyncio_clients_deliver_the_same_messages_in_the_same_orde
     sent = [(f"order-{i}".encode(), f"tag{i % 3}", f"key-{i}") for i in range(60)]
 
     def message(topic: str, body: bytes, tag: str, key: str) -> Message:
-        return Message(topic, body, tags=tag, keys=key, properties={"n": body.decode()})
+        return Message(topic, body, tags=tag, keys=key, properties={"n": body.decode()}, flag=len(body))
 
     with SyncProducer(group="OrderSync", namesrv_addr=threaded.namesrv_addr) as blocking:
-        sync_offsets = [blocking.send(message(f"{ORDERED}Sync", *fields)).queue_offset for fields in sent]
+        sync_results = [blocking.send(message(f"{ORDERED}Sync", *fields)) for fields in sent]
 
-    async def send_asyncio() -> list[int]:
+    async def send_asyncio() -> list[SendResult]:
         async with Producer(group="OrderAsync", namesrv_addr=threaded.namesrv_addr) as producer:
-            return [(await producer.send(message(f"{ORDERED}Async", *fields))).queue_offset for fields in sent]
+            return [await producer.send(message(f"{ORDERED}Async", *fields)) for fields in sent]
 
-    async_offsets = threaded.call(send_asyncio())
-    assert sync_offsets == async_offsets == list(range(len(sent)))
+    async_results = threaded.call(send_asyncio())
 
-    def seen(messages: list[MessageExt]) -> list[tuple[bytes, str, str, str, int]]:
-        return [(m.body, m.tags or "", " ".join(m.keys), m.properties["n"], m.queue_offset) for m in messages]
+    def described(results: list[SendResult]) -> list[tuple[SendStatus, int, int, str, int, int]]:
+        return [
+            (
+                r.status,
+                r.message_queue.queue_id,
+                r.queue_offset,
+                r.message_queue.broker_name,
+                len(r.msg_id),
+                len(r.offset_msg_id),
+            )
+            for r in results
+        ]
 
-    expected = [(body, tag, key, body.decode(), offset) for offset, (body, tag, key) in enumerate(sent)]
+    assert described(sync_results) == described(async_results)
+    assert [r.queue_offset for r in sync_results] == list(range(len(sent)))
+    unique_ids = [r.msg_id for r in sync_results]
+
+    def seen(messages: list[MessageExt]) -> list[tuple[bytes, str, str, str, int, int, set[str]]]:
+        return [
+            (m.body, m.tags or "", " ".join(m.keys), m.properties["n"], m.flag, m.queue_offset, set(m.properties))
+            for m in messages
+        ]
+
+    expected = [(body, tag, key, body.decode(), len(body), offset) for offset, (body, tag, key) in enumerate(sent)]
+    names: dict[str, list[set[str]]] = {}
     for topic in (f"{ORDERED}Sync", f"{ORDERED}Async"):
         with SyncPullConsumer(sync_config(threaded, f"ReadSync{topic}"), auto_commit=False) as consumer:
             consumer.assign(consumer.fetch_queues(topic))
@@ -268,4 +290,10 @@ def test_blocking_and_asyncio_clients_deliver_the_same_messages_in_the_same_orde
             finally:
                 await consumer.aclose()
 
-        assert seen(got) == seen(threaded.call(read_asyncio())) == expected, topic
+        described_read = seen(got)
+        assert described_read == seen(threaded.call(read_asyncio())), topic
+        assert [fields[:6] for fields in described_read] == expected, topic
+        names[topic] = [fields[6] for fields in described_read]
+        if topic.endswith("Sync"):
+            assert [m.properties["UNIQ_KEY"] for m in got] == unique_ids  # each message's own SendResult id
+    assert names[f"{ORDERED}Sync"] == names[f"{ORDERED}Async"]  # the same properties travelled

@@ -30,6 +30,7 @@ from rocketq.protocol.bodies import ConsumerData
 from rocketq.protocol.headers import GetRouteInfoRequestHeader, UnregisterClientRequestHeader
 from rocketq.remoting import RemotingClient, RemotingError, RequestHandler
 from rocketq.remoting.address import local_ipv4
+from rocketq.remoting.client import RequestSigner
 from rocketq.remoting.connection import next_opaque
 from rocketq.remoting.tasks import cancel_and_wait
 
@@ -44,8 +45,12 @@ class ClientInstance:
         self.client_ip = config.client_ip or local_ipv4()
         self.client_id = f"{self.client_ip}@{os.getpid()}#{config.instance_name}#{time.monotonic_ns()}"
         credentials = config.credentials
-        signer = None if credentials is None else functools.partial(sign, credentials=credentials)
-        self.remoting = RemotingClient(handlers=handlers, sign=signer)
+        self.sign: RequestSigner | None = None
+        """Signs a request with the client's credentials (None without): every request ``remoting`` sends,
+        and those a blocking caller sends itself (``rocketq.client.blocking_send``)."""
+        if credentials is not None:
+            self.sign = functools.partial(sign, credentials=credentials)
+        self.remoting = RemotingClient(handlers=handlers, sign=self.sign)
         self.routes: dict[str, TopicRouteData] = {}
         self.broker_addrs: dict[str, dict[int, str]] = {}
         self.route_listeners: list[Callable[[str, TopicRouteData], None]] = []

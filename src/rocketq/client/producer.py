@@ -13,7 +13,7 @@ recognised; after a definite failure, on another broker as usual.
 
 With ``ProducerConfig.auto_batch`` (on by default), plain sends made while a request to their topic is
 in flight leave together in one batch request at the end of the loop's turn, each with its own result
-(``rocketq.client.send_accumulator``; docs/producer-path.md).
+(``rocketq.client.auto_batch``; docs/producer-path.md).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from mypy_extensions import mypyc_attr
 
+from rocketq.client.auto_batch import AutoBatcher
 from rocketq.client.config import ProducerConfig
 from rocketq.client.errors import (
     BrokerResponseError,
@@ -36,18 +37,18 @@ from rocketq.client.errors import (
     MQConnectionError,
     RouteNotFoundError,
     ValidationError,
-    broker_error,
 )
 from rocketq.client.instance import ClientInstance
 from rocketq.client.latency import LatencyFaultTolerance
-from rocketq.client.message import Message, MessageQueue, SendResult, SendStatus
+from rocketq.client.message import Message, MessageQueue, SendResult
 from rocketq.client.route import TopicPublishInfo, publish_info
-from rocketq.client.send_accumulator import Accumulator, WaitingSend, coalescible, split_result
+from rocketq.client.send_accumulator import coalescible
 from rocketq.client.send_checks import checked_properties, properties_text, send_request
+from rocketq.client.send_outcome import FirstAttempt, send_result, worth_retrying
 from rocketq.client.unique_id import UniqueIdGenerator
 from rocketq.common.message import Property, java_string_hash
 from rocketq.common.record import SysFlag
-from rocketq.protocol import BatchItem, RemotingCommand, ResponseCode, encode_batch
+from rocketq.protocol import BatchItem, RemotingCommand, encode_batch
 from rocketq.remoting import ConnectionClosedError, RemotingError, RemotingTimeoutError, RequestHandler
 
 if TYPE_CHECKING:
@@ -57,22 +58,6 @@ log = logging.getLogger(__name__)
 
 QueueSelector = Callable[[Sequence[MessageQueue], Message, Any], MessageQueue]
 SendCallback = Callable[[SendResult | None, BaseException | None], None]
-
-_STATUS_BY_CODE: dict[int, SendStatus] = {
-    ResponseCode.SUCCESS: SendStatus.SEND_OK,
-    ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
-    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
-    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
-}
-_RETRY_CODES = frozenset(
-    {
-        ResponseCode.TOPIC_NOT_EXIST,
-        ResponseCode.SERVICE_NOT_AVAILABLE,
-        ResponseCode.SYSTEM_ERROR,
-        ResponseCode.SYSTEM_BUSY,
-        ResponseCode.NO_PERMISSION,
-    }
-)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # users may subclass it; see rocketq.native
@@ -95,9 +80,11 @@ class Producer:
         self._pending: set[asyncio.Task[Any]] = set()
         self._valid_topics: set[str] = set()
         self._closed = False
-        self._accumulator: Accumulator | None = None
+        self._batcher: AutoBatcher | None = None
         if config.auto_batch:
-            self._accumulator = Accumulator(config.batch_max_bytes, config.batch_max_messages)
+            self._batcher = AutoBatcher(
+                config, self._prepare, self._send_message, self._send_with_retries, self._pending
+            )
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -124,9 +111,8 @@ class Producer:
         if self._instance is None:
             return
         self._closed = True
-        if self._accumulator is not None:  # sends waiting for their batch leave now
-            for topic in self._accumulator.topics_waiting():
-                self._send_waiting(topic)
+        if self._batcher is not None:  # sends waiting for their batch leave now
+            self._batcher.flush()
         if self._pending:
             await asyncio.wait(set(self._pending), timeout=self.config.send_msg_timeout_s)
         instance, self._instance = self._instance, None
@@ -260,22 +246,27 @@ class Producer:
         try:
             response = await self.instance.invoke_broker(address, request, timeout_s)
         except RemotingError:
-            self._fault.update(queue.broker_name, (time.monotonic() - began) * 1000, failed=True)
+            self._attempt_failed(queue, began)
             raise
+        return self._answered(queue, address, unique_id, response, began)
+
+    def _answered(
+        self, queue: MessageQueue, address: str, unique_id: str, response: RemotingCommand, began: float
+    ) -> SendResult:
+        """The result of an attempt started at ``began`` (monotonic) that ``response`` answered, its latency
+        noted for ``queue``'s broker (BrokerResponseError when the broker refused the message)."""
         latency_ms = (time.monotonic() - began) * 1000
-        status = _STATUS_BY_CODE.get(response.code)
-        if status is None:
+        try:
+            result = send_result(response, queue, unique_id, address)
+        except BrokerResponseError:
             self._fault.update(queue.broker_name, latency_ms, failed=True)
-            raise broker_error(response.code, response.remark, address)
+            raise
         self._fault.update(queue.broker_name, latency_ms, failed=False)
-        fields = response.ext_fields
-        return SendResult(
-            status=status,
-            msg_id=unique_id,
-            offset_msg_id=fields.get("msgId", ""),
-            message_queue=MessageQueue(queue.topic, queue.broker_name, int(fields.get("queueId", queue.queue_id))),
-            queue_offset=int(fields.get("queueOffset", -1)),
-        )
+        return result
+
+    def _attempt_failed(self, queue: MessageQueue, began: float) -> None:
+        """Note an attempt to ``queue``'s broker that got no answer (lost, timed out)."""
+        self._fault.update(queue.broker_name, (time.monotonic() - began) * 1000, failed=True)
 
     # -- sending --------------------------------------------------------------------------------------
 
@@ -291,83 +282,14 @@ class Producer:
     ) -> SendResult:
         """``send``'s path: alone, as ``_send_message``, or with auto-batching a plain message made while
         a request to its topic is in flight waits (validated first) for the next batch of that topic."""
-        accumulator = self._accumulator
+        batcher = self._batcher
         if (
-            accumulator is None
+            batcher is None
             or self._idempotent(idempotent)
             or not coalescible(message, self.config.compress_msg_body_over_howmuch)
         ):
             return await self._send_message(message, timeout, retries, idempotent)
-        topic = message.topic
-        if accumulator.busy(topic):
-            waiting = self._waiting_send(accumulator, message, timeout, retries)
-            if waiting is not None:
-                if accumulator.add(topic, waiting):
-                    asyncio.get_running_loop().call_soon(self._send_waiting, topic)
-                return await waiting.future
-        accumulator.started(topic)
-        try:
-            return await self._send_message(message, timeout, retries, False)
-        finally:
-            accumulator.finished(topic)
-
-    def _waiting_send(
-        self, accumulator: Accumulator, message: Message, timeout: float | None, retries: int
-    ) -> WaitingSend | None:
-        """``message`` checked and ready to wait for a batch (ValidationError when it cannot travel), or
-        None when it is too large for one and goes alone."""
-        body, properties, _, unique_id = self._prepare(message)  # (coalescible: neither compressed nor a half)
-        item = BatchItem(body, properties, message.flag)
-        future: asyncio.Future[SendResult] = asyncio.get_running_loop().create_future()
-        deadline = time.monotonic() + (timeout or self.config.send_msg_timeout_s)
-        waiting = WaitingSend(item, unique_id, future, deadline, retries)
-        return waiting if accumulator.fits(waiting) else None
-
-    def _send_waiting(self, topic: str) -> None:
-        """Send the batches of the sends waiting on ``topic`` (run at the end of the loop's turn)."""
-        accumulator = self._accumulator
-        assert accumulator is not None
-        loop = asyncio.get_running_loop()
-        for batch in accumulator.take(topic):
-            accumulator.started(topic)
-            task = loop.create_task(self._send_coalesced(accumulator, topic, batch))
-            self._pending.add(task)
-            task.add_done_callback(self._pending.discard)
-
-    async def _send_coalesced(self, accumulator: Accumulator, topic: str, batch: list[WaitingSend]) -> None:
-        """Send ``batch`` as one request (a lone message as a plain send), retried as ``send_batch`` is
-        within its earliest send's deadline, and answer each of its sends."""
-        try:
-            ids = ",".join([waiting.unique_id for waiting in batch])
-            remaining = min([waiting.deadline for waiting in batch]) - time.monotonic()
-            retries = min([waiting.retries for waiting in batch])
-            first = batch[0].item
-            body = encode_batch([waiting.item for waiting in batch]) if len(batch) > 1 else None
-
-            def request(queue: MessageQueue) -> RemotingCommand:
-                if body is None:  # a lone message: a plain send
-                    return send_request(self.config, queue, first.body, first.properties, 0, first.flag)
-                return send_request(self.config, queue, body, "", 0, 0, batch=True)
-
-            try:
-                if remaining <= 0:
-                    raise MQClientError(f"send to topic {topic!r} timed out while waiting for its batch")
-                result = await self._send_with_retries(topic, request, ids, remaining, retries, False)
-            except asyncio.CancelledError:
-                for waiting in batch:
-                    waiting.future.cancel()
-                raise
-            except Exception as exc:
-                for waiting in batch:
-                    if not waiting.future.done():
-                        waiting.future.set_exception(exc)
-                return
-            results = split_result(result, batch) if len(batch) > 1 else [result]
-            for waiting, own in zip(batch, results, strict=True):
-                if not waiting.future.done():
-                    waiting.future.set_result(own)
-        finally:
-            accumulator.finished(topic)
+        return await batcher.send(message, timeout, retries)
 
     async def _send_message(
         self,
@@ -402,17 +324,22 @@ class Producer:
         retries: int,
         idempotent: bool,
         fixed_queue: MessageQueue | None = None,
+        first: FirstAttempt | None = None,
     ) -> SendResult:
         """Up to ``1 + retries`` attempts within the send timeout, each ``request(queue)`` to a queue chosen
         anew (another broker than the last), except that an idempotent send that timed out or lost its
         connection, and so may have been stored, goes to the same queue again; with ``fixed_queue``, every
-        attempt goes there."""
+        attempt goes there. ``first``: the first attempt was made already (by a blocking caller) and
+        failed; the others follow it within its deadline."""
         total_s = timeout or self.config.send_msg_timeout_s
-        deadline = time.monotonic() + total_s
+        deadline = time.monotonic() + total_s if first is None else first.deadline
         attempt_s = self._attempt_timeout(total_s, retries, idempotent)
         queue: MessageQueue | None = fixed_queue
         last_error: Exception | None = None
         attempts = 0
+        if first is not None:
+            queue, last_error, attempts = first.queue, first.error, 1
+            await self._before_retry(topic, queue, attempts, last_error)
         while attempts <= retries:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -422,23 +349,26 @@ class Producer:
                 queue = self._select_queue(await self._publish_info(topic), queue.broker_name if queue else None)
             try:
                 return await self._send_once(queue, request(queue), unique_id, min(remaining, attempt_s))
-            except BrokerResponseError as exc:
-                if exc.response_code not in _RETRY_CODES:
-                    raise
-                last_error = exc
             except (RemotingError, MQClientError) as exc:
                 last_error = exc
-            log.info("send to %s failed (attempt %d): %s", queue, attempts, last_error)
-            if isinstance(last_error, BrokerResponseError) and last_error.refresh_route:
-                self._publish.pop(topic, None)
-            elif isinstance(last_error, RemotingError | MQConnectionError):
-                # the broker is unreachable: ask the NameServers again (a group whose master died may have
-                # a new one already, with failover: docs/failover.md), not only at the next route poll;
-                # the route known is kept when they know none
-                with contextlib.suppress(MQClientError):
-                    await self.instance.update_route(topic)
+            await self._before_retry(topic, queue, attempts, last_error)
         error = MQConnectionError if isinstance(last_error, RemotingError | MQConnectionError) else MQClientError
         raise error(f"send to topic {topic!r} failed after {attempts} attempts: {last_error}") from last_error
+
+    async def _before_retry(self, topic: str, queue: MessageQueue, attempts: int, error: Exception) -> None:
+        """After attempt ``attempts`` to ``queue`` failed with ``error``: raise it when no retry can help,
+        else refresh what the failure says is stale."""
+        if not worth_retrying(error):
+            raise error
+        log.info("send to %s failed (attempt %d): %s", queue, attempts, error)
+        if isinstance(error, BrokerResponseError) and error.refresh_route:
+            self._publish.pop(topic, None)
+        elif isinstance(error, RemotingError | MQConnectionError):
+            # the broker is unreachable: ask the NameServers again (a group whose master died may have
+            # a new one already, with failover: docs/failover.md), not only at the next route poll;
+            # the route known is kept when they know none
+            with contextlib.suppress(MQClientError):
+                await self.instance.update_route(topic)
 
     def send_async(
         self,

@@ -1,6 +1,7 @@
 """Blocking facades over the async clients. Each runs its client on a private event-loop thread and
 every method hops into that loop (like anyio's blocking portal): the clients' state belongs to that
-loop, and only a call made on it can wake the loop's waiting tasks. One exception: a
+loop, and only a call made on it can wake the loop's waiting tasks. Two exceptions: ``SyncProducer.send``
+makes a send's first attempt on the caller's thread when it can (``rocketq.client.blocking_send``), and
 ``SyncPullConsumer.poll`` takes a batch already prefetched on the caller's thread
 (``PullConsumer.poll_nowait``, made for that), and hops only to wait for one."""
 
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from mypy_extensions import mypyc_attr
 
+from rocketq.client.blocking_send import BlockingSender
 from rocketq.client.config import ConsumerConfig, ProducerConfig
 from rocketq.client.errors import MQClientError
 from rocketq.client.listener import Listener
@@ -145,7 +147,8 @@ class SyncProducer:
 
     ``SyncProducer(group="g", namesrv_addr="127.0.0.1:9876")``, or ``SyncProducer(ProducerConfig(...))``.
     Its producer runs on an event loop of its own, on a daemon thread; every method waits for that
-    loop, so the object may be shared by threads.
+    loop, so the object may be shared by threads. ``send`` makes its first attempt on the caller's thread
+    when it can (``rocketq.client.blocking_send``), without waking the loop thread.
     """
 
     def __init__(
@@ -153,6 +156,7 @@ class SyncProducer:
     ) -> None:
         self._loop = LoopThread(name="rocketq-producer")
         self._producer = self._make_producer(config, group, namesrv_addr)
+        self._blocking = BlockingSender(self._producer)
         try:
             self._loop.call(self._producer.start())
         except BaseException:
@@ -166,7 +170,15 @@ class SyncProducer:
     def send(self, message: Message, *, timeout: float | None = None, idempotent: bool | None = None) -> SendResult:
         """Send and wait for the broker's answer, retrying on another broker when it fails (on the same
         one after a timeout when idempotent). ``idempotent``: None follows ``ProducerConfig.idempotent``."""
-        return self._loop.call(self._producer.send(message, timeout=timeout, idempotent=idempotent))
+        blocking = self._blocking
+        blocking.enter()
+        try:
+            outcome = blocking.send(message, timeout, idempotent)
+            if isinstance(outcome, SendResult):
+                return outcome
+            return self._loop.call(outcome)
+        finally:
+            blocking.leave()
 
     def send_async(
         self,
@@ -234,6 +246,7 @@ class SyncProducer:
 
     def close(self) -> None:
         """Wait for sends in flight, unregister from the brokers and stop the loop thread."""
+        self._blocking.close()
         self._loop.close_with(self._producer.aclose())
 
     def __enter__(self) -> SyncProducer:

@@ -42,6 +42,7 @@ COMPILED_MODULES: Final = (
     "rocketq.protocol.batch",
     "rocketq.protocol.command",
     "rocketq.protocol.frame",
+    "rocketq.remoting.blocking",  # every SyncProducer.send's first attempt
     "rocketq.remoting.client",
     "rocketq.remoting.connection",
     "rocketq.remoting.tasks",  # every request a server reads starts through start_eagerly
@@ -83,6 +84,8 @@ COMPILED_MODULES: Final = (
     "rocketq.broker.transactions.ledger",
     "rocketq.broker.transactions.ranges",
     "rocketq.broker.transactions.service",
+    "rocketq.client.auto_batch",  # every send made while others are in flight
+    "rocketq.client.blocking_send",  # every SyncProducer.send
     "rocketq.client.consume_service",  # every pulled batch goes to the listener through it
     "rocketq.client.consume_threads",
     "rocketq.client.consumer_core",
@@ -99,6 +102,7 @@ COMPILED_MODULES: Final = (
     "rocketq.client.route",
     "rocketq.client.send_accumulator",  # every send made while others are in flight waits here
     "rocketq.client.send_checks",  # every send checks its message
+    "rocketq.client.send_outcome",  # every send's answer
     "rocketq.client.subscriptions",  # every pull asks for its selector and subscription
     "rocketq.client.sync",
     "rocketq.client.transactions",

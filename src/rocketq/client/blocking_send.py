@@ -1,0 +1,131 @@
+"""``SyncProducer.send`` without the hand-over: the first attempt of a send is made on the caller's own
+thread, over a blocking connection to the broker, when everything it needs is at hand.
+
+Handing a call to the producer's loop thread costs two thread wake-ups (the loop's, then the caller's),
+more than the rest of a send on this path. So when the topic's route is cached, its broker's address is
+known and no other thread is using the blocking connections, the caller does what ``Producer`` does for
+one attempt, with ``Producer``'s own functions: it prepares the message (``_prepare``), picks the queue
+(``_select_queue``, latency fault tolerance included), builds and signs the same request
+(``send_request``, the instance's signer), writes it on a blocking socket
+(``rocketq.remoting.blocking``) and makes the result of the answer as the loop does (``_answered``).
+
+Everything else is the loop's, as before: a send with no cached route or no address, one made while
+another thread is in ``SyncProducer.send`` too (sends from several threads meet on the loop, where
+auto-batching gathers them: at 4 threads, sending alone over the blocking connection while the others
+batched on the loop was slower than all of them on the loop), one that auto-batching would hold for the
+next batch (a request to its topic is in flight on the loop), and every attempt after a failed first one (a lost or
+timed-out answer, a refusal): the loop's ``_send_with_retries`` goes on from that attempt, with the
+send's deadline, so the retry policy stays in one place.
+
+State the caller's thread shares with the loop thread: the unique id generator (it takes a lock), the
+queue round-robin counter (``itertools.count``: one atomic step), the latency fault table and the route
+and address tables (single dictionary reads and writes, which the GIL keeps whole, compiled or not).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Coroutine
+from typing import Any
+
+from rocketq.client.errors import BrokerResponseError
+from rocketq.client.message import Message, MessageQueue, SendResult
+from rocketq.client.producer import Producer
+from rocketq.client.send_checks import send_request
+from rocketq.client.send_outcome import FirstAttempt
+from rocketq.protocol import RemotingCommand
+from rocketq.remoting import RemotingError
+from rocketq.remoting.blocking import BlockingConnection
+
+LoopSend = Coroutine[Any, Any, SendResult]
+"""The part of a send left to the producer's loop (all of it, or the attempts after the first)."""
+
+
+class BlockingSender:
+    """The blocking first attempts of one producer's sends, with one connection per broker address.
+
+    Thread safety: any thread. A caller brackets its whole send, the loop's part included, with
+    ``enter()`` and ``leave()``: a send made while another caller is inside goes to the loop. One send
+    at a time uses the connections."""
+
+    def __init__(self, producer: Producer) -> None:
+        self._producer = producer
+        self._connections: dict[str, BlockingConnection] = {}
+        self._lock = threading.Lock()  # held by the send using the connections
+        self._callers = 0  # callers between enter() and leave()
+        self._callers_lock = threading.Lock()
+        self._closed = False
+
+    def enter(self) -> None:
+        """A caller's send begins."""
+        with self._callers_lock:
+            self._callers += 1
+
+    def leave(self) -> None:
+        """A caller's send has ended (here or on the loop)."""
+        with self._callers_lock:
+            self._callers -= 1
+
+    def send(self, message: Message, timeout: float | None, idempotent: bool | None) -> SendResult | LoopSend:
+        """``Producer.send(message, ...)`` made here when it can be: its result; else the coroutine the
+        loop must run for the rest (its first attempt made, or all of it). Between ``enter()`` and
+        ``leave()``."""
+        producer = self._producer
+        if self._callers > 1 or not self._lock.acquire(blocking=False):
+            return producer.send(message, timeout=timeout, idempotent=idempotent)
+        try:
+            return self._send_here(producer, message, timeout, idempotent)
+        finally:
+            self._lock.release()
+
+    def _send_here(
+        self, producer: Producer, message: Message, timeout: float | None, idempotent: bool | None
+    ) -> SendResult | LoopSend:
+        topic = message.topic
+        info = producer._publish.get(topic)
+        instance = producer._instance
+        batcher = producer._batcher
+        if self._closed or instance is None or info is None or not info.queues or (batcher and batcher.busy(topic)):
+            return producer.send(message, timeout=timeout, idempotent=idempotent)
+        config = producer.config
+        marked = producer._idempotent(idempotent)
+        retries = config.retry_times_when_send_failed
+        total_s = timeout or config.send_msg_timeout_s
+        deadline = time.monotonic() + total_s
+        body, properties, sys_flag, unique_id = producer._prepare(message, marked)
+
+        def request(queue: MessageQueue) -> RemotingCommand:
+            return send_request(config, queue, body, properties, sys_flag, message.flag, idempotent=marked)
+
+        queue = producer._select_queue(info, None)
+        address = instance.master_address(queue.broker_name)
+        if address is None:  # the loop finds it (or says why not)
+            return producer._send_with_retries(topic, request, unique_id, timeout, retries, marked)
+        connection = self._connections.get(address)
+        if connection is None:
+            connection = self._connections[address] = BlockingConnection(address)
+        command = request(queue)
+        if instance.sign is not None:
+            instance.sign(command)
+        began = time.monotonic()
+        try:
+            response = connection.invoke(command, min(total_s, producer._attempt_timeout(total_s, retries, marked)))
+        except RemotingError as exc:
+            producer._attempt_failed(queue, began)
+            first = FirstAttempt(queue, exc, deadline)
+            return producer._send_with_retries(topic, request, unique_id, timeout, retries, marked, None, first)
+        try:
+            return producer._answered(queue, address, unique_id, response, began)
+        except BrokerResponseError as exc:
+            first = FirstAttempt(queue, exc, deadline)
+            return producer._send_with_retries(topic, request, unique_id, timeout, retries, marked, None, first)
+
+    def close(self) -> None:
+        """Close the connections, once the send using them (if any) has ended; later sends go to the loop."""
+        with self._lock:
+            self._closed = True
+            connections = list(self._connections.values())
+            self._connections.clear()
+        for connection in connections:
+            connection.close()

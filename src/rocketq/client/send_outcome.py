@@ -1,0 +1,70 @@
+"""What one send attempt's answer means, as pure functions: the ``SendResult`` of an accepted send, the
+error of a refused one, and whether a failed attempt is worth another. The asyncio attempt
+(``Producer._send_once``) and the blocking one (``rocketq.client.blocking_send``) both read their answers
+here, so a send's result does not depend on the thread that made it."""
+
+from __future__ import annotations
+
+from rocketq.client.errors import BrokerResponseError, MQClientError, broker_error
+from rocketq.client.message import MessageQueue, SendResult, SendStatus
+from rocketq.protocol import RemotingCommand, ResponseCode
+from rocketq.remoting import RemotingError
+
+STATUS_BY_CODE: dict[int, SendStatus] = {
+    ResponseCode.SUCCESS: SendStatus.SEND_OK,
+    ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
+}
+"""Answer codes of a stored message, and the status its ``SendResult`` reports."""
+
+RETRY_CODES = frozenset(
+    {
+        ResponseCode.TOPIC_NOT_EXIST,
+        ResponseCode.SERVICE_NOT_AVAILABLE,
+        ResponseCode.SYSTEM_ERROR,
+        ResponseCode.SYSTEM_BUSY,
+        ResponseCode.NO_PERMISSION,
+    }
+)
+"""Refusals after which another attempt (on another broker) may succeed."""
+
+
+def send_result(response: RemotingCommand, queue: MessageQueue, unique_id: str, address: str) -> SendResult:
+    """The ``SendResult`` of ``response``, the answer from ``address`` to a send of ``unique_id`` (one id,
+    or a batch's ids joined by commas) to ``queue``.
+
+    Raises:
+        BrokerResponseError: the broker did not store the message (its code and remark).
+    """
+    status = STATUS_BY_CODE.get(response.code)
+    if status is None:
+        raise broker_error(response.code, response.remark, address)
+    fields = response.ext_fields
+    return SendResult(
+        status=status,
+        msg_id=unique_id,
+        offset_msg_id=fields.get("msgId", ""),
+        message_queue=MessageQueue(queue.topic, queue.broker_name, int(fields.get("queueId", queue.queue_id))),
+        queue_offset=int(fields.get("queueOffset", -1)),
+    )
+
+
+class FirstAttempt:
+    """A send's first attempt, made by a blocking caller on its own thread, that failed: the queue it
+    went to, its error, and the send's deadline (monotonic), which the retries on the loop keep."""
+
+    __slots__ = ("deadline", "error", "queue")
+
+    def __init__(self, queue: MessageQueue, error: Exception, deadline: float) -> None:
+        self.queue = queue
+        self.error = error
+        self.deadline = deadline
+
+
+def worth_retrying(error: Exception) -> bool:
+    """Whether a send attempt that failed with ``error`` may be tried again: a lost or timed-out request,
+    a client-side failure (no route, no address), or a refusal with one of ``RETRY_CODES``."""
+    if isinstance(error, BrokerResponseError):
+        return error.response_code in RETRY_CODES
+    return isinstance(error, RemotingError | MQClientError)

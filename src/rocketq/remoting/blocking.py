@@ -1,0 +1,105 @@
+"""A blocking connection: RocketMQ frames over a plain socket, for a caller that waits for its answer on
+its own thread (``SyncProducer.send``: ``rocketq.client.blocking_send``) instead of handing the call to
+an event loop. The framing is the protocol's own (``encode_frame``, ``FrameDecoder``), as on the asyncio
+connections; only the I/O differs.
+
+One request at a time: the connection is not shared by threads at once (its owner makes sure). A request
+that gets no answer in time closes the connection, so a late answer can never be read as the next
+request's; any other failure closes it too, and the next request opens a new one.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+from rocketq.protocol import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, ProtocolError, RemotingCommand, encode_frame
+from rocketq.remoting.client import split_address
+from rocketq.remoting.errors import ConnectionClosedError, RemotingConnectError, RemotingTimeoutError
+
+READ_SIZE = 64 * 1024
+"""Bytes asked of the socket per read (an answer to a send is a few hundred)."""
+
+
+class BlockingConnection:
+    """Requests to ``address`` over a blocking socket, opened when the first request needs it (TCP_NODELAY).
+
+    Thread safety: one thread at a time (the caller serialises its use)."""
+
+    def __init__(
+        self, address: str, *, connect_timeout_s: float = 3.0, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    ) -> None:
+        self.address = address
+        self._connect_timeout_s = connect_timeout_s
+        self._max_frame_size = max_frame_size
+        self._socket: socket.socket | None = None
+        self._decoder = FrameDecoder(max_frame_size=max_frame_size)
+
+    @property
+    def is_open(self) -> bool:
+        return self._socket is not None
+
+    def invoke(self, request: RemotingCommand, timeout_s: float) -> RemotingCommand:
+        """Send ``request`` and wait for its answer (connecting first when closed; connect time counts).
+
+        Raises:
+            RemotingConnectError: the peer cannot be reached.
+            RemotingTimeoutError: no answer within ``timeout_s`` (the connection is closed).
+            ConnectionClosedError: the connection broke or carried a malformed frame (it is closed).
+        """
+        deadline = time.monotonic() + timeout_s
+        sock = self._socket
+        if sock is None:
+            sock = self._connect(timeout_s)
+        opaque = request.opaque
+        try:
+            sock.settimeout(timeout_s)
+            sock.sendall(encode_frame(request))
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError
+                sock.settimeout(remaining)
+                data = sock.recv(READ_SIZE)
+                if not data:
+                    raise ConnectionClosedError(self.address, "closed by the peer")
+                answer = None
+                for command in self._decoder.decode(data):
+                    # the peer sends nothing else on this connection (its requests to the client go to the
+                    # one its heartbeats came on); anything else is skipped
+                    if command.is_response and command.opaque == opaque:
+                        answer = command
+                if answer is not None:
+                    return answer
+        except TimeoutError:
+            self.close()
+            raise RemotingTimeoutError(self.address, request.code, timeout_s) from None
+        except ConnectionClosedError:
+            self.close()
+            raise
+        except ProtocolError as exc:
+            self.close()
+            raise ConnectionClosedError(self.address, f"malformed frame from the peer: {exc}") from exc
+        except OSError as exc:
+            self.close()
+            raise ConnectionClosedError(self.address, exc.strerror or str(exc)) from exc
+
+    def _connect(self, timeout_s: float) -> socket.socket:
+        host, port = split_address(self.address)
+        timeout = min(self._connect_timeout_s, timeout_s)
+        try:
+            sock = socket.create_connection((host, port), timeout=timeout)
+        except TimeoutError:
+            raise RemotingConnectError(self.address, f"timed out after {timeout:.3f}s") from None
+        except OSError as exc:
+            raise RemotingConnectError(self.address, exc.strerror or str(exc)) from exc
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._socket = sock
+        self._decoder = FrameDecoder(max_frame_size=self._max_frame_size)
+        return sock
+
+    def close(self) -> None:
+        """Close the socket (the next request opens a new one)."""
+        sock, self._socket = self._socket, None
+        if sock is not None:
+            sock.close()

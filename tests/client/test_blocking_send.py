@@ -29,7 +29,7 @@ from rocketq.client import (
 from rocketq.client.admin import AdminClient
 from rocketq.client.errors import MQConnectionError
 from rocketq.protocol import RemotingCommand, RequestCode
-from rocketq.remoting import Connection
+from rocketq.remoting import Connection, awaited_answer
 from rocketq.testing import ThreadedCluster, wait_until
 
 from .broker_taps import HeldReplies
@@ -75,7 +75,7 @@ def send_connections(broker: Broker) -> list[str]:
 
     async def watched(request: RemotingCommand, connection: Connection) -> RemotingCommand | None:
         seen.append(connection.remote_address)
-        return await handle(request, connection)
+        return await awaited_answer(handle(request, connection))
 
     handlers[RequestCode.SEND_MESSAGE_V2] = watched
     return seen
@@ -125,7 +125,7 @@ def test_an_answer_that_comes_too_late_is_not_taken_for_the_next_sends(one_broke
             holding = broker.handlers[RequestCode.SEND_MESSAGE_V2]
 
             async def answering(request: RemotingCommand, connection: Connection) -> RemotingCommand | None:
-                response = await holding(request, connection)
+                response = await awaited_answer(holding(request, connection))
                 answered.append(request.opaque)  # (the server writes it in this same step)
                 return response
 

@@ -4,9 +4,9 @@ thread, over a blocking connection to the broker, when everything it needs is at
 Handing a call to the producer's loop thread costs two thread wake-ups (the loop's, then the caller's),
 more than the rest of a send on this path. So when the topic's route is cached, its broker's address is
 known and no other thread is using the blocking connections, the caller does what ``Producer`` does for
-one attempt, with ``Producer``'s own functions: it prepares the message (``_prepare``), picks the queue
-(``_select_queue``, latency fault tolerance included), builds and signs the same request
-(``send_request``, the instance's signer), writes it on a blocking socket
+one attempt, with ``Producer``'s own functions: it prepares the message and its request as a send alone
+does (``_message_request``), picks the queue (``_select_queue``, latency fault tolerance included),
+signs the request (the instance's signer), writes it on a blocking socket
 (``rocketq.remoting.blocking``) and makes the result of the answer as the loop does (``_answered``).
 
 Everything else is the loop's, as before: a send with no cached route or no address, one made while
@@ -30,11 +30,9 @@ from collections.abc import Coroutine
 from typing import Any
 
 from rocketq.client.errors import BrokerResponseError
-from rocketq.client.message import Message, MessageQueue, SendResult
+from rocketq.client.message import Message, SendResult
 from rocketq.client.producer import Producer
-from rocketq.client.send_checks import send_request
 from rocketq.client.send_outcome import FirstAttempt
-from rocketq.protocol import RemotingCommand
 from rocketq.remoting import RemotingError
 from rocketq.remoting.blocking import BlockingConnection
 
@@ -93,11 +91,7 @@ class BlockingSender:
         retries = config.retry_times_when_send_failed
         total_s = timeout or config.send_msg_timeout_s
         deadline = time.monotonic() + total_s
-        body, properties, sys_flag, unique_id = producer._prepare(message, marked)
-
-        def request(queue: MessageQueue) -> RemotingCommand:
-            return send_request(config, queue, body, properties, sys_flag, message.flag, idempotent=marked)
-
+        request, unique_id = producer._message_request(message, marked)
         queue = producer._select_queue(info, None)
         address = instance.master_address(queue.broker_name)
         if address is None:  # the loop finds it (or says why not)
@@ -109,17 +103,17 @@ class BlockingSender:
         if instance.sign is not None:
             instance.sign(command)
         began = time.monotonic()
+        error: Exception
         try:
             response = connection.invoke(command, min(total_s, producer._attempt_timeout(total_s, retries, marked)))
-        except RemotingError as exc:
-            producer._attempt_failed(queue, began)
-            first = FirstAttempt(queue, exc, deadline)
-            return producer._send_with_retries(topic, request, unique_id, timeout, retries, marked, None, first)
-        try:
             return producer._answered(queue, address, unique_id, response, began)
-        except BrokerResponseError as exc:
-            first = FirstAttempt(queue, exc, deadline)
-            return producer._send_with_retries(topic, request, unique_id, timeout, retries, marked, None, first)
+        except RemotingError as exc:  # no answer
+            producer._attempt_failed(queue, began)
+            error = exc
+        except BrokerResponseError as exc:  # refused (its latency noted by _answered)
+            error = exc
+        first = FirstAttempt(queue, error, deadline)
+        return producer._send_with_retries(topic, request, unique_id, timeout, retries, marked, None, first)
 
     def close(self) -> None:
         """Close the connections, once the send using them (if any) has ended; later sends go to the loop."""

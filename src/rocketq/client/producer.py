@@ -300,12 +300,20 @@ class Producer:
         extra: dict[str, str] | None = None,
     ) -> SendResult:
         marked = self._idempotent(idempotent)
+        request, unique_id = self._message_request(message, marked, extra)
+        return await self._send_with_retries(message.topic, request, unique_id, timeout, retries, marked)
+
+    def _message_request(
+        self, message: Message, marked: bool, extra: dict[str, str] | None = None
+    ) -> tuple[Callable[[MessageQueue], RemotingCommand], str]:
+        """``message`` prepared once (checked, given its unique id, compressed when large) to travel alone:
+        the request of it to a given queue, and its unique id. ``marked``: an idempotent send."""
         body, properties, sys_flag, unique_id = self._prepare(message, marked, extra)
 
         def request(queue: MessageQueue) -> RemotingCommand:
             return send_request(self.config, queue, body, properties, sys_flag, message.flag, idempotent=marked)
 
-        return await self._send_with_retries(message.topic, request, unique_id, timeout, retries, marked)
+        return request, unique_id
 
     def _attempt_timeout(self, total_s: float, retries: int, idempotent: bool) -> float:
         """How long one attempt may wait for its answer: ``send_attempt_timeout_s`` when set; else the
@@ -428,8 +436,7 @@ class Producer:
         messages with the same key keep their order. No retry on another queue (that would break it)."""
         if (selector is None) == (sharding_key is None):
             raise ValidationError("give exactly one of sharding_key and selector")
-        marked = self._idempotent(idempotent)
-        body, properties, sys_flag, unique_id = self._prepare(message, marked)
+        request, unique_id = self._message_request(message, self._idempotent(idempotent))
         info = await self._publish_info(message.topic)
         queues = info.queues
         if selector is not None:
@@ -437,9 +444,8 @@ class Producer:
         else:
             assert sharding_key is not None
             queue = queues[(java_string_hash(sharding_key) & 0x7FFFFFFF) % len(queues)]
-        request = send_request(self.config, queue, body, properties, sys_flag, message.flag, idempotent=marked)
         try:
-            return await self._send_once(queue, request, unique_id, timeout or self.config.send_msg_timeout_s)
+            return await self._send_once(queue, request(queue), unique_id, timeout or self.config.send_msg_timeout_s)
         except RemotingError as exc:
             raise MQConnectionError(f"send to {queue} failed: {exc}") from exc
 

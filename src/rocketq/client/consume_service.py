@@ -16,6 +16,7 @@ from typing import Any
 from rocketq.client.config import ConsumerConfig
 from rocketq.client.consume_threads import ConsumeThreads
 from rocketq.client.consumer_core import ConsumerCore
+from rocketq.client.eager_tasks import start_in_task
 from rocketq.client.listener import CallTimes, Failed, Listener, listener_batches, worker_parts
 from rocketq.client.listener_calls import ListenerCalls, ListenerRun
 from rocketq.client.message import MessageExt
@@ -60,9 +61,11 @@ class ConsumeService:
         self._threads.close()
 
     def dispatch(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
-        """Consume a pulled batch in its own task (a plain-function listener runs on a consume thread)."""
+        """Consume a pulled batch in its own task (a plain-function listener runs on a consume thread).
+        A coroutine listener's task starts at once (``start_in_task``): the listener runs before the
+        caller goes on, not after whatever else the loop has ready (such as a producer's next send)."""
         if self.listener_is_async:
-            self._track(self._consume(process, messages))
+            self._track(self._consume(process, messages), eager=True)
         else:  # consume threads are woken now, while the loop goes on to send the queue's next pull
             parts = [
                 self._to_thread(process, part)
@@ -79,9 +82,9 @@ class ConsumeService:
             else:
                 self._track(self._consumed_on_thread(process, messages, parts))
 
-    def _track(self, consuming: Coroutine[Any, Any, None]) -> None:
-        """Run ``consuming`` in a task that ``aclose`` waits for."""
-        task = asyncio.get_running_loop().create_task(consuming)
+    def _track(self, consuming: Coroutine[Any, Any, None], *, eager: bool = False) -> None:
+        """Run ``consuming`` in a task that ``aclose`` waits for (``eager``: started at once)."""
+        task = start_in_task(consuming) if eager else asyncio.get_running_loop().create_task(consuming)
         self._consume_tasks.add(task)
         task.add_done_callback(self._consume_tasks.discard)
 

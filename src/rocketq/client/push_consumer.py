@@ -284,12 +284,8 @@ class PushConsumer:
             if result.messages:
                 process.add(result.messages)
                 self._dispatch(process, result.messages)
-                if config.pull_interval_s > 0:
+                if config.pull_interval_s > 0:  # (a coroutine listener has already started on the batch)
                     await asyncio.sleep(config.pull_interval_s)
-                elif self._service.listener_is_async and len(result.messages) < config.pull_batch_size:
-                    # caught up with the queue (a short batch): let the listener see it before the next
-                    # pull goes out, which is what its latency is waiting on; on a backlog, pull first
-                    await asyncio.sleep(0)
             elif result.status is PullStatus.FOUND and process.count == 0:
                 # everything pulled was filtered out client-side: nothing pending, commit past it
                 core.offsets.update(queue, result.next_begin_offset)

@@ -1,0 +1,103 @@
+"""``start_in_task``: the first step runs before it returns, as the new Task, and the Task then behaves
+as one made with ``create_task`` (result, exception, cancellation, timeouts, context)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+
+import pytest
+
+from rocketq.client.eager_tasks import start_in_task
+
+VAR: contextvars.ContextVar[str] = contextvars.ContextVar("VAR", default="caller")
+
+
+async def test_first_step_runs_at_once_as_the_new_task() -> None:
+    seen: list[object] = []
+    release = asyncio.Event()
+
+    async def work() -> None:
+        seen.append(asyncio.current_task())
+        await release.wait()
+        seen.append(asyncio.current_task())
+
+    caller = asyncio.current_task()
+    task = start_in_task(work())
+    assert seen == [task]  # ran before start_in_task returned, as its own Task
+    assert asyncio.current_task() is caller
+    release.set()
+    await task
+    assert seen == [task, task]
+
+
+async def test_a_coroutine_that_never_waits_finishes_in_its_first_step() -> None:
+    done: list[int] = []
+
+    async def work() -> None:
+        done.append(1)
+
+    task = start_in_task(work())
+    assert done == [1]
+    await task
+    assert task.done() and task.exception() is None
+
+
+async def test_an_exception_of_the_first_step_is_the_tasks() -> None:
+    async def work() -> None:
+        raise ValueError("boom")
+
+    task = start_in_task(work())
+    with pytest.raises(ValueError, match="boom"):
+        await task
+
+
+async def test_a_timeout_entered_in_the_first_step_cancels_only_its_own_task() -> None:
+    outcome: list[str] = []
+    never = asyncio.Event()
+
+    async def work() -> None:
+        try:
+            async with asyncio.timeout(0.01):
+                await never.wait()
+        except TimeoutError:
+            outcome.append("timed out")
+
+    async def caller() -> str:
+        task = start_in_task(work())
+        await task
+        return "caller carried on"
+
+    assert await asyncio.create_task(caller()) == "caller carried on"
+    assert outcome == ["timed out"]
+
+
+async def test_cancelling_the_task_reaches_the_coroutine_where_it_waits() -> None:
+    cleaned: list[str] = []
+    started = asyncio.Event()
+
+    async def work() -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            cleaned.append("finally")
+
+    task = start_in_task(work())
+    assert started.is_set()
+    await asyncio.sleep(0)  # the Task takes over the wait
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert cleaned == ["finally"]
+
+
+async def test_the_coroutine_runs_in_a_copy_of_the_callers_context() -> None:
+    async def work() -> None:
+        assert VAR.get() == "caller"
+        VAR.set("task")
+        await asyncio.sleep(0)
+        assert VAR.get() == "task"
+
+    await start_in_task(work())
+    assert VAR.get() == "caller"

@@ -83,7 +83,7 @@ class BlockingConnection:
                 if answer is not None:
                     return answer
                 # the answer is not complete yet (rare: it fits a read): wait only for what is left
-                remaining = began + timeout_s - time.monotonic()
+                remaining = began + limit_s - time.monotonic()
                 if remaining <= 0:
                     raise TimeoutError
                 self._set_timeout(sock, remaining)

@@ -13,12 +13,15 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from librt.strings import BytesWriter
+
 from rocketq.client.config import ProducerConfig
 from rocketq.client.errors import MQClientError
 from rocketq.client.message import Message, MessageQueue, SendResult
 from rocketq.client.send_accumulator import Accumulator, WaitingSend, split_result
 from rocketq.client.send_checks import send_request
-from rocketq.protocol import BatchItem, RemotingCommand, encode_batch
+from rocketq.protocol import RemotingCommand
+from rocketq.protocol.batch import write_item
 
 Prepare = Callable[[Message], tuple[bytes, str, int, str]]
 """``Producer._prepare`` of a plain message: (body, properties text, sys_flag, unique id)."""
@@ -78,10 +81,9 @@ class AutoBatcher:
         """``message`` checked and ready to wait for a batch (ValidationError when it cannot travel), or
         None when it is too large for one and goes alone."""
         body, properties, _, unique_id = self._prepare(message)  # (coalescible: neither compressed nor a half)
-        item = BatchItem(body, properties, message.flag)
         future: asyncio.Future[SendResult] = asyncio.get_running_loop().create_future()
         deadline = time.monotonic() + (timeout or self._config.send_msg_timeout_s)
-        waiting = WaitingSend(item, unique_id, future, deadline, retries)
+        waiting = WaitingSend(body, properties, message.flag, unique_id, future, deadline, retries)
         return waiting if self.accumulator.fits(waiting) else None
 
     def send_waiting(self, topic: str) -> None:
@@ -102,8 +104,8 @@ class AutoBatcher:
             ids = ",".join([waiting.unique_id for waiting in batch])
             remaining = min([waiting.deadline for waiting in batch]) - time.monotonic()
             retries = min([waiting.retries for waiting in batch])
-            first = batch[0].item
-            body = encode_batch([waiting.item for waiting in batch]) if len(batch) > 1 else None
+            first = batch[0]
+            body = _batch_body(batch) if len(batch) > 1 else None
 
             def request(queue: MessageQueue) -> RemotingCommand:
                 if body is None:  # a lone message: a plain send
@@ -129,3 +131,11 @@ class AutoBatcher:
                     waiting.future.set_result(own)
         finally:
             self.accumulator.finished(topic)
+
+
+def _batch_body(batch: list[WaitingSend]) -> bytes:
+    """The batch body of the waiting sends ``batch``, in order."""
+    out = BytesWriter()
+    for waiting in batch:
+        write_item(out, waiting.body, waiting.properties, waiting.flag)
+    return out.getvalue()

@@ -27,6 +27,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from librt.strings import BytesWriter
 from mypy_extensions import mypyc_attr
 
 from rocketq.client.auto_batch import AutoBatcher
@@ -43,12 +44,13 @@ from rocketq.client.latency import LatencyFaultTolerance
 from rocketq.client.message import Message, MessageQueue, SendResult
 from rocketq.client.route import TopicPublishInfo, publish_info
 from rocketq.client.send_accumulator import coalescible
-from rocketq.client.send_checks import checked_properties, properties_text, send_request
+from rocketq.client.send_checks import checked_text, send_request
 from rocketq.client.send_outcome import FirstAttempt, send_result, worth_retrying
 from rocketq.client.unique_id import UniqueIdGenerator
 from rocketq.common.message import Property, java_string_hash
 from rocketq.common.record import SysFlag
-from rocketq.protocol import BatchItem, RemotingCommand, encode_batch
+from rocketq.protocol import RemotingCommand
+from rocketq.protocol.batch import write_item
 from rocketq.remoting import ConnectionClosedError, RemotingError, RemotingTimeoutError, RequestHandler
 
 if TYPE_CHECKING:
@@ -209,22 +211,21 @@ class Producer:
         """(body, properties text, sys_flag, unique id) as they go on the wire (``extra``: properties the
         client adds, a transaction's). An idempotent send keeps its unique id in ``message.properties``: a
         later send of the same message is a repeat of it."""
-        properties = checked_properties(message, self.config.max_message_size, self._valid_topics)
-        if extra is not None:
-            properties.update(extra)
-        unique_id = properties.setdefault(
-            Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, self._unique_ids().next_id(int(time.time() * 1000))
-        )
+        fresh_id = self._unique_ids().next_id(int(time.time() * 1000))
+        text, unique_id = checked_text(message, self.config.max_message_size, self._valid_topics, fresh_id, extra)
         if idempotent:
             message.properties[Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = unique_id
         body, sys_flag = message.body, 0
-        if properties.get(Property.TRANSACTION_PREPARED) == "true":  # a half message, as Java marks it
+        prepared = message.properties.get(Property.TRANSACTION_PREPARED)
+        if extra is not None:
+            prepared = extra.get(Property.TRANSACTION_PREPARED, prepared)
+        if prepared == "true":  # a half message, as Java marks it
             sys_flag = SysFlag.TRANSACTION_PREPARED_TYPE
         if len(body) > self.config.compress_msg_body_over_howmuch:
             compressed = zlib.compress(body, self.config.compress_level)
             if len(compressed) < len(body):
                 body, sys_flag = compressed, sys_flag | SysFlag.COMPRESSED
-        return body, properties_text(properties), sys_flag, unique_id
+        return body, text, sys_flag, unique_id
 
     async def _address(self, queue: MessageQueue) -> str:
         address = self.instance.master_address(queue.broker_name)
@@ -490,16 +491,17 @@ class Producer:
             raise ValidationError(f"a batch must have one topic, not {sorted(topics)}")
         if any(m.delay_level > 0 for m in messages):
             raise ValidationError("a batch cannot carry delayed messages")
-        items, ids = [], []
+        out = BytesWriter()
+        ids: list[str] = []
         fresh_ids = self._unique_ids().next_ids(len(messages), int(time.time() * 1000))
+        max_size, valid_topics = self.config.max_message_size, self._valid_topics
         for message, fresh_id in zip(messages, fresh_ids, strict=True):
-            properties = checked_properties(message, self.config.max_message_size, self._valid_topics)
-            unique_id = properties.setdefault(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, fresh_id)
+            text, unique_id = checked_text(message, max_size, valid_topics, fresh_id)
             if idempotent:
                 message.properties[Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = unique_id
             ids.append(unique_id)
-            items.append(BatchItem(message.body, properties_text(properties), message.flag))
-        body = encode_batch(items)
+            write_item(out, message.body, text, message.flag)
+        body = out.getvalue()
         if len(body) > self.config.max_message_size:
             raise ValidationError(f"the batch of {len(body)} bytes exceeds the maximum {self.config.max_message_size}")
         return body, ids

@@ -22,7 +22,7 @@ import asyncio
 
 from rocketq.client.message import Message, MessageQueue, SendResult
 from rocketq.common.message import Property
-from rocketq.protocol.batch import ITEM_OVERHEAD, BatchItem
+from rocketq.protocol.batch import ITEM_OVERHEAD
 
 _NOT_COALESCED_PROPERTIES = (
     Property.DELAY_TIME_LEVEL,
@@ -46,29 +46,34 @@ def coalescible(message: Message, compress_over: int) -> bool:
     return not any(name in properties for name in _NOT_COALESCED_PROPERTIES)
 
 
-def item_size(item: BatchItem) -> int:
-    """The bytes ``item`` takes in a batch body (its properties travel as UTF-8)."""
-    properties = item.properties
+def item_size(body: bytes, properties: str) -> int:
+    """The bytes a message of ``body`` and ``properties`` takes in a batch body (properties travel as
+    UTF-8)."""
     length = len(properties) if properties.isascii() else len(properties.encode())
-    return ITEM_OVERHEAD + len(item.body) + length
+    return ITEM_OVERHEAD + len(body) + length
 
 
 class WaitingSend:
-    """One send waiting for its batch: the message as it travels, its unique id, and what its caller
-    waits on. ``deadline`` (``time.monotonic()``) and ``retries`` are the send's own."""
+    """One send waiting for its batch: the message as it travels (body, properties text, flag), its
+    unique id, and what its caller waits on. ``deadline`` (``time.monotonic()``) and ``retries`` are the
+    send's own."""
 
-    __slots__ = ("deadline", "future", "item", "retries", "size", "unique_id")
+    __slots__ = ("body", "deadline", "flag", "future", "properties", "retries", "size", "unique_id")
 
     def __init__(
         self,
-        item: BatchItem,
+        body: bytes,
+        properties: str,
+        flag: int,
         unique_id: str,
         future: asyncio.Future[SendResult],
         deadline: float,
         retries: int,
     ) -> None:
-        self.item = item
-        self.size = item_size(item)
+        self.body = body
+        self.properties = properties
+        self.flag = flag
+        self.size = item_size(body, properties)
         self.unique_id = unique_id
         self.future = future
         self.deadline = deadline

@@ -9,9 +9,15 @@ import time
 from rocketq.client.config import ProducerConfig
 from rocketq.client.errors import ValidationError
 from rocketq.client.message import Message, MessageQueue
-from rocketq.common.message import encode_properties
+from rocketq.common.message import (
+    KEY_SEPARATOR,
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    Property,
+    encode_properties,
+)
 from rocketq.common.names import NOT_SENDABLE_TOPICS, empty_property_problem, separator_problem, topic_name_problem
-from rocketq.protocol import RemotingCommand, RequestCode, make_request
+from rocketq.protocol import ONEWAY_FLAG, RemotingCommand, RequestCode
 from rocketq.protocol.headers import IDEMPOTENT_SEND_FIELD
 from rocketq.remoting.connection import next_opaque
 
@@ -20,6 +26,16 @@ def checked_properties(message: Message, max_message_size: int, valid_topics: se
     """``message``'s properties as they travel, once its topic, body and properties passed the checks
     (``valid_topics``: topics already checked, which this adds to: a regular expression per topic, not
     per message). ``properties_text`` makes the last check."""
+    check_topic_and_body(message, max_message_size, valid_topics)
+    problem = empty_property_problem(message.properties)
+    if problem is not None:
+        raise ValidationError(problem)
+    return message.wire_properties()
+
+
+def check_topic_and_body(message: Message, max_message_size: int, valid_topics: set[str]) -> None:
+    """ValidationError unless ``message``'s topic may be sent to and its body is neither empty nor too
+    large (``valid_topics`` as for ``checked_properties``)."""
     topic = message.topic
     if topic not in valid_topics:
         problem = topic_name_problem(topic)
@@ -32,10 +48,6 @@ def checked_properties(message: Message, max_message_size: int, valid_topics: se
         raise ValidationError("the message body is empty")
     if len(message.body) > max_message_size:
         raise ValidationError(f"the message body of {len(message.body)} bytes exceeds the maximum {max_message_size}")
-    problem = empty_property_problem(message.properties)
-    if problem is not None:
-        raise ValidationError(problem)
-    return message.wire_properties()
 
 
 def properties_text(properties: dict[str, str]) -> str:
@@ -44,6 +56,66 @@ def properties_text(properties: dict[str, str]) -> str:
     problem = separator_problem(properties, text)
     if problem is not None:
         raise ValidationError(problem)
+    return text
+
+
+def checked_text(
+    message: Message,
+    max_message_size: int,
+    valid_topics: set[str],
+    fresh_id: str,
+    extra: dict[str, str] | None = None,
+) -> tuple[str, str]:
+    """``message`` checked (ValidationError when it cannot travel; ``valid_topics`` as for
+    ``checked_properties``): its properties text as it travels and its unique id, its own UNIQ_KEY
+    property or else ``fresh_id``, which is then added to the properties last. ``extra``: properties the
+    client adds (a transaction's).
+
+    The properties are those of ``checked_properties`` plus ``extra`` and the unique id, encoded by
+    ``properties_text``. A message with no user properties and no ``extra`` (most) has its text written
+    out directly, without that dictionary; ``tests/client/test_properties_text.py`` holds the two equal."""
+    if extra is None and not message.properties:
+        check_topic_and_body(message, max_message_size, valid_topics)
+        text = _plain_text(message, fresh_id)
+        if text is not None:
+            return text, fresh_id
+    properties = checked_properties(message, max_message_size, valid_topics)
+    if extra is not None:
+        properties.update(extra)
+    unique_id = properties.setdefault(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, fresh_id)
+    return properties_text(properties), unique_id
+
+
+_TAGS_ENTRY = Property.TAGS + NAME_VALUE_SEPARATOR
+_KEYS_ENTRY = Property.KEYS + NAME_VALUE_SEPARATOR
+_DELAY_ENTRY = Property.DELAY_TIME_LEVEL + NAME_VALUE_SEPARATOR
+_WAIT_ENTRY = Property.WAIT_STORE_MSG_OK + NAME_VALUE_SEPARATOR
+_UNIQUE_ID_ENTRY = PROPERTY_SEPARATOR + Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX + NAME_VALUE_SEPARATOR
+
+
+def _plain_text(message: Message, unique_id: str) -> str | None:
+    """The properties text of ``message``, which has no user properties, with ``unique_id`` (that of
+    ``Message.wire_properties`` in the same order, UNIQ_KEY last), or None when a tag, key or the id is
+    empty or holds a separator: the dictionary's path then says what is wrong."""
+    text = ""
+    entries = 2  # WAIT and UNIQ_KEY
+    tags = message.tags
+    if tags:
+        text = _TAGS_ENTRY + tags + PROPERTY_SEPARATOR
+        entries += 1
+    keys = message.keys
+    if keys:
+        joined = keys if isinstance(keys, str) else KEY_SEPARATOR.join(keys)
+        if not joined:
+            return None
+        text += _KEYS_ENTRY + joined + PROPERTY_SEPARATOR
+        entries += 1
+    if message.delay_level > 0:
+        text += _DELAY_ENTRY + str(message.delay_level) + PROPERTY_SEPARATOR
+        entries += 1
+    text += _WAIT_ENTRY + ("true" if message.wait_store_msg_ok else "false") + _UNIQUE_ID_ENTRY + unique_id
+    if not unique_id or text.count(NAME_VALUE_SEPARATOR) != entries or text.count(PROPERTY_SEPARATOR) != entries - 1:
+        return None
     return text
 
 
@@ -80,4 +152,5 @@ def send_request(
     if idempotent:
         fields[IDEMPOTENT_SEND_FIELD] = "true"
     code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
-    return make_request(code, opaque=next_opaque(), ext_fields=fields, body=body, oneway=oneway)
+    flags = ONEWAY_FLAG if oneway else 0
+    return RemotingCommand(code=code, opaque=next_opaque(), flag=flags, ext_fields=fields, body=body)

@@ -41,13 +41,10 @@ def send_result(response: RemotingCommand, queue: MessageQueue, unique_id: str, 
     if status is None:
         raise broker_error(response.code, response.remark, address)
     fields = response.ext_fields
-    return SendResult(
-        status=status,
-        msg_id=unique_id,
-        offset_msg_id=fields.get("msgId", ""),
-        message_queue=MessageQueue(queue.topic, queue.broker_name, int(fields.get("queueId", queue.queue_id))),
-        queue_offset=int(fields.get("queueOffset", -1)),
-    )
+    queue_id = fields.get("queueId")
+    if queue_id is not None and int(queue_id) != queue.queue_id:  # the broker chose another queue
+        queue = MessageQueue(queue.topic, queue.broker_name, int(queue_id))
+    return SendResult(status, unique_id, fields.get("msgId", ""), queue, int(fields.get("queueOffset", -1)))
 
 
 class FirstAttempt:

@@ -16,11 +16,14 @@ import struct
 from collections.abc import Iterable
 from typing import Final, NamedTuple
 
-from rocketq.protocol.errors import RemoteProtocolError
+from librt.strings import BytesWriter, write_i16_be, write_i32_be
+
+from rocketq.protocol.errors import LocalProtocolError, RemoteProtocolError
 
 _ITEM_HEAD: Final = struct.Struct(">iiiii")  # total_size, magic, body_crc, flag, body_length
 _PROPERTIES_LENGTH: Final = struct.Struct(">h")
 ITEM_OVERHEAD: Final = _ITEM_HEAD.size + _PROPERTIES_LENGTH.size
+_MAX_PROPERTIES_LENGTH: Final = 0x7FFF
 
 
 class BatchItem(NamedTuple):
@@ -32,15 +35,41 @@ class BatchItem(NamedTuple):
 
 
 def encode_batch(items: Iterable[BatchItem]) -> bytes:
-    parts: list[bytes] = []
+    """The batch body of ``items``, written into one buffer (``write_item``).
+
+    Raises:
+        LocalProtocolError: An item's properties take more than 32767 bytes (their length is an int16).
+    """
+    out = BytesWriter()
     for item in items:
-        properties = item.properties.encode()
-        total = ITEM_OVERHEAD + len(item.body) + len(properties)
-        parts.append(_ITEM_HEAD.pack(total, 0, 0, item.flag, len(item.body)))
-        parts.append(item.body)
-        parts.append(_PROPERTIES_LENGTH.pack(len(properties)))
-        parts.append(properties)
-    return b"".join(parts)
+        write_item(out, item.body, item.properties, item.flag)
+    return out.getvalue()
+
+
+def write_item(out: BytesWriter, body: bytes, properties: str, flag: int) -> None:
+    """Append one message to the batch body being written in ``out`` (compiled, each field is a store
+    into the buffer: no bytes object per field, none per item besides non-empty properties' UTF-8).
+
+    Raises:
+        LocalProtocolError: ``properties`` take more than 32767 bytes (their length is an int16).
+    """
+    if type(body) is not bytes:  # a bytearray or memoryview body
+        body = bytes(body)
+    encoded = properties.encode() if properties else b""
+    properties_length = len(encoded)
+    if properties_length > _MAX_PROPERTIES_LENGTH:
+        raise LocalProtocolError(
+            f"batch item properties of {properties_length} bytes exceed {_MAX_PROPERTIES_LENGTH} bytes"
+        )
+    write_i32_be(out, ITEM_OVERHEAD + len(body) + properties_length)  # total_size
+    write_i32_be(out, 0)  # magic
+    write_i32_be(out, 0)  # body_crc
+    write_i32_be(out, flag)
+    write_i32_be(out, len(body))
+    out.write(body)
+    write_i16_be(out, properties_length)
+    if properties_length:
+        out.write(encoded)
 
 
 def decode_batch(data: bytes | memoryview) -> list[BatchItem]:

@@ -6,11 +6,16 @@ connections; only the I/O differs.
 One request at a time: the connection is not shared by threads at once (its owner makes sure). A request
 that gets no answer in time closes the connection, so a late answer can never be read as the next
 request's; any other failure closes it too, and the next request opens a new one.
+
+The socket is in blocking mode and a request's time limit is the kernel's (SO_RCVTIMEO, SO_SNDTIMEO),
+set only when it changes: a socket with Python's own timeout polls before every send and receive, and
+sets its mode at every ``settimeout``, four system calls per request more than the two it needs.
 """
 
 from __future__ import annotations
 
 import socket
+import struct
 import time
 
 from rocketq.protocol import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, ProtocolError, RemotingCommand, encode_frame
@@ -19,6 +24,9 @@ from rocketq.remoting.errors import ConnectionClosedError, RemotingConnectError,
 
 READ_SIZE = 64 * 1024
 """Bytes asked of the socket per read (an answer to a send is a few hundred)."""
+
+_TIMEVAL = struct.Struct("@ll")
+"""``struct timeval`` (seconds, microseconds), the value of SO_RCVTIMEO and SO_SNDTIMEO."""
 
 
 class BlockingConnection:
@@ -34,6 +42,7 @@ class BlockingConnection:
         self._max_frame_size = max_frame_size
         self._socket: socket.socket | None = None
         self._decoder = FrameDecoder(max_frame_size=max_frame_size)
+        self._timeout_s = -1.0  # the socket's timeouts in force (SO_RCVTIMEO, SO_SNDTIMEO), -1 when unset
 
     @property
     def is_open(self) -> bool:
@@ -47,19 +56,21 @@ class BlockingConnection:
             RemotingTimeoutError: no answer within ``timeout_s`` (the connection is closed).
             ConnectionClosedError: the connection broke or carried a malformed frame (it is closed).
         """
-        deadline = time.monotonic() + timeout_s
+        began = time.monotonic()
+        limit_s = timeout_s
         sock = self._socket
         if sock is None:
             sock = self._connect(timeout_s)
+            timeout_s -= time.monotonic() - began
+            if timeout_s <= 0:
+                self.close()
+                raise RemotingTimeoutError(self.address, request.code, limit_s)
         opaque = request.opaque
         try:
-            sock.settimeout(timeout_s)
+            if timeout_s != self._timeout_s:
+                self._set_timeout(sock, timeout_s)
             sock.sendall(encode_frame(request))
             while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError
-                sock.settimeout(remaining)
                 data = sock.recv(READ_SIZE)
                 if not data:
                     raise ConnectionClosedError(self.address, "closed by the peer")
@@ -71,9 +82,14 @@ class BlockingConnection:
                         answer = command
                 if answer is not None:
                     return answer
-        except TimeoutError:
+                # the answer is not complete yet (rare: it fits a read): wait only for what is left
+                remaining = began + limit_s - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError
+                self._set_timeout(sock, remaining)
+        except (TimeoutError, BlockingIOError):  # BlockingIOError: a socket timeout ran out (EAGAIN)
             self.close()
-            raise RemotingTimeoutError(self.address, request.code, timeout_s) from None
+            raise RemotingTimeoutError(self.address, request.code, limit_s) from None
         except ConnectionClosedError:
             self.close()
             raise
@@ -83,6 +99,16 @@ class BlockingConnection:
         except OSError as exc:
             self.close()
             raise ConnectionClosedError(self.address, exc.strerror or str(exc)) from exc
+
+    def _set_timeout(self, sock: socket.socket, timeout_s: float) -> None:
+        """Make the socket's sends and receives give up after ``timeout_s`` (the kernel's own timeouts: a
+        read or write that runs out fails with EAGAIN), until it is set again."""
+        seconds = int(timeout_s)
+        microseconds = max(int((timeout_s - seconds) * 1_000_000), 0 if seconds else 1)  # 0 would be "never"
+        value = _TIMEVAL.pack(seconds, microseconds)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+        self._timeout_s = timeout_s
 
     def _connect(self, timeout_s: float) -> socket.socket:
         host, port = split_address(self.address)
@@ -94,6 +120,8 @@ class BlockingConnection:
         except OSError as exc:
             raise RemotingConnectError(self.address, exc.strerror or str(exc)) from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.settimeout(None)  # blocking: the kernel's timeouts (_set_timeout) bound each call
+        self._timeout_s = -1.0
         self._socket = sock
         self._decoder = FrameDecoder(max_frame_size=self._max_frame_size)
         return sock

@@ -42,6 +42,7 @@ COMPILED_MODULES: Final = (
     "rocketq.protocol.batch",
     "rocketq.protocol.command",
     "rocketq.protocol.frame",
+    "rocketq.protocol.send_header",  # every send request's header is read here
     "rocketq.remoting.blocking",  # every SyncProducer.send's first attempt
     "rocketq.remoting.client",
     "rocketq.remoting.connection",
@@ -68,6 +69,7 @@ COMPILED_MODULES: Final = (
     "rocketq.broker.acl",  # every request to a broker with aclEnable passes its check
     "rocketq.broker.consumer_offsets",
     "rocketq.broker.grouped_puts",
+    "rocketq.broker.idempotent_sends",  # its wrapper is in front of every send request's handler
     "rocketq.broker.handlers.offsets",
     "rocketq.broker.handlers.pull",
     "rocketq.broker.handlers.send",

@@ -32,8 +32,7 @@ from rocketq.broker.handlers.send import DEFAULT_REGION, TRACE_ON
 from rocketq.common.message import SCHEDULE_TOPIC, Property, find_property
 from rocketq.common.message_id import offset_message_ids
 from rocketq.protocol import RemoteProtocolError, RemotingCommand, RequestCode, ResponseCode, decode_batch
-from rocketq.protocol.headers import IDEMPOTENT_SEND_FIELD
-from rocketq.protocol.send_header import parse_send_message_header
+from rocketq.protocol.headers import IDEMPOTENT_SEND_FIELD, parse_send_message_header
 from rocketq.remoting import Connection, ServerHandler, awaited_answer
 from rocketq.store import MessageStore
 

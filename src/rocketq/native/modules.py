@@ -42,7 +42,6 @@ COMPILED_MODULES: Final = (
     "rocketq.protocol.batch",
     "rocketq.protocol.command",
     "rocketq.protocol.frame",
-    "rocketq.protocol.send_header",  # every send request's header is read here
     "rocketq.remoting.blocking",  # every SyncProducer.send's first attempt
     "rocketq.remoting.client",
     "rocketq.remoting.connection",

@@ -93,8 +93,8 @@ from rocketq.protocol.headers import (
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
     ViewMessageRequestHeader,
+    parse_send_message_header,
 )
-from rocketq.protocol.send_header import parse_send_message_header
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",

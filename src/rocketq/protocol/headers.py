@@ -7,6 +7,7 @@ How values are written and read is in :mod:`rocketq.protocol.ext_fields`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final
 
 import msgspec
@@ -88,6 +89,25 @@ class SendMessageRequestHeaderV2(SendMessageRequestHeader, frozen=True, kw_only=
     def from_v1(cls, header: SendMessageRequestHeader) -> SendMessageRequestHeaderV2:
         """Build a V2 header from a long one."""
         return header.to_v2()
+
+
+_V2_HEADER_CODES = frozenset(
+    {RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2}
+)
+
+
+def parse_send_message_header(code: int, fields: Mapping[str, object]) -> SendMessageRequestHeader:
+    """Parse a send request's header, whichever form was sent (a V2 header is a long one too).
+
+    Codes 310, 320 and 325 carry the one-letter header; everything else the long one
+    (as in Java's ``AbstractSendMessageProcessor.parseRequestHeader``).
+
+    Raises:
+        RemoteProtocolError: The header is invalid.
+    """
+    if code in _V2_HEADER_CODES:
+        return SendMessageRequestHeaderV2.from_ext_fields(fields)
+    return SendMessageRequestHeader.from_ext_fields(fields)
 
 
 IDEMPOTENT_SEND_FIELD: Final = "rqIdempotent"

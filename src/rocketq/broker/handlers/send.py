@@ -45,7 +45,7 @@ from rocketq.protocol import (
     decode_batch,
     make_response,
 )
-from rocketq.protocol.send_header import parse_send_message_header
+from rocketq.protocol.headers import parse_send_message_header
 from rocketq.remoting import Connection, ServerHandler
 from rocketq.store import BatchToStore, MessageToStore, PutMessageResult
 

@@ -68,6 +68,7 @@ COMPILED_MODULES: Final = (
     "rocketq.broker.acl",  # every request to a broker with aclEnable passes its check
     "rocketq.broker.consumer_offsets",
     "rocketq.broker.grouped_puts",
+    "rocketq.broker.idempotent_sends",  # its wrapper is in front of every send request's handler
     "rocketq.broker.handlers.offsets",
     "rocketq.broker.handlers.pull",
     "rocketq.broker.handlers.send",

@@ -83,6 +83,7 @@ class Connection(asyncio.Protocol):
         self._working = 0  # requests being handled on the server's worker threads
         self._over_budget = False  # the partial frame is over the process's request-bytes budget
         self.partial_frame_since: float | None = None  # when the first byte of an incomplete frame came
+        self._budget_reported = 0  # the bytes this connection last told its budget it holds
         self.backpressure_episodes = 0  # times the answers backed up
         self._corked: list[Body] | None = None  # writes gathered for one transport call (see send)
         self._corked_bytes = 0
@@ -160,8 +161,9 @@ class Connection(asyncio.Protocol):
             self.partial_frame_since = None
         elif self.partial_frame_since is None:
             self.partial_frame_since = self.last_activity
-        if self._budget is None:
-            return
+        if self._budget is None or (buffered == 0 and self._budget_reported == 0):
+            return  # (the usual read: nothing held before or after, nothing for the budget to change)
+        self._budget_reported = buffered
         within = self._budget.hold(self, buffered, self._budget_freed)
         if not within and not self._over_budget:
             self._over_budget = True
@@ -244,6 +246,7 @@ class Connection(asyncio.Protocol):
         self._held.clear()
         if self._budget is not None:
             self._budget.release(self)
+            self._budget_reported = 0
         reason = f"connection lost: {exc}" if exc else "connection closed"
         for future in self._pending.values():
             if not future.done():

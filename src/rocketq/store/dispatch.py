@@ -1,8 +1,10 @@
 """The dispatcher (RocketMQ's ReputMessageService): CommitLog -> ConsumeQueues and IndexFiles.
 
-It reads records in CommitLog order from ``dispatched_offset``, groups the ConsumeQueue entries by
-queue so each queue gets one write per batch, indexes keys, and then tells the arrival listener
-which queues grew (the broker wakes long-polling pulls with it). Re-dispatching records that are
+It takes records in CommitLog order from ``dispatched_offset``: those a put appended as the put
+described them (``CommitLog.take_appended``), the others (wire batches, a slave's copy, recovery, what
+the puts' list let go) read back from the log (``scan``, or ``scan_columns`` for long stretches). It
+groups the ConsumeQueue entries by queue so each queue gets one write per batch, indexes keys, and
+then tells the arrival listener which queues grew (the broker wakes long-polling pulls with it). Re-dispatching records that are
 already in a ConsumeQueue or index is harmless: both skip what they have, which is what makes
 recovery and rebuilds simple.
 
@@ -146,7 +148,16 @@ class Dispatcher:
     def _dispatch_until(self, end_offset: int) -> int:
         applier = self.applier
         count = 0
+        commit_log = self._commit_log
         while self.dispatched_offset < end_offset:
+            # the records the puts described (``CommitLog.appended``): nothing to read back
+            known = commit_log.take_appended(self.dispatched_offset, end_offset, BATCH_RECORDS)
+            if known:
+                applier.apply(known)
+                count += len(known)
+                last = known[-1]
+                self.dispatched_offset = last.commit_log_offset + last.size
+                continue
             limit = BATCH_RECORDS
             if end_offset - self.dispatched_offset >= self._columnar_min_bytes and self._commit_log.has_columnar_scan:
                 batch, next_offset = self._commit_log.scan_columns(self.dispatched_offset, BATCH_RECORDS)

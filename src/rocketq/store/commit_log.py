@@ -245,8 +245,14 @@ class CommitLog:
             for (message, _, _, size), physical, queue_offset in zip(encoded, physical_offsets, queue_offsets):
                 appended.append(
                     self.dispatch_request(
-                        message.topic, message.queue_id, physical, size, store_timestamp, queue_offset,
-                        message.sys_flag, message.properties,
+                        message.topic,
+                        message.queue_id,
+                        physical,
+                        size,
+                        store_timestamp,
+                        queue_offset,
+                        message.sys_flag,
+                        message.properties,
                     )  # fmt: skip
                 )
         return PutMessageResult(
@@ -308,8 +314,14 @@ class CommitLog:
         if len(appended) < APPENDED_MAX:
             appended.append(
                 self.dispatch_request(
-                    message.topic, message.queue_id, physical, size, store_timestamp, queue_offset,
-                    message.sys_flag, message.properties,
+                    message.topic,
+                    message.queue_id,
+                    physical,
+                    size,
+                    store_timestamp,
+                    queue_offset,
+                    message.sys_flag,
+                    message.properties,
                 )  # fmt: skip
             )
         return PutMessageResult(
@@ -475,7 +487,13 @@ class CommitLog:
                 topic = topics[raw_topic] = raw_topic.decode()
             append(
                 self.dispatch_request(
-                    topic, queue_id, physical, total, store_timestamp, queue_offset, sys_flag,
+                    topic,
+                    queue_id,
+                    physical,
+                    total,
+                    store_timestamp,
+                    queue_offset,
+                    sys_flag,
                     tail[topic_end + 2 :].decode(),
                 )  # fmt: skip
             )

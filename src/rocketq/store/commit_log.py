@@ -242,7 +242,9 @@ class CommitLog:
             raise
         appended = self.appended
         if len(appended) + len(encoded) <= APPENDED_MAX:
-            for (message, _, _, size), physical, queue_offset in zip(encoded, physical_offsets, queue_offsets):
+            for (message, _, _, size), physical, queue_offset in zip(
+                encoded, physical_offsets, queue_offsets, strict=True
+            ):
                 appended.append(
                     self.dispatch_request(
                         message.topic,
@@ -253,7 +255,7 @@ class CommitLog:
                         queue_offset,
                         message.sys_flag,
                         message.properties,
-                    )  # fmt: skip
+                    )
                 )
         return PutMessageResult(
             status=PutStatus.PUT_OK,
@@ -322,7 +324,7 @@ class CommitLog:
                     queue_offset,
                     message.sys_flag,
                     message.properties,
-                )  # fmt: skip
+                )
             )
         return PutMessageResult(
             status=PutStatus.PUT_OK,
@@ -495,7 +497,7 @@ class CommitLog:
                     queue_offset,
                     sys_flag,
                     tail[topic_end + 2 :].decode(),
-                )  # fmt: skip
+                )
             )
             position += total
         return base + position

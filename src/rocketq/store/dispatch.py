@@ -4,9 +4,9 @@ It takes records in CommitLog order from ``dispatched_offset``: those a put appe
 described them (``CommitLog.take_appended``), the others (wire batches, a slave's copy, recovery, what
 the puts' list let go) read back from the log (``scan``, or ``scan_columns`` for long stretches). It
 groups the ConsumeQueue entries by queue so each queue gets one write per batch, indexes keys, and
-then tells the arrival listener which queues grew (the broker wakes long-polling pulls with it). Re-dispatching records that are
-already in a ConsumeQueue or index is harmless: both skip what they have, which is what makes
-recovery and rebuilds simple.
+then tells the arrival listener which queues grew (the broker wakes long-polling pulls with it).
+Re-dispatching records that are already in a ConsumeQueue or index is harmless: both skip what they
+have, which is what makes recovery and rebuilds simple.
 
 A batch that fails (a file that cannot be made on a full disk) leaves ``dispatched_offset`` where it
 was: the thread tries the batch again every ``RETRY_INTERVAL_S`` (nothing is skipped, no entry is

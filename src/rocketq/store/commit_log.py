@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import cast
@@ -56,6 +57,10 @@ _DISPATCH_FIELDS = rec.head_reader(  # the record header fields the dispatcher n
 
 _Encoded = tuple[MessageToStore, bytes, bytes, int]  # message, topic, properties, record size
 
+APPENDED_MAX = 65_536
+"""At most this many appended records wait in ``CommitLog.appended`` (a dispatcher that cannot keep
+up, or is stuck on a full disk, scans the rest from the log)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ColumnBatch:
@@ -90,6 +95,11 @@ class CommitLog:
         # pwrite per put (which releases the GIL) cost single puts up to four fifths of their rate.
         self.staged = config.sync_flush
         self.staging = Staging()  # appends hold put_lock: one scratch buffer is enough
+        self.appended: deque[DispatchRequest] = deque()
+        """The records ``append`` wrote, in log order, as the dispatcher needs them (``take_appended``):
+        what the put knows already is not read back and parsed again. Records written otherwise (wire
+        batches, a slave's copy, recovery) are not here: the dispatcher scans them (``scan``). The
+        put and the scan make each record's request with the same ``dispatch_request``."""
 
     # -- append ---------------------------------------------------------------------------------------
 
@@ -230,6 +240,23 @@ class CommitLog:
         except BaseException:
             self._take_back_queue_offsets(message for message, _, _, _ in encoded)
             raise
+        appended = self.appended
+        if len(appended) + len(encoded) <= APPENDED_MAX:
+            for (message, _, _, size), physical, queue_offset in zip(
+                encoded, physical_offsets, queue_offsets, strict=True
+            ):
+                appended.append(
+                    self.dispatch_request(
+                        message.topic,
+                        message.queue_id,
+                        physical,
+                        size,
+                        store_timestamp,
+                        queue_offset,
+                        message.sys_flag,
+                        message.properties,
+                    )
+                )
         return PutMessageResult(
             status=PutStatus.PUT_OK,
             physical_offsets=cast(list[PhysicalOffset], physical_offsets),
@@ -285,6 +312,20 @@ class CommitLog:
                 table[key] = queue_offset
                 raise
         mapped.wrote_position = position + size
+        appended = self.appended
+        if len(appended) < APPENDED_MAX:
+            appended.append(
+                self.dispatch_request(
+                    message.topic,
+                    message.queue_id,
+                    physical,
+                    size,
+                    store_timestamp,
+                    queue_offset,
+                    message.sys_flag,
+                    message.properties,
+                )
+            )
         return PutMessageResult(
             status=PutStatus.PUT_OK,
             physical_offsets=[PhysicalOffset(physical)],
@@ -421,7 +462,6 @@ class CommitLog:
         file_size = mapped.file_size
         topics = self._topic_text
         append = out.append
-        schedule_topic = SCHEDULE_TOPIC
         while position < end and len(out) < max_records:
             # A slave's log may end inside a record until its master sends the rest: stop before it.
             if end - position < rec.SIZE_AND_MAGIC.size:
@@ -447,32 +487,74 @@ class CommitLog:
             topic = topics.get(raw_topic)
             if topic is None:
                 topic = topics[raw_topic] = raw_topic.decode()
-            properties = tail[topic_end + 2 :].decode()
-            if not properties:
-                tags_code, keys, uniq_key = 0, None, None
-            else:
-                if topic == schedule_topic:
-                    tags_code = self._delivery_time(properties, store_timestamp)
-                else:
-                    tags = find_property(properties, Property.TAGS)
-                    tags_code = self._tags_code(tags) if tags else 0
-                keys, uniq_key = find_property(properties, Property.KEYS), find_property(properties, _UNIQ_KEY)
             append(
-                DispatchRequest(
+                self.dispatch_request(
                     topic,
                     queue_id,
                     physical,
                     total,
-                    tags_code,
                     store_timestamp,
                     queue_offset,
-                    keys.split(KEY_SEPARATOR) if keys else (),
-                    uniq_key,
                     sys_flag,
+                    tail[topic_end + 2 :].decode(),
                 )
             )
             position += total
         return base + position
+
+    def dispatch_request(
+        self,
+        topic: str,
+        queue_id: int,
+        physical: int,
+        size: int,
+        store_timestamp: int,
+        queue_offset: int,
+        sys_flag: int,
+        properties: str,
+    ) -> DispatchRequest:
+        """A record's ``DispatchRequest``: its header fields, and the tag code (a delayed message's due
+        time in SCHEDULE_TOPIC_XXXX), keys and UNIQ_KEY from its properties text. The one place both
+        the put (``appended``) and the scan make it."""
+        if not properties:
+            tags_code, keys, uniq_key = 0, None, None
+        else:
+            if topic == SCHEDULE_TOPIC:
+                tags_code = self._delivery_time(properties, store_timestamp)
+            else:
+                tags = find_property(properties, Property.TAGS)
+                tags_code = self._tags_code(tags) if tags else 0
+            keys, uniq_key = find_property(properties, Property.KEYS), find_property(properties, _UNIQ_KEY)
+        return DispatchRequest(
+            topic,
+            queue_id,
+            physical,
+            size,
+            tags_code,
+            store_timestamp,
+            queue_offset,
+            keys.split(KEY_SEPARATOR) if keys else (),
+            uniq_key,
+            sys_flag,
+        )
+
+    def take_appended(self, from_offset: int, end_offset: int, max_records: int) -> list[DispatchRequest]:
+        """The ``appended`` records that follow each other from ``from_offset`` on and end by
+        ``end_offset`` (at most ``max_records``), taken out; records before ``from_offset`` (already
+        dispatched from a scan) are dropped. Empty when the record at ``from_offset`` is not there
+        (written otherwise, or after a filler): the caller scans it. Called by the dispatcher only."""
+        appended = self.appended
+        while appended and appended[0].commit_log_offset < from_offset:
+            appended.popleft()
+        taken: list[DispatchRequest] = []
+        offset = from_offset
+        while appended and len(taken) < max_records:
+            request = appended[0]
+            if request.commit_log_offset != offset or offset + request.size > end_offset:
+                break
+            taken.append(appended.popleft())
+            offset += request.size
+        return taken
 
     def _delivery_time(self, properties: str, store_timestamp: int) -> int:
         """A delayed message's ConsumeQueue tag code: when it is due."""
@@ -503,4 +585,5 @@ class CommitLog:
             offset = next_offset
 
     def close(self) -> None:
+        self.appended.clear()
         self.files.close()

@@ -160,6 +160,10 @@ class ConsumeQueue:
             queue_offset, b"".join([ENTRY.pack(*entry) for entry in entries]), last_offset + last_size
         )
 
+    def put_one(self, queue_offset: int, commit_log_offset: int, size: int, tags_code: int) -> int:
+        """``put`` of a single entry."""
+        return self.put_block(queue_offset, ENTRY.pack(commit_log_offset, size, tags_code), commit_log_offset + size)
+
     def put_block(self, queue_offset: int, block: bytes, end_physical_offset: int) -> int:
         """``put`` for entries already packed into ``block``; ``end_physical_offset`` is where the last
         one's record ends in the CommitLog."""

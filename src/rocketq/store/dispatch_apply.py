@@ -50,17 +50,36 @@ class DispatchApplier:
         the batch's keys."""
         if self.ext is not None:
             self._extend_requests(self.ext, requests)
-        arrived = self._put_records(
-            (r.topic, r.queue_id, r.queue_offset, r.commit_log_offset, r.size, r.tags_code, r.sys_flag)
-            for r in requests
-        )
-        self.dispatched_timestamp = requests[-1].store_timestamp
-        # Listeners (the pulls held for these queues) first: they read the ConsumeQueues, not the index,
-        # and a lone message's consumer should not wait for its keys to be hashed.
-        self._notify(arrived)
+        if len(requests) == 1:
+            self._apply_one(requests[0])
+        else:
+            arrived = self._put_records(
+                (r.topic, r.queue_id, r.queue_offset, r.commit_log_offset, r.size, r.tags_code, r.sys_flag)
+                for r in requests
+            )
+            self.dispatched_timestamp = requests[-1].store_timestamp
+            # Listeners (the pulls held for these queues) first: they read the ConsumeQueues, not the
+            # index, and a lone message's consumer should not wait for its keys to be hashed.
+            self._notify(arrived)
         if self._index is not None:
             self._index.build(requests)
         self.dispatched_count += len(requests)
+
+    def _apply_one(self, request: DispatchRequest) -> None:
+        """``apply``'s ConsumeQueue entry and listeners for a lone record (a single put's pass) without
+        the grouping a batch needs: the same entry, written the same way (``ConsumeQueue.put_one``)."""
+        self.dispatched_timestamp = request.store_timestamp
+        if request.sys_flag & SysFlag.TRANSACTION_MASK in _NOT_IN_QUEUE:
+            return
+        topic, queue_id, queue_offset = request.topic, request.queue_id, request.queue_offset
+        self._consume_queue_of(topic, queue_id).put_one(
+            queue_offset, request.commit_log_offset, request.size, request.tags_code
+        )
+        for listener in self.listeners:
+            try:
+                listener(topic, queue_id, queue_offset + 1, request.store_timestamp)
+            except Exception:
+                log.exception("arrival listener failed for %s-%d", topic, queue_id)
 
     def _put_records(self, records: Iterable[_Record]) -> dict[tuple[str, int], int]:
         """ConsumeQueue entries for records in log order, each queue's contiguous run in one write;

@@ -89,6 +89,11 @@ class IndexService:
     @property
     def end_phy_offset(self) -> int:
         """CommitLog offset of the last indexed record, or -1 when nothing is indexed."""
+        files = self._files
+        if files:  # the common case, without copying the list: the last file has entries
+            last = files[-1]
+            if not last.is_empty:
+                return last.end_phy_offset
         for index_file in reversed(self.files):
             if not index_file.is_empty:
                 return index_file.end_phy_offset

@@ -245,6 +245,21 @@ def test_delete_topic_removes_its_queues(store: MessageStore) -> None:
     assert store.put_message(message(topic="Gone")).queue_offsets == [0]
 
 
+def test_delete_topic_while_a_reader_holds_a_queue_file(store: MessageStore) -> None:
+    store.put_messages([message(topic="Held")])
+    store.dispatch_now()
+    held = store.consume_queue("Held", 0).entries(0, 1)
+    assert held is not None
+    store.delete_topic("Held")  # the held file's folder cannot go yet: no error, the rest is removed
+    assert store.get_messages("Held", 0, 0, 1).status is GetStatus.NO_MATCHED_LOGIC_QUEUE
+    mapped, view = held
+    path = mapped.path
+    assert path.exists()
+    view.release()
+    mapped.release()
+    assert not path.exists()  # deleted when its reader let it go
+
+
 def test_closed_store_refuses_puts(tmp_path: Path) -> None:
     store = MessageStore(small_config(tmp_path)).start()
     store.close()

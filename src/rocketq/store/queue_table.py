@@ -4,8 +4,11 @@ or deleted by hand) and rebuilds them from the CommitLog."""
 
 from __future__ import annotations
 
+import errno
+import logging
 import threading
 from collections.abc import Collection, Sequence
+from pathlib import Path
 from typing import Final
 
 from rocketq.common.record import SysFlag
@@ -14,6 +17,8 @@ from rocketq.store.config_file import read_json, write_json_atomically
 from rocketq.store.consume_queue import ConsumeQueue
 from rocketq.store.consume_queue_ext import open_ext
 from rocketq.store.results import MessageToStore
+
+log = logging.getLogger(__name__)
 
 REGISTRY_FILE = "consumeQueueRegistry.json"
 _TRANSACTION_MASK: Final = SysFlag.TRANSACTION_MASK
@@ -69,9 +74,9 @@ class QueueTable:
         for topic_dir in (self._config.consume_queue_dir / topic, self._config.consume_queue_ext_dir / topic):
             for path in sorted(topic_dir.glob("*"), reverse=True):
                 if path.is_dir():
-                    path.rmdir()
+                    _remove_folder(path)
             if topic_dir.exists():
-                topic_dir.rmdir()
+                _remove_folder(topic_dir)
         return doomed
 
     def behind_registry(self) -> list[str]:
@@ -133,3 +138,14 @@ def queues_of(messages: Sequence[MessageToStore]) -> tuple[str | None, int, Coll
     if topic is None or not seen:
         return topic, queue_id, ()
     return topic, queue_id, [(topic, other) for other in range(_BITS) if seen >> other & 1]
+
+
+def _remove_folder(path: Path) -> None:
+    """Remove an emptied queue folder; one that still holds a file is left in place and said so (a file a
+    reader still maps is deleted when the reader lets it go, so its folder outlives the topic, empty)."""
+    try:
+        path.rmdir()
+    except OSError as error:
+        if error.errno != errno.ENOTEMPTY:
+            raise
+        log.info("%s: not removed with its topic, a file in it is still in use", path)

@@ -13,6 +13,12 @@ after signing it; later Java clients sign it like any field, so a check accepts 
 The C++ client signs an ``OnsChannel`` field too (``"ALIYUN"``), which it sends, so nothing special
 follows from it. Its requests carry a signature even without credentials: an empty ``AccessKey`` and
 an HMAC keyed with the empty string.
+
+The HMAC itself: a ``SigningKey`` keeps, per secret, a ``KeyState`` holding the two SHA-1 states after
+the padded key. In a compiled build that is ``NativeKey`` (``rocketq/acl/_hmac_sha1.c``): the values,
+the body and both hashes in one C call over OpenSSL's SHA-1. Elsewhere it is ``HashlibKey``, the same
+over ``hashlib`` (seven Python calls and OpenSSL 3's context bookkeeping per signature).
+``tests/acl/test_signing.py`` holds the two equal, and both to the standard library's ``hmac``.
 """
 
 from __future__ import annotations
@@ -21,7 +27,8 @@ import binascii
 import hashlib
 import hmac
 from collections.abc import Callable, Mapping
-from typing import Final, Protocol
+from operator import itemgetter
+from typing import Any, Final, Protocol
 
 from rocketq.protocol import RemotingCommand
 from rocketq.protocol.command import Body
@@ -44,6 +51,12 @@ default ``skip``): a client sends each kind of request with the same names in th
 names are sorted once per kind."""
 _ORDERS_MAX: Final = 256
 """Forgotten all at once beyond this many (peers sending ever new names cannot grow it for ever)."""
+
+_Picker = Callable[[Mapping[str, str]], Any]
+"""Takes the signed values out of an ext-field map, in the order they are signed (``HashlibKey``)."""
+_PICKERS: Final[dict[tuple[str, ...], _Picker]] = {}
+"""The picker for each order of names ``HashlibKey`` signed: an ``itemgetter`` takes the values in C,
+twice as fast as a Python loop over the names when interpreted."""
 
 
 class KeyState(Protocol):
@@ -76,7 +89,7 @@ class HashlibKey:
     def digest(self, fields: Mapping[str, str], names: tuple[str, ...], body: Body, /) -> bytes:
         """The raw HMAC-SHA1 of ``fields[name]`` for each of ``names`` (UTF-8, no separators), then ``body``."""
         inner = self._inner.copy()
-        inner.update("".join(map(fields.__getitem__, names)).encode())
+        inner.update("".join(_picker(names)(fields)).encode())
         inner.update(body)
         outer = self._outer.copy()
         outer.update(inner.digest())
@@ -85,6 +98,22 @@ class HashlibKey:
     def signature(self, fields: Mapping[str, str], names: tuple[str, ...], body: Body, /) -> str:
         """The base64 text of ``digest``."""
         return binascii.b2a_base64(self.digest(fields, names, body), newline=False).decode()
+
+
+def _picker(names: tuple[str, ...]) -> _Picker:
+    pick = _PICKERS.get(names)
+    if pick is None:
+        if len(_PICKERS) >= _ORDERS_MAX:
+            _PICKERS.clear()
+        if len(names) >= 2:
+            pick = itemgetter(*names)  # a tuple of the values
+        elif names:
+            only = names[0]
+            pick = lambda fields: (fields[only],)  # noqa: E731
+        else:
+            pick = lambda fields: ()  # noqa: E731
+        _PICKERS[names] = pick
+    return pick
 
 
 def _native_key() -> Callable[[bytes], KeyState] | None:
@@ -100,7 +129,8 @@ NativeKey: Final = _native_key()
 prepared states, no Python call per piece and no allocation but the result), or None where it is not
 loaded; then ``HashlibKey`` signs."""
 
-_KEY_STATE: Final[Callable[[bytes], KeyState]] = HashlibKey if NativeKey is None else NativeKey
+KEY_STATE: Final[Callable[[bytes], KeyState]] = HashlibKey if NativeKey is None else NativeKey
+"""What ``SigningKey`` makes its key state with: ``NativeKey`` where loaded, else ``HashlibKey``."""
 
 
 class SigningKey:
@@ -109,7 +139,7 @@ class SigningKey:
     __slots__ = ("_state",)
 
     def __init__(self, secret_key: str) -> None:
-        self._state = _KEY_STATE(secret_key.encode())
+        self._state = KEY_STATE(secret_key.encode())
 
     def digest(self, fields: Mapping[str, str], body: Body, skip: frozenset[str] = _UNSIGNED) -> bytes:
         """The raw HMAC-SHA1 (20 bytes) of ``fields`` (minus ``skip``) then ``body``."""

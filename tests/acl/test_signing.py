@@ -7,12 +7,16 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
+import os
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rocketq.acl import Credentials, SigningKey, sign, signature, verify
+from rocketq.acl.signing import KEY_STATE, HashlibKey, NativeKey, signed_names
+from rocketq.native.modules import MANIFEST_NAME, NATIVE_DIR
 from rocketq.protocol import FrameDecoder, RemotingCommand, RequestCode, encode_frame, make_request
 
 # Two requests of the C++ client (rocketmq 0.4.4, no credentials) as they came off the wire.
@@ -201,3 +205,64 @@ def test_requests_of_other_names_but_as_many_fields_are_signed_by_their_own_name
     signed = {"b": "topic", "a": "group", "Signature": "s"}
     for fields in (first, one_differs, first, all_differ, signed, first, signed):
         assert key.signature(fields, b"body") == reference_signature("secret-2", fields, b"body")
+
+
+# The C key (rocketq/acl/_hmac_sha1.c, loaded with a compiled build) against the hashlib one, on the same
+# inputs: field maps with any text (non-ASCII, empty values), bodies empty to large, many secrets.
+needs_c_key = pytest.mark.skipif(NativeKey is None, reason="no compiled build with the C HMAC in this process")
+any_text_fields = st.dictionaries(st.text(max_size=12), st.text(max_size=40), max_size=20)
+secrets = st.lists(st.binary(max_size=130), min_size=1, max_size=6)  # beyond 64 bytes: the key is hashed first
+
+
+def test_a_compiled_build_signs_in_c_and_a_plain_run_with_hashlib() -> None:
+    mode = os.environ.get("ROCKETQ_NATIVE")
+    if mode == "off":
+        assert NativeKey is None
+        assert KEY_STATE is HashlibKey
+    elif (
+        mode == "required"
+        and "rocketq.acl._hmac_sha1" in json.loads((NATIVE_DIR / MANIFEST_NAME).read_text())["c_sources"]
+    ):
+        assert NativeKey is not None
+        assert KEY_STATE is NativeKey
+
+
+@needs_c_key
+@settings(max_examples=300, deadline=None)
+@given(keys=secrets, fields=any_text_fields, body=st.binary(max_size=3000))
+def test_the_c_key_signs_as_the_hashlib_key(keys: list[bytes], fields: dict[str, str], body: bytes) -> None:
+    assert NativeKey is not None
+    names = signed_names(fields)
+    for secret in keys:
+        native, plain = NativeKey(secret), HashlibKey(secret)
+        expected = plain.digest(fields, names, body)
+        assert native.digest(fields, names, body) == expected
+        assert native.digest(fields, names, memoryview(body)) == expected  # again: its states are not used up
+        assert native.signature(fields, names, body) == plain.signature(fields, names, body)
+        assert base64.b64decode(native.signature(fields, names, body)) == expected
+
+
+@needs_c_key
+@pytest.mark.parametrize("size", [0, 55, 56, 64, 65535, 65536, 300_001])  # padding edges; hashed without the GIL
+def test_the_c_key_signs_bodies_of_any_size_as_the_hashlib_key(size: int) -> None:
+    assert NativeKey is not None
+    body = os.urandom(size)
+    fields = {"AccessKey": "ak-ü", "b": "Topic", "i": "UNIQ_KEY\x01ab\x02", "empty": ""}
+    names = signed_names(fields)
+    for secret in (b"", b"12345678", "ü".encode() * 40):
+        assert NativeKey(secret).digest(fields, names, body) == HashlibKey(secret).digest(fields, names, body)
+        assert NativeKey(secret).signature(fields, names, body) == reference_signature(secret.decode(), fields, body)
+
+
+@needs_c_key
+def test_the_c_key_refuses_what_the_hashlib_key_refuses() -> None:
+    assert NativeKey is not None
+    for key in (NativeKey(b"k"), HashlibKey(b"k")):
+        with pytest.raises(KeyError):
+            key.digest({"a": "1"}, ("a", "b"), b"")
+        with pytest.raises(TypeError):
+            key.digest({"a": 1}, ("a",), b"")  # type: ignore[dict-item]
+        with pytest.raises(UnicodeEncodeError):
+            key.digest({"a": "\udc80"}, ("a",), b"")  # a lone surrogate has no UTF-8
+        with pytest.raises(TypeError):
+            key.digest({"a": "1"}, ("a",), "text body")  # type: ignore[arg-type]

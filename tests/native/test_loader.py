@@ -17,7 +17,14 @@ import rocketq
 from rocketq.client import push_consumer
 from rocketq.native.build import main as build_main
 from rocketq.native.loader import check_build, source_hash
-from rocketq.native.modules import COMPILED_MODULES, MANIFEST_NAME, NATIVE_DIR, SHARED_LIBRARY, source_path
+from rocketq.native.modules import (
+    C_EXTENSIONS,
+    COMPILED_MODULES,
+    MANIFEST_NAME,
+    NATIVE_DIR,
+    SHARED_LIBRARY,
+    source_path,
+)
 
 SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
 SRC = Path(rocketq.__file__).resolve().parent.parent
@@ -33,13 +40,16 @@ def run_python(code: str, *, mode: str | None, pythonpath: Path = SRC) -> subpro
 
 def fake_build(native_dir: Path, **changes: object) -> None:
     """A build folder whose manifest matches the real sources, with empty files for its libraries."""
-    libraries = {name: f"{name.replace('.', '/')}{SUFFIX}" for name in [*COMPILED_MODULES, SHARED_LIBRARY]}
+    names = [*COMPILED_MODULES, SHARED_LIBRARY, *C_EXTENSIONS]
+    libraries = {name: f"{name.replace('.', '/')}{SUFFIX}" for name in names}
     for relative in libraries.values():
         (native_dir / relative).parent.mkdir(parents=True, exist_ok=True)
         (native_dir / relative).write_bytes(b"")
     manifest: dict[str, object] = {
         "ext_suffix": SUFFIX,
         "sources": {module: source_hash(source_path(module)) for module in COMPILED_MODULES},
+        "c_sources": {module: source_hash(source_path(module, ".c")) for module in C_EXTENSIONS},
+        "c_not_built": {},
         "libraries": libraries,
     }
     manifest.update(changes)
@@ -62,7 +72,20 @@ def test_a_build_matching_its_sources_is_accepted(tmp_path: Path) -> None:
     libraries, reason = check_build(tmp_path)
     assert reason == "compiled"
     assert libraries is not None
-    assert set(libraries) == {*COMPILED_MODULES, SHARED_LIBRARY}
+    assert set(libraries) == {*COMPILED_MODULES, SHARED_LIBRARY, *C_EXTENSIONS}
+
+
+def test_a_c_extension_this_machine_could_not_build_is_left_out_and_an_edited_one_refused(tmp_path: Path) -> None:
+    (module,) = C_EXTENSIONS
+    fake_build(tmp_path, c_sources={}, c_not_built={module: "CompileError: no openssl/sha.h"})
+    libraries, reason = check_build(tmp_path)
+    assert (libraries is not None, reason) == (True, "compiled")
+    fake_build(tmp_path, c_sources={module: "0" * 64})
+    libraries, reason = check_build(tmp_path)
+    assert libraries is None
+    assert f"1 source(s) changed since the build ({module})" in reason
+    fake_build(tmp_path, c_sources={}, c_not_built={})  # a build from before the module existed
+    assert check_build(tmp_path) == (None, "built from another module list; rebuild")
 
 
 @pytest.mark.parametrize(

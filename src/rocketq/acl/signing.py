@@ -13,6 +13,12 @@ after signing it; later Java clients sign it like any field, so a check accepts 
 The C++ client signs an ``OnsChannel`` field too (``"ALIYUN"``), which it sends, so nothing special
 follows from it. Its requests carry a signature even without credentials: an empty ``AccessKey`` and
 an HMAC keyed with the empty string.
+
+The HMAC itself: a ``SigningKey`` keeps, per secret, a ``KeyState`` holding the two SHA-1 states after
+the padded key. In a compiled build that is ``NativeKey`` (``rocketq/acl/_hmac_sha1.c``): the values,
+the body and both hashes in one C call over OpenSSL's SHA-1. Elsewhere it is ``HashlibKey``, the same
+over ``hashlib`` (seven Python calls and OpenSSL 3's context bookkeeping per signature).
+``tests/acl/test_signing.py`` holds the two equal, and both to the standard library's ``hmac``.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import hashlib
 import hmac
 from collections.abc import Callable, Mapping
 from operator import itemgetter
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from rocketq.protocol import RemotingCommand
 from rocketq.protocol.command import Body
@@ -39,42 +45,109 @@ _BLOCK: Final = 64  # SHA-1's block size, which HMAC pads the key to
 _INNER_PAD: Final = bytes(byte ^ 0x36 for byte in range(256))  # translation tables: key byte -> padded
 _OUTER_PAD: Final = bytes(byte ^ 0x5C for byte in range(256))
 
-_Picker = Callable[[Mapping[str, str]], Any]
-"""Takes the signed values out of an ext-field map, in the order they are signed."""
-_PICKERS: Final[dict[tuple[str, ...], _Picker]] = {}
-"""The picker for each sequence of ext-field names seen (with the default ``skip``): a client sends
-each kind of request with the same names in the same order, so the names are sorted once per kind."""
-_PICKERS_MAX: Final = 256
+_ORDERS: Final[dict[tuple[str, ...], tuple[str, ...]]] = {}
+"""The signed names in the order they are signed, for each sequence of ext-field names seen (with the
+default ``skip``): a client sends each kind of request with the same names in the same order, so the
+names are sorted once per kind."""
+_ORDERS_MAX: Final = 256
 """Forgotten all at once beyond this many (peers sending ever new names cannot grow it for ever)."""
 
+_Picker = Callable[[Mapping[str, str]], Any]
+"""Takes the signed values out of an ext-field map, in the order they are signed (``HashlibKey``)."""
+_PICKERS: Final[dict[tuple[str, ...], _Picker]] = {}
+"""The picker for each order of names ``HashlibKey`` signed: an ``itemgetter`` takes the values in C,
+twice as fast as a Python loop over the names when interpreted."""
 
-class SigningKey:
-    """A secret key made ready for HMAC-SHA1 (RFC 2104): the hash states after the padded key are
-    kept, so each signature costs two SHA-1 copies and the data. (OpenSSL 3's one-shot HMAC looks
-    the algorithm up on every call, two to three times as slow for a request.)"""
+
+class KeyState(Protocol):
+    """A secret key made ready for HMAC-SHA1, and the HMAC of a request: ``HashlibKey`` or, in a
+    compiled build, ``NativeKey`` (the same results, proven by ``tests/acl/test_signing.py``)."""
+
+    def digest(self, fields: Mapping[str, str], names: tuple[str, ...], body: Body, /) -> bytes:
+        """The raw HMAC-SHA1 of ``fields[name]`` for each of ``names`` (UTF-8, no separators), then ``body``."""
+        ...
+
+    def signature(self, fields: Mapping[str, str], names: tuple[str, ...], body: Body, /) -> str:
+        """The base64 text of ``digest``."""
+        ...
+
+
+class HashlibKey:
+    """``KeyState`` over ``hashlib``: the hash states after the padded key (RFC 2104) are kept, so each
+    signature costs two SHA-1 copies and the data. (OpenSSL 3's one-shot HMAC looks the algorithm up on
+    every call, two to three times as slow for a request.) What rocketq uses without a compiled build."""
 
     __slots__ = ("_inner", "_outer")
 
-    def __init__(self, secret_key: str) -> None:
-        key = secret_key.encode()
-        if len(key) > _BLOCK:
-            key = hashlib.sha1(key).digest()
-        key = key.ljust(_BLOCK, b"\0")
-        self._inner = hashlib.sha1(key.translate(_INNER_PAD))
-        self._outer = hashlib.sha1(key.translate(_OUTER_PAD))
+    def __init__(self, secret: bytes) -> None:
+        if len(secret) > _BLOCK:
+            secret = hashlib.sha1(secret).digest()
+        secret = secret.ljust(_BLOCK, b"\0")
+        self._inner = hashlib.sha1(secret.translate(_INNER_PAD))
+        self._outer = hashlib.sha1(secret.translate(_OUTER_PAD))
 
-    def digest(self, fields: Mapping[str, str], body: Body, skip: frozenset[str] = _UNSIGNED) -> bytes:
-        """The raw HMAC-SHA1 (20 bytes) of ``fields`` (minus ``skip``) then ``body``."""
+    def digest(self, fields: Mapping[str, str], names: tuple[str, ...], body: Body, /) -> bytes:
+        """The raw HMAC-SHA1 of ``fields[name]`` for each of ``names`` (UTF-8, no separators), then ``body``."""
         inner = self._inner.copy()
-        inner.update(signed_text(fields, skip))
+        inner.update("".join(_picker(names)(fields)).encode())
         inner.update(body)
         outer = self._outer.copy()
         outer.update(inner.digest())
         return outer.digest()
 
+    def signature(self, fields: Mapping[str, str], names: tuple[str, ...], body: Body, /) -> str:
+        """The base64 text of ``digest``."""
+        return binascii.b2a_base64(self.digest(fields, names, body), newline=False).decode()
+
+
+def _picker(names: tuple[str, ...]) -> _Picker:
+    pick = _PICKERS.get(names)
+    if pick is None:
+        if len(_PICKERS) >= _ORDERS_MAX:
+            _PICKERS.clear()
+        if len(names) >= 2:
+            pick = itemgetter(*names)  # a tuple of the values
+        elif names:
+            only = names[0]
+            pick = lambda fields: (fields[only],)  # noqa: E731
+        else:
+            pick = lambda fields: ()  # noqa: E731
+        _PICKERS[names] = pick
+    return pick
+
+
+def _native_key() -> Callable[[bytes], KeyState] | None:
+    try:  # a C extension, built by rocketq.native.build and loaded with the compiled modules
+        from rocketq.acl._hmac_sha1 import Key
+    except ImportError:  # ROCKETQ_NATIVE=off, no build, or a build on a machine without OpenSSL's headers
+        return None
+    return Key
+
+
+NativeKey: Final = _native_key()
+"""``KeyState`` in one C call per signature (``rocketq/acl/_hmac_sha1.c``: OpenSSL's SHA-1 on two
+prepared states, no Python call per piece and no allocation but the result), or None where it is not
+loaded; then ``HashlibKey`` signs."""
+
+KEY_STATE: Final[Callable[[bytes], KeyState]] = HashlibKey if NativeKey is None else NativeKey
+"""What ``SigningKey`` makes its key state with: ``NativeKey`` where loaded, else ``HashlibKey``."""
+
+
+class SigningKey:
+    """A secret key made ready to sign and check requests (its ``KeyState``, made once per secret)."""
+
+    __slots__ = ("_state",)
+
+    def __init__(self, secret_key: str) -> None:
+        self._state = KEY_STATE(secret_key.encode())
+
+    def digest(self, fields: Mapping[str, str], body: Body, skip: frozenset[str] = _UNSIGNED) -> bytes:
+        """The raw HMAC-SHA1 (20 bytes) of ``fields`` (minus ``skip``) then ``body``."""
+        return self._state.digest(fields, signed_names(fields, skip), body)
+
     def signature(self, fields: Mapping[str, str], body: Body, skip: frozenset[str] = _UNSIGNED) -> str:
         """The base64 HMAC-SHA1 of ``fields`` (minus ``skip``) then ``body``."""
-        return binascii.b2a_base64(self.digest(fields, body, skip), newline=False).decode()
+        return self._state.signature(fields, signed_names(fields, skip), body)
 
 
 class Credentials:
@@ -99,26 +172,22 @@ class Credentials:
         return f"Credentials(access_key={self.access_key!r}, secret_key=<hidden>)"
 
 
+def signed_names(fields: Mapping[str, str], skip: frozenset[str] = _UNSIGNED) -> tuple[str, ...]:
+    """The names of the signed ext fields, in the order their values are signed: all but ``skip``, sorted."""
+    if skip is not _UNSIGNED:
+        return tuple(sorted([name for name in fields if name not in skip]))
+    names = tuple(fields)
+    order = _ORDERS.get(names)
+    if order is None:
+        if len(_ORDERS) >= _ORDERS_MAX:
+            _ORDERS.clear()
+        order = _ORDERS[names] = tuple(sorted([name for name in names if name not in skip]))
+    return order
+
+
 def signed_text(fields: Mapping[str, str], skip: frozenset[str] = _UNSIGNED) -> bytes:
     """The ext-field part of what is signed: the values in the order of their names, minus ``skip``."""
-    if skip is not _UNSIGNED:
-        return "".join([fields[name] for name in sorted(fields) if name not in skip]).encode()
-    names = tuple(fields)
-    pick = _PICKERS.get(names)
-    if pick is None:
-        if len(_PICKERS) >= _PICKERS_MAX:
-            _PICKERS.clear()
-        pick = _PICKERS[names] = _picker(sorted(name for name in names if name not in skip))
-    return "".join(pick(fields)).encode()
-
-
-def _picker(names: list[str]) -> _Picker:
-    if len(names) >= 2:
-        return itemgetter(*names)  # a tuple of the values, taken in C
-    if names:
-        only = names[0]
-        return lambda fields: (fields[only],)
-    return lambda fields: ()
+    return "".join([fields[name] for name in signed_names(fields, skip)]).encode()
 
 
 def signature(secret_key: str, fields: Mapping[str, str], body: Body, skip: frozenset[str] = _UNSIGNED) -> str:

@@ -3,7 +3,9 @@
 Needs mypy (which brings mypyc), setuptools, a C compiler and the Python headers; ``make`` runs it after
 installing the dev extras. The result goes to ``rocketq/_native/``: one shared library for the group,
 one small library per module, and a manifest with the hash of each source it was compiled from (see
-``rocketq.native.loader``). The previous build is replaced only once the new one is complete.
+``rocketq.native.loader``). The C extensions of ``C_EXTENSIONS`` are built into the same folder, each
+only where this machine has what it needs (a missing header or library is said in one line, and the
+build goes on without that module). The previous build is replaced only once the new one is complete.
 
 Exit status: 0 built (or up to date with ``--if-stale``); 2 this machine cannot build (no C compiler,
 no Python headers, no mypyc), said in one line, and rocketq runs interpreted; 1 the build failed.
@@ -28,7 +30,14 @@ from typing import Any, Final
 from rocketq.native.coroutines import build_entries, public_client_classes
 from rocketq.native.docstrings import add_docstrings, class_docstrings
 from rocketq.native.loader import check_build, source_hash
-from rocketq.native.modules import COMPILED_MODULES, GROUP_NAME, MANIFEST_NAME, NATIVE_DIR, source_path
+from rocketq.native.modules import (
+    C_EXTENSIONS,
+    COMPILED_MODULES,
+    GROUP_NAME,
+    MANIFEST_NAME,
+    NATIVE_DIR,
+    source_path,
+)
 
 
 def _library_paths(build_lib: Path) -> dict[str, str]:
@@ -78,10 +87,41 @@ def _parallel(build_ext: type[Any]) -> type[Any]:
     return ParallelBuildExt
 
 
+def _build_c_extensions(
+    setuptools: dict[str, type[Any]], work_dir: Path, staging: Path
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Build each of ``C_EXTENSIONS`` into ``staging``: the hashes of the sources built, and why each
+    other one was not (each is built on its own, so one that cannot be does not stop the rest).
+    ``setuptools``: its ``Extension``, ``Distribution`` and ``build_ext`` classes."""
+    built: dict[str, str] = {}
+    not_built: dict[str, str] = {}
+    for module, libraries in C_EXTENSIONS.items():
+        source = source_path(module, ".c")
+        source_digest = source_hash(source)
+        extension = setuptools["Extension"](
+            module, [str(source)], libraries=list(libraries), extra_compile_args=["-Wall"]
+        )
+        command = setuptools["build_ext"](
+            setuptools["Distribution"]({"name": "rocketq-native-c", "ext_modules": [extension]})
+        )
+        command.build_lib = str(staging)
+        command.build_temp = str(work_dir / "obj-c")
+        try:
+            command.ensure_finalized()
+            command.run()
+        except Exception as exc:  # setuptools' CompileError / LinkError: a header or library is missing
+            reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            print(f"rocketq: {module} not built ({reason}); its plain Python twin runs instead", file=sys.stderr)
+            not_built[module] = reason
+        else:
+            built[module] = source_digest
+    return built, not_built
+
+
 def build(work_dir: Path, native_dir: Path = NATIVE_DIR, *, opt_level: str = "3") -> float:
     """Compile every module of ``COMPILED_MODULES`` into ``native_dir``; returns the seconds taken."""
     from mypyc.build import mypycify  # build-time only dependencies
-    from setuptools import Distribution  # type: ignore[import-untyped]
+    from setuptools import Distribution, Extension  # type: ignore[import-untyped]
     from setuptools.command.build_ext import build_ext  # type: ignore[import-untyped]
 
     started = time.monotonic()
@@ -107,12 +147,16 @@ def build(work_dir: Path, native_dir: Path = NATIVE_DIR, *, opt_level: str = "3"
         command.build_temp = str(work_dir / "obj")
         command.ensure_finalized()
         command.run()
+        tools = {"Extension": Extension, "Distribution": Distribution, "build_ext": build_ext}
+        c_sources, c_not_built = _build_c_extensions(tools, work_dir, staging)
     finally:
         os.chdir(previous_cwd)
     manifest = {
         "ext_suffix": importlib.machinery.EXTENSION_SUFFIXES[0],
         "python": sys.version,
         "sources": hashes,
+        "c_sources": c_sources,
+        "c_not_built": c_not_built,
         "coroutine_methods": build_entries(
             zip(COMPILED_MODULES, paths, strict=True), public_client_classes(source_path("rocketq.client.__init__"))
         ),

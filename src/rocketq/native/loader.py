@@ -5,7 +5,9 @@ finder in front of ``sys.meta_path`` that loads each compiled module from the bu
 when every compiled module's source still has the hash it had when it was compiled, and the build is
 for this Python. The compiled modules call each other directly, so it is all or nothing: a single
 edited source means the whole message path runs interpreted (with a warning saying to rebuild) until
-the next build.
+the next build. The build's C extensions (``C_EXTENSIONS``) are held to the hashes of their ``.c``
+sources the same way; one the build could not make on this machine is recorded as such, and its
+importer falls back to its plain Python twin.
 
 ``ROCKETQ_NATIVE`` chooses: ``auto`` (default) loads a matching build if there is one, ``off`` never
 loads it, ``required`` raises ImportError when there is no matching build (the compiled test run uses
@@ -28,7 +30,14 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from rocketq.native.coroutines import Entry, document_module
-from rocketq.native.modules import COMPILED_MODULES, MANIFEST_NAME, NATIVE_DIR, SHARED_LIBRARY, source_path
+from rocketq.native.modules import (
+    C_EXTENSIONS,
+    COMPILED_MODULES,
+    MANIFEST_NAME,
+    NATIVE_DIR,
+    SHARED_LIBRARY,
+    source_path,
+)
 
 if TYPE_CHECKING:
     from importlib.abc import Loader
@@ -90,9 +99,9 @@ def source_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _source_hash_or_none(module: str) -> str | None:
+def _source_hash_or_none(module: str, suffix: str = ".py") -> str | None:
     try:
-        return source_hash(source_path(module))
+        return source_hash(source_path(module, suffix))
     except OSError:  # a listed source that is gone: not the build's source any more
         return None
 
@@ -109,13 +118,17 @@ def check_build(native_dir: Path) -> tuple[dict[str, Path] | None, str]:
     if manifest.get("ext_suffix") != suffix:
         return None, f"built for {manifest.get('ext_suffix')}, this Python loads {suffix}"
     sources: dict[str, str] = manifest.get("sources", {})
-    if sorted(sources) != sorted(COMPILED_MODULES):
+    c_sources: dict[str, str] = manifest.get("c_sources", {})
+    c_not_built: dict[str, str] = manifest.get("c_not_built", {})
+    if sorted(sources) != sorted(COMPILED_MODULES) or sorted([*c_sources, *c_not_built]) != sorted(C_EXTENSIONS):
         return None, "built from another module list; rebuild"
     changed = [module for module in COMPILED_MODULES if _source_hash_or_none(module) != sources[module]]
+    changed += [module for module, digest in c_sources.items() if _source_hash_or_none(module, ".c") != digest]
     if changed:
         return None, f"{len(changed)} source(s) changed since the build ({', '.join(changed[:3])}); rebuild"
     libraries = {name: native_dir / relative for name, relative in manifest.get("libraries", {}).items()}
-    missing = [name for name in [*COMPILED_MODULES, SHARED_LIBRARY] if not libraries.get(name, Path()).is_file()]
+    expected = [*COMPILED_MODULES, SHARED_LIBRARY, *c_sources]
+    missing = [name for name in expected if not libraries.get(name, Path()).is_file()]
     if missing:
         return None, f"build incomplete, no library for {', '.join(missing[:3])}"
     return libraries, "compiled"

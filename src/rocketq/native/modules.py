@@ -111,6 +111,14 @@ COMPILED_MODULES: Final = (
 )
 """Dotted names of the compiled modules; none of them is a package ``__init__``."""
 
+C_EXTENSIONS: Final = {
+    # request signatures in one call (rocketq.acl.signing.NativeKey): OpenSSL's SHA-1, linked with libcrypto
+    "rocketq.acl._hmac_sha1": ("crypto",),
+}
+"""C extension modules (hand-written C, not mypyc) built with the group, and the libraries each links.
+Each is optional: a machine without what one needs (OpenSSL's headers) gets the build without it, and
+the code importing it falls back to its plain Python twin."""
+
 GROUP_NAME: Final = "rocketq_native"
 """mypyc's group name: the shared library all compiled modules live in is ``rocketq_native__mypyc``."""
 
@@ -125,7 +133,7 @@ NATIVE_DIR: Final = PACKAGE_DIR / "_native"
 """Where the build puts the compiled libraries and its manifest (ignored by git)."""
 
 
-def source_path(module: str) -> Path:
-    """The ``.py`` file of a compiled module, inside the package folder."""
+def source_path(module: str, suffix: str = ".py") -> Path:
+    """The ``.py`` file of a compiled module (``.c`` for a C extension), inside the package folder."""
     parts = module.split(".")
-    return PACKAGE_DIR.joinpath(*parts[1:]).with_suffix(".py")
+    return PACKAGE_DIR.joinpath(*parts[1:]).with_suffix(suffix)

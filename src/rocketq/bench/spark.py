@@ -9,7 +9,7 @@ A NameServer and a broker run in a child process (``ClusterProcess``: their own 
   decoded into Arrow and handed to the JVM. Wall-clock rate, median of ``repeat`` runs after a warm-up
   (``best_per_s`` in the notes). ``spark_us_per_msg`` and ``broker_us_per_msg``: CPU-microseconds per
   message of this process tree (driver, JVM, Python workers) and of the broker's process.
-- ``spark_memory_ceiling``: the peer in the same run: a Python data source whose 2 tasks yield the same
+- ``spark_memory_ceiling``: the peer in the same run (its timed runs alternate with the source's): a Python data source whose 2 tasks yield the same
   rows (same schema, topic, body size and batch size), made in memory by numpy in each task (64 MiB
   of distinct batches per task, taken in turn, so that they are not in a CPU cache): what the Python
   data source path costs by itself. ``vs_ceiling`` in the source's notes is its rate over this
@@ -209,10 +209,6 @@ class Runs:
     python_cpu: list[float]
 
 
-def timed(action: Callable[[], object], repeat: int, broker_pid: int) -> Runs:
-    return alternating([action], repeat, broker_pid)[0]
-
-
 def alternating(actions: Sequence[Callable[[], object]], repeat: int, broker_pid: int) -> list[Runs]:
     """``repeat`` timed runs of each action, taken in turn (a run of the first, of the second, ..., then
     again), so that both sides of a ratio see the same host; each action warmed up once first."""
@@ -303,8 +299,9 @@ def measure_size(
         frame.write.format("noop").mode("overwrite").save()
 
     pull_bytes = {"max_pull_bytes": options.max_pull_bytes or "default"}
-    source = rate("spark_source", size, options.messages, timed(read, options.repeat, broker_pid), pull_bytes)
-    memory = rate("spark_memory_ceiling", size, options.messages, timed(ceiling, options.repeat, broker_pid))
+    read_runs, ceiling_runs = alternating([read, ceiling], options.repeat, broker_pid)  # same minutes
+    source = rate("spark_source", size, options.messages, read_runs, pull_bytes)
+    memory = rate("spark_memory_ceiling", size, options.messages, ceiling_runs)
     source.extra["vs_ceiling"] = source.msgs_per_s / memory.msgs_per_s
     emit(source)
     emit(memory)

@@ -9,8 +9,9 @@ A NameServer and a broker run in a child process (``ClusterProcess``: their own 
   decoded into Arrow and handed to the JVM. Wall-clock rate, median of ``repeat`` runs after a warm-up
   (``best_per_s`` in the notes). ``spark_us_per_msg`` and ``broker_us_per_msg``: CPU-microseconds per
   message of this process tree (driver, JVM, Python workers) and of the broker's process.
-- ``spark_memory_ceiling``: the peer in the same run (its timed runs alternate with the source's): a Python data source whose 2 tasks yield the same
-  rows (same schema, topic, body size and batch size), made in memory by numpy in each task (64 MiB
+- ``spark_memory_ceiling``: the peer in the same run (its timed runs alternate with the source's): a
+  Python data source whose 2 tasks yield the same rows (same schema, topic, body size and batch size),
+  made in memory by numpy in each task (64 MiB
   of distinct batches per task, taken in turn, so that they are not in a CPU cache): what the Python
   data source path costs by itself. ``vs_ceiling`` in the source's notes is its rate over this
   one's (the target is 0.6 or more).

@@ -126,8 +126,8 @@ def decode_measurements(root: Path, size: int, runs: int) -> list[Measurement]:
 
 def tree_cpu_seconds(pid: int, *, skip: Collection[int] = (), command: str | None = None) -> float:
     """CPU-seconds (user + system, own and reaped children's) of ``pid`` and all its descendants, leaving
-    out the trees under ``skip``; with ``command``, only the processes whose command name starts with it
-    (``"python"``: Spark's Python workers under the driver's JVM)."""
+    out the trees under ``skip``; with ``command``, only the descendants (not ``pid`` itself) whose command
+    name starts with it (``"python"``: Spark's Python workers under the driver's JVM)."""
     tick = os.sysconf("SC_CLK_TCK")
     parents: dict[int, int] = {}
     times: dict[int, float] = {}
@@ -148,7 +148,7 @@ def tree_cpu_seconds(pid: int, *, skip: Collection[int] = (), command: str | Non
         current = stack.pop()
         if current in skip:
             continue
-        if command is None or names.get(current, "").startswith(command):
+        if command is None or (current != pid and names.get(current, "").startswith(command)):
             total += times.get(current, 0.0)
         stack.extend(child for child, parent in parents.items() if parent == current)
     return total

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from rocketq.bench.spark import memory_batch
 from rocketq.bench.spark_ceiling import FORMAT, SweepSource, measure
-from rocketq.spark.schema import message_schema
+from rocketq.spark.schema import arrow_message_schema, message_schema
 
 
 def test_sweep_source_yields_the_rows_asked_for_in_every_task(spark: SparkSession) -> None:
@@ -35,3 +36,16 @@ def test_narrow_schemas_yield_one_column_of_the_rows_asked_for(spark: SparkSessi
 
     found = measure(spark, rows=301, size=7, tasks=2, batch=64, columns=[], runs=1, schema="long")
     assert found["schema"] == "long" and found["cpu_us_per_row"] > 0
+
+
+def test_memory_ceiling_rows_are_message_rows() -> None:
+    """The ceiling's batches, built from numpy arrays, hold the values the rows would have as objects."""
+    batch = memory_batch(3, 5, first=0xABC)
+    batch.validate(full=True)
+    assert batch.schema == arrow_message_schema(False)
+    rows = batch.to_pylist()
+    assert [row["msgId"] for row in rows] == [f"7F0000010000{offset:020X}" for offset in (0xABC, 0xABD, 0xABE)]
+    assert [row["queueOffset"] for row in rows] == [0xABC, 0xABD, 0xABE]
+    assert {(row["topic"], row["brokerName"], row["body"], row["tags"], row["keys"]) for row in rows} == {
+        ("bench", "broker-a", b"xxxxx", None, None)
+    }

@@ -30,7 +30,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,11 +124,14 @@ def decode_measurements(root: Path, size: int, runs: int) -> list[Measurement]:
     return results
 
 
-def tree_cpu_seconds(pid: int) -> float:
-    """CPU-seconds (user + system, own and reaped children's) of ``pid`` and all its descendants."""
+def tree_cpu_seconds(pid: int, *, skip: Collection[int] = (), command: str | None = None) -> float:
+    """CPU-seconds (user + system, own and reaped children's) of ``pid`` and all its descendants, leaving
+    out the trees under ``skip``; with ``command``, only the descendants (not ``pid`` itself) whose command
+    name starts with it (``"python"``: Spark's Python workers under the driver's JVM)."""
     tick = os.sysconf("SC_CLK_TCK")
     parents: dict[int, int] = {}
     times: dict[int, float] = {}
+    names: dict[int, str] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -139,10 +142,14 @@ def tree_cpu_seconds(pid: int) -> float:
         fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
         parents[int(entry.name)] = int(fields[1])
         times[int(entry.name)] = sum(int(value) for value in fields[11:15]) / tick
+        names[int(entry.name)] = stat[stat.index("(") + 1 : stat.rindex(")")]
     total, stack = 0.0, [pid]
     while stack:
         current = stack.pop()
-        total += times.get(current, 0.0)
+        if current in skip:
+            continue
+        if command is None or (current != pid and names.get(current, "").startswith(command)):
+            total += times.get(current, 0.0)
         stack.extend(child for child, parent in parents.items() if parent == current)
     return total
 

@@ -27,6 +27,7 @@ from rocketq.spark.options import OptionError, SinkOptions, SourceOptions
 from rocketq.spark.planning import report_data_loss
 from rocketq.spark.read import ReadSettings, offset_for_timestamp, read_range, snapshot
 from rocketq.spark.schema import message_schema
+from rocketq.spark.worker_heap import after_first_batch
 
 FORMAT = "rocketmq"
 
@@ -107,4 +108,4 @@ class RocketMQBatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         part: QueueRange = partition.value
-        return read_range(self.settings, part)
+        return after_first_batch(read_range(self.settings, part))

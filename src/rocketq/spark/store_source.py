@@ -44,6 +44,7 @@ from pyspark.sql.types import StructType
 
 from rocketq.client.columns import columns_batch
 from rocketq.spark.schema import message_schema
+from rocketq.spark.worker_heap import after_first_batch
 from rocketq.store.readonly import StoreReader
 
 FORMAT: Final = "rocketmq-store"
@@ -207,6 +208,9 @@ class StoreDataSourceReader(DataSourceReader):
             return plan(reader, self.options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return after_first_batch(self._batches(partition))
+
+    def _batches(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         options = self.options
         if not isinstance(partition, QueueRange):  # nothing to read: Spark runs one InputPartition(None)
             return

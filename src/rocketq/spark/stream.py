@@ -38,6 +38,7 @@ from rocketq.spark.options import OffsetsJson, SourceOptions
 from rocketq.spark.planning import Admission, reconcile, report_data_loss
 from rocketq.spark.read import Snapshot, offset_for_timestamp, read_range, snapshot
 from rocketq.spark.source import read_settings
+from rocketq.spark.worker_heap import after_first_batch
 
 log = logging.getLogger(__name__)
 
@@ -146,4 +147,4 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         part: QueueRange = partition.value
-        return read_range(self.settings, part)
+        return after_first_batch(read_range(self.settings, part))

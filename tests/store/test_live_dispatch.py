@@ -1,4 +1,4 @@
-"""Live puts are dispatched from what the put knew (``CommitLog.appended``), everything else from a scan
+"""Live puts are dispatched from what the put knew (``CommitLog.descriptions``), everything else from a scan
 of the log: the two must be the same dispatch. A master store takes puts; a second store takes the
 master's bytes as a slave does (``append_replica``), which it can only dispatch by scanning them. After
 every put both told their arrival listeners the same things, and in the end they hold byte-identical

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import types
 from asyncio import tasks
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Coroutine
 from typing import Any
+
+from rocketq.remoting.tasks import resume
 
 
 def start_in_task(coroutine: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
@@ -31,7 +32,7 @@ def start_in_task(coroutine: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
     first: list[Any] = []  # the first step's outcome: ("waits", what it waits on), ("done", None) or ("raised", exc)
-    task = loop.create_task(_carry_on(coroutine, first), context=context)
+    task = loop.create_task(_after_first_step(coroutine, first), context=context)
     caller = tasks.current_task(loop)
     if caller is not None:
         tasks._leave_task(loop, caller)
@@ -49,29 +50,9 @@ def start_in_task(coroutine: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
     return task
 
 
-async def _carry_on(coroutine: Coroutine[Any, Any, None], first: list[Any]) -> None:
+async def _after_first_step(coroutine: Coroutine[Any, Any, None], first: list[Any]) -> None:
     kind, value = first[0]
     if kind == "raised":
         raise value
     if kind == "waits":
-        await _resume(coroutine, value)
-
-
-@types.coroutine
-def _resume(coroutine: Coroutine[Any, Any, None], waiting_on: Any) -> Generator[Any, Any, None]:
-    """Hand what ``coroutine`` waits on to the Task running us, and the Task's answers (a value, or an
-    exception such as a cancellation) back to ``coroutine``, until it returns."""
-    while True:
-        step: Callable[[Any], Any]
-        try:
-            answer = yield waiting_on
-            step = coroutine.send
-        except GeneratorExit:
-            coroutine.close()
-            raise
-        except BaseException as exc:
-            answer, step = exc, coroutine.throw
-        try:
-            waiting_on = step(answer)
-        except StopIteration:
-            return
+        await resume(coroutine, value)

@@ -62,6 +62,7 @@ COMPILED_MODULES: Final = (
     "rocketq.store.queue_reader",
     "rocketq.store.queue_table",  # queues_of: where every put's entries go
     "rocketq.store.filtered_read",
+    "rocketq.store.record_descriptions",  # every put and scanned record is described here
     "rocketq.store.record_views",
     "rocketq.store.results",
     "rocketq.store.wire_batches",

@@ -37,17 +37,20 @@ def start_eagerly(coroutine: Coroutine[Any, Any, Any], *, name: str | None = Non
     except Exception:
         log.exception("%s failed", name or getattr(coroutine, "__qualname__", "coroutine"))
         return None
-    return asyncio.get_running_loop().create_task(_resume(coroutine, waiting_on), name=name, context=context)
+    return asyncio.get_running_loop().create_task(resume(coroutine, waiting_on), name=name, context=context)
 
 
-async def _resume(coroutine: Coroutine[Any, Any, T], waiting_on: Any) -> T:
+async def resume(coroutine: Coroutine[Any, Any, T], waiting_on: Any) -> T:
+    """Carry ``coroutine`` on from a first step run outside a Task (``start_eagerly`` here,
+    ``rocketq.client.eager_tasks``), ``waiting_on`` being what that step waits on; returns its value.
+    (An ``async def``, so that interpreted callers can await it when this module is compiled.)"""
     return await _carry_on(coroutine, waiting_on)
 
 
 @types.coroutine
 def _carry_on(coroutine: Coroutine[Any, Any, T], waiting_on: Any) -> Generator[Any, Any, T]:
     """Hand what ``coroutine`` waits on to the Task running us, and the Task's answers (a value, or an
-    exception such as a cancellation) back to ``coroutine``, until it returns."""
+    exception such as a cancellation) back to ``coroutine``, until it returns; its value is ours."""
     while True:
         step: Callable[[Any], Any]
         try:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import cast
@@ -19,12 +18,12 @@ from zlib import crc32
 import numpy as np
 
 from rocketq.common import record as rec
-from rocketq.common.message import KEY_SEPARATOR, SCHEDULE_TOPIC, Property, find_property, tags_hash_code
 from rocketq.common.offsets import PhysicalOffset, QueueOffset
 from rocketq.store import compiled_append, compiled_dispatch
 from rocketq.store.config import StoreConfig
 from rocketq.store.mapped_file import DiskFullError, MappedFile
 from rocketq.store.mapped_file_queue import MappedFileQueue
+from rocketq.store.record_descriptions import RecordDescriptions
 from rocketq.store.results import (
     BatchToStore,
     DispatchRequest,
@@ -42,8 +41,6 @@ _TXN_MASK = rec.SysFlag.TRANSACTION_MASK
 _BLANK_FIRST_BYTE = (rec.BLANK_MAGIC & 0xFFFFFFFF) >> 24
 _NO_QUEUE_OFFSET = rec.NOT_QUEUED_TRANSACTIONS
 
-
-_UNIQ_KEY = Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 _DISPATCH_FIELDS = rec.head_reader(  # the record header fields the dispatcher needs
     "total_size",
     "magic_code",
@@ -56,10 +53,6 @@ _DISPATCH_FIELDS = rec.head_reader(  # the record header fields the dispatcher n
 )
 
 _Encoded = tuple[MessageToStore, bytes, bytes, int]  # message, topic, properties, record size
-
-APPENDED_MAX = 65_536
-"""At most this many appended records wait in ``CommitLog.appended`` (a dispatcher that cannot keep
-up, or is stuck on a full disk, scans the rest from the log)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,9 +75,7 @@ class CommitLog:
         self.queue_offsets: dict[tuple[str, int], int] = {}
         self.put_lock = threading.Lock()
         self.topic_bytes: dict[str, bytes] = {}  # encoded topic names, checked (1..127 bytes)
-        self._tags_codes: dict[str, int] = {}
         self._topic_text: dict[bytes, str] = {}  # the dispatcher's topic names by their bytes
-        self._delay_levels_ms = config.delay_levels_ms()
         self._compiled_scan = compiled_dispatch.load() if config.compiled_dispatch else None
         kernels = compiled_append.load() if config.compiled_dispatch else None
         self.wire_batches = WireBatches(self, kernels) if kernels is not None else None
@@ -95,11 +86,10 @@ class CommitLog:
         # pwrite per put (which releases the GIL) cost single puts up to four fifths of their rate.
         self.staged = config.sync_flush
         self.staging = Staging()  # appends hold put_lock: one scratch buffer is enough
-        self.appended: deque[DispatchRequest] = deque()
-        """The records ``append`` wrote, in log order, as the dispatcher needs them (``take_appended``):
-        what the put knows already is not read back and parsed again. Records written otherwise (wire
-        batches, a slave's copy, recovery) are not here: the dispatcher scans them (``scan``). The
-        put and the scan make each record's request with the same ``dispatch_request``."""
+        self.descriptions = RecordDescriptions(config.delay_levels_ms())
+        """The records ``append`` wrote, as the dispatcher needs them (``descriptions.take``): what the
+        put knows already is not read back and parsed again. The put and the scan describe each record
+        with the same ``descriptions.describe``."""
 
     # -- append ---------------------------------------------------------------------------------------
 
@@ -240,23 +230,12 @@ class CommitLog:
         except BaseException:
             self._take_back_queue_offsets(message for message, _, _, _ in encoded)
             raise
-        appended = self.appended
-        if len(appended) + len(encoded) <= APPENDED_MAX:
+        descriptions = self.descriptions
+        if descriptions.room_for(len(encoded)):
             for (message, _, _, size), physical, queue_offset in zip(
                 encoded, physical_offsets, queue_offsets, strict=True
             ):
-                appended.append(
-                    self.dispatch_request(
-                        message.topic,
-                        message.queue_id,
-                        physical,
-                        size,
-                        store_timestamp,
-                        queue_offset,
-                        message.sys_flag,
-                        message.properties,
-                    )
-                )
+                descriptions.add_put(message, physical, size, store_timestamp, queue_offset)
         return PutMessageResult(
             status=PutStatus.PUT_OK,
             physical_offsets=cast(list[PhysicalOffset], physical_offsets),
@@ -312,20 +291,8 @@ class CommitLog:
                 table[key] = queue_offset
                 raise
         mapped.wrote_position = position + size
-        appended = self.appended
-        if len(appended) < APPENDED_MAX:
-            appended.append(
-                self.dispatch_request(
-                    message.topic,
-                    message.queue_id,
-                    physical,
-                    size,
-                    store_timestamp,
-                    queue_offset,
-                    message.sys_flag,
-                    message.properties,
-                )
-            )
+        if self.descriptions.room_for(1):
+            self.descriptions.add_put(message, physical, size, store_timestamp, queue_offset)
         return PutMessageResult(
             status=PutStatus.PUT_OK,
             physical_offsets=[PhysicalOffset(physical)],
@@ -488,7 +455,7 @@ class CommitLog:
             if topic is None:
                 topic = topics[raw_topic] = raw_topic.decode()
             append(
-                self.dispatch_request(
+                self.descriptions.describe(
                     topic,
                     queue_id,
                     physical,
@@ -501,75 +468,6 @@ class CommitLog:
             )
             position += total
         return base + position
-
-    def dispatch_request(
-        self,
-        topic: str,
-        queue_id: int,
-        physical: int,
-        size: int,
-        store_timestamp: int,
-        queue_offset: int,
-        sys_flag: int,
-        properties: str,
-    ) -> DispatchRequest:
-        """A record's ``DispatchRequest``: its header fields, and the tag code (a delayed message's due
-        time in SCHEDULE_TOPIC_XXXX), keys and UNIQ_KEY from its properties text. The one place both
-        the put (``appended``) and the scan make it."""
-        if not properties:
-            tags_code, keys, uniq_key = 0, None, None
-        else:
-            if topic == SCHEDULE_TOPIC:
-                tags_code = self._delivery_time(properties, store_timestamp)
-            else:
-                tags = find_property(properties, Property.TAGS)
-                tags_code = self._tags_code(tags) if tags else 0
-            keys, uniq_key = find_property(properties, Property.KEYS), find_property(properties, _UNIQ_KEY)
-        return DispatchRequest(
-            topic,
-            queue_id,
-            physical,
-            size,
-            tags_code,
-            store_timestamp,
-            queue_offset,
-            keys.split(KEY_SEPARATOR) if keys else (),
-            uniq_key,
-            sys_flag,
-        )
-
-    def take_appended(self, from_offset: int, end_offset: int, max_records: int) -> list[DispatchRequest]:
-        """The ``appended`` records that follow each other from ``from_offset`` on and end by
-        ``end_offset`` (at most ``max_records``), taken out; records before ``from_offset`` (already
-        dispatched from a scan) are dropped. Empty when the record at ``from_offset`` is not there
-        (written otherwise, or after a filler): the caller scans it. Called by the dispatcher only."""
-        appended = self.appended
-        while appended and appended[0].commit_log_offset < from_offset:
-            appended.popleft()
-        taken: list[DispatchRequest] = []
-        offset = from_offset
-        while appended and len(taken) < max_records:
-            request = appended[0]
-            if request.commit_log_offset != offset or offset + request.size > end_offset:
-                break
-            taken.append(appended.popleft())
-            offset += request.size
-        return taken
-
-    def _delivery_time(self, properties: str, store_timestamp: int) -> int:
-        """A delayed message's ConsumeQueue tag code: when it is due."""
-        level_text = find_property(properties, Property.DELAY_TIME_LEVEL) or "0"
-        levels = self._delay_levels_ms
-        level = min(max(int(level_text) if level_text.isdigit() else 0, 1), len(levels))
-        return store_timestamp + levels[level - 1]
-
-    def _tags_code(self, tags: str) -> int:
-        code = self._tags_codes.get(tags)
-        if code is None:
-            code = tags_hash_code(tags)
-            if len(self._tags_codes) < 100_000:
-                self._tags_codes[tags] = code
-        return code
 
     def records(self, from_offset: int) -> Iterator[tuple[int, rec.StoredRecord]]:
         """Every record from ``from_offset`` to the end, decoded (for tools and tests)."""
@@ -585,5 +483,5 @@ class CommitLog:
             offset = next_offset
 
     def close(self) -> None:
-        self.appended.clear()
+        self.descriptions.clear()
         self.files.close()

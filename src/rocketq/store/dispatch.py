@@ -2,7 +2,7 @@
 
 It takes records in CommitLog order from ``dispatched_offset``. A short stretch (below
 ``dispatch_columnar_min_bytes``: a lone put's pass) is taken as the puts described the records
-(``CommitLog.take_appended``), without reading them back; records not described so (wire batches, a
+(``CommitLog.descriptions``), without reading them back; records not described so (wire batches, a
 slave's copy, recovery) are read back from the log (``scan``). A long stretch goes through the compiled
 scan's columns (``scan_columns``) when it is there, which costs less per record than Python does. It
 groups the ConsumeQueue entries by queue so each queue gets one write per batch, indexes keys, and
@@ -156,7 +156,7 @@ class Dispatcher:
                 end_offset - self.dispatched_offset >= self._columnar_min_bytes and commit_log.has_columnar_scan
             )
             if not long_stretch:  # the records as their puts described them: nothing to read back
-                known = commit_log.take_appended(self.dispatched_offset, end_offset, BATCH_RECORDS)
+                known = commit_log.descriptions.take(self.dispatched_offset, end_offset, BATCH_RECORDS)
                 if known:
                     applier.apply(known)
                     count += len(known)
@@ -167,7 +167,7 @@ class Dispatcher:
             if long_stretch:  # the compiled scan's columns beat per-record Python over many records
                 batch, next_offset = commit_log.scan_columns(self.dispatched_offset, BATCH_RECORDS)
                 if batch is not None:
-                    commit_log.take_appended(next_offset, next_offset, 0)  # (drops what the scan covered)
+                    commit_log.descriptions.take(next_offset, next_offset, 0)  # (drops what the scan covered)
                     applier.apply_columns(batch)
                     count += len(batch.rows)
                     self.dispatched_offset = next_offset

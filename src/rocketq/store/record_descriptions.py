@@ -1,0 +1,123 @@
+"""What the dispatcher needs of each CommitLog record (a ``DispatchRequest``), made in one place for
+the put that wrote the record and for the scan that reads it back, and the queue in which puts leave
+theirs for the dispatcher, so that what a put knows is not read back and parsed again."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+
+from rocketq.common.message import KEY_SEPARATOR, SCHEDULE_TOPIC, Property, find_property, tags_hash_code
+from rocketq.store.results import DispatchRequest, MessageToStore
+
+_UNIQ_KEY = Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+_TAGS_CODES_KEPT = 100_000  # tag texts whose hash codes are remembered
+
+APPENDED_MAX = 65_536
+"""At most this many put records wait in ``RecordDescriptions.appended`` (a dispatcher that cannot keep
+up, or is stuck on a full disk, scans the rest from the log)."""
+
+
+class RecordDescriptions:
+    """Makes records' ``DispatchRequest``s (``describe``) and holds the puts' ones in log order
+    (``appended``) until the dispatcher takes them (``take``). Puts add under the CommitLog's put lock;
+    the dispatcher takes from its own thread (deque appends and pops are atomic)."""
+
+    def __init__(self, delay_levels_ms: Sequence[int]) -> None:
+        self._delay_levels_ms = list(delay_levels_ms)
+        self._tags_codes: dict[str, int] = {}
+        self.appended: deque[DispatchRequest] = deque()
+        """The records puts wrote, as the dispatcher needs them. Records written otherwise (wire
+        batches, a slave's copy, recovery) are not here: the dispatcher scans them."""
+
+    def describe(
+        self,
+        topic: str,
+        queue_id: int,
+        physical: int,
+        size: int,
+        store_timestamp: int,
+        queue_offset: int,
+        sys_flag: int,
+        properties: str,
+    ) -> DispatchRequest:
+        """A record's ``DispatchRequest``: its header fields, and the tag code (a delayed message's due
+        time in SCHEDULE_TOPIC_XXXX), keys and UNIQ_KEY from its properties text."""
+        if not properties:
+            tags_code, keys, uniq_key = 0, None, None
+        else:
+            if topic == SCHEDULE_TOPIC:
+                tags_code = self._delivery_time(properties, store_timestamp)
+            else:
+                tags = find_property(properties, Property.TAGS)
+                tags_code = self._tags_code(tags) if tags else 0
+            keys, uniq_key = find_property(properties, Property.KEYS), find_property(properties, _UNIQ_KEY)
+        return DispatchRequest(
+            topic,
+            queue_id,
+            physical,
+            size,
+            tags_code,
+            store_timestamp,
+            queue_offset,
+            keys.split(KEY_SEPARATOR) if keys else (),
+            uniq_key,
+            sys_flag,
+        )
+
+    def room_for(self, count: int) -> bool:
+        """Whether ``count`` more put records may wait (else the dispatcher scans them)."""
+        return len(self.appended) + count <= APPENDED_MAX
+
+    def add_put(
+        self, message: MessageToStore, physical: int, size: int, store_timestamp: int, queue_offset: int
+    ) -> None:
+        """Leave the description of the record a put just published (call ``room_for`` first)."""
+        self.appended.append(
+            self.describe(
+                message.topic,
+                message.queue_id,
+                physical,
+                size,
+                store_timestamp,
+                queue_offset,
+                message.sys_flag,
+                message.properties,
+            )
+        )
+
+    def take(self, from_offset: int, end_offset: int, max_records: int) -> list[DispatchRequest]:
+        """The put records that follow each other from ``from_offset`` on and end by ``end_offset`` (at
+        most ``max_records``), taken out; records before ``from_offset`` (already dispatched from a
+        scan) are dropped. Empty when the record at ``from_offset`` is not there (written otherwise, or
+        after a filler): the caller scans it. Called by the dispatcher only."""
+        appended = self.appended
+        while appended and appended[0].commit_log_offset < from_offset:
+            appended.popleft()
+        taken: list[DispatchRequest] = []
+        offset = from_offset
+        while appended and len(taken) < max_records:
+            request = appended[0]
+            if request.commit_log_offset != offset or offset + request.size > end_offset:
+                break
+            taken.append(appended.popleft())
+            offset += request.size
+        return taken
+
+    def clear(self) -> None:
+        self.appended.clear()
+
+    def _delivery_time(self, properties: str, store_timestamp: int) -> int:
+        """A delayed message's ConsumeQueue tag code: when it is due."""
+        level_text = find_property(properties, Property.DELAY_TIME_LEVEL) or "0"
+        levels = self._delay_levels_ms
+        level = min(max(int(level_text) if level_text.isdigit() else 0, 1), len(levels))
+        return store_timestamp + levels[level - 1]
+
+    def _tags_code(self, tags: str) -> int:
+        code = self._tags_codes.get(tags)
+        if code is None:
+            code = tags_hash_code(tags)
+            if len(self._tags_codes) < _TAGS_CODES_KEPT:
+                self._tags_codes[tags] = code
+        return code

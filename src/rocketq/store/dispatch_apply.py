@@ -75,11 +75,7 @@ class DispatchApplier:
         self._consume_queue_of(topic, queue_id).put_one(
             queue_offset, request.commit_log_offset, request.size, request.tags_code
         )
-        for listener in self.listeners:
-            try:
-                listener(topic, queue_id, queue_offset + 1, request.store_timestamp)
-            except Exception:
-                log.exception("arrival listener failed for %s-%d", topic, queue_id)
+        self._tell(topic, queue_id, queue_offset + 1)
 
     def _put_records(self, records: Iterable[_Record]) -> dict[tuple[str, int], int]:
         """ConsumeQueue entries for records in log order, each queue's contiguous run in one write;
@@ -135,11 +131,16 @@ class DispatchApplier:
 
     def _notify(self, arrived: dict[tuple[str, int], int]) -> None:
         for (topic, queue_id), max_offset in arrived.items():
-            for listener in self.listeners:
-                try:
-                    listener(topic, queue_id, max_offset, self.dispatched_timestamp)
-                except Exception:
-                    log.exception("arrival listener failed for %s-%d", topic, queue_id)
+            self._tell(topic, queue_id, max_offset)
+
+    def _tell(self, topic: str, queue_id: int, max_offset: int) -> None:
+        """Tell every arrival listener that ``topic``-``queue_id`` now ends at ``max_offset`` (a listener's
+        failure is logged, and the others are still told)."""
+        for listener in self.listeners:
+            try:
+                listener(topic, queue_id, max_offset, self.dispatched_timestamp)
+            except Exception:
+                log.exception("arrival listener failed for %s-%d", topic, queue_id)
 
     def _apply_rows(self, batch: ColumnBatch) -> None:
         """``apply_columns`` for a short batch, record by record (numpy's fixed cost would dominate)."""

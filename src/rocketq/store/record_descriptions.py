@@ -91,9 +91,8 @@ class RecordDescriptions:
         most ``max_records``), taken out; records before ``from_offset`` (already dispatched from a
         scan) are dropped. Empty when the record at ``from_offset`` is not there (written otherwise, or
         after a filler): the caller scans it. Called by the dispatcher only."""
+        self.drop_before(from_offset)
         appended = self.appended
-        while appended and appended[0].commit_log_offset < from_offset:
-            appended.popleft()
         taken: list[DispatchRequest] = []
         offset = from_offset
         while appended and len(taken) < max_records:
@@ -103,6 +102,12 @@ class RecordDescriptions:
             taken.append(appended.popleft())
             offset += request.size
         return taken
+
+    def drop_before(self, offset: int) -> None:
+        """Forget the put records that start before ``offset`` (dispatched from a scan of the log)."""
+        appended = self.appended
+        while appended and appended[0].commit_log_offset < offset:
+            appended.popleft()
 
     def clear(self) -> None:
         self.appended.clear()

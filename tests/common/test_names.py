@@ -28,6 +28,8 @@ def test_empty_names_or_values_and_bad_topic_names_are_named() -> None:
     assert "empty" in (empty_property_problem({"a": ""}) or "")
     assert topic_name_problem("%RETRY%group-1_a|b") is None
     assert "characters outside" in (topic_name_problem("a.b") or "")
+    assert "characters outside" in (topic_name_problem("TopicFine\n") or "")  # a final newline too
+    assert "characters outside" in (group_name_problem("group\n") or "")
     assert "longer than 127" in (topic_name_problem("t" * 128) or "")
     assert topic_name_problem("t" * 127) is None
     assert "empty" in (topic_name_problem("") or "")

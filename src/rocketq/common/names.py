@@ -23,7 +23,7 @@ from rocketq.common.message import (
 TOPIC_MAX_LENGTH: Final = 127
 GROUP_MAX_LENGTH: Final = 255
 NAME_CHARACTERS: Final = "[%|a-zA-Z0-9_-]"
-_VALID_NAME: Final = re.compile(f"^{NAME_CHARACTERS}+$")
+_VALID_NAME: Final = re.compile(f"{NAME_CHARACTERS}+")  # used with fullmatch: "$" would allow a final newline
 
 NOT_SENDABLE_TOPICS: Final = frozenset([SCHEDULE_TOPIC, HALF_TOPIC, OP_TOPIC, CHECK_MAX_TOPIC])
 """Topics the broker writes itself: a message sent there directly would be read as one of its own."""
@@ -44,7 +44,7 @@ def _name_problem(kind: str, name: str, max_length: int) -> str | None:
         return f"the {kind} name is empty"
     if len(name) > max_length:
         return f"the {kind} name is longer than {max_length} characters: {name[:40]}..."
-    if not _VALID_NAME.match(name):
+    if not _VALID_NAME.fullmatch(name):
         return f"the {kind} name {name!r} contains characters outside {NAME_CHARACTERS}"
     return None
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from rocketq.broker.server import Broker
 from rocketq.common.message import decode_properties, encode_properties
 from rocketq.protocol import BatchItem, HeartbeatData, RequestCode, ResponseCode, encode_batch, make_request
-from rocketq.protocol.headers import PullMessageResponseHeader, SendMessageResponseHeader
+from rocketq.protocol.headers import PullMessageResponseHeader, SendMessageRequestHeader, SendMessageResponseHeader
 from rocketq.remoting import RemotingClient
 from rocketq.remoting.connection import next_opaque
 from rocketq.store import FlushDiskType
@@ -17,7 +17,7 @@ from rocketq.testing import eventually
 from rocketq.testing.cluster import wait_dispatched
 
 from .conftest import broker_config
-from .raw import bodies, pull_request, records, send_request
+from .raw import bodies, pull_request, records, request, send_request
 
 
 async def test_send_then_pull(broker: Broker, client: RemotingClient) -> None:
@@ -176,6 +176,33 @@ async def test_sends_to_the_schedule_topic_or_bad_names_are_refused(broker: Brok
     assert bad.code == ResponseCode.SYSTEM_ERROR and "characters outside" in (bad.remark or "")
     sent = await client.invoke(broker.address, send_request("TopicFine", b"x"), 3)  # and it goes on serving
     assert sent.code == ResponseCode.SUCCESS, sent.remark
+    # names the broker has already accepted do not let others through, and each is checked every time
+    for name in ("no spaces", "TopicFine.", broker.config.broker_cluster_name, "TopicFine"):
+        again = await client.invoke(broker.address, send_request(name, b"x"), 3)
+        if name == "TopicFine":
+            assert again.code == ResponseCode.SUCCESS, again.remark
+        else:
+            assert again.code == ResponseCode.SYSTEM_ERROR, name
+            assert "characters outside" in (again.remark or "") or "cluster's name" in (again.remark or "")
+
+
+async def test_send_headers_long_short_and_invalid(broker: Broker, client: RemotingClient) -> None:
+    """The send header is read in its long form (code 10) and its one-letter form (310); a value that
+    is not a number is refused naming the wire field, and the broker goes on serving."""
+    long_form = send_request("TopicH", b"long")
+    short_form = request(
+        RequestCode.SEND_MESSAGE_V2,
+        SendMessageRequestHeader.from_ext_fields(long_form.ext_fields).to_v2().to_ext_fields(),
+        b"short",
+    )
+    bad = request(RequestCode.SEND_MESSAGE_V2, {**short_form.ext_fields, "e": "first"}, b"bad")
+    answers = [await client.invoke(broker.address, command, 3) for command in (long_form, short_form, bad)]
+    assert [answer.code for answer in answers[:2]] == [ResponseCode.SUCCESS, ResponseCode.SUCCESS]
+    assert [answer.ext_fields["queueOffset"] for answer in answers[:2]] == ["0", "1"]
+    assert answers[2].code == ResponseCode.SYSTEM_ERROR
+    assert answers[2].remark == "invalid SendMessageRequestHeaderV2: Expected `int`, got `str` - at `$.e`"
+    await wait_dispatched(broker)
+    assert bodies(await client.invoke(broker.address, pull_request("TopicH", 0, 0), 3)) == [b"long", b"short"]
 
 
 async def test_heartbeat_creates_retry_topic_and_lists_consumers(broker: Broker, client: RemotingClient) -> None:

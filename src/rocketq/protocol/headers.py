@@ -91,9 +91,10 @@ class SendMessageRequestHeaderV2(SendMessageRequestHeader, frozen=True, kw_only=
         return header.to_v2()
 
 
-_V2_HEADER_CODES = frozenset(
+SEND_V2_HEADER_CODES: Final = frozenset(
     {RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2}
 )
+"""The send request codes whose header is the one-letter ``SendMessageRequestHeaderV2``."""
 
 
 def parse_send_message_header(code: int, fields: Mapping[str, object]) -> SendMessageRequestHeader:
@@ -105,7 +106,7 @@ def parse_send_message_header(code: int, fields: Mapping[str, object]) -> SendMe
     Raises:
         RemoteProtocolError: The header is invalid.
     """
-    if code in _V2_HEADER_CODES:
+    if code in SEND_V2_HEADER_CODES:
         return SendMessageRequestHeaderV2.from_ext_fields(fields)
     return SendMessageRequestHeader.from_ext_fields(fields)
 

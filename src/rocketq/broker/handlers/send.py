@@ -14,9 +14,10 @@ import functools
 import ipaddress
 import logging
 import random
-import re
 from collections.abc import Awaitable, Coroutine
-from typing import Any
+from typing import Any, Final
+
+import msgspec
 
 from rocketq.broker.context import BrokerContext, reply
 from rocketq.broker.message_put import STORED, dead_letter_topic, put_or_wait, redirect_delayed, response_code
@@ -45,7 +46,7 @@ from rocketq.protocol import (
     decode_batch,
     make_response,
 )
-from rocketq.protocol.headers import parse_send_message_header
+from rocketq.protocol.headers import SEND_V2_HEADER_CODES, SendMessageRequestHeaderV2, parse_send_message_header
 from rocketq.remoting import Connection, ServerHandler
 from rocketq.store import BatchToStore, MessageToStore, PutMessageResult
 
@@ -79,18 +80,18 @@ def _parse_born_host(remote_address: str) -> bytes:
     return encode_host(str(address), int(port) if port.isdigit() else 0)
 
 
-_NEEDS_GENERAL_PATH = re.compile(
-    "|".join(
-        re.escape(name + NAME_VALUE_SEPARATOR)
-        for name in (
-            Property.MSG_REGION,
-            Property.TRACE_SWITCH,
-            Property.CLUSTER,
-            Property.DELAY_TIME_LEVEL,
-            Property.TRANSACTION_PREPARED,
-        )
+_NEEDS_GENERAL_PATH = tuple(
+    name + NAME_VALUE_SEPARATOR
+    for name in (
+        Property.MSG_REGION,
+        Property.TRACE_SWITCH,
+        Property.CLUSTER,
+        Property.DELAY_TIME_LEVEL,
+        Property.TRANSACTION_PREPARED,
     )
 )
+"""``name<value separator>`` of the properties the broker sets or acts on, looked for as substrings (five
+``in`` tests cost a quarter of one search of the same alternatives as a regular expression)."""
 
 
 @functools.lru_cache(maxsize=8)
@@ -106,8 +107,9 @@ def plain_stored_properties(text: str, suffix: str) -> str | None:
     (region, trace switch, cluster), by appending instead of decoding and re-encoding. None when the
     text names a property the broker sets or acts on (region, trace, cluster, delay, transaction):
     those take the general path. Decodes to the same properties as the general path."""
-    if _NEEDS_GENERAL_PATH.search(text):
-        return None
+    for needle in _NEEDS_GENERAL_PATH:
+        if needle in text:
+            return None
     text = text.rstrip(PROPERTY_SEPARATOR)
     return f"{text}{PROPERTY_SEPARATOR}{suffix}" if text else suffix
 
@@ -118,12 +120,14 @@ coroutine is made), else a coroutine that waits (for the fsync, a slave, a trans
 
 
 def handlers(context: BrokerContext) -> dict[int, ServerHandler]:
+    valid_topics = ValidTopics()
+
     def handle_send(request: RemotingCommand, connection: Connection) -> Answer:
         try:
-            header = parse_send_message_header(request.code, request.ext_fields)
+            header = send_header(request)
         except RemoteProtocolError as exc:
             return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
-        return _send(context, request, connection, header)
+        return _send(context, request, connection, header, valid_topics)
 
     return {
         RequestCode.SEND_MESSAGE: handle_send,
@@ -132,13 +136,60 @@ def handlers(context: BrokerContext) -> dict[int, ServerHandler]:
     }
 
 
+def send_header(request: RemotingCommand) -> SendMessageRequestHeader:
+    """``parse_send_message_header`` of a send request, its first conversion called from here (compiled)
+    instead of through two interpreted calls; a header that conversion refuses goes through
+    ``parse_send_message_header`` itself, which normalises it or raises its error.
+
+    Raises:
+        RemoteProtocolError: The header is invalid.
+    """
+    header_type = SendMessageRequestHeaderV2 if request.code in SEND_V2_HEADER_CODES else SendMessageRequestHeader
+    try:
+        header: SendMessageRequestHeader = msgspec.convert(request.ext_fields, header_type, strict=False)
+    except msgspec.ValidationError:
+        return parse_send_message_header(request.code, request.ext_fields)
+    return header
+
+
+class ValidTopics:
+    """The topic names ``topic_name_problem_in_cluster`` found nothing wrong with, for one cluster name,
+    so a send to a known name skips the check's regular expression (at most ``MAX_NAMES``; then it
+    starts over)."""
+
+    MAX_NAMES: Final = 4096
+
+    def __init__(self) -> None:
+        self._cluster = ""
+        self._names: set[str] = set()
+
+    def problem(self, topic: str, cluster_name: str) -> str | None:
+        """``topic_name_problem_in_cluster(topic, cluster_name)``."""
+        names = self._names
+        if cluster_name != self._cluster:
+            self._cluster = cluster_name
+            names.clear()
+        elif topic in names:
+            return None
+        problem = topic_name_problem_in_cluster(topic, cluster_name)
+        if problem is None:
+            if len(names) >= self.MAX_NAMES:
+                names.clear()
+            names.add(topic)
+        return problem
+
+
 def _send(
-    context: BrokerContext, request: RemotingCommand, connection: Connection, header: SendMessageRequestHeader
+    context: BrokerContext,
+    request: RemotingCommand,
+    connection: Connection,
+    header: SendMessageRequestHeader,
+    valid_topics: ValidTopics,
 ) -> Answer:
     config = context.config
     if not context.is_master:
         return reply(request, ResponseCode.SERVICE_NOT_AVAILABLE, f"broker {config.broker_name} is a slave")
-    problem = topic_name_problem_in_cluster(header.topic, config.broker_cluster_name)
+    problem = valid_topics.problem(header.topic, config.broker_cluster_name)
     if problem:
         return reply(request, ResponseCode.SYSTEM_ERROR, problem)
     if header.topic in NOT_SENDABLE_TOPICS:  # the broker's own: a message there would be read as one of its

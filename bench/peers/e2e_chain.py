@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -44,15 +45,19 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-CALLS = "read,write,writev,epoll_pwait,epoll_wait"
-LINE = re.compile(r"^\s*([\d.]+) \(\s*([\d.]*)\s*(?:ms)?\): \S+/(\d+)\s+(\w+)\((?:fd: (\d+))?.*\) += (\d+)")
+CALLS = "read,write,writev,epoll_pwait,epoll_wait,getppid,getuid"
+MARKS = {"ROCKETQ_BENCH_STAMP_MARKS": "1"}  # the bench's stamps as system calls (rocketq.bench.recorder)
+LINE = re.compile(r"^\s*([\d.]+) \(\s*([\d.]*)\s*(?:ms)?\): \S+/(\d+)\s+(\w+)\((?:fd: (\d+))?.*\) += ?(\d*)")
 STEPS = (
+    "stamp -> send_written",
     "send_written -> broker_read",
     "broker_read -> pull_answer_written",
     "pull_answer_written -> consumer_read",
     "consumer_read -> consumer_next_call",
     "pull_answer -> send_answer_written",
+    "consumer_read -> listener_stamp",
     "send_written -> consumer_read",
+    "stamp -> listener_stamp",
 )
 
 
@@ -81,7 +86,7 @@ def parse(path: Path) -> list[Call]:
         if match:
             start, duration, pid, name, fd, result = match.groups()
             calls.append(
-                Call(float(start) * 1000, float(duration or 0) * 1000, int(pid), name, int(fd or -1), int(result))
+                Call(float(start) * 1000, float(duration or 0) * 1000, int(pid), name, int(fd or -1), int(result or 0))
             )
     calls.sort()
     return calls
@@ -114,6 +119,12 @@ def chains(calls: list[Call], bench: int, broker: int) -> dict[str, list[float]]
                 return call
         return None
 
+    def before(time_us: float, pid: int, name: str) -> Call | None:
+        for call in reversed(calls[: bisect.bisect_left(starts, time_us)]):
+            if call.pid == pid and call.name == name:
+                return call
+        return None
+
     steps: dict[str, list[float]] = {step: [] for step in STEPS}
     for send in calls:
         if send.pid != bench or send.name != "writev" or send.fd != send_fd or send.result != send_bytes:
@@ -125,14 +136,26 @@ def chains(calls: list[Call], bench: int, broker: int) -> dict[str, list[float]]
             continue
         following = after(consumed.end_us + 0.001, bench, (*writes, "read", "epoll_pwait", "epoll_wait"))
         send_answer = after(answer.end_us + 0.001, broker, writes, fd=read.fd)
-        steps[STEPS[0]].append(read.end_us - send.end_us)
-        steps[STEPS[1]].append(answer.start_us - read.end_us)
-        steps[STEPS[2]].append(consumed.end_us - answer.end_us)
+        stamped = before(send.start_us, bench, "getppid")
+        listened = after(consumed.end_us, bench, ("getuid",))
+        found = {
+            "send_written -> broker_read": read.end_us - send.end_us,
+            "broker_read -> pull_answer_written": answer.start_us - read.end_us,
+            "pull_answer_written -> consumer_read": consumed.end_us - answer.end_us,
+            "send_written -> consumer_read": consumed.end_us - send.end_us,
+        }
         if following is not None:
-            steps[STEPS[3]].append(following.start_us - consumed.end_us)
+            found["consumer_read -> consumer_next_call"] = following.start_us - consumed.end_us
         if send_answer is not None:
-            steps[STEPS[4]].append(send_answer.start_us - answer.start_us)
-        steps[STEPS[5]].append(consumed.end_us - send.end_us)
+            found["pull_answer -> send_answer_written"] = send_answer.start_us - answer.start_us
+        if stamped is not None and send.start_us - stamped.start_us < 5_000:
+            found["stamp -> send_written"] = send.end_us - stamped.start_us
+        if listened is not None and listened.start_us - consumed.end_us < 5_000:
+            found["consumer_read -> listener_stamp"] = listened.start_us - consumed.end_us
+            if stamped is not None and send.start_us - stamped.start_us < 5_000:
+                found["stamp -> listener_stamp"] = listened.start_us - stamped.start_us
+        for step, duration in found.items():
+            steps[step].append(duration)
     return steps
 
 
@@ -156,7 +179,8 @@ def main(options: argparse.Namespace) -> None:
     ]  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="e2e-chain-") as scratch:
         trace = Path(scratch) / "trace.txt"
-        bench = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        environment = {**os.environ, **MARKS}
+        bench = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environment)
         try:
             broker = child_of(bench.pid, 30)
             time.sleep(options.warmup_seconds)  # the cluster's start, the assignment and the warm-up
@@ -170,6 +194,8 @@ def main(options: argparse.Namespace) -> None:
             if bench.poll() is None:
                 bench.kill()
         calls = parse(trace)
+        if options.keep_trace:
+            Path(options.keep_trace).write_text(trace.read_text(errors="replace"))
     if not calls:
         sys.exit(f"perf trace recorded nothing (is {options.perf} usable here? root or perf_event_paranoid)")
     for step, durations in chains(calls, bench.pid, broker).items():
@@ -194,4 +220,5 @@ if __name__ == "__main__":
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--warmup-seconds", type=float, default=6.0, help="from the bench's start to the trace")
     parser.add_argument("--trace-seconds", type=float, default=2.0)
+    parser.add_argument("--keep-trace", help="also write perf trace's output to this file")
     main(parser.parse_args())

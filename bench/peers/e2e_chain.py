@@ -5,8 +5,11 @@ Not part of rocketq and not installed with it: it needs Linux's ``perf`` (``perf
 with ``kernel.perf_event_paranoid`` low enough). Nothing is added to rocketq's code: ``perf trace`` is
 attached, for ``--trace-seconds`` in the middle of the measured stream, to both processes of the compiled
 (or plain) build being measured, and stamps their ``read``/``write``/``writev``/``epoll_pwait`` calls on one
-clock. Each message's chain is then followed through them:
+clock. The bench is run with ``ROCKETQ_BENCH_STAMP_MARKS=1``, so its two latency stamps show up in the
+trace too (``getppid`` at the send's, ``getuid`` at the listener's; ``rocketq.bench.recorder``). Each
+message's chain is then followed through them:
 
+- ``stamp -> send_written``: ``Producer.send`` from the stamp to the end of its request's ``writev``;
 - ``send_written -> broker_read``: the producer's request written (end of its ``writev``) until the broker
   reads it: the broker's wake-up, and whatever the bench process still does before it lets go of the core;
 - ``broker_read -> pull_answer_written``: the broker's work on the send request up to the held pull's
@@ -14,11 +17,12 @@ clock. Each message's chain is then followed through them:
   encoded: everything between the two system calls);
 - ``pull_answer_written -> consumer_read``: the consumer's wake-up;
 - ``consumer_read -> consumer_next_call``: the consumer's work on the answer up to its next system call
-  (decode, the pull task, the listener's first step, where the bench stamps the arrival, and the next
-  pull made);
+  (which may come before the listener's stamp: another read in the same turn, a corked write);
 - ``pull_answer -> send_answer_written``: how long after the pull's answer the producer's own answer
   leaves the broker (the send handler's remaining work, and the consumer's turn when both share a core);
-- ``send_written -> consumer_read``: the chain between the two processes' system calls.
+- ``consumer_read -> listener_stamp``: the consumer's answer read until the listener's stamp;
+- ``send_written -> consumer_read``: the chain between the two processes' system calls;
+- ``stamp -> listener_stamp``: the whole chain, as the bench measures it (in the traced window).
 
 Usage (``sudo`` where not root)::
 
@@ -26,7 +30,8 @@ Usage (``sudo`` where not root)::
 
 One JSON object per step (``p25_us``, ``p50_us``, ``p75_us``, ``messages``) is printed, then the bench's
 own ``e2e_latency`` row (its latencies cover the whole stream, traced or not). ``perf trace`` costs each
-traced system call a few microseconds, so the absolute figures are a little higher than untraced.
+traced system call a few microseconds and takes CPU of its own, so the traced window runs slower than the
+untraced stream: compare steps within a trace, and traces with each other, not with the untraced p50.
 """
 
 from __future__ import annotations

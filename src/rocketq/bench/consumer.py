@@ -53,7 +53,7 @@ from rocketq.bench.echo import PAYLOAD, measure_echo
 from rocketq.bench.pacing import paced
 from rocketq.bench.pull_drain import APIS, DrainStalled
 from rocketq.bench.pull_drain import drain as pull_drain
-from rocketq.bench.recorder import SENT_PROPERTY, Recorder
+from rocketq.bench.recorder import SENT_PROPERTY, STAMP_MARKS, Recorder, mark_sent
 from rocketq.bench.running import (
     CLUSTER_NAME,
     CLUSTER_SETTINGS,
@@ -285,8 +285,11 @@ class ConsumerBench:
     async def _paced_send(self, producer: Producer, topic: str, size: int, count: int, *, stamp: bool) -> float:
         """Send ``count`` messages one at a time at ``rate`` per second; returns the seconds taken."""
         body = b"x" * size
+        marked = stamp and STAMP_MARKS
 
         def send(now_ns: int) -> Awaitable[object]:
+            if marked:
+                mark_sent()
             properties = {SENT_PROPERTY: str(now_ns)} if stamp else {}
             return producer.send(Message(topic, body, properties=properties))
 

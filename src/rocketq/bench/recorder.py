@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
@@ -10,6 +11,17 @@ from rocketq.client.listener import Listener
 
 SENT_PROPERTY = "benchSentNs"
 """User property carrying the sender's ``time.perf_counter_ns()`` (the latency stream's messages)."""
+
+STAMP_MARKS = os.environ.get("ROCKETQ_BENCH_STAMP_MARKS") == "1"
+"""With ``ROCKETQ_BENCH_STAMP_MARKS=1`` in the environment (``bench/peers/e2e_chain.py`` sets it), each
+latency stamp also makes a system call that does nothing, ``getppid`` at the send's stamp and ``getuid``
+at the listener's, so that a system-call trace sees both stamps on its own clock. Off (the default),
+nothing more is called."""
+
+
+def mark_sent() -> None:
+    """The send's stamp was just taken (called only with ``STAMP_MARKS``)."""
+    os.getppid()
 
 
 class Recorder:
@@ -44,6 +56,8 @@ class Recorder:
     def stamp(self, messages: list[MessageExt]) -> None:
         """Record ``now - sent`` of every message carrying a send time, and its key."""
         now = time.perf_counter_ns()
+        if STAMP_MARKS:
+            os.getuid()
         for message in messages:
             sent = message.properties.get(SENT_PROPERTY)
             if sent is not None:

@@ -156,8 +156,9 @@ def pack_ranges(
     ``max_records`` records each, as Spark's file sources pack files: the split size is the total over
     ``partitions`` (but at least ``OPEN_COST_RECORDS`` and at most ``max_records``), a range bigger than
     it is cut into equal pieces no bigger, and the pieces, biggest first, each go to the task with the
-    fewest records so far (a new task when that one would pass ``max_records``). Each task's ranges are
-    in queue and offset order; every offset of every range is in exactly one task."""
+    fewest records so far, out of total / split size tasks (to a new task when that one would pass
+    ``max_records``). Each task's ranges are in queue and offset order; every offset of every range is
+    in exactly one task."""
     if partitions < 1 or max_records < 1:
         raise ValueError(f"partitions and max_records must be positive, not {partitions} and {max_records}")
     ranges = [(queue, start, end) for queue, start, end in ranges if end > start]
@@ -171,7 +172,7 @@ def pack_ranges(
         for index in range(count):
             pieces.append((queue, start + (end - start) * index // count, start + (end - start) * (index + 1) // count))
     pieces.sort(key=lambda piece: (piece[1] - piece[2], piece[0], piece[1]))  # biggest first, then in order
-    wanted = max(1, min(partitions, len(pieces)))
+    wanted = max(1, min(partitions, len(pieces), -(-total // split)))
     loads = [(0, task) for task in range(wanted)]  # a heap of (records, task)
     tasks: list[list[tuple[int, int, int]]] = [[] for _ in range(wanted)]
     for piece in pieces:

@@ -25,7 +25,7 @@ Options (names are case-insensitive; a bad value fails at ``load()`` naming the 
                        plans the query, Spark's default parallelism in local mode)
 ``maxRecordsPerPartition``  at most this many messages per task (default 10,000,000; the
                        former name ``maxRecordsPerTask`` is still taken)
-``batchSize``          rows per Arrow batch a task yields at most (default 65,536; a batch also
+``batchSize``          rows per Arrow batch a task yields at most (default 262,144; a batch also
                        holds at most 64 MiB of records)
 ====================== ======================================================================
 
@@ -61,7 +61,7 @@ from rocketq.store.readonly import StoreReader
 FORMAT: Final = "rocketmq-store"
 _TRUE_FALSE: Final = {"true": True, "false": False}
 DEFAULT_MAX_RECORDS_PER_PARTITION: Final = 10_000_000
-DEFAULT_BATCH_SIZE: Final = 65_536
+DEFAULT_BATCH_SIZE: Final = 262_144
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,9 @@
 
 ``StoreReader`` lists the topics and queues of a store root (its ConsumeQueue directories), a queue's
 offset range and ConsumeQueue files, and reads a queue's records out of the CommitLog as
-``RecordColumns`` (``rocketq.common.record_columns``). It never writes: no lock, no recovery, no
+``RecordColumns`` (``read``, with ``rocketq.common.record_columns``) or gathered straight into Arrow-layout
+column buffers in one compiled pass (``gather``, with ``rocketq.common.record_gather``; the same
+records and errors: a record the gather refuses is scanned again to say why). It never writes: no lock, no recovery, no
 checkpoint; files are opened ``O_RDONLY`` and mapped read-only; nothing is created, changed, truncated
 or deleted, so it can run while a broker appends, rolls files and deletes old ones.
 
@@ -13,7 +15,7 @@ What it returns is complete, because it reads only where the broker has finished
   zero one. ``offset_range`` counts them and checks the records of the last ``TAIL_CHECKED`` of them
   (an entry read while it was being written cannot point at a sound record): the range ends before
   the first one that fails.
-- ``read`` checks every record it returns against its entry: the record's header (magic, sizes,
+- ``read`` (and ``gather``) checks every record it returns against its entry: the record's header (magic, sizes,
   lengths, body CRC unless ``check_crc=False``) and its size, topic, queue id and queue offset. Inside
   a planned range a failure is damage, and raises ``DamagedRecordError``.
 - Retention deletes old CommitLog files first and the ConsumeQueue files that point into them later.

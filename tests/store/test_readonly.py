@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rocketq.common.record_columns import BODY_AT, BODY_LENGTH, QUEUE_OFFSET, RecordColumns
+from rocketq.common.record_columns import BODY_AT, BODY_LENGTH, QUEUE_OFFSET, TOTAL_SIZE, RecordColumns
 from rocketq.store import MessageStore
 from rocketq.store.consume_queue import ENTRY, ENTRY_SIZE
 from rocketq.store.readonly import DamagedRecordError, DataAgedOutError, StoreReader
@@ -225,3 +225,15 @@ def test_every_file_is_mapped_read_only(written: Path) -> None:
         maps = [line.split() for line in Path("/proc/self/maps").read_text().splitlines()]
         ours = [fields[1] for fields in maps if len(fields) > 5 and fields[5].startswith(str(written))]
         assert len(chunks) >= 3 and ours and all("w" not in permissions for permissions in ours)
+
+
+def test_chunks_keep_to_the_byte_bound(written: Path) -> None:
+    with StoreReader(written) as reader:
+        chunks = list(reader.read("TopicA", 1, 0, 40, max_bytes=600))
+        gathered = list(reader.gather("TopicA", 1, 0, 40, max_bytes=600))
+        for chunk in chunks:  # (a read's chunk is also cut where the CommitLog files are)
+            sizes = chunk.records.fields[TOTAL_SIZE]
+            assert len(sizes) == 1 or int(sizes.sum()) <= 600
+        offsets = [o for c in chunks for o in c.queue_offsets.tolist()]
+        assert offsets == [o for g in gathered for o in g.queue_offsets.tolist()] == list(range(40))
+        assert len(gathered) >= 40 * 100 // 600

@@ -56,7 +56,7 @@ from rocketq.common.record_gather import GatheredColumns, VariableColumn, inflat
 from rocketq.spark.planning import pack_ranges
 from rocketq.spark.schema import message_schema
 from rocketq.spark.worker_heap import after_first_batch
-from rocketq.store.readonly import StoreReader
+from rocketq.store.readonly import DEFAULT_MAX_BYTES, StoreReader
 
 FORMAT: Final = "rocketmq-store"
 _TRUE_FALSE: Final = {"true": True, "false": False}
@@ -280,9 +280,16 @@ class StoreDataSourceReader(DataSourceReader):
         with StoreReader(options.path, check_crc=options.check_crc) as reader:
             for queue_id, start, end in partition.ranges:
                 if options.include_properties:
-                    for chunk in reader.read(
-                        options.topic, queue_id, start, end, max_records=options.batch_size, skip_aged_out=skip
-                    ):
+                    chunks = reader.read(
+                        options.topic,
+                        queue_id,
+                        start,
+                        end,
+                        max_records=options.batch_size,
+                        max_bytes=DEFAULT_MAX_BYTES,
+                        skip_aged_out=skip,
+                    )
+                    for chunk in chunks:
                         yield columns_batch(chunk.records, broker_name=options.broker_name, include_properties=True)
                     continue
                 for gathered in reader.gather(

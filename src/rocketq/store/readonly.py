@@ -238,17 +238,18 @@ class StoreReader:
         *,
         max_records: int = DEFAULT_MAX_RECORDS,
         skip_aged_out: bool = False,
+        max_bytes: int | None = None,
     ) -> Iterator[RecordChunk]:
         """The records of queue offsets ``[start, end)`` (inside ``offset_range``), in chunks of at most
-        ``max_records``, padding entries left out.
+        ``max_records`` (and, but for a single record, ``max_bytes`` bytes of records), padding entries
+        left out.
 
         Raises:
             DataAgedOutError: Part of the range was deleted by retention (unless ``skip_aged_out``).
             DamagedRecordError: An entry in the range is not written, or its record does not check out.
         """
-        for positions, sizes, queue_offsets in self._entries_of(
-            topic, queue_id, start, end, max_records, skip_aged_out
-        ):
+        entries = self._entries_of(topic, queue_id, start, end, max_records, skip_aged_out, max_bytes)
+        for positions, sizes, queue_offsets in entries:
             for segment in self._segments(topic, queue_id, positions, sizes, queue_offsets, skip_aged_out):
                 yield RecordChunk(self._checked(topic, queue_id, segment))
 

@@ -93,13 +93,32 @@ def rows(frame: DataFrame) -> set[tuple[object, ...]]:
 def test_reads_exactly_what_the_broker_stored(spark: SparkSession, written: WrittenStore) -> None:
     frame = load(spark, written.root, brokerName="broker-a", includeProperties="true")
     assert frame.schema == message_schema(True)
-    assert frame.rdd.getNumPartitions() == QUEUES * (100 // PER_FILE)  # one task per ConsumeQueue file
+    assert frame.rdd.getNumPartitions() == 1  # 400 messages: packed into one task
     assert rows(frame) == expected(written.sent)
     by_id = {result.msg_id: m for m, result in written.sent}
     for row in frame.select("msgId", "properties", "bornTimestamp", "storeTimestamp").collect():
         assert row["properties"]["n"] == by_id[row["msgId"]].properties["n"]
         assert row["properties"]["UNIQ_KEY"] == row["msgId"]
         assert row["bornTimestamp"] <= row["storeTimestamp"]
+
+
+@pytest.mark.parametrize(
+    ("partitions", "max_records", "tasks"),
+    [("1", "1000", 1), ("4", "250", 2), ("2", "150", 4), ("2", "30", 16), ("100", "7", 60)],
+)
+def test_every_message_is_read_exactly_once_however_the_queues_are_packed(
+    spark: SparkSession, written: WrittenStore, partitions: str, max_records: str, tasks: int
+) -> None:
+    """Ranges cut inside ConsumeQueue files and across them, several queues in a task: no message twice,
+    none left out. The gathered rows (no properties) are the scanned ones (with properties) too."""
+    frame = load(spark, written.root, brokerName="broker-a", partitions=partitions, maxRecordsPerPartition=max_records)
+    assert frame.rdd.getNumPartitions() == tasks
+    columns = frame.columns
+    collected = frame.select(*columns).collect()
+    assert len(collected) == 400
+    assert rows(frame) == expected(written.sent)
+    scanned = load(spark, written.root, brokerName="broker-a", includeProperties="true", batchSize="9")
+    assert sorted(collected) == sorted(scanned.select(*columns).collect())
 
 
 def test_selected_queues_and_the_default_broker_name(spark: SparkSession, written: WrittenStore) -> None:
@@ -123,6 +142,8 @@ def test_an_empty_topic_and_an_unknown_queue_read_as_empty(spark: SparkSession, 
         ({"queueIds": "1,x"}, "queueIds"),
         ({"includeProperties": "yes"}, "includeProperties"),
         ({"batchSize": "0"}, "batchSize"),
+        ({"partitions": "-1"}, "partitions"),
+        ({"maxRecordsPerPartition": "x"}, "maxRecordsPerPartition"),
         ({"queueId": "1"}, "queueid"),
         ({"topic": " "}, "topic"),
     ],

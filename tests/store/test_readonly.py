@@ -4,13 +4,14 @@ sound records; damage, aged-out data, a torn tail and an empty store each get th
 from __future__ import annotations
 
 import hashlib
+import itertools
 import shutil
 import threading
 from pathlib import Path
 
 import pytest
 
-from rocketq.common.record_columns import BODY_AT, BODY_LENGTH, QUEUE_OFFSET, RecordColumns
+from rocketq.common.record_columns import BODY_AT, BODY_LENGTH, QUEUE_OFFSET, TOTAL_SIZE, RecordColumns
 from rocketq.store import MessageStore
 from rocketq.store.consume_queue import ENTRY, ENTRY_SIZE
 from rocketq.store.readonly import DamagedRecordError, DataAgedOutError, StoreReader
@@ -49,12 +50,27 @@ def bodies(records: RecordColumns) -> list[bytes]:
 
 
 def read_all(reader: StoreReader, topic: str, queue_id: int, **options: bool) -> tuple[list[int], list[bytes]]:
+    """The queue's offsets and bodies, by ``read``; checked to be what ``gather`` gives too."""
     low, high = reader.offset_range(topic, queue_id)
     offsets: list[int] = []
     found: list[bytes] = []
     for chunk in reader.read(topic, queue_id, low, high, max_records=7, **options):
         offsets.extend(chunk.records.fields[QUEUE_OFFSET].tolist())
         found.extend(bodies(chunk.records))
+    assert gather_all(reader, topic, queue_id, low, high, **options) == (offsets, found)
+    return offsets, found
+
+
+def gather_all(
+    reader: StoreReader, topic: str, queue_id: int, low: int, high: int, **options: bool
+) -> tuple[list[int], list[bytes]]:
+    offsets: list[int] = []
+    found: list[bytes] = []
+    for gathered in reader.gather(topic, queue_id, low, high, max_records=5, max_bytes=600, **options):
+        assert len(gathered) <= 5
+        offsets.extend(gathered.queue_offsets.tolist())
+        ends = gathered.body.offsets.tolist()
+        found.extend(bytes(gathered.body.values[a:b]) for a, b in itertools.pairwise(ends))
     return offsets, found
 
 
@@ -119,9 +135,10 @@ def test_a_torn_tail_is_not_part_of_the_range(written: Path, tmp_path: Path) -> 
     patch(last, 8 * ENTRY_SIZE, ENTRY.pack(0, 120, 0) + ENTRY.pack(3_000_000, 120, 0))
     with StoreReader(root) as reader:
         assert reader.offset_range("TopicA", 0) == (0, 40)
-        with pytest.raises(DamagedRecordError) as caught:
-            list(reader.read("TopicA", 0, 0, 42))
-        assert caught.value.queue_offset == 40
+        for way in (reader.read, reader.gather):
+            with pytest.raises(DamagedRecordError) as caught:
+                list(way("TopicA", 0, 0, 42))
+            assert caught.value.queue_offset == 40
 
 
 def test_a_damaged_record_inside_the_range_is_an_error(written: Path, tmp_path: Path) -> None:
@@ -136,6 +153,9 @@ def test_a_damaged_record_inside_the_range_is_an_error(written: Path, tmp_path: 
     with StoreReader(root) as reader:
         with pytest.raises(DamagedRecordError, match="CRC") as caught:
             read_all(reader, "TopicB", 2)
+        assert caught.value.queue_offset == 5
+        with pytest.raises(DamagedRecordError, match="CRC") as caught:
+            list(reader.gather("TopicB", 2, 0, 40))
         assert caught.value.queue_offset == 5
     with StoreReader(root, check_crc=False) as reader:
         offsets, found = read_all(reader, "TopicB", 2)
@@ -154,8 +174,11 @@ def test_aged_out_data_is_an_error_or_skipped(written: Path, tmp_path: Path) -> 
         assert read_all(reader, "TopicA", 0)[0] == list(range(low, high))
         with pytest.raises(DataAgedOutError, match=r"queue offsets \[0, "):
             list(reader.read("TopicA", 0, 0, high))
+        with pytest.raises(DataAgedOutError, match=r"queue offsets \[0, "):
+            list(reader.gather("TopicA", 0, 0, high))
         skipped = [o for c in reader.read("TopicA", 0, 0, high, skip_aged_out=True) for o in c.queue_offsets.tolist()]
         assert skipped == list(range(low, high))
+        assert gather_all(reader, "TopicA", 0, 0, high, skip_aged_out=True)[0] == skipped
     queue_file(root, "TopicA", 0, 0).unlink()  # and then the ConsumeQueue file that pointed there
     with StoreReader(root) as reader:
         assert reader.offset_range("TopicA", 0) == (max(low, 16), high)
@@ -202,3 +225,15 @@ def test_every_file_is_mapped_read_only(written: Path) -> None:
         maps = [line.split() for line in Path("/proc/self/maps").read_text().splitlines()]
         ours = [fields[1] for fields in maps if len(fields) > 5 and fields[5].startswith(str(written))]
         assert len(chunks) >= 3 and ours and all("w" not in permissions for permissions in ours)
+
+
+def test_chunks_keep_to_the_byte_bound(written: Path) -> None:
+    with StoreReader(written) as reader:
+        chunks = list(reader.read("TopicA", 1, 0, 40, max_bytes=600))
+        gathered = list(reader.gather("TopicA", 1, 0, 40, max_bytes=600))
+        for chunk in chunks:  # (a read's chunk is also cut where the CommitLog files are)
+            sizes = chunk.records.fields[TOTAL_SIZE]
+            assert len(sizes) == 1 or int(sizes.sum()) <= 600
+        offsets = [o for c in chunks for o in c.queue_offsets.tolist()]
+        assert offsets == [o for g in gathered for o in g.queue_offsets.tolist()] == list(range(40))
+        assert len(gathered) >= 40 * 100 // 600

@@ -12,13 +12,15 @@ Run it with ``python -m rocketq.bench.spark_store [--messages N] [--size 100 --s
   value of a row (what a row-based reader does). Rates are messages per CPU-second of this process,
   best of ``runs``;
 - ``spark_store_read``: ``spark.read.format("rocketmq-store")...write.format("noop")`` over the whole
-  store on ``local[2]``, with and without body CRC checks; wall-clock rate, median of ``runs`` after a
-  warm-up (``best_per_s`` in the notes), and the CPU-seconds of the whole process tree (JVM and Python
-  workers, read from ``/proc``);
+  store on ``local[2]``, with and without body CRC checks, in the source's own settings (its default
+  ``partitions`` and ``batchSize``); wall-clock rate, median of ``runs`` after a warm-up
+  (``best_per_s`` in the notes), and the CPU-seconds of the whole process tree (JVM and Python
+  workers, read from ``/proc``; ``us_per_msg``: per message);
 - ``spark_arrow_ceiling``: the peer in the same run, what Spark's Python data source path costs by
   itself: a source whose tasks yield one already decoded batch of the same rows over and over (as many
-  rows and tasks as the store read), into the same noop sink. ``vs_ceiling`` in the store read's notes
-  is its rate over this one's.
+  rows, as many tasks as the store read plans, batches of its ``batchSize``), into the same noop sink.
+  ``vs_ceiling`` in the store read's notes is its rate over this one's. The three take turns, run by
+  run, so that they see the same minutes of a shared host.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ class SparkStoreBenchOptions:
     sizes: Sequence[int] = (100, 1024)
     messages: int = DEFAULT_MESSAGES
     runs: int = 3
-    batch_size: int = 16_384  # the source's batchSize option
+    batch_size: int | None = None  # the source's batchSize option (None: its default)
     directory: Path | None = None  # where the scratch stores go (default: the system temp directory)
     spark: bool = True  # False: only the decode measurements
     extra_conf: dict[str, str] = field(default_factory=dict)
@@ -175,7 +177,8 @@ def ceiling_source() -> type:
 
             with StoreReader(self.path, check_crc=False) as reader:
                 low, high = reader.offset_range(TOPIC, 0)
-                chunk = next(reader.read(TOPIC, 0, low, min(high, low + self.batch_size)))
+                end = min(high, low + self.batch_size)
+                chunk = next(reader.read(TOPIC, 0, low, end, max_records=self.batch_size))
                 batch = columns_batch(chunk.records, broker_name="b")
             rows = self.rows // self.tasks + (partition.value < self.rows % self.tasks)
             while rows > 0:
@@ -233,27 +236,37 @@ def spark_session(extra_conf: dict[str, str]) -> Iterator[Any]:
         session.stop()
 
 
-def timed_runs(action: Callable[[], object], runs: int) -> tuple[list[float], list[float]]:
-    """Wall-clock seconds and process-tree CPU-seconds of each of ``runs`` calls, after a warm-up call."""
-    action()
-    walls, cpus = [], []
-    for _ in range(runs):
-        cpu_before, began = tree_cpu_seconds(os.getpid()), time.perf_counter()
+def alternating_runs(actions: Sequence[Callable[[], object]], runs: int) -> list[tuple[list[float], list[float]]]:
+    """Wall-clock seconds and process-tree CPU-seconds of ``runs`` calls of each action, taken in turn
+    (one of each, then again) so that every action sees the same minutes of a shared host; each action
+    is called once first (the warm-up: workers started, kernels loaded)."""
+    for action in actions:
         action()
-        walls.append(time.perf_counter() - began)
-        cpus.append(tree_cpu_seconds(os.getpid()) - cpu_before)
-    return walls, cpus
+    measured: list[tuple[list[float], list[float]]] = [([], []) for _ in actions]
+    for _ in range(runs):
+        for action, (walls, cpus) in zip(actions, measured, strict=True):
+            cpu_before, began = tree_cpu_seconds(os.getpid()), time.perf_counter()
+            action()
+            walls.append(time.perf_counter() - began)
+            cpus.append(tree_cpu_seconds(os.getpid()) - cpu_before)
+    return measured
 
 
 def spark_measurements(
     session: Any, root: Path, size: int, count: int, stored: int, options: SparkStoreBenchOptions
 ) -> list[Measurement]:
+    """The reader with and without CRC checks and its ceiling, runs alternating; the ceiling has the
+    reader's shape: as many tasks as the reader plans, batches of as many rows as the reader's."""
+    from rocketq.spark.store_source import DEFAULT_BATCH_SIZE
+
+    batch_size = options.batch_size or DEFAULT_BATCH_SIZE
+
     def measurement(name: str, walls: list[float], cpus: list[float], **notes: str | int) -> Measurement:
         extra: dict[str, float | int | str | None] = {
             "best_per_s": count / min(walls),
             "cpu_s": statistics.median(cpus),
-            "per_cpu_s": count / statistics.median(cpus),
-            "batch_size": options.batch_size,
+            "us_per_msg": statistics.median(cpus) / count * 1e6,
+            "batch_size": batch_size,
             **notes,
         }
         return Measurement.from_counts(name, size, count, statistics.median(walls), stored, extra=extra)
@@ -262,28 +275,24 @@ def spark_measurements(
         frame.write.format("noop").mode("overwrite").save()
 
     def store_frame(check_crc: bool) -> Any:
-        return (
-            session.read.format("rocketmq-store")
-            .option("topic", TOPIC)
-            .option("checkCrc", str(check_crc).lower())
-            .option("batchSize", str(options.batch_size))
-            .load(str(root))
-        )
+        reader = session.read.format("rocketmq-store").option("topic", TOPIC).option("checkCrc", str(check_crc).lower())
+        if options.batch_size is not None:
+            reader = reader.option("batchSize", str(options.batch_size))
+        return reader.load(str(root))
 
     tasks = store_frame(False).rdd.getNumPartitions()
     ceiling_frame = (
         session.read.format("rocketq-bench-arrow-ceiling")
         .option("tasks", str(tasks))
         .option("rows", str(count))
-        .option("batchSize", str(options.batch_size))
+        .option("batchSize", str(batch_size))
         .load(str(root))
     )
-    walls, cpus = timed_runs(lambda: noop(ceiling_frame), options.runs)
-    ceiling = measurement("spark_arrow_ceiling", walls, cpus, tasks=tasks)
+    frames = [ceiling_frame, store_frame(True), store_frame(False)]
+    timed = alternating_runs([functools.partial(noop, frame) for frame in frames], options.runs)
+    ceiling = measurement("spark_arrow_ceiling", *timed[0], tasks=tasks)
     results = [ceiling]
-    for check_crc in (True, False):
-        frame = store_frame(check_crc)
-        walls, cpus = timed_runs(functools.partial(noop, frame), options.runs)
+    for check_crc, (walls, cpus) in zip((True, False), timed[1:], strict=True):
         read = measurement("spark_store_read", walls, cpus, check_crc=str(check_crc).lower(), tasks=tasks)
         read.extra["vs_ceiling"] = read.msgs_per_s / ceiling.msgs_per_s
         results.append(read)
@@ -323,7 +332,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--messages", type=int, default=DEFAULT_MESSAGES, help="messages per store")
     parser.add_argument("--size", type=int, action="append", help="body size in bytes (repeatable; 100 and 1024)")
     parser.add_argument("--runs", type=int, default=3, help="timed runs per measurement")
-    parser.add_argument("--batch-size", type=int, default=16_384, help="the source's batchSize option")
+    parser.add_argument("--batch-size", type=int, default=None, help="the source's batchSize option (default: its own)")
     parser.add_argument("--dir", type=Path, default=None, help="scratch directory parent")
     parser.add_argument("--no-spark", action="store_true", help="only the decode measurements")
     parser.add_argument("--json", action="store_true", help="JSON lines instead of a table")

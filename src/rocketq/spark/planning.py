@@ -1,5 +1,6 @@
 """How far the next micro-batch of a ``rocketmq`` stream reads: rate limits and data-loss checks.
 Pure Python (no Spark, no broker): the stream reader feeds it offsets and the time, and tests do too.
+``pack_ranges`` (at the end) packs the ``rocketmq-store`` source's queue ranges into tasks.
 
 Rate limits follow Spark's Kafka source:
 
@@ -14,9 +15,10 @@ Rate limits follow Spark's Kafka source:
 
 from __future__ import annotations
 
+import heapq
 import logging
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rocketq.spark.offsets import Offsets, QueueKey
@@ -138,3 +140,48 @@ def reconcile(
             "not in the route" if gone else "not answering",
         )
     return result
+
+
+# -- the rocketmq-store source: queue ranges packed into tasks ------------------------------------------
+
+OPEN_COST_RECORDS = 16_384
+"""What starting a queue range costs a task, counted in records (Spark's ``openCostInBytes`` for files):
+small ranges are packed together rather than each given a task."""
+
+
+def pack_ranges(
+    ranges: Sequence[tuple[int, int, int]], partitions: int, max_records: int
+) -> list[tuple[tuple[int, int, int], ...]]:
+    """Queue ranges ``(queue_id, start, end)`` packed into about ``partitions`` tasks of at most
+    ``max_records`` records each, as Spark's file sources pack files: the split size is the total over
+    ``partitions`` (but at least ``OPEN_COST_RECORDS`` and at most ``max_records``), a range bigger than
+    it is cut into equal pieces no bigger, and the pieces, biggest first, each go to the task with the
+    fewest records so far, out of total / split size tasks (to a new task when that one would pass
+    ``max_records``). Each task's ranges are in queue and offset order; every offset of every range is
+    in exactly one task."""
+    if partitions < 1 or max_records < 1:
+        raise ValueError(f"partitions and max_records must be positive, not {partitions} and {max_records}")
+    ranges = [(queue, start, end) for queue, start, end in ranges if end > start]
+    total = sum(end - start for _, start, end in ranges)
+    if total == 0:
+        return []
+    split = min(max_records, max(OPEN_COST_RECORDS, -(-total // partitions)))
+    pieces = []
+    for queue, start, end in ranges:
+        count = -(-(end - start) // split)
+        for index in range(count):
+            pieces.append((queue, start + (end - start) * index // count, start + (end - start) * (index + 1) // count))
+    pieces.sort(key=lambda piece: (piece[1] - piece[2], piece[0], piece[1]))  # biggest first, then in order
+    wanted = max(1, min(partitions, len(pieces), -(-total // split)))
+    loads = [(0, task) for task in range(wanted)]  # a heap of (records, task)
+    tasks: list[list[tuple[int, int, int]]] = [[] for _ in range(wanted)]
+    for piece in pieces:
+        size = piece[2] - piece[1]
+        load, task = loads[0]
+        if load and load + size > max_records:
+            heapq.heappush(loads, (size, len(tasks)))
+            tasks.append([piece])
+            continue
+        heapq.heapreplace(loads, (load + size, task))
+        tasks[task].append(piece)
+    return [tuple(sorted(task)) for task in tasks if task]

@@ -21,36 +21,47 @@ Options (names are case-insensitive; a bad value fails at ``load()`` naming the 
 ``failOnDataLoss``     ``true`` (default): fail when data planned for the read was deleted by
                        retention before a task read it; ``false``: skip it
 ``checkCrc``           ``true`` (default): check every record's body CRC; ``false`` is faster
-``maxRecordsPerTask``  split a ConsumeQueue file's range into tasks of at most this many
-                       entries (default 1,000,000)
-``batchSize``          rows per Arrow batch a task yields (default 16,384)
+``partitions``         about how many tasks read (default: the CPU count of the machine that
+                       plans the query, Spark's default parallelism in local mode)
+``maxRecordsPerPartition``  at most this many messages per task (default 10,000,000; the
+                       former name ``maxRecordsPerTask`` is still taken)
+``batchSize``          rows per Arrow batch a task yields at most (default 262,144; a batch also
+                       holds at most 64 MiB of records)
 ====================== ======================================================================
 
 What is read: each queue from its first entry whose record is still on disk to its last complete
-entry when the query is planned. One task per ConsumeQueue file range (split by
-``maxRecordsPerTask``), queue by queue in offset order.
+entry when the query is planned. The queues' ranges are packed into tasks as Spark's file sources
+pack files (``rocketq.spark.planning.pack_ranges``): about ``partitions`` tasks of similar size, a
+range cut where it is bigger than a task's share, none over ``maxRecordsPerPartition``. Without
+``includeProperties`` a task gathers each batch from the mapped CommitLog in one compiled pass
+(``StoreReader.gather``); with it, the records are scanned and decoded with ``rocketq.client.columns``.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from rocketq.client.columns import columns_batch
+from rocketq.client.columns import arrow_message_schema, columns_batch
+from rocketq.common.record_gather import GatheredColumns, VariableColumn, inflate_compressed
+from rocketq.spark.planning import pack_ranges
 from rocketq.spark.schema import message_schema
 from rocketq.spark.worker_heap import after_first_batch
-from rocketq.store.readonly import StoreReader
+from rocketq.store.readonly import DEFAULT_MAX_BYTES, StoreReader
 
 FORMAT: Final = "rocketmq-store"
 _TRUE_FALSE: Final = {"true": True, "false": False}
-DEFAULT_MAX_RECORDS_PER_TASK: Final = 1_000_000
-DEFAULT_BATCH_SIZE: Final = 16_384
+DEFAULT_MAX_RECORDS_PER_PARTITION: Final = 10_000_000
+DEFAULT_BATCH_SIZE: Final = 262_144
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +75,8 @@ class StoreOptions:
     include_properties: bool
     fail_on_data_loss: bool
     check_crc: bool
-    max_records_per_task: int
+    partitions: int
+    max_records_per_partition: int
     batch_size: int
 
     @classmethod
@@ -75,6 +87,8 @@ class StoreOptions:
             ValueError: An option is missing, unknown or has a bad value; the message names it.
         """
         given = {key.lower(): value for key, value in options.items()}
+        if "maxrecordspertask" in given:  # the former name
+            given.setdefault("maxrecordsperpartition", given.pop("maxrecordspertask"))
         unknown = sorted(set(given) - set(_OPTION_NAMES))
         if unknown:
             names = ", ".join(_OPTION_NAMES.values())
@@ -96,7 +110,8 @@ class StoreOptions:
             include_properties=_flag(given, "includeProperties", False),
             fail_on_data_loss=_flag(given, "failOnDataLoss", True),
             check_crc=_flag(given, "checkCrc", True),
-            max_records_per_task=_positive(given, "maxRecordsPerTask", DEFAULT_MAX_RECORDS_PER_TASK),
+            partitions=_positive(given, "partitions", os.cpu_count() or 1),
+            max_records_per_partition=_positive(given, "maxRecordsPerPartition", DEFAULT_MAX_RECORDS_PER_PARTITION),
             batch_size=_positive(given, "batchSize", DEFAULT_BATCH_SIZE),
         )
 
@@ -111,7 +126,8 @@ _OPTION_NAMES: Final = {
         "includeProperties",
         "failOnDataLoss",
         "checkCrc",
-        "maxRecordsPerTask",
+        "partitions",
+        "maxRecordsPerPartition",
         "batchSize",
     )
 }
@@ -151,32 +167,78 @@ def _queue_ids(text: str) -> tuple[int, ...]:
     return tuple(ids)
 
 
-class QueueRange(InputPartition):
-    """One task: queue offsets ``[start, end)`` of one queue (within one ConsumeQueue file)."""
+class QueueRanges(InputPartition):
+    """One task: ranges ``(queue_id, start, end)`` of queue offsets, read one after the other."""
 
-    def __init__(self, queue_id: int, start: int, end: int) -> None:
+    def __init__(self, ranges: Sequence[tuple[int, int, int]]) -> None:
         super().__init__(None)
-        self.queue_id = queue_id
-        self.start = start
-        self.end = end
+        self.ranges = tuple(ranges)
 
     def __repr__(self) -> str:
-        return f"QueueRange(queue_id={self.queue_id}, start={self.start}, end={self.end})"
+        return f"QueueRanges({list(self.ranges)})"
 
 
-def plan(reader: StoreReader, options: StoreOptions) -> list[QueueRange]:
-    """The tasks of a read: each queue's readable range cut at ConsumeQueue file boundaries and into
-    pieces of at most ``max_records_per_task``; empty ranges dropped."""
+def plan(reader: StoreReader, options: StoreOptions) -> list[QueueRanges]:
+    """The tasks of a read: each queue's readable range, packed into tasks (``pack_ranges``); no task
+    when there is nothing to read."""
     queue_ids = reader.queue_ids(options.topic) if options.queue_ids is None else options.queue_ids
-    ranges = []
-    for queue_id in queue_ids:
-        low, high = reader.offset_range(options.topic, queue_id)
-        for queue_file in reader.queue_files(options.topic, queue_id):
-            start = max(low, queue_file.first_offset)
-            end = min(high, queue_file.first_offset + queue_file.entries)
-            for piece in range(start, end, options.max_records_per_task):
-                ranges.append(QueueRange(queue_id, piece, min(end, piece + options.max_records_per_task)))
-    return ranges
+    ranges = [(queue_id, *reader.offset_range(options.topic, queue_id)) for queue_id in queue_ids]
+    packed = pack_ranges(ranges, options.partitions, options.max_records_per_partition)
+    return [QueueRanges(task) for task in packed]
+
+
+def gathered_batch(columns: GatheredColumns, *, topic: str, queue_id: int, broker_name: str) -> pa.RecordBatch:
+    """One queue's gathered rows (``StoreReader.gather``) as a batch of ``arrow_message_schema(False)``.
+
+    Raises:
+        RecordFormatError: A compressed body does not inflate.
+    """
+    count = len(columns)
+    arrays = [
+        _constant(topic, count),
+        _constant(broker_name, count),
+        _constant_int32(queue_id, count),
+        pa.Array.from_buffers(pa.int64(), count, [None, pa.py_buffer(columns.queue_offsets)]),
+        _variable(pa.string(), columns.msg_id),
+        _variable(pa.string(), columns.tags),
+        _variable(pa.string(), columns.keys),
+        _variable(pa.binary(), inflate_compressed(columns)),
+        pa.Array.from_buffers(_TIMESTAMP, count, [None, pa.py_buffer(columns.born_us)]),
+        pa.Array.from_buffers(_TIMESTAMP, count, [None, pa.py_buffer(columns.store_us)]),
+        pa.Array.from_buffers(pa.int32(), count, [None, pa.py_buffer(columns.reconsume_times)]),
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=arrow_message_schema(False))
+
+
+_TIMESTAMP: Final = pa.timestamp("us", tz="UTC")
+
+
+def _variable(kind: pa.DataType, column: VariableColumn) -> pa.Array:
+    count = len(column.offsets) - 1
+    validity, nulls = None, 0
+    if column.valid is not None:
+        nulls = count - int(np.count_nonzero(column.valid))
+        if nulls:
+            validity = pa.py_buffer(np.packbits(column.valid, bitorder="little"))
+    buffers = [validity, pa.py_buffer(column.offsets), pa.py_buffer(column.values)]
+    return pa.Array.from_buffers(kind, count, buffers, null_count=nulls)
+
+
+@functools.lru_cache(maxsize=16)
+def _constant(text: str, count: int) -> pa.Array:
+    """``count`` rows of ``text`` (the same every batch of that size: made once)."""
+    raw = np.frombuffer(text.encode(), dtype=np.uint8)
+    offsets = np.arange(count + 1, dtype=np.int64) * len(raw)
+    if offsets[-1] > 2**31 - 1:
+        raise ValueError(f"{count} rows of {text!r} pass 2 GiB: use a smaller batchSize")
+    return pa.Array.from_buffers(
+        pa.string(), count, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(np.tile(raw, count))]
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _constant_int32(value: int, count: int) -> pa.Array:
+    return pa.Array.from_buffers(pa.int32(), count, [None, pa.py_buffer(np.full(count, value, dtype=np.int32))])
 
 
 class StoreDataSource(DataSource):
@@ -212,17 +274,27 @@ class StoreDataSourceReader(DataSourceReader):
 
     def _batches(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         options = self.options
-        if not isinstance(partition, QueueRange):  # nothing to read: Spark runs one InputPartition(None)
+        if not isinstance(partition, QueueRanges):  # nothing to read: Spark runs one InputPartition(None)
             return
+        skip = not options.fail_on_data_loss
         with StoreReader(options.path, check_crc=options.check_crc) as reader:
-            for chunk in reader.read(
-                options.topic,
-                partition.queue_id,
-                partition.start,
-                partition.end,
-                max_records=options.batch_size,
-                skip_aged_out=not options.fail_on_data_loss,
-            ):
-                yield columns_batch(
-                    chunk.records, broker_name=options.broker_name, include_properties=options.include_properties
-                )
+            for queue_id, start, end in partition.ranges:
+                if options.include_properties:
+                    chunks = reader.read(
+                        options.topic,
+                        queue_id,
+                        start,
+                        end,
+                        max_records=options.batch_size,
+                        max_bytes=DEFAULT_MAX_BYTES,
+                        skip_aged_out=skip,
+                    )
+                    for chunk in chunks:
+                        yield columns_batch(chunk.records, broker_name=options.broker_name, include_properties=True)
+                    continue
+                for gathered in reader.gather(
+                    options.topic, queue_id, start, end, max_records=options.batch_size, skip_aged_out=skip
+                ):
+                    yield gathered_batch(
+                        gathered, topic=options.topic, queue_id=queue_id, broker_name=options.broker_name
+                    )

@@ -2,7 +2,9 @@
 
 ``StoreReader`` lists the topics and queues of a store root (its ConsumeQueue directories), a queue's
 offset range and ConsumeQueue files, and reads a queue's records out of the CommitLog as
-``RecordColumns`` (``rocketq.common.record_columns``). It never writes: no lock, no recovery, no
+``RecordColumns`` (``read``, with ``rocketq.common.record_columns``) or gathered straight into Arrow-layout
+column buffers in one compiled pass (``gather``, with ``rocketq.common.record_gather``; the same
+records and errors: a record the gather refuses is scanned again to say why). It never writes: no lock, no recovery, no
 checkpoint; files are opened ``O_RDONLY`` and mapped read-only; nothing is created, changed, truncated
 or deleted, so it can run while a broker appends, rolls files and deletes old ones.
 
@@ -13,7 +15,7 @@ What it returns is complete, because it reads only where the broker has finished
   zero one. ``offset_range`` counts them and checks the records of the last ``TAIL_CHECKED`` of them
   (an entry read while it was being written cannot point at a sound record): the range ends before
   the first one that fails.
-- ``read`` checks every record it returns against its entry: the record's header (magic, sizes,
+- ``read`` (and ``gather``) checks every record it returns against its entry: the record's header (magic, sizes,
   lengths, body CRC unless ``check_crc=False``) and its size, topic, queue id and queue offset. Inside
   a planned range a failure is damage, and raises ``DamagedRecordError``.
 - Retention deletes old CommitLog files first and the ConsumeQueue files that point into them later.
@@ -48,6 +50,7 @@ from rocketq.common.record_columns import (
     first_unexpected,
     scan_prefix,
 )
+from rocketq.common.record_gather import GatheredColumns, Gathering
 from rocketq.store.consume_queue import ENTRY_SIZE, PADDING_SIZE
 from rocketq.store.errors import StoreError
 
@@ -56,6 +59,8 @@ assert ENTRY_DTYPE.itemsize == ENTRY_SIZE
 TAIL_CHECKED: Final = 256
 """How many of a queue's last entries ``offset_range`` checks against their records."""
 DEFAULT_MAX_RECORDS: Final = 16384
+DEFAULT_MAX_BYTES: Final = 64 * 1024 * 1024
+"""Bytes of records ``gather`` puts in one chunk at most (its columns hold about as many)."""
 
 
 class StoreReadError(StoreError):
@@ -83,6 +88,17 @@ class QueueFile:
     path: Path
     first_offset: int
     entries: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Segment:
+    """Records of one CommitLog file: ``data`` is its map; positions are in it."""
+
+    data: np.ndarray
+    file_start: int
+    positions: np.ndarray
+    sizes: np.ndarray
+    queue_offsets: np.ndarray
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,47 +238,50 @@ class StoreReader:
         *,
         max_records: int = DEFAULT_MAX_RECORDS,
         skip_aged_out: bool = False,
+        max_bytes: int | None = None,
     ) -> Iterator[RecordChunk]:
         """The records of queue offsets ``[start, end)`` (inside ``offset_range``), in chunks of at most
-        ``max_records``, padding entries left out.
+        ``max_records`` (and, but for a single record, ``max_bytes`` bytes of records), padding entries
+        left out.
 
         Raises:
             DataAgedOutError: Part of the range was deleted by retention (unless ``skip_aged_out``).
             DamagedRecordError: An entry in the range is not written, or its record does not check out.
         """
-        if max_records < 1:
-            raise ValueError(f"max_records must be at least 1, not {max_records}")
-        files = self._queue(topic, queue_id, refresh=False)
-        cursor = start
-        while cursor < end:
-            file_start = files.find(cursor * ENTRY_SIZE)
-            if file_start is None:
-                following = [s for s in files.starts if s > cursor * ENTRY_SIZE]
-                resume = min(end, following[0] // ENTRY_SIZE) if following else end
-                self._aged_out(topic, queue_id, cursor, resume, "its ConsumeQueue file is gone", skip_aged_out)
-                cursor = resume
-                continue
-            queue_map = self._map(files.path(file_start))
-            if queue_map is None:  # deleted since it was listed
-                files.refresh()
-                resume = min(end, (file_start + files.size) // ENTRY_SIZE)
-                self._aged_out(topic, queue_id, cursor, resume, "its ConsumeQueue file is gone", skip_aged_out)
-                cursor = resume
-                continue
-            file_end = (file_start + len(queue_map)) // ENTRY_SIZE
-            stop = min(end, file_end, cursor + max_records)
-            at = cursor * ENTRY_SIZE - file_start
-            entries = np.frombuffer(queue_map, dtype=ENTRY_DTYPE, count=stop - cursor, offset=at)
-            positions = entries["offset"].astype(np.int64)
-            sizes = entries["size"].astype(np.int64)
-            del entries
-            unwritten = np.flatnonzero(sizes == 0)
-            if len(unwritten):
-                raise DamagedRecordError(topic, queue_id, cursor + int(unwritten[0]), "the entry is not written")
-            queue_offsets = np.arange(cursor, stop, dtype=np.int64)
-            keep = sizes != PADDING_SIZE
-            yield from self._records(topic, queue_id, positions[keep], sizes[keep], queue_offsets[keep], skip_aged_out)
-            cursor = stop
+        entries = self._entries_of(topic, queue_id, start, end, max_records, skip_aged_out, max_bytes)
+        for positions, sizes, queue_offsets in entries:
+            for segment in self._segments(topic, queue_id, positions, sizes, queue_offsets, skip_aged_out):
+                yield RecordChunk(self._checked(topic, queue_id, segment))
+
+    def gather(
+        self,
+        topic: str,
+        queue_id: int,
+        start: int,
+        end: int,
+        *,
+        max_records: int = DEFAULT_MAX_RECORDS,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        skip_aged_out: bool = False,
+    ) -> Iterator[GatheredColumns]:
+        """``read``'s records gathered straight into column buffers (``rocketq.common.record_gather``):
+        the same records, checked the same way, raising the same errors, in chunks of at most
+        ``max_records`` rows and (but for a single record) ``max_bytes`` bytes of records."""
+        name = topic.encode()
+        entries = self._entries_of(topic, queue_id, start, end, max_records, skip_aged_out, max_bytes)
+        for positions, sizes, queue_offsets in entries:
+            gathering = Gathering(len(positions), int(sizes.sum()), check_crc=self.check_crc)
+            for segment in self._segments(topic, queue_id, positions, sizes, queue_offsets, skip_aged_out):
+                failed = gathering.add(
+                    segment.data, segment.positions, segment.sizes, segment.queue_offsets, name, queue_id
+                )
+                if failed is not None:
+                    self._checked(topic, queue_id, segment)  # raises the plain scan's error
+                    raise DamagedRecordError(  # (the plain scan accepted what the gather refused)
+                        topic, queue_id, int(segment.queue_offsets[failed]), "its record does not check out"
+                    )
+            if gathering.rows:
+                yield gathering.result()
 
     # -- internals ------------------------------------------------------------------------------------
 
@@ -352,7 +371,65 @@ class StoreReader:
                 cursor = last_failure + 1
         return high if run_start is None else run_start
 
-    def _records(
+    def _entries_of(
+        self,
+        topic: str,
+        queue_id: int,
+        start: int,
+        end: int,
+        max_records: int,
+        skip_aged_out: bool,
+        max_bytes: int | None = None,
+    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The entries of queue offsets ``[start, end)``, at most ``max_records`` at a time (and entries of
+        at most ``max_bytes`` of records, but for one) and within one ConsumeQueue file, padding left
+        out: (CommitLog positions, sizes, queue offsets), int64."""
+        if max_records < 1:
+            raise ValueError(f"max_records must be at least 1, not {max_records}")
+        files = self._queue(topic, queue_id, refresh=False)
+        cursor = start
+        while cursor < end:
+            file_start = files.find(cursor * ENTRY_SIZE)
+            if file_start is None:
+                following = [s for s in files.starts if s > cursor * ENTRY_SIZE]
+                resume = min(end, following[0] // ENTRY_SIZE) if following else end
+                self._aged_out(topic, queue_id, cursor, resume, "its ConsumeQueue file is gone", skip_aged_out)
+                cursor = resume
+                continue
+            queue_map = self._map(files.path(file_start))
+            if queue_map is None:  # deleted since it was listed
+                files.refresh()
+                resume = min(end, (file_start + files.size) // ENTRY_SIZE)
+                self._aged_out(topic, queue_id, cursor, resume, "its ConsumeQueue file is gone", skip_aged_out)
+                cursor = resume
+                continue
+            file_end = (file_start + len(queue_map)) // ENTRY_SIZE
+            stop = min(end, file_end, cursor + max_records)
+            at = cursor * ENTRY_SIZE - file_start
+            entries = np.frombuffer(queue_map, dtype=ENTRY_DTYPE, count=stop - cursor, offset=at)
+            positions = entries["offset"].astype(np.int64)
+            sizes = entries["size"].astype(np.int64)
+            del entries
+            unwritten = np.flatnonzero(sizes == 0)
+            if len(unwritten):
+                raise DamagedRecordError(topic, queue_id, cursor + int(unwritten[0]), "the entry is not written")
+            if max_bytes is not None and len(sizes) > 1:
+                fits = max(
+                    1,
+                    int(np.searchsorted(np.cumsum(np.where(sizes == PADDING_SIZE, 0, sizes)), max_bytes, side="right")),
+                )
+                if fits < len(sizes):
+                    stop = cursor + fits
+                    positions, sizes = positions[:fits], sizes[:fits]
+            queue_offsets = np.arange(cursor, stop, dtype=np.int64)
+            keep = sizes != PADDING_SIZE
+            if keep.all():
+                yield positions, sizes, queue_offsets
+            else:
+                yield positions[keep], sizes[keep], queue_offsets[keep]
+            cursor = stop
+
+    def _segments(
         self,
         topic: str,
         queue_id: int,
@@ -360,8 +437,8 @@ class StoreReader:
         sizes: np.ndarray,
         queue_offsets: np.ndarray,
         skip_aged_out: bool,
-    ) -> Iterator[RecordChunk]:
-        """The records at CommitLog ``positions``, one chunk per CommitLog file they are in."""
+    ) -> Iterator[_Segment]:
+        """Where the records at CommitLog ``positions`` are: one segment per CommitLog file they are in."""
         first = 0
         count = len(positions)
         while first < count:
@@ -383,19 +460,34 @@ class StoreReader:
                 first = gone
                 continue
             last = first + int(np.searchsorted(positions[first:], file_start + len(mapped)))
-            local = positions[first:last] - file_start
-            records, error = scan_prefix(mapped, local, check_crc=self.check_crc)
-            done = len(records)
-            mismatch = _mismatch(records, topic, queue_id, sizes[first:last], queue_offsets[first:last])
-            if mismatch is not None and mismatch[0] < done:
-                done, reason = mismatch
-            elif error is not None:
-                reason = error.reason
-            if done < last - first:
-                where = f"its record (CommitLog byte {int(positions[first + done])}) does not check out"
-                raise DamagedRecordError(topic, queue_id, int(queue_offsets[first + done]), f"{where}: {reason}")
-            yield RecordChunk(records)
+            yield _Segment(
+                data=np.frombuffer(mapped, dtype=np.uint8),
+                file_start=file_start,
+                positions=positions[first:last] - file_start,
+                sizes=sizes[first:last],
+                queue_offsets=queue_offsets[first:last],
+            )
             first = last
+
+    def _checked(self, topic: str, queue_id: int, segment: _Segment) -> RecordColumns:
+        """The segment's records scanned and checked against their entries.
+
+        Raises:
+            DamagedRecordError: One is not sound, or not the record its entry describes.
+        """
+        records, error = scan_prefix(segment.data, segment.positions, check_crc=self.check_crc)
+        done = len(records)
+        mismatch = _mismatch(records, topic, queue_id, segment.sizes, segment.queue_offsets)
+        if mismatch is not None and mismatch[0] < done:
+            done, reason = mismatch
+        elif error is not None:
+            reason = error.reason
+        if done < len(segment.positions):
+            where = (
+                f"its record (CommitLog byte {int(segment.positions[done]) + segment.file_start}) does not check out"
+            )
+            raise DamagedRecordError(topic, queue_id, int(segment.queue_offsets[done]), f"{where}: {reason}")
+        return records
 
     @staticmethod
     def _aged_out(topic: str, queue_id: int, start: int, end: int, why: str, skip: bool) -> None:

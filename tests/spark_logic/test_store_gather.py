@@ -1,0 +1,131 @@
+"""The store reader's one-pass gather (``rocketq.common.record_gather``) against the plain scan and decode
+(``scan_prefix`` + ``first_unexpected`` + ``columns_batch``): the same batch for any records, the same
+records accepted when a byte is damaged, and its CRC equal to ``zlib.crc32``."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rocketq.client.columns import arrow_message_schema, columns_batch
+from rocketq.common.record import RecordFormatError, StoredRecord, encode_record
+from rocketq.common.record_columns import first_unexpected, scan_prefix
+from rocketq.common.record_gather import Gathering, table_crc32
+from rocketq.spark.store_source import gathered_batch
+from tests.client.test_columns import sample, stored_records
+
+TOPIC = "TopicTest"
+QUEUE_ID = 3
+
+
+def one_queue(records: list[StoredRecord], first_offset: int) -> list[StoredRecord]:
+    return [
+        replace(record, topic=TOPIC, queue_id=QUEUE_ID, queue_offset=first_offset + index)
+        for index, record in enumerate(records)
+    ]
+
+
+def layout(records: list[StoredRecord], gaps: list[int]) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """The records in a buffer with ``gaps`` bytes of filler before each; (buffer, positions, sizes)."""
+    data, positions, sizes = b"", [], []
+    for record, gap in zip(records, gaps, strict=False):
+        encoded = encode_record(record)
+        data += b"\x00" * gap
+        positions.append(len(data))
+        sizes.append(len(encoded))
+        data += encoded
+    return data, np.array(positions, dtype=np.int64), np.array(sizes, dtype=np.int64)
+
+
+def gather(data: bytes, positions: np.ndarray, sizes: np.ndarray, offsets: np.ndarray, check_crc: bool) -> Gathering:
+    gathering = Gathering(len(positions), int(sizes.sum()), check_crc=check_crc)
+    view = np.frombuffer(data, dtype=np.uint8)
+    gathering.add(view, positions, sizes, offsets, TOPIC.encode(), QUEUE_ID)
+    return gathering
+
+
+def plain_accepted(data: bytes, positions: np.ndarray, sizes: np.ndarray, offsets: np.ndarray, check_crc: bool) -> int:
+    """How many records the store reader's plain path accepts (scan, then the entries' check)."""
+    records, _ = scan_prefix(data, positions, check_crc=check_crc)
+    mismatch = first_unexpected(records, TOPIC, QUEUE_ID, offsets, sizes)
+    return len(records) if mismatch is None else min(mismatch, len(records))
+
+
+gaps = st.lists(st.integers(0, 40), min_size=30, max_size=30)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(stored_records(), max_size=12), gaps, st.integers(0, 2**40), st.booleans())
+def test_the_gathered_batch_is_the_plain_decode(
+    records: list[StoredRecord], gaps: list[int], first_offset: int, check_crc: bool
+) -> None:
+    records = one_queue(records, first_offset)
+    data, positions, sizes = layout(records, gaps)
+    offsets = np.arange(first_offset, first_offset + len(records), dtype=np.int64)
+    gathering = gather(data, positions, sizes, offsets, check_crc)
+    assert gathering.rows == len(records)
+    batch = gathered_batch(gathering.result(), topic=TOPIC, queue_id=QUEUE_ID, broker_name="broker-a")
+    batch.validate(full=True)
+    records_scanned, error = scan_prefix(data, positions, check_crc=check_crc)
+    assert error is None
+    assert batch.equals(columns_batch(records_scanned, broker_name="broker-a"))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(stored_records(), min_size=1, max_size=6),
+    gaps,
+    st.integers(0, 10**6),
+    st.integers(0, 255),
+    st.booleans(),
+    st.sampled_from(["none", "size", "offset"]),
+)
+def test_a_damaged_byte_or_entry_stops_both_at_the_same_record(
+    records: list[StoredRecord], gaps: list[int], where: int, value: int, check_crc: bool, entry: str
+) -> None:
+    records = one_queue(records, 100)
+    data, positions, sizes = layout(records, gaps)
+    damaged = bytearray(data)
+    damaged[where % len(damaged)] = value
+    offsets = np.arange(100, 100 + len(records), dtype=np.int64)
+    victim = where % len(records)
+    if entry == "size":
+        sizes[victim] += 1
+    elif entry == "offset":
+        offsets[victim] += 1
+    expected = plain_accepted(bytes(damaged), positions, sizes, offsets, check_crc)
+    gathering = gather(bytes(damaged), positions, sizes, offsets, check_crc)
+    assert gathering.rows == expected
+    plain, _ = scan_prefix(bytes(damaged), positions[:expected], check_crc=check_crc)
+    try:
+        want = columns_batch(plain, broker_name="b")
+    except RecordFormatError:  # a damaged compressed body: both refuse it when they make the batch
+        with pytest.raises(RecordFormatError, match="does not inflate"):
+            gathered_batch(gathering.result(), topic=TOPIC, queue_id=QUEUE_ID, broker_name="b")
+        return
+    assert gathered_batch(gathering.result(), topic=TOPIC, queue_id=QUEUE_ID, broker_name="b").equals(want)
+
+
+def test_a_record_of_another_topic_or_queue_is_not_gathered() -> None:
+    record = one_queue([sample(0)], 0)[0]
+    for other in (replace(record, topic="TopicTesT"), replace(record, topic="TopicTest2"), replace(record, queue_id=0)):
+        data, positions, sizes = layout([record, replace(other, queue_offset=1)], [0, 0])
+        gathering = gather(data, positions, sizes, np.array([0, 1], dtype=np.int64), True)
+        assert gathering.rows == plain_accepted(data, positions, sizes, np.array([0, 1], dtype=np.int64), True) == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=2000))
+def test_the_table_crc_is_zlibs(data: bytes) -> None:
+    assert table_crc32(data) == zlib.crc32(data)
+
+
+def test_an_empty_gather_is_an_empty_batch() -> None:
+    gathering = Gathering(0, 0, check_crc=True)
+    batch = gathered_batch(gathering.result(), topic=TOPIC, queue_id=QUEUE_ID, broker_name="b")
+    assert batch.num_rows == 0 and batch.schema.equals(arrow_message_schema(False))

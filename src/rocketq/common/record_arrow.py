@@ -9,10 +9,12 @@ them into a ``pyarrow.RecordBatch`` without copying them again.
 
 One kernel (``_fill``) visits each record once: it checks it as ``rocketq.common.record_columns``
 does (the same ``check_record`` and the same walk of the properties), and writes its values at the ends
-of the columns. Nothing is kept per record in between and no Python object is made per record. Before
-it, the buffers' sizes give the room the columns can need (what is left of the records once their fixed
-part is taken away: bodies, topics and properties); a walk of the record starts is the only other pass,
-and only for buffers of records one after the other, whose starts are not given.
+of the columns; in a buffer of records one after the other it finds the next record from the total
+size of this one, so there is no separate walk. Nothing is kept per record in between and no Python
+object is made per record. The columns are sized up front from the buffers' sizes: a buffer of records
+one after the other holds at most ``len // RECORD_OVERHEAD`` records and its length in bodies, topics
+and properties; for records at given positions, a light first pass (``_payload_bound``) adds up their
+total sizes. Room that is not written is sliced off (and, being untouched, costs no memory).
 
 Compressed bodies (rare: producers compress bodies over 4 KiB) are copied as stored; the caller
 inflates the rows listed in ``compressed``. The ``properties`` map column, asked for rarely, is built
@@ -66,6 +68,7 @@ def _payload_bound(b: Any, positions: Any) -> Any:
 def _fill(
     b: Any,
     positions: Any,
+    walk_end: Any,
     check_crc: Any,
     row: Any,
     cursor: Any,
@@ -80,22 +83,32 @@ def _fill(
     body: Any,
     properties: Any,
     compressed: Any,
-) -> tuple[Any, Any]:
-    """Check the records at ``positions`` and write them as rows ``row``, ``row + 1``... of the columns;
-    stops at the first one that is not sound: (records written, its reason code). ``cursor`` holds where
-    the values of ``topic``, ``msg_id``, ``tags``, ``keys`` and ``body`` end, how many rows
-    ``compressed`` lists (row, position), and how many rows have tags and keys; it is moved on. ``properties`` (3 by record, or empty when not
+) -> tuple[Any, Any, Any]:
+    """Check the records at ``positions`` (with ``walk_end`` above 0: the records one after the other
+    from the start of ``b`` to ``walk_end``, following their total sizes) and write them as rows
+    ``row``, ``row + 1``... of the columns; stops at the first one that is not sound: (records written,
+    its reason code, its position). ``cursor`` holds where the values of ``topic``, ``msg_id``,
+    ``tags``, ``keys`` and ``body`` end, how many rows ``compressed`` lists (row, position), and how
+    many rows have tags and keys; it is moved on. ``properties`` (3 by record, or empty when not
     wanted) gets each record's properties start, length and count."""
-    limit = len(b)
+    walking = walk_end > 0
+    limit = walk_end if walking else len(b)
     topic_end, id_end, tags_end, keys_end, body_end = cursor[0], cursor[1], cursor[2], cursor[3], cursor[4]
     squeezed, tagged, keyed = cursor[5], cursor[6], cursor[7]
     noted = properties.shape[1] > 0
-    done, reason = len(positions), np.int64(OK)
-    for i in range(len(positions)):
-        p = positions[i]
+    reason = np.int64(OK)
+    i = 0
+    p = np.int64(0)
+    while True:
+        if walking:
+            if p >= limit:
+                break
+        elif i < len(positions):
+            p = positions[i]
+        else:
+            break
         reason = check_record(b, p, limit, check_crc)
         if reason != OK:
-            done = i
             break
         body_length = int32_at(b, p + 84)
         topic_at = p + HEAD_SIZE + body_length
@@ -106,7 +119,6 @@ def _fill(
             b, properties_at, properties_end
         )
         if reason != OK:
-            done = i
             break
         r = row + i
         narrow[0, r] = int32_at(b, p + 12)
@@ -150,9 +162,12 @@ def _fill(
             properties[0, i] = properties_at
             properties[1, i] = properties_end - properties_at
             properties[2, i] = entries
+        i += 1
+        if walking:
+            p += int32_at(b, p)
     cursor[0], cursor[1], cursor[2], cursor[3], cursor[4] = topic_end, id_end, tags_end, keys_end, body_end
     cursor[5], cursor[6], cursor[7] = squeezed, tagged, keyed
-    return done, reason
+    return i, reason, p
 
 
 # Module-level constants and helpers, frozen into the compiled kernels (see ``record_columns``).
@@ -160,7 +175,7 @@ OK = rc.OK
 HEAD_SIZE = rc.HEAD_SIZE
 RECORD_OVERHEAD = rc.RECORD_OVERHEAD
 COMPRESSED = int(SysFlag.COMPRESSED)
-HEX = rc.HEX
+HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
 int32_at: Any = byte_kernels.int32_at
 int64_at: Any = byte_kernels.int64_at
 copy: Any = byte_kernels.copy
@@ -180,7 +195,7 @@ def _compile(numba: Any) -> SimpleNamespace:
     )
     nothing, none = rc.as_bytes(b""), np.zeros(0, dtype=np.int64)  # every buffer is passed read-only
     compiled.payload_bound(nothing, none)
-    Columns(0, 0).fill(compiled.fill, nothing, none, False, np.zeros((3, 0), dtype=np.int64))
+    Columns(0, 0).fill(compiled.fill, nothing, none, 0, False, np.zeros((3, 0), dtype=np.int64))
     return compiled
 
 
@@ -227,56 +242,62 @@ class FilledColumns:
 
 
 class Columns:
-    """The buffers being filled, sized for ``count`` rows of at most ``payload`` variable bytes."""
+    """The buffers being filled: room for ``rows`` rows holding at most ``payload`` bytes of bodies,
+    topics and properties."""
 
-    def __init__(self, count: int, payload: int) -> None:
-        if payload + OFFSET_ID_LENGTH * count > MAX_COLUMN_BYTES:
-            raise RecordFormatError(0, f"{count} records of {payload} bytes could pass 2 GiB a column: decode fewer")
-        self.count = count
+    def __init__(self, rows: int, payload: int) -> None:
+        if payload + OFFSET_ID_LENGTH * rows > MAX_COLUMN_BYTES:
+            raise RecordFormatError(0, f"{rows} records of {payload} bytes could pass 2 GiB a column: decode fewer")
         self.written = 0
         self.cursor = np.zeros(8, dtype=np.int64)  # see ``_fill``
-        self.wide = np.empty((len(WIDE), count), dtype=np.int64)
-        self.narrow = np.empty((len(NARROW), count), dtype=np.int32)
-        self.offsets = np.empty((len(VARIABLE), count + 1), dtype=np.int32)
+        self.wide = np.empty((len(WIDE), rows), dtype=np.int64)
+        self.narrow = np.empty((len(NARROW), rows), dtype=np.int32)
+        self.offsets = np.empty((len(VARIABLE), rows + 1), dtype=np.int32)
         self.offsets[:, 0] = 0
-        self.validity = np.zeros((len(NULLABLE), (count + 7) // 8), dtype=np.uint8)
+        self.validity = np.zeros((len(NULLABLE), (rows + 7) // 8), dtype=np.uint8)
         self.values = (
-            np.empty(min(payload, rc.MAX_TOPIC_LENGTH * count), dtype=np.uint8),  # topic
-            np.empty(payload + OFFSET_ID_LENGTH * count, dtype=np.uint8),  # msgId
+            np.empty(min(payload, rc.MAX_TOPIC_LENGTH * rows), dtype=np.uint8),  # topic
+            np.empty(payload + OFFSET_ID_LENGTH * rows, dtype=np.uint8),  # msgId
             np.empty(payload, dtype=np.uint8),  # tags
             np.empty(payload, dtype=np.uint8),  # keys
             np.empty(payload, dtype=np.uint8),  # body
         )
-        self.compressed = np.empty((2, count), dtype=np.int64)
+        self.compressed = np.empty((2, rows), dtype=np.int64)
 
-    def fill(self, kernel: Any, data: np.ndarray, positions: np.ndarray, check_crc: bool, spans: np.ndarray) -> None:
-        """Write the records of ``data`` at ``positions`` as the next rows.
+    def fill(
+        self, kernel: Any, data: np.ndarray, positions: np.ndarray, walk_end: int, check_crc: bool, spans: np.ndarray
+    ) -> int:
+        """Write the records of ``data`` (at ``positions``, or with ``walk_end``, one after the other up to
+        there) as the next rows: how many.
 
         Raises:
             RecordFormatError: A record is not sound; names its position.
         """
-        done, reason = kernel(
-            data, positions, check_crc, self.written, self.cursor, self.wide, self.narrow, self.offsets,
+        done, reason, position = kernel(
+            data, positions, walk_end, check_crc, self.written, self.cursor, self.wide, self.narrow, self.offsets,
             self.validity, *self.values, spans, self.compressed,
         )  # fmt: skip
         if reason != OK:
-            position = int(positions[done])
-            raise RecordFormatError(position, rc.explain(data, position, int(reason)))
+            raise RecordFormatError(int(position), rc.explain(data, int(position), int(reason)))
         self.written += int(done)
+        return int(done)
 
     def finish(self, properties: tuple[PartProperties, ...]) -> FilledColumns:
-        ends = self.cursor
+        count, ends = self.written, self.cursor
         return FilledColumns(
-            count=self.count,
-            wide=self.wide,
-            narrow=self.narrow,
-            offsets=self.offsets,
-            validity=self.validity,
-            null_counts=(self.count - int(ends[6]), self.count - int(ends[7])),
+            count=count,
+            wide=self.wide[:, :count],
+            narrow=self.narrow[:, :count],
+            offsets=self.offsets[:, : count + 1],
+            validity=self.validity[:, : (count + 7) // 8],
+            null_counts=(count - int(ends[6]), count - int(ends[7])),
             values=tuple(values[: int(ends[c])] for c, values in enumerate(self.values)),
             compressed=self.compressed[:, : int(ends[5])],
             properties=properties,
         )
+
+
+_NO_POSITIONS: Final = np.zeros(0, dtype=np.int64)
 
 
 def fill_columns(
@@ -290,25 +311,29 @@ def fill_columns(
     memoryview, mmap or uint8 array; it is not copied, and the result does not refer to it.
 
     Raises:
-        RecordFormatError: A record is not sound (see ``record_columns``), or a column would pass 2 GiB.
+        RecordFormatError: A record is not sound (see ``record_columns``), or a column could pass 2 GiB.
     """
     chosen = kernels()
-    located: list[tuple[np.ndarray, np.ndarray]] = []
-    payload = 0
+    located: list[tuple[np.ndarray, np.ndarray | None, int]] = []  # buffer, positions, room for rows
+    rows = payload = 0
     for buffer, positions in parts:
         data = rc.as_bytes(buffer)
-        if positions is None:
-            where = rc.record_positions(data)
-            payload += len(data) - RECORD_OVERHEAD * len(where)
+        if positions is None:  # no record is smaller than RECORD_OVERHEAD, none holds more than its buffer
+            located.append((data, None, len(data) // RECORD_OVERHEAD))
+            payload += len(data)
         else:
             where = np.ascontiguousarray(positions, dtype=np.int64)
+            located.append((data, where, len(where)))
             payload += int(chosen.payload_bound(data, where))
-        located.append((data, where))
-    columns = Columns(sum(len(where) for _, where in located), payload)
+        rows += located[-1][2]
+    columns = Columns(rows, payload)
     noted: list[PartProperties] = []
-    for data, where in located:
-        spans = np.empty((3, len(where) if include_properties else 0), dtype=np.int64)
-        columns.fill(chosen.fill, data, where, check_crc, spans)
+    for data, where, room in located:
+        spans = np.empty((3, room if include_properties else 0), dtype=np.int64)
+        if where is None:
+            done = columns.fill(chosen.fill, data, _NO_POSITIONS, len(data), check_crc, spans)
+        else:
+            done = columns.fill(chosen.fill, data, where, 0, check_crc, spans)
         if include_properties:
-            noted.append(PartProperties(data, spans))
+            noted.append(PartProperties(data, np.ascontiguousarray(spans[:, :done])))
     return columns.finish(tuple(noted))

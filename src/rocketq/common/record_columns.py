@@ -304,7 +304,6 @@ NAME_VALUE_SEPARATOR = 1
 TAGS = np.frombuffer(b"TAGS\x01", dtype=np.uint8)
 KEYS = np.frombuffer(b"KEYS\x01", dtype=np.uint8)
 UNIQ = np.frombuffer(b"UNIQ_KEY\x01", dtype=np.uint8)
-HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
 # The helpers the kernels call: the plain functions until ``kernels()`` swaps in compiled ones.
 int32_at: Any = byte_kernels.int32_at
 int64_at: Any = byte_kernels.int64_at

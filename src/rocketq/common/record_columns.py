@@ -357,7 +357,8 @@ _COMPILED = CompileOnce(
 
 
 def kernels() -> SimpleNamespace:
-    """The kernels (``walk``, ``scan``, ``gather``, ``property_entries``, ``first_unexpected``): compiled on the first call, or the plain functions without numba."""
+    """The kernels (``walk``, ``scan``, ``gather``, ``property_entries``, ``first_unexpected``):
+    compiled on the first call, or the plain functions without numba."""
     compiled = _COMPILED.get()
     return _PLAIN if compiled is None else compiled
 

@@ -154,8 +154,14 @@ def records_batch(
             body does not inflate, or a column could pass 2 GiB; the error names the record's position
             in its buffer.
     """
-    filled = fill_columns(parts, check_crc=check_crc, include_properties=include_properties)
+    filled = fill_columns(parts, check_crc=check_crc, include_properties=include_properties, allocate=_arrow_memory)
     return _batch(filled, broker_name, include_properties)
+
+
+def _arrow_memory(size: int) -> np.ndarray:
+    """Room from Arrow's memory pool, which keeps what the batches before freed (the system's fresh
+    pages cost a page fault each: 0.03-0.15 µs per message of a batch, measured at 100 B and 1 KiB)."""
+    return np.frombuffer(pa.allocate_buffer(size), dtype=np.uint8)
 
 
 def columns_batch(

@@ -14,7 +14,9 @@ size of this one, so there is no separate walk. Nothing is kept per record in be
 object is made per record. The columns are sized up front from the buffers' sizes: a buffer of records
 one after the other holds at most ``len // RECORD_OVERHEAD`` records and its length in bodies, topics
 and properties; for records at given positions, a light first pass (``_payload_bound``) adds up their
-total sizes. Room that is not written is sliced off (and, being untouched, costs no memory).
+total sizes. Room that is not written is sliced off. The memory comes from the caller's allocator:
+``rocketq.client.columns`` takes it from Arrow's memory pool, which keeps freed memory for the next
+batch, so filling a batch does not fault in fresh pages from the system each time.
 
 Compressed bodies (rare: producers compress bodies over 4 KiB) are copied as stored; the caller
 inflates the rows listed in ``compressed``. The ``properties`` map column, asked for rarely, is built
@@ -28,7 +30,7 @@ Like the other kernels, ``_fill`` is plain Python in the subset numba compiles, 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Final
@@ -241,26 +243,41 @@ class FilledColumns:
     properties: tuple[PartProperties, ...]
 
 
+Allocate = Callable[[int], np.ndarray]
+"""Where the columns' memory comes from: ``n`` -> a writable uint8 array of ``n`` bytes (its contents
+need not be zero)."""
+
+
+def numpy_memory(size: int) -> np.ndarray:
+    return np.empty(size, dtype=np.uint8)
+
+
 class Columns:
     """The buffers being filled: room for ``rows`` rows holding at most ``payload`` bytes of bodies,
-    topics and properties."""
+    topics and properties, taken from ``allocate``."""
 
-    def __init__(self, rows: int, payload: int) -> None:
+    def __init__(self, rows: int, payload: int, allocate: Allocate = numpy_memory) -> None:
         if payload + OFFSET_ID_LENGTH * rows > MAX_COLUMN_BYTES:
             raise RecordFormatError(0, f"{rows} records of {payload} bytes could pass 2 GiB a column: decode fewer")
+
+        def array(shape: tuple[int, int], kind: type[np.generic]) -> np.ndarray:
+            width = np.dtype(kind).itemsize
+            return allocate(shape[0] * shape[1] * width).view(kind).reshape(shape)
+
         self.written = 0
         self.cursor = np.zeros(8, dtype=np.int64)  # see ``_fill``
-        self.wide = np.empty((len(WIDE), rows), dtype=np.int64)
-        self.narrow = np.empty((len(NARROW), rows), dtype=np.int32)
-        self.offsets = np.empty((len(VARIABLE), rows + 1), dtype=np.int32)
+        self.wide = array((len(WIDE), rows), np.int64)
+        self.narrow = array((len(NARROW), rows), np.int32)
+        self.offsets = array((len(VARIABLE), rows + 1), np.int32)
         self.offsets[:, 0] = 0
-        self.validity = np.zeros((len(NULLABLE), (rows + 7) // 8), dtype=np.uint8)
+        self.validity = array((len(NULLABLE), (rows + 7) // 8), np.uint8)
+        self.validity.fill(0)
         self.values = (
-            np.empty(min(payload, rc.MAX_TOPIC_LENGTH * rows), dtype=np.uint8),  # topic
-            np.empty(payload + OFFSET_ID_LENGTH * rows, dtype=np.uint8),  # msgId
-            np.empty(payload, dtype=np.uint8),  # tags
-            np.empty(payload, dtype=np.uint8),  # keys
-            np.empty(payload, dtype=np.uint8),  # body
+            allocate(min(payload, rc.MAX_TOPIC_LENGTH * rows)),  # topic
+            allocate(payload + OFFSET_ID_LENGTH * rows),  # msgId
+            allocate(payload),  # tags
+            allocate(payload),  # keys
+            allocate(payload),  # body
         )
         self.compressed = np.empty((2, rows), dtype=np.int64)
 
@@ -305,10 +322,12 @@ def fill_columns(
     *,
     check_crc: bool = False,
     include_properties: bool = False,
+    allocate: Allocate = numpy_memory,
 ) -> FilledColumns:
     """The records of ``parts`` (buffer, where its wanted records start or None for records one after the
     other from its first byte), in order, as Arrow column buffers. A buffer is any of bytes, bytearray,
-    memoryview, mmap or uint8 array; it is not copied, and the result does not refer to it.
+    memoryview, mmap or uint8 array; it is not copied, and the result does not refer to it. The
+    columns' memory comes from ``allocate``.
 
     Raises:
         RecordFormatError: A record is not sound (see ``record_columns``), or a column could pass 2 GiB.
@@ -326,7 +345,7 @@ def fill_columns(
             located.append((data, where, len(where)))
             payload += int(chosen.payload_bound(data, where))
         rows += located[-1][2]
-    columns = Columns(rows, payload)
+    columns = Columns(rows, payload, allocate)
     noted: list[PartProperties] = []
     for data, where, room in located:
         spans = np.empty((3, room if include_properties else 0), dtype=np.int64)

@@ -347,12 +347,12 @@ def fill_columns(
         rows += located[-1][2]
     columns = Columns(rows, payload, allocate)
     noted: list[PartProperties] = []
-    for data, where, room in located:
+    for data, starts, room in located:
         spans = np.empty((3, room if include_properties else 0), dtype=np.int64)
-        if where is None:
+        if starts is None:
             done = columns.fill(chosen.fill, data, _NO_POSITIONS, len(data), check_crc, spans)
         else:
-            done = columns.fill(chosen.fill, data, where, 0, check_crc, spans)
+            done = columns.fill(chosen.fill, data, starts, 0, check_crc, spans)
         if include_properties:
             noted.append(PartProperties(data, np.ascontiguousarray(spans[:, :done])))
     return columns.finish(tuple(noted))

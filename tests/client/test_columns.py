@@ -233,6 +233,13 @@ def test_an_empty_buffer_gives_an_empty_batch_of_the_schema() -> None:
         assert at_no_positions.num_rows == 0
 
 
+def test_no_parts_give_an_empty_batch_of_the_schema() -> None:
+    for include_properties in (False, True):
+        batch = records_batch([], broker_name=BROKER, include_properties=include_properties)
+        assert batch.num_rows == 0 and batch.schema.equals(arrow_message_schema(include_properties))
+        batch.validate(full=True)
+
+
 def test_the_batch_owns_its_bytes() -> None:
     record = StoredRecord(0, 0, 0, 1, 0, 5, 9, 0, 1, bytes(8), 2, bytes(8), 0, 0, b"body", "T", "TAGS\x01a")
     data = bytearray(encode_record(record))

@@ -205,7 +205,11 @@ def _batch(filled: FilledColumns, broker_name: str, include_properties: bool) ->
     ]
     if include_properties:
         properties = [_properties(part) for part in filled.properties]
-        arrays.append(properties[0] if len(properties) == 1 else pa.concat_arrays(properties))
+        if len(properties) == 1:
+            arrays.append(properties[0])
+        else:  # (no part at all: an empty column)
+            kind = arrow_message_schema(True).field(PROPERTIES_COLUMN).type
+            arrays.append(pa.concat_arrays(properties) if properties else pa.array([], type=kind))
     return pa.RecordBatch.from_arrays(arrays, schema=arrow_message_schema(include_properties))
 
 

@@ -4,9 +4,10 @@
 given start positions (a CommitLog file addressed by its ConsumeQueue entries), checks each record, and
 returns a ``RecordColumns``: one int64 array per ``FIELDS`` entry, header fields and the spans (start,
 length) of the body, the topic, the properties and the TAGS, KEYS and UNIQ_KEY values inside them.
-``gather`` copies spans into one contiguous buffer with Arrow-style offsets, ``message_ids`` writes the
-message id column, ``property_entries`` lists each record's properties. ``rocketq.client.columns`` turns
-these into Arrow record batches; the offline store reader checks the records it returns with them.
+``gather`` copies spans into one contiguous buffer with Arrow-style offsets, ``property_entries`` lists
+each record's properties. The offline store reader checks the records it returns with these columns;
+the Arrow record batches are written by ``rocketq.common.record_arrow``, which shares this module's
+record check (``check_record``) and properties walk (``read_properties``).
 
 A record is accepted when its header fits the buffer, the magic is a message's, the total size, body
 length, topic length (1-127) and properties length add up, the hosts use the IPv4 layout (the only one
@@ -152,8 +153,7 @@ def _walk(b: Any, start: Any, end: Any, positions: Any) -> tuple[Any, Any, Any]:
 
 def _scan(b: Any, positions: Any, check_crc: Any, out: Any) -> tuple[Any, Any]:
     """Check the records at ``positions`` and fill ``out`` (``FIELDS`` by record); stops at the first
-    one that is not sound: (records filled, its reason code). The properties are walked once: segments,
-    names, and UTF-8 in the same pass."""
+    one that is not sound: (records filled, its reason code)."""
     limit = len(b)
     for i in range(len(positions)):
         p = positions[i]
@@ -165,38 +165,11 @@ def _scan(b: Any, positions: Any, check_crc: Any, out: Any) -> tuple[Any, Any]:
         topic_length = np.int64(b[topic_at])
         properties_at = topic_at + 3 + topic_length
         properties_end = properties_at + ((np.int64(b[properties_at - 2]) << 8) | np.int64(b[properties_at - 1]))
-        tags_at = keys_at = uniq_at = np.int64(-1)
-        tags_stop = keys_stop = uniq_stop = np.int64(-1)
-        entries = 0
-        segment = properties_at
-        name_end = np.int64(-1)  # the segment's first NAME_VALUE_SEPARATOR
-        k = properties_at
-        while k <= properties_end:
-            while k < properties_end and PROPERTY_SEPARATOR < b[k] < 0x80:  # plain ASCII: nothing to note
-                k += 1
-            c = np.int64(b[k]) if k < properties_end else np.int64(PROPERTY_SEPARATOR)
-            if c == PROPERTY_SEPARATOR:
-                if segment < name_end < k - 1:  # a name, the separator, a value
-                    entries += 1
-                    name_length = name_end - segment
-                    if name_length == 4 and starts_with(b, segment, k, TAGS):
-                        tags_at, tags_stop = name_end + 1, k
-                    elif name_length == 4 and starts_with(b, segment, k, KEYS):
-                        keys_at, keys_stop = name_end + 1, k
-                    elif name_length == 8 and starts_with(b, segment, k, UNIQ):
-                        uniq_at, uniq_stop = name_end + 1, k
-                segment = k + 1
-                name_end = np.int64(-1)
-            elif c == NAME_VALUE_SEPARATOR:
-                if name_end < 0:
-                    name_end = k
-            elif c >= 0x80:
-                length = utf8_sequence(b, k, properties_end)
-                if length == 0:
-                    return i, 10
-                k += length
-                continue
-            k += 1
+        reason, entries, tags_at, tags_stop, keys_at, keys_stop, uniq_at, uniq_stop = read_properties(
+            b, properties_at, properties_end
+        )
+        if reason != OK:
+            return i, reason
         row = out[:, i]
         row[POSITION] = p
         row[TOTAL_SIZE] = int32_at(b, p)
@@ -224,27 +197,51 @@ def _scan(b: Any, positions: Any, check_crc: Any, out: Any) -> tuple[Any, Any]:
     return len(positions), OK
 
 
+def _read_properties(b: Any, start: Any, end: Any) -> tuple[Any, Any, Any, Any, Any, Any, Any, Any]:
+    """Walk the properties ``b[start:end]`` once (segments, names and UTF-8 in the same pass): (reason
+    code, segments that count as properties, then start and stop of the TAGS, KEYS and UNIQ_KEY values,
+    -1 and -1 for a name that is absent)."""
+    tags_at = keys_at = uniq_at = np.int64(-1)
+    tags_stop = keys_stop = uniq_stop = np.int64(-1)
+    entries = np.int64(0)
+    segment = start
+    name_end = np.int64(-1)  # the segment's first NAME_VALUE_SEPARATOR
+    k = start
+    while k <= end:
+        while k < end and PROPERTY_SEPARATOR < b[k] < 0x80:  # plain ASCII: nothing to note
+            k += 1
+        c = np.int64(b[k]) if k < end else np.int64(PROPERTY_SEPARATOR)
+        if c == PROPERTY_SEPARATOR:
+            if segment < name_end < k - 1:  # a name, the separator, a value
+                entries += 1
+                name_length = name_end - segment
+                if name_length == 4 and starts_with(b, segment, k, TAGS):
+                    tags_at, tags_stop = name_end + 1, k
+                elif name_length == 4 and starts_with(b, segment, k, KEYS):
+                    keys_at, keys_stop = name_end + 1, k
+                elif name_length == 8 and starts_with(b, segment, k, UNIQ):
+                    uniq_at, uniq_stop = name_end + 1, k
+            segment = k + 1
+            name_end = np.int64(-1)
+        elif c == NAME_VALUE_SEPARATOR:
+            if name_end < 0:
+                name_end = k
+        elif c >= 0x80:
+            length = utf8_sequence(b, k, end)
+            if length == 0:
+                return np.int64(10), entries, tags_at, tags_stop, keys_at, keys_stop, uniq_at, uniq_stop
+            k += length
+            continue
+        k += 1
+    return np.int64(OK), entries, tags_at, tags_stop, keys_at, keys_stop, uniq_at, uniq_stop
+
+
 def _gather(b: Any, starts: Any, lengths: Any, offsets: Any, out: Any) -> None:
     """Copy span ``i`` (``b[starts[i] : starts[i] + lengths[i]]``) to ``out[offsets[i]:]``; spans that
     start below 0 are left for the caller."""
     for i in range(len(starts)):
         if starts[i] >= 0:
             copy(out, offsets[i], b, starts[i], starts[i] + lengths[i])
-
-
-def _message_ids(b: Any, positions: Any, uniq_at: Any, uniq_length: Any, offsets: Any, out: Any) -> None:
-    """Each record's UNIQ_KEY, or its offset message id: the store host's 8 bytes and the physical
-    offset's 8 bytes as 32 upper-case hex digits (``rocketq.common.message_id``)."""
-    for i in range(len(positions)):
-        at = offsets[i]
-        if uniq_at[i] >= 0:
-            copy(out, at, b, uniq_at[i], uniq_at[i] + uniq_length[i])
-            continue
-        p = positions[i]
-        for k in range(16):
-            byte = np.int64(b[p + 64 + k]) if k < 8 else np.int64(b[p + 28 + k - 8])
-            out[at + 2 * k] = HEX[byte >> 4]
-            out[at + 2 * k + 1] = HEX[byte & 15]
 
 
 def _first_unexpected(b: Any, fields: Any, topic: Any, queue_id: Any, queue_offsets: Any, sizes: Any) -> Any:
@@ -307,7 +304,6 @@ NAME_VALUE_SEPARATOR = 1
 TAGS = np.frombuffer(b"TAGS\x01", dtype=np.uint8)
 KEYS = np.frombuffer(b"KEYS\x01", dtype=np.uint8)
 UNIQ = np.frombuffer(b"UNIQ_KEY\x01", dtype=np.uint8)
-HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
 # The helpers the kernels call: the plain functions until ``kernels()`` swaps in compiled ones.
 int32_at: Any = byte_kernels.int32_at
 int64_at: Any = byte_kernels.int64_at
@@ -317,19 +313,19 @@ copy: Any = byte_kernels.copy
 utf8_valid: Any = _utf8_valid
 utf8_sequence: Any = byte_kernels.utf8_sequence
 check_record: Any = _check_record
+read_properties: Any = _read_properties
 
 _PLAIN: Final = SimpleNamespace(
     walk=_walk,
     scan=_scan,
     gather=_gather,
-    message_ids=_message_ids,
     property_entries=_property_entries,
     first_unexpected=_first_unexpected,
 )
 
 
 def _compile(numba: Any) -> SimpleNamespace:
-    global int32_at, int64_at, starts_with, crc32, copy, utf8_valid, utf8_sequence, check_record
+    global int32_at, int64_at, starts_with, crc32, copy, utf8_valid, utf8_sequence, check_record, read_properties
     int32_at = numba.njit(inline="always")(byte_kernels.int32_at)
     int64_at = numba.njit(inline="always")(byte_kernels.int64_at)
     starts_with = numba.njit(inline="always")(byte_kernels.starts_with)
@@ -338,6 +334,7 @@ def _compile(numba: Any) -> SimpleNamespace:
     utf8_sequence = numba.njit(inline="never")(byte_kernels.utf8_sequence)
     utf8_valid = numba.njit(inline="always")(_utf8_valid)
     check_record = numba.njit(inline="always")(_check_record)
+    read_properties = numba.njit(inline="always")(_read_properties)
     compiled = SimpleNamespace(
         **{name: numba.njit(nogil=True, cache=True)(kernel) for name, kernel in vars(_PLAIN).items()}
     )
@@ -346,7 +343,6 @@ def _compile(numba: Any) -> SimpleNamespace:
     compiled.walk(nothing, 0, 0, none)
     compiled.scan(nothing, none, False, np.zeros((len(FIELDS), 0), dtype=np.int64))
     compiled.gather(nothing, none, none, none, np.zeros(0, dtype=np.uint8))
-    compiled.message_ids(nothing, none, none, none, none, np.zeros(0, dtype=np.uint8))
     compiled.property_entries(nothing, none, none, none, np.zeros((0, 4), dtype=np.int64))
     compiled.first_unexpected(nothing, np.zeros((len(FIELDS), 0), dtype=np.int64), nothing, 0, none, none)
     return compiled
@@ -361,8 +357,8 @@ _COMPILED = CompileOnce(
 
 
 def kernels() -> SimpleNamespace:
-    """The kernels (``walk``, ``scan``, ``gather``, ``message_ids``, ``property_entries``,
-    ``first_unexpected``): compiled on the first call, or the plain functions without numba."""
+    """The kernels (``walk``, ``scan``, ``gather``, ``property_entries``, ``first_unexpected``):
+    compiled on the first call, or the plain functions without numba."""
     compiled = _COMPILED.get()
     return _PLAIN if compiled is None else compiled
 
@@ -424,7 +420,7 @@ def record_positions(buffer: Any, start: int = 0, end: int | None = None) -> np.
     room = np.empty(bound if bound <= _ONE_WALK_MAX_RECORDS else 0, dtype=np.int64)
     count, reason, position = walk(data, start, stop, room)
     if reason != OK:
-        raise RecordFormatError(int(position), _explain(data, int(position), reason))
+        raise RecordFormatError(int(position), explain(data, int(position), reason))
     if count <= len(room):
         return room[:count]
     positions = np.empty(count, dtype=np.int64)
@@ -457,7 +453,7 @@ def scan_prefix(
     if reason == OK:
         return columns, None
     position = int(where[count])
-    return columns, RecordFormatError(position, _explain(data, position, reason))
+    return columns, RecordFormatError(position, explain(data, position, reason))
 
 
 def first_unexpected(
@@ -473,7 +469,7 @@ def first_unexpected(
     return None if index < 0 else index
 
 
-def _explain(data: np.ndarray, position: int, reason: int) -> str:
+def explain(data: np.ndarray, position: int, reason: int) -> str:
     """The reason's text, with the value that failed where there is one."""
     text = REASONS[reason]
     if 0 <= position <= len(data) - 8 and reason in (2, 3):

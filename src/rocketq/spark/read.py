@@ -13,16 +13,14 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-import numpy as np
 import pyarrow as pa
 
-from rocketq.client.columns import columns_batch
+from rocketq.client.columns import records_batch
 from rocketq.client.errors import MQClientError
 from rocketq.client.message import MessageQueue
 from rocketq.client.queue_reader import OffsetOutOfRangeError, QueueChunk
 from rocketq.client.selector import MessageSelector
 from rocketq.client.sync_tools import SyncQueueReader
-from rocketq.common.record_columns import scan_records
 from rocketq.remoting import RemotingError
 from rocketq.spark.offsets import QueueKey, QueueRange
 from rocketq.spark.planning import report_data_loss
@@ -139,9 +137,6 @@ def read_range(settings: ReadSettings, part: QueueRange) -> Iterator[pa.RecordBa
 
 
 def _decode(chunks: list[QueueChunk], broker: str, include_properties: bool) -> pa.RecordBatch:
-    """One batch of the chunks' wanted records, each chunk scanned where it is (not joined first)."""
-    scanned = [
-        scan_records(chunk.records, None if chunk.positions is None else np.asarray(chunk.positions, dtype=np.int64))
-        for chunk in chunks
-    ]
-    return columns_batch(scanned, broker_name=broker, include_properties=include_properties)
+    """One batch of the chunks' wanted records, each chunk read where it is (not joined first)."""
+    parts = [(chunk.records, chunk.positions) for chunk in chunks]
+    return records_batch(parts, broker_name=broker, include_properties=include_properties)

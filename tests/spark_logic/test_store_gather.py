@@ -1,6 +1,7 @@
-"""The store reader's one-pass gather (``rocketq.common.record_gather``) against the plain scan and decode
-(``scan_prefix`` + ``first_unexpected`` + ``columns_batch``): the same batch for any records, the same
-records accepted when a byte is damaged, and its CRC equal to ``zlib.crc32``."""
+"""The store reader's gather (the one decode, ``fill_columns``, then ``rows_match_entries``) against the
+plain scan and decode (``scan_prefix`` + ``first_unexpected`` + ``columns_batch``): the same batch for
+any records, the same decision when a byte or an entry is damaged, and the kernels' CRC equal to
+``zlib.crc32``."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketq.client.columns import arrow_message_schema, columns_batch
+from rocketq.client.columns import arrow_memory, arrow_message_schema, columns_batch, filled_batch
+from rocketq.common import byte_kernels
 from rocketq.common.record import RecordFormatError, StoredRecord, encode_record
+from rocketq.common.record_arrow import FilledColumns, fill_columns
 from rocketq.common.record_columns import first_unexpected, scan_prefix
-from rocketq.common.record_gather import Gathering, table_crc32
-from rocketq.spark.store_source import gathered_batch
+from rocketq.store.readonly import rows_match_entries
 from tests.client.test_columns import sample, stored_records
 
 TOPIC = "TopicTest"
@@ -42,11 +44,16 @@ def layout(records: list[StoredRecord], gaps: list[int]) -> tuple[bytes, np.ndar
     return data, np.array(positions, dtype=np.int64), np.array(sizes, dtype=np.int64)
 
 
-def gather(data: bytes, positions: np.ndarray, sizes: np.ndarray, offsets: np.ndarray, check_crc: bool) -> Gathering:
-    gathering = Gathering(len(positions), int(sizes.sum()), check_crc=check_crc)
+def gather(
+    data: bytes, positions: np.ndarray, sizes: np.ndarray, offsets: np.ndarray, check_crc: bool
+) -> FilledColumns | None:
+    """The rows the store reader's gather makes of these records, or None when it refuses them."""
     view = np.frombuffer(data, dtype=np.uint8)
-    gathering.add(view, positions, sizes, offsets, TOPIC.encode(), QUEUE_ID)
-    return gathering
+    try:
+        filled = fill_columns([(view, positions)], check_crc=check_crc, allocate=arrow_memory)
+    except RecordFormatError:
+        return None
+    return filled if rows_match_entries(filled, [(view, positions, sizes, offsets)], TOPIC, QUEUE_ID) else None
 
 
 def plain_accepted(data: bytes, positions: np.ndarray, sizes: np.ndarray, offsets: np.ndarray, check_crc: bool) -> int:
@@ -67,9 +74,9 @@ def test_the_gathered_batch_is_the_plain_decode(
     records = one_queue(records, first_offset)
     data, positions, sizes = layout(records, gaps)
     offsets = np.arange(first_offset, first_offset + len(records), dtype=np.int64)
-    gathering = gather(data, positions, sizes, offsets, check_crc)
-    assert gathering.rows == len(records)
-    batch = gathered_batch(gathering.result(), topic=TOPIC, queue_id=QUEUE_ID, broker_name="broker-a")
+    filled = gather(data, positions, sizes, offsets, check_crc)
+    assert filled is not None and filled.count == len(records)
+    batch = filled_batch(filled, broker_name="broker-a")
     batch.validate(full=True)
     records_scanned, error = scan_prefix(data, positions, check_crc=check_crc)
     assert error is None
@@ -85,7 +92,7 @@ def test_the_gathered_batch_is_the_plain_decode(
     st.booleans(),
     st.sampled_from(["none", "size", "offset"]),
 )
-def test_a_damaged_byte_or_entry_stops_both_at_the_same_record(
+def test_a_damaged_byte_or_entry_is_refused_by_both_or_neither(
     records: list[StoredRecord], gaps: list[int], where: int, value: int, check_crc: bool, entry: str
 ) -> None:
     records = one_queue(records, 100)
@@ -98,34 +105,41 @@ def test_a_damaged_byte_or_entry_stops_both_at_the_same_record(
         sizes[victim] += 1
     elif entry == "offset":
         offsets[victim] += 1
-    expected = plain_accepted(bytes(damaged), positions, sizes, offsets, check_crc)
-    gathering = gather(bytes(damaged), positions, sizes, offsets, check_crc)
-    assert gathering.rows == expected
-    plain, _ = scan_prefix(bytes(damaged), positions[:expected], check_crc=check_crc)
+    plain_takes_all = plain_accepted(bytes(damaged), positions, sizes, offsets, check_crc) == len(records)
+    filled = gather(bytes(damaged), positions, sizes, offsets, check_crc)
+    assert (filled is not None) == plain_takes_all
+    if filled is None:
+        return
+    plain, _ = scan_prefix(bytes(damaged), positions, check_crc=check_crc)
     try:
         want = columns_batch(plain, broker_name="b")
     except RecordFormatError:  # a damaged compressed body: both refuse it when they make the batch
         with pytest.raises(RecordFormatError, match="does not inflate"):
-            gathered_batch(gathering.result(), topic=TOPIC, queue_id=QUEUE_ID, broker_name="b")
+            filled_batch(filled, broker_name="b")
         return
-    assert gathered_batch(gathering.result(), topic=TOPIC, queue_id=QUEUE_ID, broker_name="b").equals(want)
+    assert filled_batch(filled, broker_name="b").equals(want)
 
 
-def test_a_record_of_another_topic_or_queue_is_not_gathered() -> None:
+def test_a_record_of_another_topic_or_queue_is_refused() -> None:
     record = one_queue([sample(0)], 0)[0]
     for other in (replace(record, topic="TopicTesT"), replace(record, topic="TopicTest2"), replace(record, queue_id=0)):
         data, positions, sizes = layout([record, replace(other, queue_offset=1)], [0, 0])
-        gathering = gather(data, positions, sizes, np.array([0, 1], dtype=np.int64), True)
-        assert gathering.rows == plain_accepted(data, positions, sizes, np.array([0, 1], dtype=np.int64), True) == 1
+        entries = np.array([0, 1], dtype=np.int64)
+        assert plain_accepted(data, positions, sizes, entries, True) == 1
+        assert gather(data, positions, sizes, entries, True) is None
+        assert gather(data, positions[:1], sizes[:1], entries[:1], True) is not None
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=2000))
-def test_the_table_crc_is_zlibs(data: bytes) -> None:
-    assert table_crc32(data) == zlib.crc32(data)
+def test_the_kernels_crc_is_zlibs(data: bytes) -> None:
+    """(Compiled, the same function checks bodies in the tests above that pass ``check_crc``.)"""
+    array = np.frombuffer(data, dtype=np.uint8)
+    assert int(byte_kernels.crc32(array, 0, len(array))) & 0xFFFFFFFF == zlib.crc32(data)
 
 
 def test_an_empty_gather_is_an_empty_batch() -> None:
-    gathering = Gathering(0, 0, check_crc=True)
-    batch = gathered_batch(gathering.result(), topic=TOPIC, queue_id=QUEUE_ID, broker_name="b")
+    filled = gather(b"", np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), True)
+    assert filled is not None
+    batch = filled_batch(filled, broker_name="b")
     assert batch.num_rows == 0 and batch.schema.equals(arrow_message_schema(False))

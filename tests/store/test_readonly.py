@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from rocketq.common.record_arrow import BODY, WIDE, FilledColumns
 from rocketq.common.record_columns import BODY_AT, BODY_LENGTH, QUEUE_OFFSET, TOTAL_SIZE, RecordColumns
 from rocketq.store import MessageStore
 from rocketq.store.consume_queue import ENTRY, ENTRY_SIZE
@@ -67,11 +68,16 @@ def gather_all(
     offsets: list[int] = []
     found: list[bytes] = []
     for gathered in reader.gather(topic, queue_id, low, high, max_records=5, max_bytes=600, **options):
-        assert len(gathered) <= 5
-        offsets.extend(gathered.queue_offsets.tolist())
-        ends = gathered.body.offsets.tolist()
-        found.extend(bytes(gathered.body.values[a:b]) for a, b in itertools.pairwise(ends))
+        assert gathered.count <= 5
+        offsets.extend(queue_offsets_of(gathered))
+        ends = gathered.offsets[BODY].tolist()
+        found.extend(bytes(gathered.values[BODY][a:b]) for a, b in itertools.pairwise(ends))
     return offsets, found
+
+
+def queue_offsets_of(gathered: FilledColumns) -> list[int]:
+    offsets: list[int] = gathered.wide[WIDE.index("queueOffset")].tolist()
+    return offsets
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
@@ -235,5 +241,5 @@ def test_chunks_keep_to_the_byte_bound(written: Path) -> None:
             sizes = chunk.records.fields[TOTAL_SIZE]
             assert len(sizes) == 1 or int(sizes.sum()) <= 600
         offsets = [o for c in chunks for o in c.queue_offsets.tolist()]
-        assert offsets == [o for g in gathered for o in g.queue_offsets.tolist()] == list(range(40))
+        assert offsets == [o for g in gathered for o in queue_offsets_of(g)] == list(range(40))
         assert len(gathered) >= 40 * 100 // 600

@@ -154,11 +154,11 @@ def records_batch(
             body does not inflate, or a column could pass 2 GiB; the error names the record's position
             in its buffer.
     """
-    filled = fill_columns(parts, check_crc=check_crc, include_properties=include_properties, allocate=_arrow_memory)
-    return _batch(filled, broker_name, include_properties)
+    filled = fill_columns(parts, check_crc=check_crc, include_properties=include_properties, allocate=arrow_memory)
+    return filled_batch(filled, broker_name=broker_name, include_properties=include_properties)
 
 
-def _arrow_memory(size: int) -> np.ndarray:
+def arrow_memory(size: int) -> np.ndarray:
     """Room from Arrow's memory pool, which keeps what the batches before freed (the system's fresh
     pages cost a page fault each: 0.03-0.15 µs per message of a batch, measured at 100 B and 1 KiB)."""
     return np.frombuffer(pa.allocate_buffer(size), dtype=np.uint8)
@@ -178,7 +178,14 @@ def columns_batch(
     return records_batch(parts, broker_name=broker_name, include_properties=include_properties)
 
 
-def _batch(filled: FilledColumns, broker_name: str, include_properties: bool) -> pa.RecordBatch:
+def filled_batch(filled: FilledColumns, *, broker_name: str, include_properties: bool = False) -> pa.RecordBatch:
+    """The record batch of columns the one decode filled (``rocketq.common.record_arrow.fill_columns``,
+    best with ``allocate=arrow_memory``); the buffers become the batch's without a copy, compressed
+    bodies are inflated.
+
+    Raises:
+        RecordFormatError: A compressed body does not inflate.
+    """
     count = filled.count
 
     def variable(column: int, kind: pa.DataType, validity: int | None = None) -> pa.Array:

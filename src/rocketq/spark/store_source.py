@@ -32,31 +32,28 @@ Options (names are case-insensitive; a bad value fails at ``load()`` naming the 
 What is read: each queue from its first entry whose record is still on disk to its last complete
 entry when the query is planned. The queues' ranges are packed into tasks as Spark's file sources
 pack files (``rocketq.spark.planning.pack_ranges``): about ``partitions`` tasks of similar size, a
-range cut where it is bigger than a task's share, none over ``maxRecordsPerPartition``. Without
-``includeProperties`` a task gathers each batch from the mapped CommitLog in one compiled pass
-(``StoreReader.gather``); with it, the records are scanned and decoded with ``rocketq.client.columns``.
+range cut where it is bigger than a task's share, none over ``maxRecordsPerPartition``. A task
+decodes each batch from the mapped CommitLog in one compiled pass (``StoreReader.gather``, the decode
+of ``rocketq.client.columns`` that the ``rocketmq`` source uses too) and checks it against the entries.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from rocketq.client.columns import arrow_message_schema, columns_batch
-from rocketq.common.record_gather import GatheredColumns, VariableColumn, inflate_compressed
+from rocketq.client.columns import arrow_memory, filled_batch
 from rocketq.spark.planning import pack_ranges
 from rocketq.spark.schema import message_schema
 from rocketq.spark.worker_heap import after_first_batch
-from rocketq.store.readonly import DEFAULT_MAX_BYTES, StoreReader
+from rocketq.store.readonly import StoreReader
 
 FORMAT: Final = "rocketmq-store"
 _TRUE_FALSE: Final = {"true": True, "false": False}
@@ -187,60 +184,6 @@ def plan(reader: StoreReader, options: StoreOptions) -> list[QueueRanges]:
     return [QueueRanges(task) for task in packed]
 
 
-def gathered_batch(columns: GatheredColumns, *, topic: str, queue_id: int, broker_name: str) -> pa.RecordBatch:
-    """One queue's gathered rows (``StoreReader.gather``) as a batch of ``arrow_message_schema(False)``.
-
-    Raises:
-        RecordFormatError: A compressed body does not inflate.
-    """
-    count = len(columns)
-    arrays = [
-        _constant(topic, count),
-        _constant(broker_name, count),
-        _constant_int32(queue_id, count),
-        pa.Array.from_buffers(pa.int64(), count, [None, pa.py_buffer(columns.queue_offsets)]),
-        _variable(pa.string(), columns.msg_id),
-        _variable(pa.string(), columns.tags),
-        _variable(pa.string(), columns.keys),
-        _variable(pa.binary(), inflate_compressed(columns)),
-        pa.Array.from_buffers(_TIMESTAMP, count, [None, pa.py_buffer(columns.born_us)]),
-        pa.Array.from_buffers(_TIMESTAMP, count, [None, pa.py_buffer(columns.store_us)]),
-        pa.Array.from_buffers(pa.int32(), count, [None, pa.py_buffer(columns.reconsume_times)]),
-    ]
-    return pa.RecordBatch.from_arrays(arrays, schema=arrow_message_schema(False))
-
-
-_TIMESTAMP: Final = pa.timestamp("us", tz="UTC")
-
-
-def _variable(kind: pa.DataType, column: VariableColumn) -> pa.Array:
-    count = len(column.offsets) - 1
-    validity, nulls = None, 0
-    if column.valid is not None:
-        nulls = count - int(np.count_nonzero(column.valid))
-        if nulls:
-            validity = pa.py_buffer(np.packbits(column.valid, bitorder="little"))
-    buffers = [validity, pa.py_buffer(column.offsets), pa.py_buffer(column.values)]
-    return pa.Array.from_buffers(kind, count, buffers, null_count=nulls)
-
-
-@functools.lru_cache(maxsize=16)
-def _constant(text: str, count: int) -> pa.Array:
-    """``count`` rows of ``text`` (the same every batch of that size: made once)."""
-    raw = np.frombuffer(text.encode(), dtype=np.uint8)
-    offsets = np.arange(count + 1, dtype=np.int64) * len(raw)
-    if offsets[-1] > 2**31 - 1:
-        raise ValueError(f"{count} rows of {text!r} pass 2 GiB: use a smaller batchSize")
-    return pa.Array.from_buffers(
-        pa.string(), count, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(np.tile(raw, count))]
-    )
-
-
-@functools.lru_cache(maxsize=16)
-def _constant_int32(value: int, count: int) -> pa.Array:
-    return pa.Array.from_buffers(pa.int32(), count, [None, pa.py_buffer(np.full(count, value, dtype=np.int32))])
-
-
 class StoreDataSource(DataSource):
     """``spark.read.format("rocketmq-store")``: see the module docstring for the options."""
 
@@ -279,22 +222,16 @@ class StoreDataSourceReader(DataSourceReader):
         skip = not options.fail_on_data_loss
         with StoreReader(options.path, check_crc=options.check_crc) as reader:
             for queue_id, start, end in partition.ranges:
-                if options.include_properties:
-                    chunks = reader.read(
-                        options.topic,
-                        queue_id,
-                        start,
-                        end,
-                        max_records=options.batch_size,
-                        max_bytes=DEFAULT_MAX_BYTES,
-                        skip_aged_out=skip,
-                    )
-                    for chunk in chunks:
-                        yield columns_batch(chunk.records, broker_name=options.broker_name, include_properties=True)
-                    continue
-                for gathered in reader.gather(
-                    options.topic, queue_id, start, end, max_records=options.batch_size, skip_aged_out=skip
+                for filled in reader.gather(
+                    options.topic,
+                    queue_id,
+                    start,
+                    end,
+                    max_records=options.batch_size,
+                    skip_aged_out=skip,
+                    include_properties=options.include_properties,
+                    allocate=arrow_memory,
                 ):
-                    yield gathered_batch(
-                        gathered, topic=options.topic, queue_id=queue_id, broker_name=options.broker_name
+                    yield filled_batch(
+                        filled, broker_name=options.broker_name, include_properties=options.include_properties
                     )

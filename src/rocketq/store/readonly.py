@@ -2,11 +2,12 @@
 
 ``StoreReader`` lists the topics and queues of a store root (its ConsumeQueue directories), a queue's
 offset range and ConsumeQueue files, and reads a queue's records out of the CommitLog as
-``RecordColumns`` (``read``, with ``rocketq.common.record_columns``) or gathered straight into Arrow-layout
-column buffers in one compiled pass (``gather``, with ``rocketq.common.record_gather``; the same
-records and errors: a record the gather refuses is scanned again to say why). It never writes: no lock, no recovery, no
-checkpoint; files are opened ``O_RDONLY`` and mapped read-only; nothing is created, changed, truncated
-or deleted, so it can run while a broker appends, rolls files and deletes old ones.
+``RecordColumns`` (``read``, with ``rocketq.common.record_columns``) or written straight into
+Arrow-layout column buffers in one compiled pass (``gather``, with ``rocketq.common.record_arrow``, the
+decode the network source uses too; the same records and errors: records the decode refuses are
+scanned again to say why). It never writes: no lock, no recovery, no checkpoint; files are opened
+``O_RDONLY`` and mapped read-only; nothing is created, changed, truncated or deleted, so it can run
+while a broker appends, rolls files and deletes old ones.
 
 What it returns is complete, because it reads only where the broker has finished writing:
 
@@ -33,13 +34,15 @@ import bisect
 import contextlib
 import mmap
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 import numpy as np
 
+from rocketq.common.record import RecordFormatError
+from rocketq.common.record_arrow import NARROW, TOPIC, WIDE, Allocate, FilledColumns, fill_columns, numpy_memory
 from rocketq.common.record_columns import (
     QUEUE_ID,
     QUEUE_OFFSET,
@@ -50,7 +53,6 @@ from rocketq.common.record_columns import (
     first_unexpected,
     scan_prefix,
 )
-from rocketq.common.record_gather import GatheredColumns, Gathering
 from rocketq.store.consume_queue import ENTRY_SIZE, PADDING_SIZE
 from rocketq.store.errors import StoreError
 
@@ -263,25 +265,40 @@ class StoreReader:
         max_records: int = DEFAULT_MAX_RECORDS,
         max_bytes: int = DEFAULT_MAX_BYTES,
         skip_aged_out: bool = False,
-    ) -> Iterator[GatheredColumns]:
-        """``read``'s records gathered straight into column buffers (``rocketq.common.record_gather``):
-        the same records, checked the same way, raising the same errors, in chunks of at most
-        ``max_records`` rows and (but for a single record) ``max_bytes`` bytes of records."""
-        name = topic.encode()
+        include_properties: bool = False,
+        allocate: Allocate = numpy_memory,
+    ) -> Iterator[FilledColumns]:
+        """``read``'s records written straight into Arrow-layout column buffers by the one decode of
+        stored records (``rocketq.common.record_arrow.fill_columns``, memory from ``allocate``): the
+        same records, checked the same way (and then against their entries), raising the same errors, in
+        chunks of at most ``max_records`` rows and (but for a single record) ``max_bytes`` bytes of
+        records."""
         entries = self._entries_of(topic, queue_id, start, end, max_records, skip_aged_out, max_bytes)
         for positions, sizes, queue_offsets in entries:
-            gathering = Gathering(len(positions), int(sizes.sum()), check_crc=self.check_crc)
-            for segment in self._segments(topic, queue_id, positions, sizes, queue_offsets, skip_aged_out):
-                failed = gathering.add(
-                    segment.data, segment.positions, segment.sizes, segment.queue_offsets, name, queue_id
+            segments: list[_Segment] = []
+            try:
+                segments.extend(self._segments(topic, queue_id, positions, sizes, queue_offsets, skip_aged_out))
+            except StoreReadError:
+                for segment in segments:  # damage before the missing data is said first, as ``read`` does
+                    self._checked(topic, queue_id, segment)
+                raise
+            if not segments:
+                continue
+            parts = [(segment.data, segment.positions) for segment in segments]
+            try:
+                filled = fill_columns(
+                    parts, check_crc=self.check_crc, include_properties=include_properties, allocate=allocate
                 )
-                if failed is not None:
+            except RecordFormatError:
+                filled = None
+            described = [(s.data, s.positions, s.sizes, s.queue_offsets) for s in segments]
+            if filled is None or not rows_match_entries(filled, described, topic, queue_id):
+                for segment in segments:
                     self._checked(topic, queue_id, segment)  # raises the plain scan's error
-                    raise DamagedRecordError(  # (the plain scan accepted what the gather refused)
-                        topic, queue_id, int(segment.queue_offsets[failed]), "its record does not check out"
-                    )
-            if gathering.rows:
-                yield gathering.result()
+                raise DamagedRecordError(  # (the plain scan accepted what the decode refused)
+                    topic, queue_id, int(segments[0].queue_offsets[0]), "its records do not check out"
+                )
+            yield filled
 
     # -- internals ------------------------------------------------------------------------------------
 
@@ -511,4 +528,36 @@ def _mismatch(
         f"it is topic {found!r}, queue {int(fields[QUEUE_ID, index])}, offset {int(fields[QUEUE_OFFSET, index])}, "
         f"{int(fields[TOTAL_SIZE, index])} bytes; its entry says {topic!r}, {queue_id}, {int(queue_offsets[index])}, "
         f"{int(sizes[index])} bytes"
+    )
+
+
+def rows_match_entries(
+    filled: FilledColumns,
+    parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+    topic: str,
+    queue_id: int,
+) -> bool:
+    """Whether the rows ``fill_columns`` decoded from ``parts`` (data, positions, and the entries' sizes
+    and queue offsets) are the records those entries describe: their total sizes (read at the
+    positions), topic, queue id and queue offsets, compared column-wise (no loop per record)."""
+    queue_offsets = np.concatenate([part[3] for part in parts]) if parts else np.zeros(0, dtype=np.int64)
+    if filled.count != len(queue_offsets):
+        return False
+    for data, at, sizes, _ in parts:
+        total = (
+            (data[at].astype(np.int64) << 24)
+            | (data[at + 1].astype(np.int64) << 16)
+            | (data[at + 2].astype(np.int64) << 8)
+            | data[at + 3].astype(np.int64)
+        )
+        if not np.array_equal(total, sizes):
+            return False
+    name = np.frombuffer(topic.encode(), dtype=np.uint8)
+    topics, count = filled.values[TOPIC], filled.count
+    return bool(
+        np.array_equal(filled.wide[WIDE.index("queueOffset")], queue_offsets)
+        and np.all(filled.narrow[NARROW.index("queueId")] == queue_id)
+        and len(topics) == len(name) * count
+        and np.array_equal(np.diff(filled.offsets[TOPIC]), np.full(count, len(name)))
+        and np.array_equal(topics.reshape(count, len(name)), np.broadcast_to(name, (count, len(name))))
     )

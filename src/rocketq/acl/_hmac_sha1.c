@@ -18,10 +18,23 @@
 #define BLOCK 64             /* SHA-1's block size, which HMAC pads the key to */
 #define LARGE_BODY (64 << 10) /* bodies from this size are hashed without the GIL, as hashlib does */
 
+#define FEW_FIELDS 32 /* requests with up to this many ext fields need no allocation here */
+#define ORDERS 4      /* the orders of names a key keeps (per kind of request: send, pull, heartbeat...) */
+
+/* The order in which the fields of one sequence of names are signed: a client sends each kind of
+ * request with the same names in the same order, so the names are sorted once per kind and key. */
+typedef struct {
+    PyObject *names;                 /* a tuple of the ext-field names in the order of their dict, or NULL */
+    Py_ssize_t count;                /* how many of them are signed */
+    unsigned char order[FEW_FIELDS]; /* their positions in names, in the order they are signed */
+} Order;
+
 typedef struct {
     PyObject_HEAD
     SHA_CTX inner; /* after hashing the key XOR 0x36 */
     SHA_CTX outer; /* after hashing the key XOR 0x5c */
+    Order orders[ORDERS];
+    int next_order; /* the one a new order of names replaces */
 } KeyObject;
 
 static PyObject *
@@ -64,13 +77,15 @@ key_dealloc(KeyObject *self)
 {
     OPENSSL_cleanse(&self->inner, sizeof self->inner);
     OPENSSL_cleanse(&self->outer, sizeof self->outer);
+    for (int i = 0; i < ORDERS; i++) {
+        Py_CLEAR(self->orders[i].names);
+    }
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 /* The signed text is gathered in a buffer and hashed in pieces of this size: one SHA1_Update per piece
  * instead of one per value (each call has its own bookkeeping). */
 #define GATHER 512
-#define FEW_FIELDS 32 /* requests with up to this many ext fields need no allocation here */
 
 typedef struct {
     SHA_CTX ctx;
@@ -198,10 +213,10 @@ name_before(PyObject *a, PyObject *b)
 }
 
 /* The HMAC-SHA1 of the values of every field of fields (a dict of str) but Signature and, unless
- * sign_unique_key_query, _UNIQUE_KEY_QUERY, in the order of their names, then body, into out.
- * Returns 0, or -1 with an exception set. */
+ * sign_unique_key_query, _UNIQUE_KEY_QUERY, in the order of their names, then body, into out; the
+ * names sorted on every call (see hmac_of_fields). Returns 0, or -1 with an exception set. */
 static int
-hmac_of_fields(KeyObject *self, PyObject *fields, PyObject *body, int sign_unique_key_query,
+hmac_of_sorted(KeyObject *self, PyObject *fields, PyObject *body, int sign_unique_key_query,
                unsigned char out[SHA_DIGEST_LENGTH])
 {
     PyObject *few[2 * FEW_FIELDS];
@@ -259,6 +274,112 @@ key_digest(KeyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     return PyBytes_FromStringAndSize((const char *)digest, sizeof digest);
+}
+
+/* Whether a and b (a is a str) have the same text. */
+static int
+same_text(PyObject *a, PyObject *b)
+{
+    return a == b || (PyUnicode_Check(b) && PyUnicode_GET_LENGTH(a) == PyUnicode_GET_LENGTH(b) &&
+                      PyUnicode_KIND(a) == PyUnicode_KIND(b) &&
+                      memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b),
+                             (size_t)PyUnicode_GET_LENGTH(a) * PyUnicode_KIND(a)) == 0);
+}
+
+/* The order the key keeps for these names (count of them, in their dict's order), or NULL. */
+static const Order *
+known_order(KeyObject *self, PyObject *const *names, Py_ssize_t count)
+{
+    for (int k = 0; k < ORDERS; k++) {
+        const Order *order = &self->orders[k];
+        if (order->names == NULL || PyTuple_GET_SIZE(order->names) != count) {
+            continue;
+        }
+        Py_ssize_t i = 0;
+        while (i < count && same_text(PyTuple_GET_ITEM(order->names, i), names[i])) {
+            i++;
+        }
+        if (i == count) {
+            return order;
+        }
+    }
+    return NULL;
+}
+
+/* Work out the order of these names (count of them, at most FEW_FIELDS) and keep it on the key in
+ * place of the one kept longest. Returns it, or NULL with an exception set. */
+static const Order *
+new_order(KeyObject *self, PyObject *const *names, Py_ssize_t count)
+{
+    unsigned char sorted[FEW_FIELDS];
+    Py_ssize_t signed_count = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *name = names[i];
+        if (!PyUnicode_Check(name)) {
+            PyErr_Format(PyExc_TypeError, "ext field name %R is %.100s, not text", name, Py_TYPE(name)->tp_name);
+            return NULL;
+        }
+        if (is_name(name, SIGNATURE, sizeof SIGNATURE - 1) ||
+            is_name(name, UNIQUE_KEY_QUERY, sizeof UNIQUE_KEY_QUERY - 1)) {
+            continue;
+        }
+        Py_ssize_t at = signed_count++; /* insertion sort: a request has a dozen fields */
+        while (at > 0 && name_before(name, names[sorted[at - 1]])) {
+            sorted[at] = sorted[at - 1];
+            at--;
+        }
+        sorted[at] = (unsigned char)i;
+    }
+    PyObject *kept = PyTuple_New(count);
+    if (kept == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyTuple_SET_ITEM(kept, i, Py_NewRef(names[i]));
+    }
+    Order *order = &self->orders[self->next_order];
+    self->next_order = (self->next_order + 1) % ORDERS;
+    Py_XSETREF(order->names, kept);
+    order->count = signed_count;
+    memcpy(order->order, sorted, (size_t)signed_count);
+    return order;
+}
+
+/* The HMAC-SHA1 of the values of every field of fields (a dict of str) but Signature and, unless
+ * sign_unique_key_query, _UNIQUE_KEY_QUERY, in the order of their names, then body, into out.
+ * The order of a request's names is looked up among those the key keeps (a few pointer comparisons),
+ * else worked out and kept; the rare others (_UNIQUE_KEY_QUERY signed, more than FEW_FIELDS fields)
+ * are sorted each time. Returns 0, or -1 with an exception set. */
+static int
+hmac_of_fields(KeyObject *self, PyObject *fields, PyObject *body, int sign_unique_key_query,
+               unsigned char out[SHA_DIGEST_LENGTH])
+{
+    Py_ssize_t size = PyDict_GET_SIZE(fields);
+    if (sign_unique_key_query || size > FEW_FIELDS) {
+        return hmac_of_sorted(self, fields, body, sign_unique_key_query, out);
+    }
+    PyObject *names[FEW_FIELDS], *values[FEW_FIELDS]; /* borrowed, in the dict's order */
+    Py_ssize_t count = 0, position = 0;
+    PyObject *name, *value;
+    while (count < size && PyDict_Next(fields, &position, &name, &value)) {
+        names[count] = name;
+        values[count] = value;
+        count++;
+    }
+    const Order *order = known_order(self, names, count);
+    if (order == NULL && (order = new_order(self, names, count)) == NULL) {
+        return -1;
+    }
+    Gather g;
+    g.ctx = self->inner;
+    g.used = 0;
+    for (Py_ssize_t i = 0; i < order->count; i++) {
+        unsigned char at = order->order[i];
+        if (gather_value(&g, names[at], values[at]) < 0) {
+            return -1;
+        }
+    }
+    return finish(self, &g, body, out);
 }
 
 static const char BASE64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

@@ -3,7 +3,12 @@
  * A Key holds the two SHA-1 states of HMAC (RFC 2104) after the padded secret, worked out once per
  * secret. Key.digest(fields, names, body) copies them (plain struct copies: no allocation), hashes the
  * UTF-8 text of fields[name] for each name in order, then the body, and finishes the outer hash;
- * Key.signature returns the base64 text of the same digest. SHA-1 is OpenSSL's libcrypto through its
+ * Key.signature returns the base64 text of the same digest. What requests use is the whole rule in one
+ * call: Key.sign(fields, body) signs every field but Signature and _UNIQUE_KEY_QUERY in the order of
+ * their names (worked out once per sequence of names and kept on the key, ORDERS of them), and
+ * Key.verify(fields, body) decodes the claimed Signature as strict base64 and compares it with the
+ * HMAC in constant time. The signed values are gathered in a buffer and hashed in pieces, not one
+ * SHA1_Update per value. SHA-1 is OpenSSL's libcrypto through its
  * low-level API (SHA1_Init/Update/Final; deprecated in OpenSSL 3 in favour of EVP, whose per-call
  * context bookkeeping is exactly what this module avoids). Built by rocketq.native.build beside the
  * mypyc modules when libcrypto's headers are present; without it rocketq.acl.signing uses hashlib.

@@ -15,9 +15,10 @@ follows from it. Its requests carry a signature even without credentials: an emp
 an HMAC keyed with the empty string.
 
 The HMAC itself: a ``SigningKey`` keeps, per secret, a ``KeyState`` holding the two SHA-1 states after
-the padded key. In a compiled build that is ``NativeKey`` (``rocketq/acl/_hmac_sha1.c``): the values,
-the body and both hashes in one C call over OpenSSL's SHA-1. Elsewhere it is ``HashlibKey``, the same
-over ``hashlib`` (seven Python calls and OpenSSL 3's context bookkeeping per signature).
+the padded key. In a compiled build that is ``NativeKey`` (``rocketq/acl/_hmac_sha1.c``): a request's
+whole signature (``KeyState.sign``: the order of the names, the values, the body and both hashes) and
+its whole check (``KeyState.verify``: the claimed signature decoded and compared too) are each one C call
+over OpenSSL's SHA-1. Elsewhere it is ``HashlibKey``, the same over ``hashlib`` and ``binascii``.
 ``tests/acl/test_signing.py`` holds the two equal, and both to the standard library's ``hmac``.
 """
 

@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import json
 import os
+import types
 
 import pytest
 from hypothesis import given, settings
@@ -266,3 +267,78 @@ def test_the_c_key_refuses_what_the_hashlib_key_refuses() -> None:
             key.digest({"a": "\udc80"}, ("a",), b"")  # a lone surrogate has no UTF-8
         with pytest.raises(TypeError):
             key.digest({"a": "1"}, ("a",), "text body")  # type: ignore[arg-type]
+
+
+# A request's whole signature and its whole check in one C call (``Key.sign``, ``Key.verify``: the order
+# of the names found in C, the claimed signature decoded in C) against the hashlib key's Python, which
+# finds the order with ``signed_names`` and decodes with ``binascii``.
+signing_names = st.one_of(st.text(max_size=12), st.sampled_from(["Signature", "_UNIQUE_KEY_QUERY", "AccessKey"]))
+request_fields = st.dictionaries(signing_names, st.text(max_size=40), max_size=40)  # beyond 32: not on the stack
+
+
+def claims(good: str, flag_signed: str) -> st.SearchStrategy[str]:
+    """What a Signature may claim: the right one (either way of signing _UNIQUE_KEY_QUERY), a character of
+    it changed (the last data character's unused bits included), more or less of it, or any text."""
+    changed = st.tuples(st.integers(0, 27), st.characters(codec="ascii")).map(
+        lambda change: good[: change[0]] + change[1] + good[change[0] + 1 :]
+    )
+    return st.one_of(
+        st.just(good),
+        st.just(flag_signed),
+        changed,
+        st.sampled_from([good + "=", good[:-1], good + "\n", " " + good, good.replace("=", "A")]),
+        st.text(max_size=30),
+        st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=", min_size=27, max_size=29),
+    )
+
+
+@needs_c_key
+@settings(max_examples=400, deadline=None)
+@given(data=st.data(), keys=secrets, fields=request_fields, body=st.binary(max_size=3000))
+def test_the_c_key_signs_and_checks_whole_requests_as_the_hashlib_key(
+    data: st.DataObject, keys: list[bytes], fields: dict[str, str], body: bytes
+) -> None:
+    assert NativeKey is not None
+    for secret in keys:
+        native, plain = NativeKey(secret), HashlibKey(secret)
+        expected = plain.sign(fields, body)
+        assert native.sign(fields, body) == expected
+        assert native.sign(types.MappingProxyType(fields), memoryview(body)) == expected  # any mapping
+        assert native.verify(fields, body) == plain.verify(fields, body)  # fields' own Signature, if any
+        unsigned = {name: value for name, value in fields.items() if name != "Signature"}
+        flag_signed = plain.signature(unsigned, signed_names(unsigned, frozenset()), body)
+        claimed = data.draw(claims(plain.sign(unsigned, body), flag_signed))
+        request = dict(fields, Signature=claimed)
+        assert native.verify(request, body) == plain.verify(request, body)
+        assert native.verify(types.MappingProxyType(request), body) == plain.verify(request, body)
+
+
+@needs_c_key
+@pytest.mark.parametrize("size", [0, 450, 511, 512, 513, 2000, 65536])  # around the C key's 512-byte gather
+def test_the_c_key_signs_long_values_and_bodies_as_the_hashlib_key(size: int) -> None:
+    assert NativeKey is not None
+    fields = {"AccessKey": "ak", "a": "x" * size, "b": "ü" * (size // 2), "c": "", "d": "y" * (size // 3)}
+    body = os.urandom(size)
+    for secret in (b"", b"12345678"):
+        native, plain = NativeKey(secret), HashlibKey(secret)
+        expected = reference_signature(secret.decode(), fields, body)
+        assert native.sign(fields, body) == plain.sign(fields, body) == expected
+        signed = dict(fields, Signature=plain.sign(fields, body))
+        assert native.verify(signed, body) and plain.verify(signed, body)
+
+
+@needs_c_key
+def test_the_c_key_refuses_whole_requests_as_the_hashlib_key() -> None:
+    assert NativeKey is not None
+    good = reference_signature("k", {"a": "1"}, b"")
+    for key in (NativeKey(b"k"), HashlibKey(b"k")):
+        for call in (key.sign, key.verify):
+            with pytest.raises(TypeError):
+                call({"a": 1, "Signature": good}, b"")  # type: ignore[dict-item]
+            with pytest.raises(UnicodeEncodeError):
+                call({"a": "\udc80", "Signature": good}, b"")
+            with pytest.raises(TypeError):
+                call({"a": "1", "Signature": good}, "text body")  # type: ignore[arg-type]
+        with pytest.raises(TypeError):
+            key.verify({"a": "1", "Signature": b"bytes"}, b"")  # type: ignore[dict-item]
+        assert not key.verify({"a": 1, "Signature": "not base64"}, b"")  # type: ignore[dict-item]  # nothing hashed

@@ -35,7 +35,7 @@ from typing import Final
 
 from rocketq.acl.addresses import Host
 from rocketq.acl.rules import Account, AclRules, Perm, describe, permits
-from rocketq.acl.signing import ACCESS_KEY, verify
+from rocketq.acl.signing import ACCESS_KEY, SigningKey
 from rocketq.common.group_topics import RETRY_PREFIX, retry_topic
 from rocketq.protocol import HeartbeatData, ProtocolError, RemotingCommand, RequestCode
 
@@ -123,10 +123,11 @@ class PeerAccess:
     """``refusal`` for the requests of one peer (a broker keeps one per connection), keeping what does
     not change from one request to the next while the rules stay the same: whether the peer is a
     global white address, the account its AccessKey names and whether the peer may skip signing for
-    it, and the topics a send to was let through. The signature and the fields of each request are
-    still checked on every request."""
+    it, and the topics a send to was let through (what a send needs follows from its topic alone, whatever
+    its code: ``needed``). The signature and the fields of each request are still checked on every
+    request."""
 
-    __slots__ = ("_access_key", "_account", "_global_white", "_rules", "_sendable", "_signs", "host")
+    __slots__ = ("_access_key", "_account", "_global_white", "_key", "_rules", "_sendable", "host")
 
     def __init__(self, host: Host | None) -> None:
         self.host = host
@@ -134,8 +135,8 @@ class PeerAccess:
         self._global_white = False
         self._access_key = ""  # the AccessKey of the last request from this peer, "" before one
         self._account: Account | None = None  # its account
-        self._signs = True  # whether that account needs this peer's signature (not a white address)
-        self._sendable: set[tuple[int, str]] = set()  # (send code, topic) that account may send
+        self._key: SigningKey | None = None  # that account's key, when this peer must sign (not a white address)
+        self._sendable: set[str] = set()  # the topics that account may send to
 
     def refusal(self, rules: AclRules, request: RemotingCommand) -> str | None:
         """None when ``rules`` let this peer make ``request``; else why not (see ``refusal``)."""
@@ -161,22 +162,23 @@ class PeerAccess:
                 return f"AccessKey {access_key!r} is not an account of this broker's ACL"
             self._access_key = access_key
             self._account = account
-            self._signs = not account.white_address.matches(self.host)
+            self._key = None if account.white_address.matches(self.host) else account.key
             self._sendable.clear()
-        if self._signs and not verify(account.key, fields, request.body):
+        key = self._key
+        if key is not None and not key.verify(fields, request.body):
             return f"the Signature of {_name(request.code)} does not match AccessKey {access_key!r}: wrong secret key?"
         code = request.code
         topic_field = _SENDS.get(code)
         if topic_field is None:
             return _missing_permission(account, request)
-        sent = (code, fields.get(topic_field) or "")
-        if sent in self._sendable:
+        topic = fields.get(topic_field) or ""
+        if topic in self._sendable:
             return None
         reason = _missing_permission(account, request)
         if reason is None:
             if len(self._sendable) >= _SENDABLE_MAX:
                 self._sendable.clear()
-            self._sendable.add(sent)
+            self._sendable.add(topic)
         return reason
 
 

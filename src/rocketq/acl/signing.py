@@ -15,9 +15,10 @@ follows from it. Its requests carry a signature even without credentials: an emp
 an HMAC keyed with the empty string.
 
 The HMAC itself: a ``SigningKey`` keeps, per secret, a ``KeyState`` holding the two SHA-1 states after
-the padded key. In a compiled build that is ``NativeKey`` (``rocketq/acl/_hmac_sha1.c``): the values,
-the body and both hashes in one C call over OpenSSL's SHA-1. Elsewhere it is ``HashlibKey``, the same
-over ``hashlib`` (seven Python calls and OpenSSL 3's context bookkeeping per signature).
+the padded key. In a compiled build that is ``NativeKey`` (``rocketq/acl/_hmac_sha1.c``): a request's
+whole signature (``KeyState.sign``: the order of the names, the values, the body and both hashes) and
+its whole check (``KeyState.verify``: the claimed signature decoded and compared too) are each one C call
+over OpenSSL's SHA-1. Elsewhere it is ``HashlibKey``, the same over ``hashlib`` and ``binascii``.
 ``tests/acl/test_signing.py`` holds the two equal, and both to the standard library's ``hmac``.
 """
 
@@ -71,6 +72,15 @@ class KeyState(Protocol):
         """The base64 text of ``digest``."""
         ...
 
+    def sign(self, fields: Mapping[str, str], body: Body, /) -> str:
+        """A request's ``Signature``: the base64 HMAC-SHA1 of the values of ``fields`` in the order of their
+        names, all but ``Signature`` and ``_UNIQUE_KEY_QUERY``, then ``body``."""
+        ...
+
+    def verify(self, fields: Mapping[str, str], body: Body, /) -> bool:
+        """True when ``fields[Signature]`` signs ``fields`` and ``body`` (see ``verify``)."""
+        ...
+
 
 class HashlibKey:
     """``KeyState`` over ``hashlib``: the hash states after the padded key (RFC 2104) are kept, so each
@@ -98,6 +108,27 @@ class HashlibKey:
     def signature(self, fields: Mapping[str, str], names: tuple[str, ...], body: Body, /) -> str:
         """The base64 text of ``digest``."""
         return binascii.b2a_base64(self.digest(fields, names, body), newline=False).decode()
+
+    def sign(self, fields: Mapping[str, str], body: Body, /) -> str:
+        """A request's ``Signature`` (see ``KeyState.sign``)."""
+        return self.signature(fields, signed_names(fields), body)
+
+    def verify(self, fields: Mapping[str, str], body: Body, /) -> bool:
+        """True when ``fields[Signature]`` signs ``fields`` and ``body`` (see ``verify``)."""
+        claimed_text = fields.get(SIGNATURE)
+        if claimed_text is None:
+            return False
+        if not isinstance(claimed_text, str):
+            raise TypeError(f"ext field 'Signature' is {type(claimed_text).__name__}, not text")
+        try:
+            claimed = binascii.a2b_base64(claimed_text, strict_mode=True)
+        except ValueError:  # not base64 (binascii.Error), or not ASCII: no HMAC encodes to it
+            return False
+        if hmac.compare_digest(self.digest(fields, signed_names(fields), body), claimed):
+            return True
+        if UNIQUE_KEY_QUERY in fields:  # a Java client of 4.9.4 or later signed it as a field
+            return hmac.compare_digest(self.digest(fields, signed_names(fields, _SIGNATURE_ONLY), body), claimed)
+        return False
 
 
 def _picker(names: tuple[str, ...]) -> _Picker:
@@ -147,7 +178,13 @@ class SigningKey:
 
     def signature(self, fields: Mapping[str, str], body: Body, skip: frozenset[str] = _UNSIGNED) -> str:
         """The base64 HMAC-SHA1 of ``fields`` (minus ``skip``) then ``body``."""
+        if skip is _UNSIGNED:
+            return self._state.sign(fields, body)
         return self._state.signature(fields, signed_names(fields, skip), body)
+
+    def verify(self, fields: Mapping[str, str], body: Body) -> bool:
+        """True when ``fields[Signature]`` signs ``fields`` and ``body`` with this key (see ``verify``)."""
+        return self._state.verify(fields, body)
 
 
 class Credentials:
@@ -159,6 +196,13 @@ class Credentials:
         self.access_key = access_key
         self.secret_key = secret_key
         self.key = SigningKey(secret_key)
+
+    def sign(self, request: RemotingCommand) -> None:
+        """Add ``AccessKey`` and ``Signature`` to ``request`` (see ``sign``)."""
+        fields = dict(request.ext_fields)
+        fields[ACCESS_KEY] = self.access_key
+        fields[SIGNATURE] = self.key.signature(fields, request.body)
+        request.ext_fields = fields
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Credentials):
@@ -198,26 +242,14 @@ def signature(secret_key: str, fields: Mapping[str, str], body: Body, skip: froz
 def sign(request: RemotingCommand, credentials: Credentials) -> None:
     """Add ``AccessKey`` and ``Signature`` to ``request`` (a new ext-field dict: the old one may be shared).
     Signing again (a retried request) gives the same signature."""
-    fields = dict(request.ext_fields)
-    fields[ACCESS_KEY] = credentials.access_key
-    fields[SIGNATURE] = credentials.key.signature(fields, request.body)
-    request.ext_fields = fields
+    credentials.sign(request)
 
 
 def verify(key: SigningKey, fields: Mapping[str, str], body: Body) -> bool:
     """True when ``fields[Signature]`` signs ``fields`` and ``body`` with ``key``.
 
     The claimed signature is decoded (strict base64: only the alphabet, its padding, nothing after)
-    and compared with the HMAC as raw bytes, in constant time."""
-    claimed_text = fields.get(SIGNATURE)
-    if claimed_text is None:
-        return False
-    try:
-        claimed = binascii.a2b_base64(claimed_text, strict_mode=True)
-    except ValueError:  # not base64 (binascii.Error), or not ASCII: no HMAC encodes to it
-        return False
-    if hmac.compare_digest(key.digest(fields, body), claimed):
-        return True
-    if UNIQUE_KEY_QUERY in fields:  # a Java client of 4.9.4 or later signed it as a field
-        return hmac.compare_digest(key.digest(fields, body, _SIGNATURE_ONLY), claimed)
-    return False
+    and compared with the HMAC as raw bytes, in constant time. When they differ and the request has
+    ``_UNIQUE_KEY_QUERY``, the HMAC with that field signed is compared too. A ``Signature`` that is not
+    text is a TypeError."""
+    return key.verify(fields, body)

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import os
 import time
 from collections.abc import Callable
 from typing import Any
 
-from rocketq.acl.signing import sign
 from rocketq.client.config import ClientConfig
 from rocketq.client.errors import MQClientError, MQConnectionError, RouteNotFoundError, ValidationError, broker_error
 from rocketq.client.route import MASTER_ID
@@ -49,7 +47,7 @@ class ClientInstance:
         """Signs a request with the client's credentials (None without): every request ``remoting`` sends,
         and those a blocking caller sends itself (``rocketq.client.blocking_send``)."""
         if credentials is not None:
-            self.sign = functools.partial(sign, credentials=credentials)
+            self.sign = credentials.sign
         self.remoting = RemotingClient(handlers=handlers, sign=self.sign)
         self.routes: dict[str, TopicRouteData] = {}
         self.broker_addrs: dict[str, dict[int, str]] = {}

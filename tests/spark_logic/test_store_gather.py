@@ -18,7 +18,7 @@ from rocketq.common import byte_kernels
 from rocketq.common.record import RecordFormatError, StoredRecord, encode_record
 from rocketq.common.record_arrow import FilledColumns, fill_columns
 from rocketq.common.record_columns import first_unexpected, scan_prefix
-from rocketq.store.readonly import rows_match_entries
+from rocketq.store.readonly_entries import rows_match_entries
 from tests.client.test_columns import sample, stored_records
 
 TOPIC = "TopicTest"

@@ -30,11 +30,10 @@ them alive until closed).
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import mmap
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -42,19 +41,15 @@ from typing import Final
 import numpy as np
 
 from rocketq.common.record import RecordFormatError
-from rocketq.common.record_arrow import NARROW, TOPIC, WIDE, Allocate, FilledColumns, fill_columns, numpy_memory
+from rocketq.common.record_arrow import Allocate, FilledColumns, fill_columns, numpy_memory
 from rocketq.common.record_columns import (
-    QUEUE_ID,
     QUEUE_OFFSET,
-    TOPIC_AT,
-    TOPIC_LENGTH,
-    TOTAL_SIZE,
     RecordColumns,
-    first_unexpected,
     scan_prefix,
 )
 from rocketq.store.consume_queue import ENTRY_SIZE, PADDING_SIZE
-from rocketq.store.errors import StoreError
+from rocketq.store.offset_files import OffsetFiles, StoreReadError
+from rocketq.store.readonly_entries import first_mismatch, rows_match_entries
 
 ENTRY_DTYPE: Final = np.dtype([("offset", ">i8"), ("size", ">i4"), ("tag", ">i8")])
 assert ENTRY_DTYPE.itemsize == ENTRY_SIZE
@@ -63,10 +58,6 @@ TAIL_CHECKED: Final = 256
 DEFAULT_MAX_RECORDS: Final = 16384
 DEFAULT_MAX_BYTES: Final = 64 * 1024 * 1024
 """Bytes of records ``gather`` puts in one chunk at most (its columns hold about as many)."""
-
-
-class StoreReadError(StoreError):
-    """The store cannot be read as asked (no such directory, files of mixed sizes, damage)."""
 
 
 class DataAgedOutError(StoreReadError):
@@ -116,55 +107,6 @@ class RecordChunk:
         return offsets
 
 
-class _Files:
-    """A directory of fixed-size files named by the 20-digit offset of their first byte, listed again
-    on demand (a file rolled in, or retention deleted the oldest)."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.starts: list[int] = []
-        self.size = 0
-        self.refresh()
-
-    def refresh(self) -> None:
-        try:
-            names = sorted(int(entry.name) for entry in os.scandir(self.directory) if entry.name.isdigit())
-        except FileNotFoundError:
-            names = []
-        sizes = set()
-        for start in names:
-            try:
-                sizes.add((self.directory / _file_name(start)).stat().st_size)
-            except FileNotFoundError:  # deleted since the listing: the next refresh drops it
-                continue
-        sizes.discard(0)
-        if len(sizes) > 1:
-            raise StoreReadError(f"{self.directory}: files of different sizes {sorted(sizes)}")
-        self.starts = names
-        self.size = sizes.pop() if sizes else 0
-
-    def find(self, offset: int) -> int | None:
-        """The start of the file holding byte ``offset``, listing again once when none does."""
-        for attempt in range(2):
-            index = bisect.bisect_right(self.starts, offset) - 1
-            if index >= 0 and offset < self.starts[index] + self.size:
-                return self.starts[index]
-            if attempt == 0:
-                self.refresh()
-        return None
-
-    @property
-    def min_offset(self) -> int:
-        return self.starts[0] if self.starts else 0
-
-    def path(self, start: int) -> Path:
-        return self.directory / _file_name(start)
-
-
-def _file_name(start: int) -> str:
-    return f"{start:020d}"
-
-
 class StoreReader:
     """Read-only access to the store under ``root`` (the broker's ``storePathRootDir``).
 
@@ -177,8 +119,8 @@ class StoreReader:
         if not self.root.is_dir():
             raise StoreReadError(f"{self.root}: not a directory")
         self.check_crc = check_crc
-        self._commit_log = _Files(self.root / "commitlog")
-        self._queues: dict[tuple[str, int], _Files] = {}
+        self._commit_log = OffsetFiles(self.root / "commitlog")
+        self._queues: dict[tuple[str, int], OffsetFiles] = {}
         self._maps: dict[Path, mmap.mmap] = {}
 
     def __enter__(self) -> StoreReader:
@@ -302,10 +244,10 @@ class StoreReader:
 
     # -- internals ------------------------------------------------------------------------------------
 
-    def _queue(self, topic: str, queue_id: int, *, refresh: bool) -> _Files:
+    def _queue(self, topic: str, queue_id: int, *, refresh: bool) -> OffsetFiles:
         files = self._queues.get((topic, queue_id))
         if files is None:
-            files = self._queues[topic, queue_id] = _Files(self.root / "consumequeue" / topic / str(queue_id))
+            files = self._queues[topic, queue_id] = OffsetFiles(self.root / "consumequeue" / topic / str(queue_id))
         elif refresh:
             files.refresh()
         return files
@@ -327,14 +269,14 @@ class StoreReader:
             self._maps[path] = mapped
         return mapped
 
-    def _entries(self, files: _Files, start: int) -> np.ndarray:
+    def _entries(self, files: OffsetFiles, start: int) -> np.ndarray:
         """The entries of the ConsumeQueue file starting at byte ``start`` (empty when it is gone)."""
         mapped = self._map(files.path(start))
         if mapped is None:
             return np.zeros(0, dtype=ENTRY_DTYPE)
         return np.frombuffer(mapped, dtype=ENTRY_DTYPE, count=len(mapped) // ENTRY_SIZE)
 
-    def _end_of_entries(self, files: _Files) -> int:
+    def _end_of_entries(self, files: OffsetFiles) -> int:
         """One past the last non-zero entry: the last file with any, binary searched (entries are
         written in order, so zeros follow the last one)."""
         for start in reversed(files.starts):
@@ -350,7 +292,7 @@ class StoreReader:
                 return start // ENTRY_SIZE + low
         return files.starts[0] // ENTRY_SIZE
 
-    def _first_live_entry(self, files: _Files, high: int) -> int:
+    def _first_live_entry(self, files: OffsetFiles, high: int) -> int:
         """The first entry that is not padding and whose record is still in the CommitLog (physical
         offsets grow along a queue, so a binary search finds it)."""
         commit_log_min = self._commit_log_min()
@@ -494,7 +436,7 @@ class StoreReader:
         """
         records, error = scan_prefix(segment.data, segment.positions, check_crc=self.check_crc)
         done = len(records)
-        mismatch = _mismatch(records, topic, queue_id, segment.sizes, segment.queue_offsets)
+        mismatch = first_mismatch(records, topic, queue_id, segment.sizes, segment.queue_offsets)
         if mismatch is not None and mismatch[0] < done:
             done, reason = mismatch
         elif error is not None:
@@ -512,52 +454,3 @@ class StoreReader:
             raise DataAgedOutError(
                 f"{topic}:{queue_id}: queue offsets [{start}, {end}) were deleted by retention ({why})"
             )
-
-
-def _mismatch(
-    records: RecordColumns, topic: str, queue_id: int, sizes: np.ndarray, queue_offsets: np.ndarray
-) -> tuple[int, str] | None:
-    """The first record that is not the one its entry describes, and why (None when all are)."""
-    index = first_unexpected(records, topic, queue_id, queue_offsets, sizes)
-    if index is None:
-        return None
-    fields = records.fields
-    at, length = int(fields[TOPIC_AT, index]), int(fields[TOPIC_LENGTH, index])
-    found = bytes(records.data[at : at + length]).decode(errors="replace")
-    return index, (
-        f"it is topic {found!r}, queue {int(fields[QUEUE_ID, index])}, offset {int(fields[QUEUE_OFFSET, index])}, "
-        f"{int(fields[TOTAL_SIZE, index])} bytes; its entry says {topic!r}, {queue_id}, {int(queue_offsets[index])}, "
-        f"{int(sizes[index])} bytes"
-    )
-
-
-def rows_match_entries(
-    filled: FilledColumns,
-    parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
-    topic: str,
-    queue_id: int,
-) -> bool:
-    """Whether the rows ``fill_columns`` decoded from ``parts`` (data, positions, and the entries' sizes
-    and queue offsets) are the records those entries describe: their total sizes (read at the
-    positions), topic, queue id and queue offsets, compared column-wise (no loop per record)."""
-    queue_offsets = np.concatenate([part[3] for part in parts]) if parts else np.zeros(0, dtype=np.int64)
-    if filled.count != len(queue_offsets):
-        return False
-    for data, at, sizes, _ in parts:
-        total = (
-            (data[at].astype(np.int64) << 24)
-            | (data[at + 1].astype(np.int64) << 16)
-            | (data[at + 2].astype(np.int64) << 8)
-            | data[at + 3].astype(np.int64)
-        )
-        if not np.array_equal(total, sizes):
-            return False
-    name = np.frombuffer(topic.encode(), dtype=np.uint8)
-    topics, count = filled.values[TOPIC], filled.count
-    return bool(
-        np.array_equal(filled.wide[WIDE.index("queueOffset")], queue_offsets)
-        and np.all(filled.narrow[NARROW.index("queueId")] == queue_id)
-        and len(topics) == len(name) * count
-        and np.array_equal(np.diff(filled.offsets[TOPIC]), np.full(count, len(name)))
-        and np.array_equal(topics.reshape(count, len(name)), np.broadcast_to(name, (count, len(name))))
-    )

@@ -46,6 +46,11 @@ class CompileOnce(Generic[T]):
         self._done = False
         self._result: T | None = None
 
+    def get_or(self, plain: T) -> T:
+        """``get()``'s result, or ``plain`` (the same kernels uncompiled) when there is none."""
+        compiled = self.get()
+        return plain if compiled is None else compiled
+
     def get(self) -> T | None:
         with self._lock:
             if self._done:

@@ -29,7 +29,6 @@ Like the other kernels, ``_fill`` is plain Python in the subset numba compiles, 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -205,14 +204,13 @@ _COMPILED = CompileOnce(
     "the record-to-Arrow kernel",
     "filling Arrow columns in plain Python (slowly)",
     _compile,
-    ready=lambda: os.environ.get("ROCKETQ_COMPILED_COLUMNS", "1") != "0",
+    ready=rc.compiled_columns_wanted,
 )
 
 
 def kernels() -> SimpleNamespace:
     """The kernels (``payload_bound``, ``fill``): compiled on the first call, or the plain functions."""
-    compiled = _COMPILED.get()
-    return _PLAIN if compiled is None else compiled
+    return _COMPILED.get_or(_PLAIN)
 
 
 @dataclass(frozen=True, slots=True)

@@ -348,19 +348,21 @@ def _compile(numba: Any) -> SimpleNamespace:
     return compiled
 
 
+def compiled_columns_wanted() -> bool:
+    """Whether the column kernels (these and ``record_arrow``'s) may be compiled:
+    ``ROCKETQ_COMPILED_COLUMNS=0`` keeps them interpreted."""
+    return os.environ.get("ROCKETQ_COMPILED_COLUMNS", "1") != "0"
+
+
 _COMPILED = CompileOnce(
-    "the record column kernels",
-    "decoding columns in plain Python (slowly)",
-    _compile,
-    ready=lambda: os.environ.get("ROCKETQ_COMPILED_COLUMNS", "1") != "0",
+    "the record column kernels", "decoding columns in plain Python (slowly)", _compile, ready=compiled_columns_wanted
 )
 
 
 def kernels() -> SimpleNamespace:
     """The kernels (``walk``, ``scan``, ``gather``, ``property_entries``, ``first_unexpected``):
     compiled on the first call, or the plain functions without numba."""
-    compiled = _COMPILED.get()
-    return _PLAIN if compiled is None else compiled
+    return _COMPILED.get_or(_PLAIN)
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:

@@ -404,9 +404,15 @@ class ConsumerCore:
         tags: frozenset[str],
         *,
         commit_offset: int = 0,
+        on_result: Callable[[PullResult], None] | None = None,
     ) -> PullResult | None:
         """One long-polling pull of ``queue`` (``tags``: ``selector.tags()``, which the client keeps of
-        what the broker returns); None after a failure (already waited the retry delay)."""
+        what the broker returns); None after a failure (already waited the retry delay).
+
+        The answer is decoded in the read that brings it (``Connection.invoke``'s ``read``), and
+        ``on_result``, when given, gets the result there too: a push consumer hands the pulled batch to
+        its listener from it, before the loop runs whatever else that read (or the one before it in
+        the same turn, such as a producer's answer) made ready. ``on_result`` must not wait."""
         config = self.config
         found = self.instance.broker_address(queue.broker_name, self.pull_from.get(queue, MASTER_ID))
         address, broker_id = (None, MASTER_ID) if found is None else found
@@ -421,28 +427,41 @@ class ConsumerCore:
             sub_version=self.subscription(queue.topic).sub_version,
             expression_type=selector.expression_type,
         )
-        try:
-            if address is None:
-                raise MQClientError(f"no broker of {queue.broker_name} in the route")
-            began = time.monotonic()
-            try:
-                response = await self.instance.invoke_broker(address, request, config.consumer_timeout_when_suspend_s)
-            except RemotingError:
-                self.pull_from[queue] = self.instance.fallback_broker_id(queue.broker_name, broker_id)
-                raise
+        began = time.monotonic()
+
+        def read(response: RemotingCommand) -> PullResult | None:
+            """The answer, in the read that brought it; None when a slave refused the pull."""
             if (
                 broker_id != MASTER_ID
                 and not is_pull_answer(response)
                 and self.instance.master_address(queue.broker_name)
             ):
+                log.info("pull of %s from slave %s refused (%s): asking the master", queue, address, response.code)
+                return None
+            self.pull_from[queue] = suggested_broker_id(response)
+            result = pull_result(response, tags, address or "")
+            self.stats.pulled(queue.topic, len(result.messages), time.monotonic() - began)
+            if on_result is not None:
+                on_result(result)
+            return result
+
+        try:
+            if address is None:
+                raise MQClientError(f"no broker of {queue.broker_name} in the route")
+            try:
+                result = await self.instance.invoke_broker(
+                    address, request, config.consumer_timeout_when_suspend_s, read
+                )
+            except RemotingError:
+                self.pull_from[queue] = self.instance.fallback_broker_id(queue.broker_name, broker_id)
+                raise
+            if result is None:
                 # a slave that refuses (it has not copied the topic or group from its master yet): the
                 # master answers this pull, at once
-                log.info("pull of %s from slave %s refused (%s): asking the master", queue, address, response.code)
                 self.pull_from[queue] = MASTER_ID
-                return await self.pull_once(queue, offset, selector, tags, commit_offset=commit_offset)
-            self.pull_from[queue] = suggested_broker_id(response)
-            result = pull_result(response, tags, address)
-            self.stats.pulled(queue.topic, len(result.messages), time.monotonic() - began)
+                return await self.pull_once(
+                    queue, offset, selector, tags, commit_offset=commit_offset, on_result=on_result
+                )
             return result
         except (RemotingError, MQClientError) as exc:
             # a refusal (NO_PERMISSION: the group may not consume, or not by broadcast) is the operator's

@@ -9,7 +9,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from rocketq.client.config import ClientConfig
 from rocketq.client.errors import MQClientError, MQConnectionError, RouteNotFoundError, ValidationError, broker_error
@@ -33,6 +33,8 @@ from rocketq.remoting.connection import next_opaque
 from rocketq.remoting.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class ClientInstance:
@@ -188,8 +190,26 @@ class ClientInstance:
 
     # -- brokers --------------------------------------------------------------------------------------
 
-    async def invoke_broker(self, address: str, request: RemotingCommand, timeout_s: float) -> RemotingCommand:
-        return await self.remoting.invoke(address, request, timeout_s)
+    @overload
+    async def invoke_broker(self, address: str, request: RemotingCommand, timeout_s: float) -> RemotingCommand: ...
+
+    @overload
+    async def invoke_broker(
+        self, address: str, request: RemotingCommand, timeout_s: float, read: Callable[[RemotingCommand], T]
+    ) -> T: ...
+
+    async def invoke_broker(
+        self,
+        address: str,
+        request: RemotingCommand,
+        timeout_s: float,
+        read: Callable[[RemotingCommand], Any] | None = None,
+    ) -> Any:
+        """A request to a broker; ``read`` as in ``RemotingClient.invoke`` (made of the response in the
+        read that brought it)."""
+        if read is None:
+            return await self.remoting.invoke(address, request, timeout_s)
+        return await self.remoting.invoke(address, request, timeout_s, read)
 
     def _heartbeat_body(self) -> bytes:
         return HeartbeatData(

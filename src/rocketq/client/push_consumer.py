@@ -28,7 +28,7 @@ from rocketq.client.errors import MQClientError
 from rocketq.client.listener import Listener
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.process_queue import ProcessQueue
-from rocketq.client.pull import PullStatus
+from rocketq.client.pull import PullResult, PullStatus
 from rocketq.client.queue_locks import QueueLocks
 from rocketq.client.running_info import directly_result, process_queue_info
 from rocketq.client.selector import MessageSelector
@@ -246,8 +246,15 @@ class PushConsumer:
     # -- pulling --------------------------------------------------------------------------------------
 
     async def _pull_loop(self, process: ProcessQueue) -> None:
+        """Pull ``process``'s queue while it is this member's. Each answer's messages are cached and
+        handed to the listener in the read that brought them (``took``, via ``pull_once``'s
+        ``on_result``); the loop then moves the queue's pull offset and sends the next pull."""
         core, config, queue = self._core, self.config, process.queue
         selector, tags = None, frozenset[str]()
+
+        def took(result: PullResult) -> None:
+            self._take_pulled(process, result)
+
         while not process.dropped:
             limit_count, limit_bytes = self._queue_limits[queue.topic]
             if (
@@ -265,12 +272,13 @@ class PushConsumer:
             if subscribed != selector:  # subscribe() again changes it at once
                 selector, tags = subscribed, subscribed.tags()
             commit = core.offsets.table.get(queue, 0) if core.clustering else 0
-            result = await core.pull_once(queue, process.next_pull_offset, subscribed, tags, commit_offset=commit)
+            result = await core.pull_once(
+                queue, process.next_pull_offset, subscribed, tags, commit_offset=commit, on_result=took
+            )
             if result is None:
                 continue
             if process.is_dropped():
                 return
-            process.last_pull_ms = int(time.time() * 1000)
             if result.status is PullStatus.OFFSET_ILLEGAL:
                 log.warning(
                     "offset %d of %s is illegal; moving to %d",
@@ -281,14 +289,22 @@ class PushConsumer:
                 core.offsets.update(queue, result.next_begin_offset, increase_only=False)
                 await core.offsets.persist(queue)
             process.next_pull_offset = result.next_begin_offset
-            if result.messages:
-                process.add(result.messages)
-                self._dispatch(process, result.messages)
-                if config.pull_interval_s > 0:  # (a coroutine listener has already started on the batch)
+            if result.messages:  # (taken by ``took`` already: a coroutine listener has started on them)
+                if config.pull_interval_s > 0:
                     await asyncio.sleep(config.pull_interval_s)
             elif result.status is PullStatus.FOUND and process.count == 0:
                 # everything pulled was filtered out client-side: nothing pending, commit past it
                 core.offsets.update(queue, result.next_begin_offset)
+
+    def _take_pulled(self, process: ProcessQueue, result: PullResult) -> None:
+        """A pull answer of ``process``'s queue, in the read that brought it: cache its messages and
+        hand them to the listener (nothing for a queue revoked while its pull was out)."""
+        if process.is_dropped():
+            return
+        process.last_pull_ms = int(time.time() * 1000)
+        if result.messages:
+            process.add(result.messages)
+            self._dispatch(process, result.messages)
 
     # -- consuming (concurrently in rocketq.client.consume_service, orderly here) ---------------------
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, overload
 
 from rocketq.protocol import DEFAULT_MAX_FRAME_SIZE, ONEWAY_FLAG, RemotingCommand, ResponseCode, make_response
 from rocketq.remoting.connection import Connection, RequestHandler
 from rocketq.remoting.errors import RemotingConnectError
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -117,15 +120,32 @@ class RemotingClient:
         if response is not None and not request.flag & ONEWAY_FLAG and connection.is_open:
             connection.send(response)
 
-    async def invoke(self, address: str, request: RemotingCommand, timeout_s: float) -> RemotingCommand:
-        """Send ``request`` to ``address`` and wait for the response (connect time counts)."""
+    @overload
+    async def invoke(self, address: str, request: RemotingCommand, timeout_s: float) -> RemotingCommand: ...
+
+    @overload
+    async def invoke(
+        self, address: str, request: RemotingCommand, timeout_s: float, read: Callable[[RemotingCommand], T]
+    ) -> T: ...
+
+    async def invoke(
+        self,
+        address: str,
+        request: RemotingCommand,
+        timeout_s: float,
+        read: Callable[[RemotingCommand], Any] | None = None,
+    ) -> Any:
+        """Send ``request`` to ``address`` and wait for the response (connect time counts); with
+        ``read``, for what ``read`` makes of it in the read that brought it (``Connection.invoke``)."""
         if self._sign is not None:
             self._sign(request)
         connection = self._connections.get(address)
         if connection is None or not connection.is_open:
             async with asyncio.timeout(timeout_s):
                 connection = await self.connection(address)
-        return await connection.invoke(request, timeout_s)
+        if read is None:
+            return await connection.invoke(request, timeout_s)
+        return await connection.invoke(request, timeout_s, read)
 
     def invoke_callback(
         self,

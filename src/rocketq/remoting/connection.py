@@ -4,6 +4,11 @@ Responses may arrive in any order (a broker answers a long-polling pull after la
 requests are matched to responses by opaque. Requests that arrive on the connection (server side:
 every request; client side: NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE, ...) go to the
 ``on_request`` callback, which owns replying.
+
+A request may be sent with a reader (``invoke(..., read=...)``): the reader turns the response into
+the caller's result in the read that brought it, before the waiting task resumes and ahead of every
+other task that read (or an earlier read of the same loop turn) made ready. A push consumer hands a
+pulled batch to its listener this way (docs/consume-path.md).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Final, cast
+from typing import Any, Final, TypeVar, cast, overload
 
 from rocketq.protocol import (
     ONEWAY_FLAG,
@@ -36,6 +41,8 @@ further: large answers go out without waiting for the rest of the read, and the 
 high-water mark still sees them as they come."""
 
 _opaques = itertools.count(1)
+
+T = TypeVar("T")
 
 RequestHandler = Callable[[RemotingCommand, "Connection"], Awaitable[RemotingCommand | None]]
 """Handles one request; returns the response, or None when it replies later (or never: oneway).
@@ -69,7 +76,8 @@ class Connection(asyncio.Protocol):
         self._on_request = on_request
         self._on_close = on_close
         self._decoder = FrameDecoder(max_frame_size=max_frame_size)
-        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._pending: dict[int, asyncio.Future[Any]] = {}  # a response, or what its reader made of it
+        self._readers: dict[int, Callable[[RemotingCommand], Any]] = {}  # see invoke's ``read``
         self._transport: asyncio.Transport | None = None
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.remote_address = "?"
@@ -236,8 +244,15 @@ class Connection(asyncio.Protocol):
             future = self._pending.pop(command.opaque, None)
             if future is None:
                 log.debug("response opaque=%d from %s matches no request", command.opaque, self.remote_address)
-            elif not future.done():
-                future.set_result(command)
+            elif not future.done():  # (a request that timed out or was cancelled is not read)
+                read = self._readers.pop(command.opaque, None) if self._readers else None
+                if read is None:
+                    future.set_result(command)
+                else:
+                    try:
+                        future.set_result(read(command))
+                    except Exception as exc:  # the caller's to handle, as the caller's own code
+                        future.set_exception(exc)
         else:
             self._on_request(command, self)
 
@@ -252,6 +267,7 @@ class Connection(asyncio.Protocol):
             if not future.done():
                 future.set_exception(ConnectionClosedError(self.remote_address, reason))
         self._pending.clear()
+        self._readers.clear()
         if not self.closed.done():
             self.closed.set_result(None)
         if self._on_close is not None:
@@ -308,10 +324,23 @@ class Connection(asyncio.Protocol):
         corked.clear()
         self._corked_bytes = 0
 
-    async def invoke(self, command: RemotingCommand, timeout_s: float) -> RemotingCommand:
-        """Send a request and wait for its response (RemotingTimeoutError after ``timeout_s``)."""
+    @overload
+    async def invoke(self, command: RemotingCommand, timeout_s: float) -> RemotingCommand: ...
+
+    @overload
+    async def invoke(self, command: RemotingCommand, timeout_s: float, read: Callable[[RemotingCommand], T]) -> T: ...
+
+    async def invoke(
+        self, command: RemotingCommand, timeout_s: float, read: Callable[[RemotingCommand], Any] | None = None
+    ) -> Any:
+        """Send a request and wait for its response (RemotingTimeoutError after ``timeout_s``).
+
+        With ``read``, the result is ``read(response)`` (or what it raised), called in the read that
+        brought the response (``data_received``), before this coroutine resumes: what ``read`` does
+        is not queued behind other tasks the loop has ready. It is not called for a response that comes
+        after the timeout or a cancellation, and must not wait on anything."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[RemotingCommand] = loop.create_future()
+        future: asyncio.Future[Any] = loop.create_future()
         pending = self._pending
         if pending and self._corked is None:
             # Others are in flight, so their answers wake this loop anyway: the requests made until
@@ -320,6 +349,8 @@ class Connection(asyncio.Protocol):
             loop.call_soon(self._uncork)
         opaque = command.opaque
         pending[opaque] = future
+        if read is not None:
+            self._readers[opaque] = read
         # One timer handle per call: cheaper than ``asyncio.timeout`` on a path every request takes.
         timer = loop.call_later(timeout_s, self._expire, future, command.code, timeout_s)
         try:
@@ -328,8 +359,10 @@ class Connection(asyncio.Protocol):
         finally:
             timer.cancel()
             pending.pop(opaque, None)
+            if read is not None:
+                self._readers.pop(opaque, None)
 
-    def _expire(self, future: asyncio.Future[RemotingCommand], code: int, timeout_s: float) -> None:
+    def _expire(self, future: asyncio.Future[Any], code: int, timeout_s: float) -> None:
         if not future.done():
             future.set_exception(RemotingTimeoutError(self.remote_address, code, timeout_s))
 

@@ -19,7 +19,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from rocketq.bench.consumer import ConsumerBench, ConsumerBenchOptions
+from rocketq.bench.consumer import ConsumerBench
+from rocketq.bench.consumer_options import ConsumerBenchOptions
 from rocketq.bench.metrics import DRAIN_TOPIC, METRICS_ON, broker_cpu_s, prepare_topics
 from rocketq.bench.running import run_loop, started_pair
 

@@ -235,7 +235,8 @@ def bench_consumer(
 ) -> None:
     """Measure consumers: push and pull drain rates, end-to-end latency, rebalance time, on a cluster
     started here or (-n) an existing one."""
-    from rocketq.bench.consumer import NOTES, ConsumerBenchOptions, run_consumer_bench
+    from rocketq.bench.consumer import run_consumer_bench
+    from rocketq.bench.consumer_options import NOTES, ConsumerBenchOptions
 
     options = ConsumerBenchOptions(
         sizes=sizes or (100, 1024),

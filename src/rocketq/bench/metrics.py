@@ -44,7 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocketq.bench import Extra, Measurement, Sink, scratch_directory
-from rocketq.bench.consumer import ConsumerBench, ConsumerBenchOptions
+from rocketq.bench.consumer import ConsumerBench
+from rocketq.bench.consumer_options import ConsumerBenchOptions
 from rocketq.bench.producer import ProducerBenchOptions, run_producer_bench
 from rocketq.bench.running import create_topic, run_loop, start_order_halves, started_pair
 from rocketq.bench.usage import process_cpu_ns

@@ -111,11 +111,7 @@ def _fill(
         reason = check_record(b, p, limit, check_crc)
         if reason != OK:
             break
-        body_length = int32_at(b, p + 84)
-        topic_at = p + HEAD_SIZE + body_length
-        topic_length = np.int64(b[topic_at])
-        properties_at = topic_at + 3 + topic_length
-        properties_end = properties_at + ((np.int64(b[properties_at - 2]) << 8) | np.int64(b[properties_at - 1]))
+        body_length, topic_at, topic_length, properties_at, properties_end = record_spans(b, p)
         reason, entries, tags_at, tags_stop, keys_at, keys_stop, uniq_at, uniq_stop = read_properties(
             b, properties_at, properties_end
         )
@@ -181,16 +177,17 @@ int32_at: Any = byte_kernels.int32_at
 int64_at: Any = byte_kernels.int64_at
 copy: Any = byte_kernels.copy
 check_record: Any = rc.check_record
+record_spans: Any = rc.record_spans
 read_properties: Any = rc.read_properties
 
 _PLAIN: Final = SimpleNamespace(payload_bound=_payload_bound, fill=_fill)
 
 
 def _compile(numba: Any) -> SimpleNamespace:
-    global int32_at, int64_at, copy, check_record, read_properties
+    global int32_at, int64_at, copy, check_record, record_spans, read_properties
     rc.kernels()  # compiles record_columns' helpers, which these kernels share
     int32_at, int64_at, copy = rc.int32_at, rc.int64_at, rc.copy
-    check_record, read_properties = rc.check_record, rc.read_properties
+    check_record, record_spans, read_properties = rc.check_record, rc.record_spans, rc.read_properties
     compiled = SimpleNamespace(
         **{name: numba.njit(nogil=True, cache=True)(kernel) for name, kernel in vars(_PLAIN).items()}
     )

@@ -8,7 +8,7 @@ int64 values for the numbers, timestamps already in microseconds). ``rocketq.cli
 them into a ``pyarrow.RecordBatch`` without copying them again.
 
 One kernel (``_fill``) visits each record once: it checks it as ``rocketq.common.record_columns``
-does (the same ``check_record`` and the same walk of the properties), and writes its values at the ends
+does (the same ``check_record``, ``record_spans`` and walk of the properties), and writes its values at the ends
 of the columns; in a buffer of records one after the other it finds the next record from the total
 size of this one, so there is no separate walk. Nothing is kept per record in between and no Python
 object is made per record. The columns are sized up front from the buffers' sizes: a buffer of records

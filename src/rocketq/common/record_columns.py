@@ -7,7 +7,8 @@ length) of the body, the topic, the properties and the TAGS, KEYS and UNIQ_KEY v
 ``gather`` copies spans into one contiguous buffer with Arrow-style offsets, ``property_entries`` lists
 each record's properties. The offline store reader checks the records it returns with these columns;
 the Arrow record batches are written by ``rocketq.common.record_arrow``, which shares this module's
-record check (``check_record``) and properties walk (``read_properties``).
+record check (``check_record``), the layout arithmetic that finds a record's body, topic and properties
+(``record_spans``) and the properties walk (``read_properties``).
 
 A record is accepted when its header fits the buffer, the magic is a message's, the total size, body
 length, topic length (1-127) and properties length add up, the hosts use the IPv4 layout (the only one

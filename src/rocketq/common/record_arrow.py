@@ -8,7 +8,7 @@ int64 values for the numbers, timestamps already in microseconds). ``rocketq.cli
 them into a ``pyarrow.RecordBatch`` without copying them again.
 
 One kernel (``_fill``) visits each record once: it checks it as ``rocketq.common.record_columns``
-does (the same ``check_record`` and the same walk of the properties), and writes its values at the ends
+does (the same ``check_record``, ``record_spans`` and walk of the properties), and writes its values at the ends
 of the columns; in a buffer of records one after the other it finds the next record from the total
 size of this one, so there is no separate walk. Nothing is kept per record in between and no Python
 object is made per record. The columns are sized up front from the buffers' sizes: a buffer of records
@@ -111,11 +111,7 @@ def _fill(
         reason = check_record(b, p, limit, check_crc)
         if reason != OK:
             break
-        body_length = int32_at(b, p + 84)
-        topic_at = p + HEAD_SIZE + body_length
-        topic_length = np.int64(b[topic_at])
-        properties_at = topic_at + 3 + topic_length
-        properties_end = properties_at + ((np.int64(b[properties_at - 2]) << 8) | np.int64(b[properties_at - 1]))
+        body_length, topic_at, topic_length, properties_at, properties_end = record_spans(b, p)
         reason, entries, tags_at, tags_stop, keys_at, keys_stop, uniq_at, uniq_stop = read_properties(
             b, properties_at, properties_end
         )
@@ -181,16 +177,17 @@ int32_at: Any = byte_kernels.int32_at
 int64_at: Any = byte_kernels.int64_at
 copy: Any = byte_kernels.copy
 check_record: Any = rc.check_record
+record_spans: Any = rc.record_spans
 read_properties: Any = rc.read_properties
 
 _PLAIN: Final = SimpleNamespace(payload_bound=_payload_bound, fill=_fill)
 
 
 def _compile(numba: Any) -> SimpleNamespace:
-    global int32_at, int64_at, copy, check_record, read_properties
+    global int32_at, int64_at, copy, check_record, record_spans, read_properties
     rc.kernels()  # compiles record_columns' helpers, which these kernels share
     int32_at, int64_at, copy = rc.int32_at, rc.int64_at, rc.copy
-    check_record, read_properties = rc.check_record, rc.read_properties
+    check_record, record_spans, read_properties = rc.check_record, rc.record_spans, rc.read_properties
     compiled = SimpleNamespace(
         **{name: numba.njit(nogil=True, cache=True)(kernel) for name, kernel in vars(_PLAIN).items()}
     )

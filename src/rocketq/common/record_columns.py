@@ -7,7 +7,8 @@ length) of the body, the topic, the properties and the TAGS, KEYS and UNIQ_KEY v
 ``gather`` copies spans into one contiguous buffer with Arrow-style offsets, ``property_entries`` lists
 each record's properties. The offline store reader checks the records it returns with these columns;
 the Arrow record batches are written by ``rocketq.common.record_arrow``, which shares this module's
-record check (``check_record``) and properties walk (``read_properties``).
+record check (``check_record``), the layout arithmetic that finds a record's body, topic and properties
+(``record_spans``) and the properties walk (``read_properties``).
 
 A record is accepted when its header fits the buffer, the magic is a message's, the total size, body
 length, topic length (1-127) and properties length add up, the hosts use the IPv4 layout (the only one
@@ -117,6 +118,18 @@ def _check_record(b: Any, p: Any, limit: Any, check_crc: Any) -> Any:
     return OK
 
 
+def _record_spans(b: Any, p: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """Where the parts of the record at ``p`` lie, for a record ``check_record`` passed: (body length,
+    position of the topic's length byte, topic length, properties start, properties end). The body
+    starts at ``p + HEAD_SIZE``, the topic's bytes at the length byte's position plus 1."""
+    body_length = int32_at(b, p + 84)
+    topic_at = p + HEAD_SIZE + body_length
+    topic_length = np.int64(b[topic_at])
+    properties_at = topic_at + 3 + topic_length
+    properties_end = properties_at + ((np.int64(b[properties_at - 2]) << 8) | np.int64(b[properties_at - 1]))
+    return body_length, topic_at, topic_length, properties_at, properties_end
+
+
 def _utf8_valid(b: Any, start: Any, stop: Any) -> bool:
     """Whether ``b[start:stop]`` is strict UTF-8 (see ``byte_kernels.utf8_sequence``)."""
     k = start
@@ -160,11 +173,7 @@ def _scan(b: Any, positions: Any, check_crc: Any, out: Any) -> tuple[Any, Any]:
         reason = check_record(b, p, limit, check_crc)
         if reason != OK:
             return i, reason
-        body_length = int32_at(b, p + 84)
-        topic_at = p + HEAD_SIZE + body_length
-        topic_length = np.int64(b[topic_at])
-        properties_at = topic_at + 3 + topic_length
-        properties_end = properties_at + ((np.int64(b[properties_at - 2]) << 8) | np.int64(b[properties_at - 1]))
+        body_length, topic_at, topic_length, properties_at, properties_end = record_spans(b, p)
         reason, entries, tags_at, tags_stop, keys_at, keys_stop, uniq_at, uniq_stop = read_properties(
             b, properties_at, properties_end
         )
@@ -313,6 +322,7 @@ copy: Any = byte_kernels.copy
 utf8_valid: Any = _utf8_valid
 utf8_sequence: Any = byte_kernels.utf8_sequence
 check_record: Any = _check_record
+record_spans: Any = _record_spans
 read_properties: Any = _read_properties
 
 _PLAIN: Final = SimpleNamespace(
@@ -325,7 +335,8 @@ _PLAIN: Final = SimpleNamespace(
 
 
 def _compile(numba: Any) -> SimpleNamespace:
-    global int32_at, int64_at, starts_with, crc32, copy, utf8_valid, utf8_sequence, check_record, read_properties
+    global int32_at, int64_at, starts_with, crc32, copy, utf8_valid, utf8_sequence, check_record, record_spans
+    global read_properties
     int32_at = numba.njit(inline="always")(byte_kernels.int32_at)
     int64_at = numba.njit(inline="always")(byte_kernels.int64_at)
     starts_with = numba.njit(inline="always")(byte_kernels.starts_with)
@@ -334,6 +345,7 @@ def _compile(numba: Any) -> SimpleNamespace:
     utf8_sequence = numba.njit(inline="never")(byte_kernels.utf8_sequence)
     utf8_valid = numba.njit(inline="always")(_utf8_valid)
     check_record = numba.njit(inline="always")(_check_record)
+    record_spans = numba.njit(inline="always")(_record_spans)
     read_properties = numba.njit(inline="always")(_read_properties)
     compiled = SimpleNamespace(
         **{name: numba.njit(nogil=True, cache=True)(kernel) for name, kernel in vars(_PLAIN).items()}

@@ -8,6 +8,13 @@ into compiled code), so ``build`` sets those itself.
 A compilation still running after ``notice_after_s`` (the first start after an install or an upgrade:
 numba's cache is empty) says so in a WARNING, so a slow first start is not mistaken for a hang, and says
 when it is done.
+
+For whoever edits the kernels: numba's cache of a kernel is keyed on its own source file only. A
+kernel that calls helpers of another module (``record_arrow``'s kernel calls ``record_columns``'
+``check_record``, ``record_spans`` and ``read_properties``) is not compiled again when only the
+helpers' file changed: after such an edit, touch the calling module too (or delete its ``*.nbi`` and
+``*.nbc`` files in ``__pycache__``). An installed release is not affected (installing rewrites every
+file).
 """
 
 from __future__ import annotations

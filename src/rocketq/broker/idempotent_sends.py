@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rocketq.broker.context import reply
-from rocketq.broker.handlers.send import DEFAULT_REGION, TRACE_ON
+from rocketq.broker.handlers.send import send_answer
 from rocketq.common.message import SCHEDULE_TOPIC, Property, find_property
 from rocketq.common.message_id import offset_message_ids
 from rocketq.protocol import RemoteProtocolError, RemotingCommand, RequestCode, ResponseCode, decode_batch
@@ -244,13 +244,6 @@ def answer_of(response: RemotingCommand) -> Answer:
 
 
 def answered(request: RemotingCommand, answer: Answer) -> RemotingCommand:
-    """The response to a repeat: the fields a send's response has (as ``send._response`` writes them)."""
+    """The response to a repeat: the first store's answer (``send_answer``), for this request."""
     code, msg_id, queue_id, queue_offset = answer
-    fields = {
-        "msgId": msg_id,
-        "queueId": str(queue_id),
-        "queueOffset": str(queue_offset),
-        Property.MSG_REGION: DEFAULT_REGION,
-        Property.TRACE_SWITCH: TRACE_ON,
-    }
-    return reply(request, code, ext_fields=fields)
+    return send_answer(request, code, msg_id, queue_id, queue_offset)

@@ -43,12 +43,16 @@ STORED: Final = (
 """Put outcomes with the messages appended (the answer carries their ids; only the wait fell short)."""
 
 _NOT_LOGGED = (*STORED, PutStatus.DISK_FULL)
+
+# Enum members read per request, bound once (see rocketq.native.modules on enum members)
+_PUT_OK: Final = PutStatus.PUT_OK
+_SUCCESS: Final = ResponseCode.SUCCESS
 """Put outcomes not logged per request (the store logs a full disk once per episode)."""
 
 
 def response_code(status: PutStatus) -> int:
-    if status is PutStatus.PUT_OK:  # every good put, without hashing the enum (Enum.__hash__ is Python)
-        return ResponseCode.SUCCESS
+    if status is _PUT_OK:  # every good put, without hashing the enum (Enum.__hash__ is Python)
+        return _SUCCESS
     return PUT_STATUS_CODES.get(status, ResponseCode.SYSTEM_ERROR)
 
 

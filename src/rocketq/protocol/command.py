@@ -66,9 +66,23 @@ class RemotingCommand:
         ext_fields: The custom header, always text to text.
         body: Opaque payload.
         serialize_type: Encoding of the header on the wire.
+        encoded_header: The header exactly as ``encode_header`` would write it from the fields above, when
+            its builder wrote it already (the broker's answer to a stored send, from a template); None:
+            ``encode_header`` encodes the fields. Not compared by ``==``.
     """
 
-    __slots__ = ("body", "code", "ext_fields", "flag", "language", "opaque", "remark", "serialize_type", "version")
+    __slots__ = (
+        "body",
+        "code",
+        "encoded_header",
+        "ext_fields",
+        "flag",
+        "language",
+        "opaque",
+        "remark",
+        "serialize_type",
+        "version",
+    )
 
     def __init__(
         self,
@@ -82,6 +96,7 @@ class RemotingCommand:
         ext_fields: dict[str, str] | None = None,
         body: Body = b"",
         serialize_type: SerializeType = SerializeType.JSON,
+        encoded_header: bytes | None = None,
     ) -> None:
         self.code = code
         self.language = language
@@ -92,6 +107,7 @@ class RemotingCommand:
         self.ext_fields: dict[str, str] = {} if ext_fields is None else ext_fields
         self.body = body
         self.serialize_type = serialize_type
+        self.encoded_header = encoded_header
 
     @property
     def is_response(self) -> bool:
@@ -137,6 +153,11 @@ _INT32_MAX: Final = 0x7FFF_FFFF
 _BINARY_FIXED = struct.Struct(">hBhii")
 _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
+
+# Enum members read per frame, bound once (see rocketq.native.modules on enum members)
+_JSON: Final = SerializeType.JSON
+_ROCKETMQ: Final = SerializeType.ROCKETMQ
+_OTHER_LANGUAGE: Final = LanguageCode.OTHER
 
 _LANGUAGES_BY_NAME: Final = {member.name: member for member in LanguageCode}
 _LANGUAGE_NAMES: Final[dict[int, str]] = {member: member.name for member in LanguageCode}
@@ -238,9 +259,9 @@ def _language_from_wire(value: str | int) -> LanguageCode:
         try:
             return LanguageCode(value)
         except ValueError:
-            return LanguageCode.OTHER
+            return _OTHER_LANGUAGE
     # Unknown names (a future client) are not worth dropping the connection for.
-    return _LANGUAGES_BY_NAME.get(value, LanguageCode.OTHER)
+    return _LANGUAGES_BY_NAME.get(value, _OTHER_LANGUAGE)
 
 
 def _decode_json_header(data: bytes | memoryview) -> JsonHeader:
@@ -373,14 +394,16 @@ def _decode_binary_header(data: bytes, body: bytes) -> RemotingCommand:
 
 
 def encode_header(cmd: RemotingCommand) -> bytes:
-    """Encode ``cmd``'s header in its own serialize type.
+    """Encode ``cmd``'s header in its own serialize type (its ``encoded_header`` when it has one).
 
     Raises:
         LocalProtocolError: A field does not fit its wire representation.
     """
-    if cmd.serialize_type == SerializeType.ROCKETMQ:
+    if cmd.encoded_header is not None:
+        return cmd.encoded_header
+    if cmd.serialize_type == _ROCKETMQ:
         return encode_binary_header(cmd)
-    if cmd.serialize_type == SerializeType.JSON:
+    if cmd.serialize_type == _JSON:
         return encode_json_header(cmd)
     raise LocalProtocolError(f"unknown serialize type {cmd.serialize_type!r}")
 
@@ -391,7 +414,7 @@ def decode_command(serialize_type: int, header: bytes, body: bytes = b"") -> Rem
     Raises:
         RemoteProtocolError: The header is malformed or the serialize type unknown.
     """
-    if serialize_type == SerializeType.JSON:
+    if serialize_type == _JSON:
         wire: JsonHeaderFields
         try:
             wire = _TEXT_JSON_HEADER_DECODER.decode(header)
@@ -408,8 +431,8 @@ def decode_command(serialize_type: int, header: bytes, body: bytes = b"") -> Rem
             remark=wire.remark,
             ext_fields=ext_fields,
             body=body,
-            serialize_type=SerializeType.JSON,
+            serialize_type=_JSON,
         )
-    if serialize_type == SerializeType.ROCKETMQ:
+    if serialize_type == _ROCKETMQ:
         return _decode_binary_header(header, body)
     raise RemoteProtocolError(f"unknown serialize type {serialize_type}")

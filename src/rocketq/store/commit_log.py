@@ -12,7 +12,7 @@ import logging
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Final, cast
 from zlib import crc32
 
 import numpy as np
@@ -38,6 +38,7 @@ from rocketq.store.wire_batches import WireBatches
 log = logging.getLogger(__name__)
 
 _TXN_MASK = rec.SysFlag.TRANSACTION_MASK
+_PUT_OK: Final = PutStatus.PUT_OK  # read per put, bound once (see rocketq.native.modules on enum members)
 _BLANK_FIRST_BYTE = (rec.BLANK_MAGIC & 0xFFFFFFFF) >> 24
 _NO_QUEUE_OFFSET = rec.NOT_QUEUED_TRANSACTIONS
 
@@ -237,7 +238,7 @@ class CommitLog:
             ):
                 descriptions.add_put(message, physical, size, store_timestamp, queue_offset)
         return PutMessageResult(
-            status=PutStatus.PUT_OK,
+            status=_PUT_OK,
             physical_offsets=cast(list[PhysicalOffset], physical_offsets),
             queue_offsets=cast(list[QueueOffset], queue_offsets),
             sizes=sizes,
@@ -294,7 +295,7 @@ class CommitLog:
         if self.descriptions.room_for(1):
             self.descriptions.add_put(message, physical, size, store_timestamp, queue_offset)
         return PutMessageResult(
-            status=PutStatus.PUT_OK,
+            status=_PUT_OK,
             physical_offsets=[PhysicalOffset(physical)],
             queue_offsets=[QueueOffset(queue_offset)],
             sizes=[size],

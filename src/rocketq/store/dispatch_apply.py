@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from typing import Final
 
 import numpy as np
 
@@ -28,6 +29,7 @@ ArrivalListener = Callable[[str, int, int, int], None]
 """(topic, queue_id, max queue offset (exclusive), store timestamp of the newest record)."""
 
 _NOT_IN_QUEUE = NOT_QUEUED_TRANSACTIONS
+_TRANSACTION_MASK: Final = SysFlag.TRANSACTION_MASK  # read per record (see rocketq.native.modules on enum members)
 COLUMNAR_MIN_RECORDS = 16
 """Shorter compiled-scan batches are applied record by record: the columnar path's fixed cost (numpy
 for the index keys, array set-up) breaks even at about this many records."""
@@ -69,7 +71,7 @@ class DispatchApplier:
         """``apply``'s ConsumeQueue entry and listeners for a lone record (a single put's pass) without
         the grouping a batch needs: the same entry, written the same way (``ConsumeQueue.put_one``)."""
         self.dispatched_timestamp = request.store_timestamp
-        if request.sys_flag & SysFlag.TRANSACTION_MASK in _NOT_IN_QUEUE:
+        if request.sys_flag & _TRANSACTION_MASK in _NOT_IN_QUEUE:
             return
         topic, queue_id, queue_offset = request.topic, request.queue_id, request.queue_offset
         self._consume_queue_of(topic, queue_id).put_one(
@@ -82,7 +84,7 @@ class DispatchApplier:
         returns each queue's new max offset."""
         by_queue: dict[tuple[str, int], tuple[int, list[Entry]]] = {}
         for topic, queue_id, queue_offset, physical, size, tags_code, sys_flag in records:
-            if sys_flag & SysFlag.TRANSACTION_MASK in _NOT_IN_QUEUE:
+            if sys_flag & _TRANSACTION_MASK in _NOT_IN_QUEUE:
                 continue
             key = (topic, queue_id)
             entry = (physical, size, tags_code)

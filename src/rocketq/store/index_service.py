@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
@@ -41,12 +41,13 @@ CATCH_UP_RECORDS = 65_536
 _Keys = tuple[list[int], list[int], list[int]]  # key hashes, CommitLog offsets, store timestamps
 
 _ROLLBACK = SysFlag.TRANSACTION_ROLLBACK_TYPE
+_TRANSACTION_MASK: Final = SysFlag.TRANSACTION_MASK  # read per record (see rocketq.native.modules on enum members)
 
 
 def is_indexed(physical_offset: int, sys_flag: int, indexed_until: int) -> bool:
     """The rule for which records get their keys indexed: each record once (those past
     ``indexed_until``, where the index already reaches), never a rolled-back transaction."""
-    return physical_offset > indexed_until and sys_flag & SysFlag.TRANSACTION_MASK != _ROLLBACK
+    return physical_offset > indexed_until and sys_flag & _TRANSACTION_MASK != _ROLLBACK
 
 
 def are_indexed(physical_offsets: np.ndarray, sys_flags: np.ndarray, indexed_until: int) -> np.ndarray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
-from typing import cast
+from typing import Final, cast
 
 import numpy as np
 
@@ -106,6 +106,9 @@ class PutStatus(enum.Enum):
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
+_PUT_OK: Final = PutStatus.PUT_OK  # read per put, bound once (see rocketq.native.modules on enum members)
+
+
 @dataclass(slots=True, init=False)
 class PutMessageResult:
     """Outcome of a put. For a batch, the lists hold one entry per message, in order. With SYNC_FLUSH,
@@ -140,7 +143,7 @@ class PutMessageResult:
 
     @property
     def ok(self) -> bool:
-        return self.status is PutStatus.PUT_OK
+        return self.status is _PUT_OK
 
     @property
     def end_offset(self) -> int:

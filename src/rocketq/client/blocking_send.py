@@ -32,7 +32,7 @@ from typing import Any
 from rocketq.client.errors import BrokerResponseError
 from rocketq.client.message import Message, SendResult
 from rocketq.client.producer import Producer
-from rocketq.client.send_outcome import FirstAttempt
+from rocketq.client.send_outcome import FirstAttempt, attempt_timeout
 from rocketq.remoting import RemotingError
 from rocketq.remoting.blocking import BlockingConnection
 
@@ -90,7 +90,6 @@ class BlockingSender:
         marked = producer._idempotent(idempotent)
         retries = config.retry_times_when_send_failed
         total_s = timeout or config.send_msg_timeout_s
-        deadline = time.monotonic() + total_s
         request, unique_id = producer._message_request(message, marked)
         queue = producer._select_queue(info, None)
         address = instance.master_address(queue.broker_name)
@@ -102,10 +101,13 @@ class BlockingSender:
         command = request(queue)
         if instance.sign is not None:
             instance.sign(command)
-        began = time.monotonic()
+        began = time.monotonic()  # the attempt's start and the send's deadline's (one clock read)
+        deadline = began + total_s
         error: Exception
         try:
-            response = connection.invoke(command, min(total_s, producer._attempt_timeout(total_s, retries, marked)))
+            response = connection.invoke(
+                command, min(total_s, attempt_timeout(config, total_s, retries, marked)), began
+            )
             return producer._answered(queue, address, unique_id, response, began)
         except RemotingError as exc:  # no answer
             producer._attempt_failed(queue, began)

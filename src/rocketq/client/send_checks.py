@@ -5,10 +5,14 @@ wrong."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+
+from librt.strings import BytesWriter
 
 from rocketq.client.config import ProducerConfig
 from rocketq.client.errors import ValidationError
 from rocketq.client.message import Message, MessageQueue
+from rocketq.client.unique_id import UniqueIdGenerator
 from rocketq.common.message import (
     KEY_SEPARATOR,
     NAME_VALUE_SEPARATOR,
@@ -18,6 +22,7 @@ from rocketq.common.message import (
 )
 from rocketq.common.names import NOT_SENDABLE_TOPICS, empty_property_problem, separator_problem, topic_name_problem
 from rocketq.protocol import ONEWAY_FLAG, RemotingCommand, RequestCode
+from rocketq.protocol.batch import write_item
 from rocketq.protocol.headers import IDEMPOTENT_SEND_FIELD
 from rocketq.remoting.connection import next_opaque
 
@@ -119,6 +124,39 @@ def _plain_text(message: Message, unique_id: str) -> str | None:
     return text
 
 
+def batch_body(
+    messages: Sequence[Message],
+    unique_ids: UniqueIdGenerator,
+    max_message_size: int,
+    valid_topics: set[str],
+    idempotent: bool = False,
+) -> tuple[bytes, list[str]]:
+    """The request body of ``send_batch(messages)`` and its messages' unique ids, new ones from
+    ``unique_ids`` for messages without their own (ValidationError when it is not a valid batch: empty,
+    several topics, delayed messages, a message that cannot travel, too large; ``valid_topics`` as for
+    ``checked_properties``). Idempotent, each message keeps its unique id in ``message.properties``."""
+    if not messages:
+        raise ValidationError("empty batch")
+    topics = {m.topic for m in messages}
+    if len(topics) != 1:
+        raise ValidationError(f"a batch must have one topic, not {sorted(topics)}")
+    if any(m.delay_level > 0 for m in messages):
+        raise ValidationError("a batch cannot carry delayed messages")
+    out = BytesWriter()
+    ids: list[str] = []
+    fresh_ids = unique_ids.next_ids(len(messages), int(time.time() * 1000))
+    for message, fresh_id in zip(messages, fresh_ids, strict=True):
+        text, unique_id = checked_text(message, max_message_size, valid_topics, fresh_id)
+        if idempotent:
+            message.properties[Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = unique_id
+        ids.append(unique_id)
+        write_item(out, message.body, text, message.flag)
+    body = out.getvalue()
+    if len(body) > max_message_size:
+        raise ValidationError(f"the batch of {len(body)} bytes exceeds the maximum {max_message_size}")
+    return body, ids
+
+
 def send_request(
     config: ProducerConfig,
     queue: MessageQueue,
@@ -130,9 +168,10 @@ def send_request(
     batch: bool = False,
     oneway: bool = False,
     idempotent: bool = False,
+    born_ms: int | None = None,
 ) -> RemotingCommand:
     """The SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) request of a producer with ``config`` for ``body``
-    to ``queue``, born now."""
+    to ``queue``, born at ``born_ms`` (ms since the epoch), or now."""
     # SendMessageRequestHeaderV2's fields written out (keys a..m), built here in compiled code (the
     # header's own to_ext_fields is interpreted); tests/client/test_written_headers.py holds them equal.
     fields = {
@@ -142,7 +181,7 @@ def send_request(
         "d": str(config.default_topic_queue_nums),
         "e": str(queue.queue_id),
         "f": str(sys_flag),
-        "g": str(int(time.time() * 1000)),
+        "g": str(int(time.time() * 1000) if born_ms is None else born_ms),
         "h": str(flag),
         "i": properties,
         "j": "0",

@@ -71,7 +71,10 @@ class Connection(asyncio.Protocol):
         self._decoder = FrameDecoder(max_frame_size=max_frame_size)
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._transport: asyncio.Transport | None = None
-        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # the loop it is used from, kept: asyncio.get_running_loop() makes a getpid system call (its
+        # fork check, Python 3.11), which every request would pay
+        self._loop = asyncio.get_running_loop()
+        self.closed: asyncio.Future[None] = self._loop.create_future()
         self.remote_address = "?"
         self._clock = clock
         self.last_activity = clock()
@@ -310,7 +313,7 @@ class Connection(asyncio.Protocol):
 
     async def invoke(self, command: RemotingCommand, timeout_s: float) -> RemotingCommand:
         """Send a request and wait for its response (RemotingTimeoutError after ``timeout_s``)."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop
         future: asyncio.Future[RemotingCommand] = loop.create_future()
         pending = self._pending
         if pending and self._corked is None:

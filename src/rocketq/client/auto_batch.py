@@ -9,7 +9,6 @@ is given: the same preparation, and the same retries as ``send_batch``."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -88,8 +87,10 @@ class AutoBatcher:
         """``message`` checked and ready to wait for a batch (ValidationError when it cannot travel), or
         None when it is too large for one and goes alone."""
         body, properties, _, unique_id = self._prepare(message)  # (coalescible: neither compressed nor a half)
-        future: asyncio.Future[SendResult] = self._loop().create_future()
-        deadline = time.monotonic() + (timeout or self._config.send_msg_timeout_s)
+        loop = self._loop()
+        future: asyncio.Future[SendResult] = loop.create_future()
+        # the loop's clock, as asyncio's own timeouts: uvloop's reads no clock (the time its turn began)
+        deadline = loop.time() + (timeout or self._config.send_msg_timeout_s)
         waiting = WaitingSend(body, properties, message.flag, unique_id, future, deadline, retries)
         return waiting if self.accumulator.fits(waiting) else None
 
@@ -109,7 +110,7 @@ class AutoBatcher:
         config = self._config
         try:
             ids = ",".join([waiting.unique_id for waiting in batch])
-            remaining = min([waiting.deadline for waiting in batch]) - time.monotonic()
+            remaining = min([waiting.deadline for waiting in batch]) - self._loop().time()
             retries = min([waiting.retries for waiting in batch])
             first = batch[0]
             body = _batch_body(batch) if len(batch) > 1 else None

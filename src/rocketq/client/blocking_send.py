@@ -55,22 +55,29 @@ class BlockingSender:
         self._callers_lock = threading.Lock()
         self._closed = False
 
+    # (acquire and release called plainly: compiled, a ``with`` block looks up and calls the lock's
+    # __enter__ and __exit__ by name, and a keyword argument goes through the lock's argument parser)
+
     def enter(self) -> None:
         """A caller's send begins."""
-        with self._callers_lock:
-            self._callers += 1
+        lock = self._callers_lock
+        lock.acquire()
+        self._callers += 1
+        lock.release()
 
     def leave(self) -> None:
         """A caller's send has ended (here or on the loop)."""
-        with self._callers_lock:
-            self._callers -= 1
+        lock = self._callers_lock
+        lock.acquire()
+        self._callers -= 1
+        lock.release()
 
     def send(self, message: Message, timeout: float | None, idempotent: bool | None) -> SendResult | LoopSend:
         """``Producer.send(message, ...)`` made here when it can be: its result; else the coroutine the
         loop must run for the rest (its first attempt made, or all of it). Between ``enter()`` and
         ``leave()``."""
         producer = self._producer
-        if self._callers > 1 or not self._lock.acquire(blocking=False):
+        if self._callers > 1 or not self._lock.acquire(False):  # (False: do not block)
             return producer.send(message, timeout=timeout, idempotent=idempotent)
         try:
             return self._send_here(producer, message, timeout, idempotent)

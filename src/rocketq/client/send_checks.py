@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Final
 
 from librt.strings import BytesWriter
 
@@ -94,34 +95,36 @@ def checked_text(
 _TAGS_ENTRY = Property.TAGS + NAME_VALUE_SEPARATOR
 _KEYS_ENTRY = Property.KEYS + NAME_VALUE_SEPARATOR
 _DELAY_ENTRY = Property.DELAY_TIME_LEVEL + NAME_VALUE_SEPARATOR
-_WAIT_ENTRY = Property.WAIT_STORE_MSG_OK + NAME_VALUE_SEPARATOR
 _UNIQUE_ID_ENTRY = PROPERTY_SEPARATOR + Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX + NAME_VALUE_SEPARATOR
+_WAIT_TRUE = Property.WAIT_STORE_MSG_OK + NAME_VALUE_SEPARATOR + "true" + _UNIQUE_ID_ENTRY
+_WAIT_FALSE = Property.WAIT_STORE_MSG_OK + NAME_VALUE_SEPARATOR + "false" + _UNIQUE_ID_ENTRY
+
+
+def _has_separator(value: str) -> bool:
+    return NAME_VALUE_SEPARATOR in value or PROPERTY_SEPARATOR in value
 
 
 def _plain_text(message: Message, unique_id: str) -> str | None:
     """The properties text of ``message``, which has no user properties, with ``unique_id`` (that of
     ``Message.wire_properties`` in the same order, UNIQ_KEY last), or None when a tag, key or the id is
     empty or holds a separator: the dictionary's path then says what is wrong."""
+    if not unique_id or _has_separator(unique_id):
+        return None
     text = ""
-    entries = 2  # WAIT and UNIQ_KEY
     tags = message.tags
     if tags:
+        if _has_separator(tags):
+            return None
         text = _TAGS_ENTRY + tags + PROPERTY_SEPARATOR
-        entries += 1
     keys = message.keys
     if keys:
         joined = keys if isinstance(keys, str) else KEY_SEPARATOR.join(keys)
-        if not joined:
+        if not joined or _has_separator(joined):
             return None
         text += _KEYS_ENTRY + joined + PROPERTY_SEPARATOR
-        entries += 1
     if message.delay_level > 0:
         text += _DELAY_ENTRY + str(message.delay_level) + PROPERTY_SEPARATOR
-        entries += 1
-    text += _WAIT_ENTRY + ("true" if message.wait_store_msg_ok else "false") + _UNIQUE_ID_ENTRY + unique_id
-    if not unique_id or text.count(NAME_VALUE_SEPARATOR) != entries or text.count(PROPERTY_SEPARATOR) != entries - 1:
-        return None
-    return text
+    return text + (_WAIT_TRUE if message.wait_store_msg_ok else _WAIT_FALSE) + unique_id
 
 
 def batch_body(
@@ -157,6 +160,14 @@ def batch_body(
     return body, ids
 
 
+_DECIMALS: Final = tuple(str(number) for number in range(1024))
+"""The decimal text of 0-1023, made once: a send request has four such fields (queue numbers, flags)."""
+
+
+def _decimal(number: int) -> str:
+    return _DECIMALS[number] if 0 <= number < 1024 else str(number)
+
+
 def send_request(
     config: ProducerConfig,
     queue: MessageQueue,
@@ -178,11 +189,11 @@ def send_request(
         "a": config.group,
         "b": queue.topic,
         "c": config.create_topic_key,
-        "d": str(config.default_topic_queue_nums),
-        "e": str(queue.queue_id),
-        "f": str(sys_flag),
+        "d": _decimal(config.default_topic_queue_nums),
+        "e": _decimal(queue.queue_id),
+        "f": _decimal(sys_flag),
         "g": str(int(time.time() * 1000) if born_ms is None else born_ms),
-        "h": str(flag),
+        "h": _decimal(flag),
         "i": properties,
         "j": "0",
         "k": "false",

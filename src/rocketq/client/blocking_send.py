@@ -19,7 +19,8 @@ send's deadline, so the retry policy stays in one place.
 
 State the caller's thread shares with the loop thread: the unique id generator (it takes a lock), the
 queue round-robin counter (``itertools.count``: one atomic step), the latency fault table and the route
-and address tables (single dictionary reads and writes, which the GIL keeps whole, compiled or not).
+and address tables (single dictionary reads and writes, and in the fault table single attribute stores,
+which the GIL keeps whole, compiled or not).
 """
 
 from __future__ import annotations

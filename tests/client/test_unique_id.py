@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import struct
 import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rocketq.client.unique_id import UniqueIdGenerator
 
@@ -37,3 +41,31 @@ def test_counter_wraps_at_16_bits() -> None:
     generator = UniqueIdGenerator("127.0.0.1")
     ids = generator.next_ids(65_538, int(time.time() * 1000))
     assert ids[65_535].endswith("FFFF") and ids[65_536].endswith("0000") and ids[65_537].endswith("0001")
+
+
+def _month_start_ms(now_ms: int) -> int:
+    now = datetime.datetime.fromtimestamp(now_ms / 1000)
+    return int(now.replace(day=1, hour=0, minute=0, second=0, microsecond=0).timestamp() * 1000)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    start_ms=st.integers(min_value=1_000_000_000_000, max_value=4_000_000_000_000),
+    calls=st.lists(
+        st.tuples(st.integers(min_value=0, max_value=40 * 24 * 3600 * 1000), st.integers(min_value=0, max_value=300)),
+        max_size=30,
+    ),
+)
+def test_ids_are_the_layout_formatted_in_one_call(start_ms: int, calls: list[tuple[int, int]]) -> None:
+    """Whatever the times (within a millisecond, across months) and batch sizes, each id is the prefix,
+    the ms since its month began and the 16-bit counter, as one ``%``-format writes them."""
+    generator = UniqueIdGenerator("192.168.7.9")
+    prefix = generator.next_id(start_ms)[:20]
+    counter, now_ms = 1, start_ms
+    for step_ms, count in calls:
+        now_ms += step_ms
+        made = generator.next_ids(count, now_ms) if count != 1 else [generator.next_id(now_ms)]
+        elapsed = (now_ms - _month_start_ms(now_ms)) & 0x7FFFFFFF
+        expected = ["%s%08X%04X" % (prefix, elapsed, c & 0xFFFF) for c in range(counter, counter + count)]  # noqa: UP031
+        assert made == expected
+        counter += count

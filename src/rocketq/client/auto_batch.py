@@ -9,7 +9,6 @@ is given: the same preparation, and the same retries as ``send_batch``."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -50,6 +49,13 @@ class AutoBatcher:
         self._send_alone = send_alone
         self._send_with_retries = send_with_retries
         self._pending = pending  # the producer's tasks in flight, which its aclose waits for
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The producer's event loop, set when it starts (``asyncio.get_running_loop()`` makes a getpid
+        system call on Python 3.11, which every waiting send would pay)."""
+
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        loop = self.loop
+        return asyncio.get_running_loop() if loop is None else loop
 
     def busy(self, topic: str) -> bool:
         """Whether a request to ``topic`` is in flight (a send made now would wait for a batch)."""
@@ -64,7 +70,7 @@ class AutoBatcher:
             waiting = self._waiting_send(message, timeout, retries)
             if waiting is not None:
                 if accumulator.add(topic, waiting):
-                    asyncio.get_running_loop().call_soon(self.send_waiting, topic)
+                    self._loop().call_soon(self.send_waiting, topic)
                 return await waiting.future
         accumulator.started(topic)
         try:
@@ -81,15 +87,17 @@ class AutoBatcher:
         """``message`` checked and ready to wait for a batch (ValidationError when it cannot travel), or
         None when it is too large for one and goes alone."""
         body, properties, _, unique_id = self._prepare(message)  # (coalescible: neither compressed nor a half)
-        future: asyncio.Future[SendResult] = asyncio.get_running_loop().create_future()
-        deadline = time.monotonic() + (timeout or self._config.send_msg_timeout_s)
+        loop = self._loop()
+        future: asyncio.Future[SendResult] = loop.create_future()
+        # the loop's clock, as asyncio's own timeouts: uvloop's reads no clock (the time its turn began)
+        deadline = loop.time() + (timeout or self._config.send_msg_timeout_s)
         waiting = WaitingSend(body, properties, message.flag, unique_id, future, deadline, retries)
         return waiting if self.accumulator.fits(waiting) else None
 
     def send_waiting(self, topic: str) -> None:
         """Send the batches of the sends waiting on ``topic`` (run at the end of the loop's turn)."""
         accumulator = self.accumulator
-        loop = asyncio.get_running_loop()
+        loop = self._loop()
         for batch in accumulator.take(topic):
             accumulator.started(topic)
             task = loop.create_task(self._send_coalesced(topic, batch))
@@ -102,7 +110,7 @@ class AutoBatcher:
         config = self._config
         try:
             ids = ",".join([waiting.unique_id for waiting in batch])
-            remaining = min([waiting.deadline for waiting in batch]) - time.monotonic()
+            remaining = min([waiting.deadline for waiting in batch]) - self._loop().time()
             retries = min([waiting.retries for waiting in batch])
             first = batch[0]
             body = _batch_body(batch) if len(batch) > 1 else None

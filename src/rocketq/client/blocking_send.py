@@ -19,7 +19,8 @@ send's deadline, so the retry policy stays in one place.
 
 State the caller's thread shares with the loop thread: the unique id generator (it takes a lock), the
 queue round-robin counter (``itertools.count``: one atomic step), the latency fault table and the route
-and address tables (single dictionary reads and writes, which the GIL keeps whole, compiled or not).
+and address tables (single dictionary reads and writes, and in the fault table single attribute stores,
+which the GIL keeps whole, compiled or not).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 from rocketq.client.errors import BrokerResponseError
 from rocketq.client.message import Message, SendResult
 from rocketq.client.producer import Producer
-from rocketq.client.send_outcome import FirstAttempt
+from rocketq.client.send_outcome import FirstAttempt, attempt_timeout
 from rocketq.remoting import RemotingError
 from rocketq.remoting.blocking import BlockingConnection
 
@@ -55,22 +56,29 @@ class BlockingSender:
         self._callers_lock = threading.Lock()
         self._closed = False
 
+    # (acquire and release called plainly: compiled, a ``with`` block looks up and calls the lock's
+    # __enter__ and __exit__ by name, and a keyword argument goes through the lock's argument parser)
+
     def enter(self) -> None:
         """A caller's send begins."""
-        with self._callers_lock:
-            self._callers += 1
+        lock = self._callers_lock
+        lock.acquire()
+        self._callers += 1
+        lock.release()
 
     def leave(self) -> None:
         """A caller's send has ended (here or on the loop)."""
-        with self._callers_lock:
-            self._callers -= 1
+        lock = self._callers_lock
+        lock.acquire()
+        self._callers -= 1
+        lock.release()
 
     def send(self, message: Message, timeout: float | None, idempotent: bool | None) -> SendResult | LoopSend:
         """``Producer.send(message, ...)`` made here when it can be: its result; else the coroutine the
         loop must run for the rest (its first attempt made, or all of it). Between ``enter()`` and
         ``leave()``."""
         producer = self._producer
-        if self._callers > 1 or not self._lock.acquire(blocking=False):
+        if self._callers > 1 or not self._lock.acquire(False):  # (False: do not block)
             return producer.send(message, timeout=timeout, idempotent=idempotent)
         try:
             return self._send_here(producer, message, timeout, idempotent)
@@ -90,7 +98,6 @@ class BlockingSender:
         marked = producer._idempotent(idempotent)
         retries = config.retry_times_when_send_failed
         total_s = timeout or config.send_msg_timeout_s
-        deadline = time.monotonic() + total_s
         request, unique_id = producer._message_request(message, marked)
         queue = producer._select_queue(info, None)
         address = instance.master_address(queue.broker_name)
@@ -102,10 +109,13 @@ class BlockingSender:
         command = request(queue)
         if instance.sign is not None:
             instance.sign(command)
-        began = time.monotonic()
+        began = time.monotonic()  # the attempt's start and the send's deadline's (one clock read)
+        deadline = began + total_s
         error: Exception
         try:
-            response = connection.invoke(command, min(total_s, producer._attempt_timeout(total_s, retries, marked)))
+            response = connection.invoke(
+                command, min(total_s, attempt_timeout(config, total_s, retries, marked)), began
+            )
             return producer._answered(queue, address, unique_id, response, began)
         except RemotingError as exc:  # no answer
             producer._attempt_failed(queue, began)

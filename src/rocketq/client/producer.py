@@ -27,7 +27,6 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from librt.strings import BytesWriter
 from mypy_extensions import mypyc_attr
 
 from rocketq.client.auto_batch import AutoBatcher
@@ -40,17 +39,16 @@ from rocketq.client.errors import (
     ValidationError,
 )
 from rocketq.client.instance import ClientInstance
-from rocketq.client.latency import LatencyFaultTolerance
+from rocketq.client.latency import LatencyFaultTolerance, select_queue
 from rocketq.client.message import Message, MessageQueue, SendResult
 from rocketq.client.route import TopicPublishInfo, publish_info
 from rocketq.client.send_accumulator import coalescible
-from rocketq.client.send_checks import checked_text, send_request
-from rocketq.client.send_outcome import FirstAttempt, send_result, worth_retrying
+from rocketq.client.send_checks import batch_body, checked_text, send_request
+from rocketq.client.send_outcome import FirstAttempt, attempt_timeout, send_result, worth_retrying
 from rocketq.client.unique_id import UniqueIdGenerator
 from rocketq.common.message import Property, java_string_hash
 from rocketq.common.record import SysFlag
 from rocketq.protocol import RemotingCommand
-from rocketq.protocol.batch import write_item
 from rocketq.remoting import ConnectionClosedError, RemotingError, RemotingTimeoutError, RequestHandler
 
 if TYPE_CHECKING:
@@ -100,6 +98,8 @@ class Producer:
         instance.producer_groups.add(self.config.group)
         instance.route_listeners.append(self._route_changed)
         await instance.start()
+        if self._batcher is not None:
+            self._batcher.loop = asyncio.get_running_loop()
         self._instance = instance
         self._ids = UniqueIdGenerator(instance.client_ip)
         return self
@@ -181,24 +181,8 @@ class Producer:
         return list((await self._publish_info(topic)).queues)
 
     def _select_queue(self, info: TopicPublishInfo, last_broker: str | None) -> MessageQueue:
-        queues = info.queues
-        start = info.next_index()
-        if not self.config.send_latency_fault_enable:
-            for i in range(len(queues)):
-                queue = queues[(start + i) % len(queues)]
-                if queue.broker_name != last_broker:
-                    return queue
-            return queues[start % len(queues)]
-        for i in range(len(queues)):
-            queue = queues[(start + i) % len(queues)]
-            if self._fault.is_available(queue.broker_name) and (
-                last_broker is None or queue.broker_name != last_broker
-            ):
-                return queue
-        brokers = sorted({q.broker_name for q in queues})
-        best = self._fault.least_bad(brokers)
-        candidates = [q for q in queues if q.broker_name == best] or queues
-        return candidates[start % len(candidates)]
+        fault = self._fault if self.config.send_latency_fault_enable else None
+        return select_queue(info.queues, info.next_index(), last_broker, fault)
 
     # -- message preparation ----------------------------------------------------------------------------
 
@@ -206,12 +190,19 @@ class Producer:
         return self.config.idempotent if idempotent is None else idempotent
 
     def _prepare(
-        self, message: Message, idempotent: bool = False, extra: dict[str, str] | None = None
+        self,
+        message: Message,
+        idempotent: bool = False,
+        extra: dict[str, str] | None = None,
+        now_ms: int | None = None,
     ) -> tuple[bytes, str, int, str]:
         """(body, properties text, sys_flag, unique id) as they go on the wire (``extra``: properties the
-        client adds, a transaction's). An idempotent send keeps its unique id in ``message.properties``: a
-        later send of the same message is a repeat of it."""
-        fresh_id = self._unique_ids().next_id(int(time.time() * 1000))
+        client adds, a transaction's; ``now_ms``: the wall clock in ms when the caller has read it). An
+        idempotent send keeps its unique id in ``message.properties``: a later send of the same message is
+        a repeat of it."""
+        if now_ms is None:
+            now_ms = int(time.time() * 1000)
+        fresh_id = self._unique_ids().next_id(now_ms)
         text, unique_id = checked_text(message, self.config.max_message_size, self._valid_topics, fresh_id, extra)
         if idempotent:
             message.properties[Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = unique_id
@@ -240,12 +231,23 @@ class Producer:
         return address
 
     async def _send_once(
-        self, queue: MessageQueue, request: RemotingCommand, unique_id: str, timeout_s: float
+        self,
+        queue: MessageQueue,
+        request: RemotingCommand,
+        unique_id: str,
+        timeout_s: float,
+        began: float | None = None,
     ) -> SendResult:
-        address = await self._address(queue)
-        began = time.monotonic()
+        """One attempt: ``request`` to ``queue``'s master, its answer made a ``SendResult`` (its latency
+        noted). ``began``: a monotonic reading the caller took just before (one clock read less)."""
+        instance = self.instance
+        address = instance.master_address(queue.broker_name)
+        if address is None or began is None:
+            if address is None:
+                address = await self._address(queue)
+            began = time.monotonic()
         try:
-            response = await self.instance.invoke_broker(address, request, timeout_s)
+            response = await instance.remoting.invoke(address, request, timeout_s)
         except RemotingError:
             self._attempt_failed(queue, began)
             raise
@@ -308,21 +310,20 @@ class Producer:
         self, message: Message, marked: bool, extra: dict[str, str] | None = None
     ) -> tuple[Callable[[MessageQueue], RemotingCommand], str]:
         """``message`` prepared once (checked, given its unique id, compressed when large) to travel alone:
-        the request of it to a given queue, and its unique id. ``marked``: an idempotent send."""
-        body, properties, sys_flag, unique_id = self._prepare(message, marked, extra)
+        the request of it to a given queue, and its unique id. ``marked``: an idempotent send. The first
+        request is born when the message was prepared (one wall-clock read for both), a retry when made."""
+        born_ms: int | None = int(time.time() * 1000)
+        body, properties, sys_flag, unique_id = self._prepare(message, marked, extra, born_ms)
 
         def request(queue: MessageQueue) -> RemotingCommand:
-            return send_request(self.config, queue, body, properties, sys_flag, message.flag, idempotent=marked)
+            nonlocal born_ms
+            command = send_request(
+                self.config, queue, body, properties, sys_flag, message.flag, idempotent=marked, born_ms=born_ms
+            )
+            born_ms = None
+            return command
 
         return request, unique_id
-
-    def _attempt_timeout(self, total_s: float, retries: int, idempotent: bool) -> float:
-        """How long one attempt may wait for its answer: ``send_attempt_timeout_s`` when set; else the
-        whole send timeout, or for an idempotent send an equal share of it per attempt (a timed-out
-        attempt then leaves time for a retry, which the broker recognises as a repeat)."""
-        if self.config.send_attempt_timeout_s is not None:
-            return self.config.send_attempt_timeout_s
-        return total_s / (1 + retries) if idempotent else total_s
 
     async def _send_with_retries(
         self,
@@ -341,26 +342,34 @@ class Producer:
         attempt goes there. ``first``: the first attempt was made already (by a blocking caller) and
         failed; the others follow it within its deadline."""
         total_s = timeout or self.config.send_msg_timeout_s
-        deadline = time.monotonic() + total_s if first is None else first.deadline
-        attempt_s = self._attempt_timeout(total_s, retries, idempotent)
+        now = time.monotonic()  # read once per attempt: the deadline's, the attempt's start
+        deadline = now + total_s if first is None else first.deadline
+        attempt_s = attempt_timeout(self.config, total_s, retries, idempotent)
         queue: MessageQueue | None = fixed_queue
         last_error: Exception | None = None
         attempts = 0
         if first is not None:
             queue, last_error, attempts = first.queue, first.error, 1
             await self._before_retry(topic, queue, attempts, last_error)
+            now = time.monotonic()
         while attempts <= retries:
-            remaining = deadline - time.monotonic()
+            remaining = deadline - now
             if remaining <= 0:
                 break
             attempts += 1
+            began: float | None = now
             if queue is None or (fixed_queue is None and not (idempotent and isinstance(last_error, _MAYBE_STORED))):
-                queue = self._select_queue(await self._publish_info(topic), queue.broker_name if queue else None)
+                info = self._publish.get(topic)
+                if info is None or not info.queues:
+                    info = await self._publish_info(topic)
+                    began = None  # the route was looked up: _send_once reads the clock again
+                queue = self._select_queue(info, queue.broker_name if queue else None)
             try:
-                return await self._send_once(queue, request(queue), unique_id, min(remaining, attempt_s))
+                return await self._send_once(queue, request(queue), unique_id, min(remaining, attempt_s), began)
             except (RemotingError, MQClientError) as exc:
                 last_error = exc
             await self._before_retry(topic, queue, attempts, last_error)
+            now = time.monotonic()
         error = MQConnectionError if isinstance(last_error, RemotingError | MQConnectionError) else MQClientError
         raise error(f"send to topic {topic!r} failed after {attempts} attempts: {last_error}") from last_error
 
@@ -481,30 +490,8 @@ class Producer:
         return await self._send_with_retries(topic, request, ",".join(ids), timeout, retries, marked, queue)
 
     def _batch_body(self, messages: Sequence[Message], idempotent: bool = False) -> tuple[bytes, list[str]]:
-        """A batch's request body and its messages' unique ids (MQClientError when it is not a valid
-        batch: empty, several topics, delayed messages, too large). Idempotent, each message keeps its
-        unique id in ``message.properties``."""
-        if not messages:
-            raise ValidationError("empty batch")
-        topics = {m.topic for m in messages}
-        if len(topics) != 1:
-            raise ValidationError(f"a batch must have one topic, not {sorted(topics)}")
-        if any(m.delay_level > 0 for m in messages):
-            raise ValidationError("a batch cannot carry delayed messages")
-        out = BytesWriter()
-        ids: list[str] = []
-        fresh_ids = self._unique_ids().next_ids(len(messages), int(time.time() * 1000))
-        max_size, valid_topics = self.config.max_message_size, self._valid_topics
-        for message, fresh_id in zip(messages, fresh_ids, strict=True):
-            text, unique_id = checked_text(message, max_size, valid_topics, fresh_id)
-            if idempotent:
-                message.properties[Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = unique_id
-            ids.append(unique_id)
-            write_item(out, message.body, text, message.flag)
-        body = out.getvalue()
-        if len(body) > self.config.max_message_size:
-            raise ValidationError(f"the batch of {len(body)} bytes exceeds the maximum {self.config.max_message_size}")
-        return body, ids
+        """A batch's request body and its messages' unique ids (``rocketq.client.send_checks.batch_body``)."""
+        return batch_body(messages, self._unique_ids(), self.config.max_message_size, self._valid_topics, idempotent)
 
 
 _MAYBE_STORED = (RemotingTimeoutError, ConnectionClosedError)

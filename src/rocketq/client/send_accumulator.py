@@ -55,8 +55,8 @@ def item_size(body: bytes, properties: str) -> int:
 
 class WaitingSend:
     """One send waiting for its batch: the message as it travels (body, properties text, flag), its
-    unique id, and what its caller waits on. ``deadline`` (``time.monotonic()``) and ``retries`` are the
-    send's own."""
+    unique id, and what its caller waits on. ``deadline`` (on the loop's clock, ``loop.time()``) and
+    ``retries`` are the send's own."""
 
     __slots__ = ("body", "deadline", "flag", "future", "properties", "retries", "size", "unique_id")
 

@@ -5,10 +5,15 @@ wrong."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from typing import Final
+
+from librt.strings import BytesWriter
 
 from rocketq.client.config import ProducerConfig
 from rocketq.client.errors import ValidationError
 from rocketq.client.message import Message, MessageQueue
+from rocketq.client.unique_id import UniqueIdGenerator
 from rocketq.common.message import (
     KEY_SEPARATOR,
     NAME_VALUE_SEPARATOR,
@@ -18,6 +23,7 @@ from rocketq.common.message import (
 )
 from rocketq.common.names import NOT_SENDABLE_TOPICS, empty_property_problem, separator_problem, topic_name_problem
 from rocketq.protocol import ONEWAY_FLAG, RemotingCommand, RequestCode
+from rocketq.protocol.batch import write_item
 from rocketq.protocol.headers import IDEMPOTENT_SEND_FIELD
 from rocketq.remoting.connection import next_opaque
 
@@ -89,34 +95,77 @@ def checked_text(
 _TAGS_ENTRY = Property.TAGS + NAME_VALUE_SEPARATOR
 _KEYS_ENTRY = Property.KEYS + NAME_VALUE_SEPARATOR
 _DELAY_ENTRY = Property.DELAY_TIME_LEVEL + NAME_VALUE_SEPARATOR
-_WAIT_ENTRY = Property.WAIT_STORE_MSG_OK + NAME_VALUE_SEPARATOR
 _UNIQUE_ID_ENTRY = PROPERTY_SEPARATOR + Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX + NAME_VALUE_SEPARATOR
+_WAIT_TRUE = Property.WAIT_STORE_MSG_OK + NAME_VALUE_SEPARATOR + "true" + _UNIQUE_ID_ENTRY
+_WAIT_FALSE = Property.WAIT_STORE_MSG_OK + NAME_VALUE_SEPARATOR + "false" + _UNIQUE_ID_ENTRY
+
+
+def _has_separator(value: str) -> bool:
+    return NAME_VALUE_SEPARATOR in value or PROPERTY_SEPARATOR in value
 
 
 def _plain_text(message: Message, unique_id: str) -> str | None:
     """The properties text of ``message``, which has no user properties, with ``unique_id`` (that of
     ``Message.wire_properties`` in the same order, UNIQ_KEY last), or None when a tag, key or the id is
     empty or holds a separator: the dictionary's path then says what is wrong."""
+    if not unique_id or _has_separator(unique_id):
+        return None
     text = ""
-    entries = 2  # WAIT and UNIQ_KEY
     tags = message.tags
     if tags:
+        if _has_separator(tags):
+            return None
         text = _TAGS_ENTRY + tags + PROPERTY_SEPARATOR
-        entries += 1
     keys = message.keys
     if keys:
         joined = keys if isinstance(keys, str) else KEY_SEPARATOR.join(keys)
-        if not joined:
+        if not joined or _has_separator(joined):
             return None
         text += _KEYS_ENTRY + joined + PROPERTY_SEPARATOR
-        entries += 1
     if message.delay_level > 0:
         text += _DELAY_ENTRY + str(message.delay_level) + PROPERTY_SEPARATOR
-        entries += 1
-    text += _WAIT_ENTRY + ("true" if message.wait_store_msg_ok else "false") + _UNIQUE_ID_ENTRY + unique_id
-    if not unique_id or text.count(NAME_VALUE_SEPARATOR) != entries or text.count(PROPERTY_SEPARATOR) != entries - 1:
-        return None
-    return text
+    return text + (_WAIT_TRUE if message.wait_store_msg_ok else _WAIT_FALSE) + unique_id
+
+
+def batch_body(
+    messages: Sequence[Message],
+    unique_ids: UniqueIdGenerator,
+    max_message_size: int,
+    valid_topics: set[str],
+    idempotent: bool = False,
+) -> tuple[bytes, list[str]]:
+    """The request body of ``send_batch(messages)`` and its messages' unique ids, new ones from
+    ``unique_ids`` for messages without their own (ValidationError when it is not a valid batch: empty,
+    several topics, delayed messages, a message that cannot travel, too large; ``valid_topics`` as for
+    ``checked_properties``). Idempotent, each message keeps its unique id in ``message.properties``."""
+    if not messages:
+        raise ValidationError("empty batch")
+    topics = {m.topic for m in messages}
+    if len(topics) != 1:
+        raise ValidationError(f"a batch must have one topic, not {sorted(topics)}")
+    if any(m.delay_level > 0 for m in messages):
+        raise ValidationError("a batch cannot carry delayed messages")
+    out = BytesWriter()
+    ids: list[str] = []
+    fresh_ids = unique_ids.next_ids(len(messages), int(time.time() * 1000))
+    for message, fresh_id in zip(messages, fresh_ids, strict=True):
+        text, unique_id = checked_text(message, max_message_size, valid_topics, fresh_id)
+        if idempotent:
+            message.properties[Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = unique_id
+        ids.append(unique_id)
+        write_item(out, message.body, text, message.flag)
+    body = out.getvalue()
+    if len(body) > max_message_size:
+        raise ValidationError(f"the batch of {len(body)} bytes exceeds the maximum {max_message_size}")
+    return body, ids
+
+
+_DECIMALS: Final = tuple(str(number) for number in range(1024))
+"""The decimal text of 0-1023, made once: a send request has four such fields (queue numbers, flags)."""
+
+
+def _decimal(number: int) -> str:
+    return _DECIMALS[number] if 0 <= number < 1024 else str(number)
 
 
 def send_request(
@@ -130,20 +179,21 @@ def send_request(
     batch: bool = False,
     oneway: bool = False,
     idempotent: bool = False,
+    born_ms: int | None = None,
 ) -> RemotingCommand:
     """The SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) request of a producer with ``config`` for ``body``
-    to ``queue``, born now."""
+    to ``queue``, born at ``born_ms`` (ms since the epoch), or now."""
     # SendMessageRequestHeaderV2's fields written out (keys a..m), built here in compiled code (the
     # header's own to_ext_fields is interpreted); tests/client/test_written_headers.py holds them equal.
     fields = {
         "a": config.group,
         "b": queue.topic,
         "c": config.create_topic_key,
-        "d": str(config.default_topic_queue_nums),
-        "e": str(queue.queue_id),
-        "f": str(sys_flag),
-        "g": str(int(time.time() * 1000)),
-        "h": str(flag),
+        "d": _decimal(config.default_topic_queue_nums),
+        "e": _decimal(queue.queue_id),
+        "f": _decimal(sys_flag),
+        "g": str(int(time.time() * 1000) if born_ms is None else born_ms),
+        "h": _decimal(flag),
         "i": properties,
         "j": "0",
         "k": "false",

@@ -79,7 +79,10 @@ class Connection(asyncio.Protocol):
         self._pending: dict[int, asyncio.Future[Any]] = {}  # a response, or what its reader made of it
         self._readers: dict[int, Callable[[RemotingCommand], Any]] = {}  # see invoke's ``read``
         self._transport: asyncio.Transport | None = None
-        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # the loop it is used from, kept: asyncio.get_running_loop() makes a getpid system call (its
+        # fork check, Python 3.11), which every request would pay
+        self._loop = asyncio.get_running_loop()
+        self.closed: asyncio.Future[None] = self._loop.create_future()
         self.remote_address = "?"
         self._clock = clock
         self.last_activity = clock()
@@ -339,7 +342,7 @@ class Connection(asyncio.Protocol):
         brought the response (``data_received``), before this coroutine resumes: what ``read`` does
         is not queued behind other tasks the loop has ready. It is not called for a response that comes
         after the timeout or a cancellation, and must not wait on anything."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop
         future: asyncio.Future[Any] = loop.create_future()
         pending = self._pending
         if pending and self._corked is None:

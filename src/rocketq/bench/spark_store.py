@@ -344,6 +344,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--batch-size", type=int, default=None, help="the source's batchSize option (default: its own)")
     parser.add_argument("--dir", type=Path, default=None, help="scratch directory parent")
     parser.add_argument("--no-spark", action="store_true", help="only the decode measurements")
+    parser.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting for the session (repeatable)"
+    )
     parser.add_argument("--json", action="store_true", help="JSON lines instead of a table")
     args = parser.parse_args(argv)
     options = SparkStoreBenchOptions(
@@ -353,6 +356,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         batch_size=args.batch_size,
         directory=args.dir,
         spark=not args.no_spark,
+        extra_conf={key: value for key, _, value in (setting.partition("=") for setting in args.conf)},
     )
     if not args.json:
         print(f"{options.messages:,} messages a store, {QUEUES} queues; MB = {MB:,} bytes of stored records")

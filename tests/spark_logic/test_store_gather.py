@@ -1,7 +1,7 @@
-"""The store reader's gather (the one decode, ``fill_columns``, then ``rows_match_entries``) against the
-plain scan and decode (``scan_prefix`` + ``first_unexpected`` + ``columns_batch``): the same batch for
-any records, the same decision when a byte or an entry is damaged, and the kernels' CRC equal to
-``zlib.crc32``."""
+"""The store reader's read (the one decode, ``fill_columns``, then ``first_mismatch`` against the entries)
+against the plain scan and decode (``scan_prefix`` + a per-record comparison with the entries written
+here + ``columns_batch``): the same batch for any records, the same decision and the same first refused
+record when a byte or an entry is damaged, and the kernels' CRC equal to ``zlib.crc32``."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ from rocketq.client.columns import arrow_memory, arrow_message_schema, columns_b
 from rocketq.common import byte_kernels
 from rocketq.common.record import RecordFormatError, StoredRecord, encode_record
 from rocketq.common.record_arrow import FilledColumns, fill_columns
-from rocketq.common.record_columns import first_unexpected, scan_prefix
-from rocketq.store.readonly_entries import rows_match_entries
+from rocketq.common.record_columns import QUEUE_ID as QUEUE_ID_FIELD
+from rocketq.common.record_columns import QUEUE_OFFSET, TOPIC_AT, TOPIC_LENGTH, TOTAL_SIZE, scan_prefix
+from rocketq.store.readonly_entries import Described, first_mismatch
 from tests.client.test_columns import sample, stored_records
 
 TOPIC = "TopicTest"
@@ -44,23 +45,47 @@ def layout(records: list[StoredRecord], gaps: list[int]) -> tuple[bytes, np.ndar
     return data, np.array(positions, dtype=np.int64), np.array(sizes, dtype=np.int64)
 
 
+def decode(data: bytes, positions: np.ndarray, check_crc: bool) -> FilledColumns | None:
+    """The rows the one decode makes of these records, or None when it refuses one."""
+    try:
+        return fill_columns(
+            [(np.frombuffer(data, dtype=np.uint8), positions)], check_crc=check_crc, allocate=arrow_memory
+        )
+    except RecordFormatError:
+        return None
+
+
+def mismatch(
+    filled: FilledColumns, data: bytes, positions: np.ndarray, sizes: np.ndarray, offsets: np.ndarray
+) -> int | None:
+    described = Described(np.frombuffer(data, dtype=np.uint8), positions, sizes, offsets)
+    return first_mismatch(filled, [described], TOPIC, QUEUE_ID)
+
+
 def gather(
     data: bytes, positions: np.ndarray, sizes: np.ndarray, offsets: np.ndarray, check_crc: bool
 ) -> FilledColumns | None:
-    """The rows the store reader's gather makes of these records, or None when it refuses them."""
-    view = np.frombuffer(data, dtype=np.uint8)
-    try:
-        filled = fill_columns([(view, positions)], check_crc=check_crc, allocate=arrow_memory)
-    except RecordFormatError:
+    """The rows the store reader makes of these records, or None when it refuses them."""
+    filled = decode(data, positions, check_crc)
+    if filled is None or mismatch(filled, data, positions, sizes, offsets) is not None:
         return None
-    return filled if rows_match_entries(filled, [(view, positions, sizes, offsets)], TOPIC, QUEUE_ID) else None
+    return filled
 
 
 def plain_accepted(data: bytes, positions: np.ndarray, sizes: np.ndarray, offsets: np.ndarray, check_crc: bool) -> int:
-    """How many records the store reader's plain path accepts (scan, then the entries' check)."""
+    """How many records the plain path accepts: the scan, then each record against its entry."""
     records, _ = scan_prefix(data, positions, check_crc=check_crc)
-    mismatch = first_unexpected(records, TOPIC, QUEUE_ID, offsets, sizes)
-    return len(records) if mismatch is None else min(mismatch, len(records))
+    fields, name = records.fields, TOPIC.encode()
+    for i in range(len(records)):
+        at, length = int(fields[TOPIC_AT, i]), int(fields[TOPIC_LENGTH, i])
+        if (
+            fields[TOTAL_SIZE, i] != sizes[i]
+            or fields[QUEUE_OFFSET, i] != offsets[i]
+            or fields[QUEUE_ID_FIELD, i] != QUEUE_ID
+            or bytes(records.data[at : at + length]) != name
+        ):
+            return i
+    return len(records)
 
 
 gaps = st.lists(st.integers(0, 40), min_size=30, max_size=30)
@@ -105,9 +130,13 @@ def test_a_damaged_byte_or_entry_is_refused_by_both_or_neither(
         sizes[victim] += 1
     elif entry == "offset":
         offsets[victim] += 1
-    plain_takes_all = plain_accepted(bytes(damaged), positions, sizes, offsets, check_crc) == len(records)
+    accepted = plain_accepted(bytes(damaged), positions, sizes, offsets, check_crc)
+    decoded = decode(bytes(damaged), positions, check_crc)
+    if decoded is not None:  # every record sound: the first not its entry's is the plain path's
+        found = mismatch(decoded, bytes(damaged), positions, sizes, offsets)
+        assert found == (None if accepted == len(records) else accepted)
     filled = gather(bytes(damaged), positions, sizes, offsets, check_crc)
-    assert (filled is not None) == plain_takes_all
+    assert (filled is not None) == (accepted == len(records))
     if filled is None:
         return
     plain, _ = scan_prefix(bytes(damaged), positions, check_crc=check_crc)
@@ -126,6 +155,8 @@ def test_a_record_of_another_topic_or_queue_is_refused() -> None:
         data, positions, sizes = layout([record, replace(other, queue_offset=1)], [0, 0])
         entries = np.array([0, 1], dtype=np.int64)
         assert plain_accepted(data, positions, sizes, entries, True) == 1
+        decoded = decode(data, positions, True)
+        assert decoded is not None and mismatch(decoded, data, positions, sizes, entries) == 1
         assert gather(data, positions, sizes, entries, True) is None
         assert gather(data, positions[:1], sizes[:1], entries[:1], True) is not None
 

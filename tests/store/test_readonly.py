@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from rocketq.common.record import HEAD_SIZE
 from rocketq.common.record_arrow import BODY, WIDE, FilledColumns
-from rocketq.common.record_columns import BODY_AT, BODY_LENGTH, QUEUE_OFFSET, TOTAL_SIZE, RecordColumns
 from rocketq.store import MessageStore
 from rocketq.store.consume_queue import ENTRY, ENTRY_SIZE
 from rocketq.store.readonly import DamagedRecordError, DataAgedOutError, StoreReader
@@ -42,36 +42,25 @@ def written(tmp_path: Path) -> Path:
     return tmp_path / "store"
 
 
-def bodies(records: RecordColumns) -> list[bytes]:
-    data = records.data
-    return [
-        bytes(data[at : at + length])
-        for at, length in zip(records.fields[BODY_AT], records.fields[BODY_LENGTH], strict=True)
-    ]
-
-
 def read_all(reader: StoreReader, topic: str, queue_id: int, **options: bool) -> tuple[list[int], list[bytes]]:
-    """The queue's offsets and bodies, by ``read``; checked to be what ``gather`` gives too."""
+    """The queue's offsets and bodies, by ``read``; checked to be the same in chunks of other sizes."""
     low, high = reader.offset_range(topic, queue_id)
-    offsets: list[int] = []
-    found: list[bytes] = []
-    for chunk in reader.read(topic, queue_id, low, high, max_records=7, **options):
-        offsets.extend(chunk.records.fields[QUEUE_OFFSET].tolist())
-        found.extend(bodies(chunk.records))
-    assert gather_all(reader, topic, queue_id, low, high, **options) == (offsets, found)
+    offsets, found = read_range(reader, topic, queue_id, low, high, max_records=7, **options)
+    assert read_range(reader, topic, queue_id, low, high, max_records=5, max_bytes=600, **options) == (offsets, found)
     return offsets, found
 
 
-def gather_all(
-    reader: StoreReader, topic: str, queue_id: int, low: int, high: int, **options: bool
+def read_range(
+    reader: StoreReader, topic: str, queue_id: int, low: int, high: int, **options: int | bool
 ) -> tuple[list[int], list[bytes]]:
     offsets: list[int] = []
     found: list[bytes] = []
-    for gathered in reader.gather(topic, queue_id, low, high, max_records=5, max_bytes=600, **options):
-        assert gathered.count <= 5
-        offsets.extend(queue_offsets_of(gathered))
-        ends = gathered.offsets[BODY].tolist()
-        found.extend(bytes(gathered.values[BODY][a:b]) for a, b in itertools.pairwise(ends))
+    limit = int(options.get("max_records", 16384))
+    for chunk in reader.read(topic, queue_id, low, high, **options):  # type: ignore[arg-type]
+        assert 0 < chunk.count <= limit
+        offsets.extend(queue_offsets_of(chunk))
+        ends = chunk.offsets[BODY].tolist()
+        found.extend(bytes(chunk.values[BODY][a:b]) for a, b in itertools.pairwise(ends))
     return offsets, found
 
 
@@ -141,27 +130,23 @@ def test_a_torn_tail_is_not_part_of_the_range(written: Path, tmp_path: Path) -> 
     patch(last, 8 * ENTRY_SIZE, ENTRY.pack(0, 120, 0) + ENTRY.pack(3_000_000, 120, 0))
     with StoreReader(root) as reader:
         assert reader.offset_range("TopicA", 0) == (0, 40)
-        for way in (reader.read, reader.gather):
-            with pytest.raises(DamagedRecordError) as caught:
-                list(way("TopicA", 0, 0, 42))
-            assert caught.value.queue_offset == 40
+        with pytest.raises(DamagedRecordError) as caught:
+            list(reader.read("TopicA", 0, 0, 42))
+        assert caught.value.queue_offset == 40
 
 
 def test_a_damaged_record_inside_the_range_is_an_error(written: Path, tmp_path: Path) -> None:
     root = copy_store(written, tmp_path)
-    with StoreReader(root) as reader:
-        chunk = next(reader.read("TopicB", 2, 5, 6))
-        at = int(chunk.records.fields[BODY_AT][0])
     commit_log = sorted((root / "commitlog").iterdir())
     position = int(ENTRY.unpack_from(queue_file(root, "TopicB", 2, 0).read_bytes(), 5 * ENTRY_SIZE)[0])
     file_start = max(int(p.name) for p in commit_log if int(p.name) <= position)
-    patch(root / "commitlog" / f"{file_start:020d}", at, b"X")
+    patch(root / "commitlog" / f"{file_start:020d}", position - file_start + HEAD_SIZE, b"X")  # the body's first byte
     with StoreReader(root) as reader:
-        with pytest.raises(DamagedRecordError, match="CRC") as caught:
+        with pytest.raises(DamagedRecordError, match=f"byte {position}.*CRC") as caught:
             read_all(reader, "TopicB", 2)
         assert caught.value.queue_offset == 5
         with pytest.raises(DamagedRecordError, match="CRC") as caught:
-            list(reader.gather("TopicB", 2, 0, 40))
+            list(reader.read("TopicB", 2, 0, 40, max_records=40))
         assert caught.value.queue_offset == 5
     with StoreReader(root, check_crc=False) as reader:
         offsets, found = read_all(reader, "TopicB", 2)
@@ -181,10 +166,10 @@ def test_aged_out_data_is_an_error_or_skipped(written: Path, tmp_path: Path) -> 
         with pytest.raises(DataAgedOutError, match=r"queue offsets \[0, "):
             list(reader.read("TopicA", 0, 0, high))
         with pytest.raises(DataAgedOutError, match=r"queue offsets \[0, "):
-            list(reader.gather("TopicA", 0, 0, high))
-        skipped = [o for c in reader.read("TopicA", 0, 0, high, skip_aged_out=True) for o in c.queue_offsets.tolist()]
+            list(reader.read("TopicA", 0, 0, high, max_records=1000))
+        skipped = [o for c in reader.read("TopicA", 0, 0, high, skip_aged_out=True) for o in queue_offsets_of(c)]
         assert skipped == list(range(low, high))
-        assert gather_all(reader, "TopicA", 0, 0, high, skip_aged_out=True)[0] == skipped
+        assert read_range(reader, "TopicA", 0, 0, high, max_records=5, skip_aged_out=True)[0] == skipped
     queue_file(root, "TopicA", 0, 0).unlink()  # and then the ConsumeQueue file that pointed there
     with StoreReader(root) as reader:
         assert reader.offset_range("TopicA", 0) == (max(low, 16), high)
@@ -234,12 +219,28 @@ def test_every_file_is_mapped_read_only(written: Path) -> None:
 
 
 def test_chunks_keep_to_the_byte_bound(written: Path) -> None:
+    sizes = [
+        ENTRY.unpack_from(queue_file(written, "TopicA", 1, first).read_bytes(), index * ENTRY_SIZE)[1]
+        for first in (0, 16, 32)
+        for index in range(16 if first < 32 else 8)
+    ]
     with StoreReader(written) as reader:
-        chunks = list(reader.read("TopicA", 1, 0, 40, max_bytes=600))
-        gathered = list(reader.gather("TopicA", 1, 0, 40, max_bytes=600))
-        for chunk in chunks:  # (a read's chunk is also cut where the CommitLog files are)
-            sizes = chunk.records.fields[TOTAL_SIZE]
-            assert len(sizes) == 1 or int(sizes.sum()) <= 600
-        offsets = [o for c in chunks for o in c.queue_offsets.tolist()]
-        assert offsets == [o for g in gathered for o in queue_offsets_of(g)] == list(range(40))
-        assert len(gathered) >= 40 * 100 // 600
+        chunks = [queue_offsets_of(chunk) for chunk in reader.read("TopicA", 1, 0, 40, max_bytes=600)]
+    assert [offset for chunk in chunks for offset in chunk] == list(range(40))
+    for chunk in chunks:
+        assert len(chunk) == 1 or sum(sizes[offset] for offset in chunk) <= 600
+    assert len(chunks) >= sum(sizes) // 600
+
+
+def test_a_record_that_is_not_its_entrys_is_damage(written: Path, tmp_path: Path) -> None:
+    root = copy_store(written, tmp_path)
+    other = queue_file(root, "TopicA", 1, 0).read_bytes()[3 * ENTRY_SIZE : 4 * ENTRY_SIZE]
+    patch(queue_file(root, "TopicA", 0, 0), 3 * ENTRY_SIZE, other)  # entry 3 of queue 0 -> queue 1's record
+    with StoreReader(root) as reader:
+        assert reader.offset_range("TopicA", 0) == (0, 40)
+        assert read_range(reader, "TopicA", 0, 0, 3) == ([0, 1, 2], [body("TopicA", 0, o) for o in range(3)])
+        with pytest.raises(
+            DamagedRecordError, match=r"it is topic 'TopicA', queue 1, offset 3.*entry says 'TopicA', 0, 3"
+        ) as caught:
+            list(reader.read("TopicA", 0, 0, 40))
+        assert caught.value.queue_offset == 3

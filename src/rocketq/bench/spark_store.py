@@ -38,12 +38,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from rocketq.bench import MB, Measurement, Sink, table_header, table_row
 from rocketq.bench.store_workload import QUEUES, TOPIC, build_messages, build_wire_batches
 from rocketq.store import compiled_append
 from rocketq.store.config import StoreConfig
 from rocketq.store.message_store import MessageStore
-from rocketq.store.readonly import StoreReader
+from rocketq.store.offset_files import OffsetFiles
+from rocketq.store.readonly import ENTRY_DTYPE, StoreReader
 
 DECODE_MESSAGES = 200_000
 DEFAULT_MESSAGES = 3_000_000
@@ -80,12 +83,18 @@ def write_store(root: Path, size: int, count: int) -> int:
 
 def pull_like_buffer(root: Path, count: int) -> bytes:
     """The first ``count`` records of queue 0, one after the other (as a pull body holds them)."""
+    with StoreReader(root) as reader:
+        first = reader.queue_files(TOPIC, 0)[0]
+    entries = np.fromfile(first.path, dtype=ENTRY_DTYPE, count=min(count, first.entries))
+    entries = entries[entries["size"] > 0]
+    commit_log = OffsetFiles(root / "commitlog")
     parts: list[bytes] = []
-    with StoreReader(root, check_crc=False) as reader:
-        low, high = reader.offset_range(TOPIC, 0)
-        for chunk in reader.read(TOPIC, 0, low, min(high, low + count)):
-            data, fields = chunk.records.data, chunk.records.fields
-            parts.extend(bytes(data[p : p + s]) for p, s in zip(fields[0].tolist(), fields[1].tolist(), strict=True))
+    for position, size in zip(entries["offset"].tolist(), entries["size"].tolist(), strict=True):
+        start = commit_log.find(position)
+        assert start is not None, f"no CommitLog file holds byte {position}"
+        with commit_log.path(start).open("rb") as file:
+            file.seek(position - start)
+            parts.append(file.read(size))
     return b"".join(parts)
 
 
@@ -173,13 +182,13 @@ def ceiling_source() -> type:
             return [InputPartition(task) for task in range(self.tasks)]
 
         def read(self, partition: InputPartition) -> Iterator[Any]:
-            from rocketq.client.columns import columns_batch
+            from rocketq.client.columns import arrow_memory, filled_batch
 
             with StoreReader(self.path, check_crc=False) as reader:
                 low, high = reader.offset_range(TOPIC, 0)
                 end = min(high, low + self.batch_size)
-                chunk = next(reader.read(TOPIC, 0, low, end, max_records=self.batch_size))
-                batch = columns_batch(chunk.records, broker_name="b")
+                filled = next(reader.read(TOPIC, 0, low, end, max_records=self.batch_size, allocate=arrow_memory))
+                batch = filled_batch(filled, broker_name="b")
             rows = self.rows // self.tasks + (partition.value < self.rows % self.tasks)
             while rows > 0:
                 yield batch.slice(0, rows)
@@ -335,6 +344,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--batch-size", type=int, default=None, help="the source's batchSize option (default: its own)")
     parser.add_argument("--dir", type=Path, default=None, help="scratch directory parent")
     parser.add_argument("--no-spark", action="store_true", help="only the decode measurements")
+    parser.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting for the session (repeatable)"
+    )
     parser.add_argument("--json", action="store_true", help="JSON lines instead of a table")
     args = parser.parse_args(argv)
     options = SparkStoreBenchOptions(
@@ -344,6 +356,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         batch_size=args.batch_size,
         directory=args.dir,
         spark=not args.no_spark,
+        extra_conf={key: value for key, _, value in (setting.partition("=") for setting in args.conf)},
     )
     if not args.json:
         print(f"{options.messages:,} messages a store, {QUEUES} queues; MB = {MB:,} bytes of stored records")

@@ -5,10 +5,9 @@ given start positions (a CommitLog file addressed by its ConsumeQueue entries), 
 returns a ``RecordColumns``: one int64 array per ``FIELDS`` entry, header fields and the spans (start,
 length) of the body, the topic, the properties and the TAGS, KEYS and UNIQ_KEY values inside them.
 ``gather`` copies spans into one contiguous buffer with Arrow-style offsets, ``property_entries`` lists
-each record's properties. The offline store reader checks the records it returns with these columns;
-the Arrow record batches are written by ``rocketq.common.record_arrow``, which shares this module's
-record check (``check_record``), the layout arithmetic that finds a record's body, topic and properties
-(``record_spans``) and the properties walk (``read_properties``).
+each record's properties. The Arrow record batches are written by ``rocketq.common.record_arrow``,
+which shares this module's record check (``check_record``), the layout arithmetic that finds a record's
+body, topic and properties (``record_spans``) and the properties walk (``read_properties``).
 
 A record is accepted when its header fits the buffer, the magic is a message's, the total size, body
 length, topic length (1-127) and properties length add up, the hosts use the IPv4 layout (the only one
@@ -253,21 +252,6 @@ def _gather(b: Any, starts: Any, lengths: Any, offsets: Any, out: Any) -> None:
             copy(out, offsets[i], b, starts[i], starts[i] + lengths[i])
 
 
-def _first_unexpected(b: Any, fields: Any, topic: Any, queue_id: Any, queue_offsets: Any, sizes: Any) -> Any:
-    """The first record that is not the one its index entry describes (``topic``'s bytes, ``queue_id``,
-    its entry's queue offset and size), or -1 when every one is."""
-    for i in range(fields.shape[1]):
-        if (
-            fields[TOTAL_SIZE, i] != sizes[i]
-            or fields[QUEUE_OFFSET, i] != queue_offsets[i]
-            or fields[QUEUE_ID, i] != queue_id
-            or fields[TOPIC_LENGTH, i] != len(topic)
-            or not starts_with(b, fields[TOPIC_AT, i], fields[TOPIC_AT, i] + len(topic), topic)
-        ):
-            return i
-    return -1
-
-
 def _property_entries(b: Any, properties_at: Any, properties_length: Any, entries_end: Any, spans: Any) -> None:
     """Each record's properties as (name start, name length, value start, value length) rows of ``spans``,
     record ``i``'s from where record ``i - 1``'s end; ``entries_end[i]`` is set to where they end. A
@@ -330,7 +314,6 @@ _PLAIN: Final = SimpleNamespace(
     scan=_scan,
     gather=_gather,
     property_entries=_property_entries,
-    first_unexpected=_first_unexpected,
 )
 
 
@@ -356,7 +339,6 @@ def _compile(numba: Any) -> SimpleNamespace:
     compiled.scan(nothing, none, False, np.zeros((len(FIELDS), 0), dtype=np.int64))
     compiled.gather(nothing, none, none, none, np.zeros(0, dtype=np.uint8))
     compiled.property_entries(nothing, none, none, none, np.zeros((0, 4), dtype=np.int64))
-    compiled.first_unexpected(nothing, np.zeros((len(FIELDS), 0), dtype=np.int64), nothing, 0, none, none)
     return compiled
 
 
@@ -372,7 +354,7 @@ _COMPILED = CompileOnce(
 
 
 def kernels() -> SimpleNamespace:
-    """The kernels (``walk``, ``scan``, ``gather``, ``property_entries``, ``first_unexpected``):
+    """The kernels (``walk``, ``scan``, ``gather``, ``property_entries``):
     compiled on the first call, or the plain functions without numba."""
     return _COMPILED.get_or(_PLAIN)
 
@@ -468,19 +450,6 @@ def scan_prefix(
         return columns, None
     position = int(where[count])
     return columns, RecordFormatError(position, explain(data, position, reason))
-
-
-def first_unexpected(
-    columns: RecordColumns, topic: str, queue_id: int, queue_offsets: np.ndarray, sizes: np.ndarray
-) -> int | None:
-    """The index of the first record that is not of ``topic`` and ``queue_id`` with the queue offset and
-    total size its index entry gives (``queue_offsets[i]``, ``sizes[i]``); None when all are."""
-    name = as_bytes(topic.encode())
-    offsets = np.ascontiguousarray(queue_offsets[: len(columns)], dtype=np.int64)
-    expected_sizes = np.ascontiguousarray(sizes[: len(columns)], dtype=np.int64)
-    fields = np.ascontiguousarray(columns.fields)
-    index = int(kernels().first_unexpected(columns.data, fields, name, queue_id, offsets, expected_sizes))
-    return None if index < 0 else index
 
 
 def explain(data: np.ndarray, position: int, reason: int) -> str:

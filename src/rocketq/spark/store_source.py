@@ -33,7 +33,7 @@ What is read: each queue from its first entry whose record is still on disk to i
 entry when the query is planned. The queues' ranges are packed into tasks as Spark's file sources
 pack files (``rocketq.spark.planning.pack_ranges``): about ``partitions`` tasks of similar size, a
 range cut where it is bigger than a task's share, none over ``maxRecordsPerPartition``. A task
-decodes each batch from the mapped CommitLog in one compiled pass (``StoreReader.gather``, the decode
+decodes each batch from the mapped CommitLog in one compiled pass (``StoreReader.read``, the decode
 of ``rocketq.client.columns`` that the ``rocketmq`` source uses too) and checks it against the entries.
 """
 
@@ -222,7 +222,7 @@ class StoreDataSourceReader(DataSourceReader):
         skip = not options.fail_on_data_loss
         with StoreReader(options.path, check_crc=options.check_crc) as reader:
             for queue_id, start, end in partition.ranges:
-                for filled in reader.gather(
+                for filled in reader.read(
                     options.topic,
                     queue_id,
                     start,

@@ -1,12 +1,11 @@
 """Reading a broker's store directory read-only, beside the broker that writes it, or offline.
 
 ``StoreReader`` lists the topics and queues of a store root (its ConsumeQueue directories), a queue's
-offset range and ConsumeQueue files, and reads a queue's records out of the CommitLog as
-``RecordColumns`` (``read``, with ``rocketq.common.record_columns``) or written straight into
-Arrow-layout column buffers in one compiled pass (``gather``, with ``rocketq.common.record_arrow``, the
-decode the network source uses too; the same records and errors: records the decode refuses are
-scanned again to say why). It never writes: no lock, no recovery, no checkpoint; files are opened
-``O_RDONLY`` and mapped read-only; nothing is created, changed, truncated or deleted, so it can run
+offset range and ConsumeQueue files, and reads a queue's records out of the CommitLog straight into
+Arrow-layout column buffers in one compiled pass (``read``, with ``rocketq.common.record_arrow``'s
+``fill_columns``, the decode the network source uses too), then checks them against their entries
+(``rocketq.store.readonly_entries``). It never writes: no lock, no recovery, no checkpoint; files are
+opened ``O_RDONLY`` and mapped read-only; nothing is created, changed, truncated or deleted, so it can run
 while a broker appends, rolls files and deletes old ones.
 
 What it returns is complete, because it reads only where the broker has finished writing:
@@ -16,9 +15,9 @@ What it returns is complete, because it reads only where the broker has finished
   zero one. ``offset_range`` counts them and checks the records of the last ``TAIL_CHECKED`` of them
   (an entry read while it was being written cannot point at a sound record): the range ends before
   the first one that fails.
-- ``read`` (and ``gather``) checks every record it returns against its entry: the record's header (magic, sizes,
-  lengths, body CRC unless ``check_crc=False``) and its size, topic, queue id and queue offset. Inside
-  a planned range a failure is damage, and raises ``DamagedRecordError``.
+- ``read`` checks every record it returns: the record itself (magic, sizes, lengths, UTF-8 text, body
+  CRC unless ``check_crc=False``) and its size, topic, queue id and queue offset against its entry.
+  Inside a planned range a failure is damage, and raises ``DamagedRecordError``.
 - Retention deletes old CommitLog files first and the ConsumeQueue files that point into them later.
   ``offset_range`` starts at the first entry whose record still exists; entries whose data goes while
   a read runs raise ``DataAgedOutError``, or are skipped with ``skip_aged_out=True``.
@@ -42,14 +41,9 @@ import numpy as np
 
 from rocketq.common.record import RecordFormatError
 from rocketq.common.record_arrow import Allocate, FilledColumns, fill_columns, numpy_memory
-from rocketq.common.record_columns import (
-    QUEUE_OFFSET,
-    RecordColumns,
-    scan_prefix,
-)
 from rocketq.store.consume_queue import ENTRY_SIZE, PADDING_SIZE
 from rocketq.store.offset_files import OffsetFiles, StoreReadError
-from rocketq.store.readonly_entries import first_mismatch, rows_match_entries
+from rocketq.store.readonly_entries import Described, describe, first_mismatch
 
 ENTRY_DTYPE: Final = np.dtype([("offset", ">i8"), ("size", ">i4"), ("tag", ">i8")])
 assert ENTRY_DTYPE.itemsize == ENTRY_SIZE
@@ -57,7 +51,7 @@ TAIL_CHECKED: Final = 256
 """How many of a queue's last entries ``offset_range`` checks against their records."""
 DEFAULT_MAX_RECORDS: Final = 16384
 DEFAULT_MAX_BYTES: Final = 64 * 1024 * 1024
-"""Bytes of records ``gather`` puts in one chunk at most (its columns hold about as many)."""
+"""Bytes of records ``read`` puts in one chunk at most (its columns hold about as many)."""
 
 
 class DataAgedOutError(StoreReadError):
@@ -84,27 +78,22 @@ class QueueFile:
 
 
 @dataclass(frozen=True, slots=True)
-class _Segment:
-    """Records of one CommitLog file: ``data`` is its map; positions are in it."""
+class _Segment(Described):
+    """Records of one CommitLog file: ``data`` is its map, which starts at CommitLog byte ``file_start``;
+    positions are in it."""
 
-    data: np.ndarray
     file_start: int
-    positions: np.ndarray
-    sizes: np.ndarray
-    queue_offsets: np.ndarray
 
 
-@dataclass(frozen=True, slots=True)
-class RecordChunk:
-    """Records of one queue, in queue-offset order; ``records.data`` is a read-only view of a mapped
-    CommitLog file, valid while the reader is open."""
-
-    records: RecordColumns
-
-    @property
-    def queue_offsets(self) -> np.ndarray:
-        offsets: np.ndarray = self.records.fields[QUEUE_OFFSET]
-        return offsets
+def _head(segment: _Segment, count: int) -> _Segment:
+    """The segment's first ``count`` records."""
+    return _Segment(
+        segment.data,
+        segment.positions[:count],
+        segment.sizes[:count],
+        segment.queue_offsets[:count],
+        segment.file_start,
+    )
 
 
 class StoreReader:
@@ -181,12 +170,16 @@ class StoreReader:
         end: int,
         *,
         max_records: int = DEFAULT_MAX_RECORDS,
+        max_bytes: int = DEFAULT_MAX_BYTES,
         skip_aged_out: bool = False,
-        max_bytes: int | None = None,
-    ) -> Iterator[RecordChunk]:
-        """The records of queue offsets ``[start, end)`` (inside ``offset_range``), in chunks of at most
-        ``max_records`` (and, but for a single record, ``max_bytes`` bytes of records), padding entries
-        left out.
+        include_properties: bool = False,
+        allocate: Allocate = numpy_memory,
+    ) -> Iterator[FilledColumns]:
+        """The records of queue offsets ``[start, end)`` (inside ``offset_range``), padding entries left
+        out, written straight into Arrow-layout column buffers by the one decode of stored records
+        (``rocketq.common.record_arrow.fill_columns``, memory from ``allocate``), in chunks of at most
+        ``max_records`` rows and (but for a single record) ``max_bytes`` bytes of records. Every record
+        is checked by the decode and then against its entry.
 
         Raises:
             DataAgedOutError: Part of the range was deleted by retention (unless ``skip_aged_out``).
@@ -194,53 +187,15 @@ class StoreReader:
         """
         entries = self._entries_of(topic, queue_id, start, end, max_records, skip_aged_out, max_bytes)
         for positions, sizes, queue_offsets in entries:
-            for segment in self._segments(topic, queue_id, positions, sizes, queue_offsets, skip_aged_out):
-                yield RecordChunk(self._checked(topic, queue_id, segment))
-
-    def gather(
-        self,
-        topic: str,
-        queue_id: int,
-        start: int,
-        end: int,
-        *,
-        max_records: int = DEFAULT_MAX_RECORDS,
-        max_bytes: int = DEFAULT_MAX_BYTES,
-        skip_aged_out: bool = False,
-        include_properties: bool = False,
-        allocate: Allocate = numpy_memory,
-    ) -> Iterator[FilledColumns]:
-        """``read``'s records written straight into Arrow-layout column buffers by the one decode of
-        stored records (``rocketq.common.record_arrow.fill_columns``, memory from ``allocate``): the
-        same records, checked the same way (and then against their entries), raising the same errors, in
-        chunks of at most ``max_records`` rows and (but for a single record) ``max_bytes`` bytes of
-        records."""
-        entries = self._entries_of(topic, queue_id, start, end, max_records, skip_aged_out, max_bytes)
-        for positions, sizes, queue_offsets in entries:
             segments: list[_Segment] = []
             try:
                 segments.extend(self._segments(topic, queue_id, positions, sizes, queue_offsets, skip_aged_out))
             except StoreReadError:
-                for segment in segments:  # damage before the missing data is said first, as ``read`` does
-                    self._checked(topic, queue_id, segment)
+                if segments:  # damage before the missing data is said first
+                    self._checked(topic, queue_id, segments, False, numpy_memory)
                 raise
-            if not segments:
-                continue
-            parts = [(segment.data, segment.positions) for segment in segments]
-            try:
-                filled = fill_columns(
-                    parts, check_crc=self.check_crc, include_properties=include_properties, allocate=allocate
-                )
-            except RecordFormatError:
-                filled = None
-            described = [(s.data, s.positions, s.sizes, s.queue_offsets) for s in segments]
-            if filled is None or not rows_match_entries(filled, described, topic, queue_id):
-                for segment in segments:
-                    self._checked(topic, queue_id, segment)  # raises the plain scan's error
-                raise DamagedRecordError(  # (the plain scan accepted what the decode refused)
-                    topic, queue_id, int(segments[0].queue_offsets[0]), "its records do not check out"
-                )
-            yield filled
+            if segments:
+                yield self._checked(topic, queue_id, segments, include_properties, allocate)
 
     # -- internals ------------------------------------------------------------------------------------
 
@@ -421,32 +376,61 @@ class StoreReader:
             last = first + int(np.searchsorted(positions[first:], file_start + len(mapped)))
             yield _Segment(
                 data=np.frombuffer(mapped, dtype=np.uint8),
-                file_start=file_start,
                 positions=positions[first:last] - file_start,
                 sizes=sizes[first:last],
                 queue_offsets=queue_offsets[first:last],
+                file_start=file_start,
             )
             first = last
 
-    def _checked(self, topic: str, queue_id: int, segment: _Segment) -> RecordColumns:
-        """The segment's records scanned and checked against their entries.
+    def _checked(
+        self, topic: str, queue_id: int, segments: list[_Segment], include_properties: bool, allocate: Allocate
+    ) -> FilledColumns:
+        """The segments' records decoded (``fill_columns``) and checked against their entries.
 
         Raises:
-            DamagedRecordError: One is not sound, or not the record its entry describes.
+            DamagedRecordError: One is not sound, or not the record its entry describes: the first.
         """
-        records, error = scan_prefix(segment.data, segment.positions, check_crc=self.check_crc)
-        done = len(records)
-        mismatch = first_mismatch(records, topic, queue_id, segment.sizes, segment.queue_offsets)
-        if mismatch is not None and mismatch[0] < done:
-            done, reason = mismatch
-        elif error is not None:
-            reason = error.reason
-        if done < len(segment.positions):
-            where = (
-                f"its record (CommitLog byte {int(segment.positions[done]) + segment.file_start}) does not check out"
+        parts = [(segment.data, segment.positions) for segment in segments]
+        refused: RecordFormatError | None = None
+        try:
+            filled = fill_columns(
+                parts, check_crc=self.check_crc, include_properties=include_properties, allocate=allocate
             )
-            raise DamagedRecordError(topic, queue_id, int(segment.queue_offsets[done]), f"{where}: {reason}")
-        return records
+        except RecordFormatError as exc:
+            refused = exc  # which record, and whether one before it is not its entry's: said below
+        else:
+            if first_mismatch(filled, segments, topic, queue_id) is None:
+                return filled
+        for segment in segments:
+            self._check_segment(topic, queue_id, segment)
+        # no single record is at fault: the chunk as a whole was refused (columns over 2 GiB)
+        raise StoreReadError(
+            f"{topic}:{queue_id}: queue offsets from {int(segments[0].queue_offsets[0])}: {refused or 'not read'}"
+        )
+
+    def _check_segment(self, topic: str, queue_id: int, segment: _Segment) -> None:
+        """Raise ``DamagedRecordError`` for the segment's first record that does not check out (the
+        decode refuses it, or it is not its entry's record), if any: the error path of ``_checked``."""
+        sound, reason = len(segment.positions), ""
+        try:
+            filled = fill_columns([(segment.data, segment.positions)], check_crc=self.check_crc)
+        except RecordFormatError as exc:  # the records before the refused one may not be their entries'
+            refused = np.flatnonzero(segment.positions == exc.position)
+            sound, reason = (int(refused[0]) if len(refused) else 0), exc.reason
+            filled = fill_columns([(segment.data, segment.positions[:sound])], check_crc=self.check_crc)
+        head = _head(segment, sound)
+        row = first_mismatch(filled, [head], topic, queue_id)
+        if row is not None:
+            sound, reason = row, describe(filled, head, row, topic, queue_id)
+        if sound < len(segment.positions):
+            byte = int(segment.positions[sound]) + segment.file_start
+            raise DamagedRecordError(
+                topic,
+                queue_id,
+                int(segment.queue_offsets[sound]),
+                f"its record (CommitLog byte {byte}) does not check out: {reason}",
+            )
 
     @staticmethod
     def _aged_out(topic: str, queue_id: int, start: int, end: int, why: str, skip: bool) -> None:

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketq.broker.handlers.send import send_answer
-from rocketq.common.message_id import encode_host, offset_message_ids
+from rocketq.common.message_id import encode_host, joined_offset_message_ids
 from rocketq.protocol import (
     FrameDecoder,
     LocalProtocolError,
@@ -44,7 +44,7 @@ def _fields(message_ids: str, queue_id: int, queue_offset: int) -> dict[str, str
 def test_the_template_writes_what_the_encoder_writes(
     opaque: int, host: bytes, physical: list[int], queue_id: int, queue_offset: int
 ) -> None:
-    message_ids = ",".join(offset_message_ids(host, physical))
+    message_ids = joined_offset_message_ids(host, physical)
     request = _request(opaque)
     answer = send_answer(request, ResponseCode.SUCCESS, message_ids, queue_id, queue_offset)
     assert answer.encoded_header is not None

@@ -11,6 +11,7 @@ from rocketq.common.message import (
 from rocketq.common.message_id import (
     decode_host,
     encode_host,
+    joined_offset_message_ids,
     offset_message_id,
     offset_message_ids,
     parse_offset_message_id,
@@ -69,10 +70,16 @@ def test_find_property_agrees_with_decode_properties(pairs: list[tuple[str, str]
         assert find_property(text, name) == decoded.get(name), (text, name)
 
 
-@given(st.lists(st.integers(min_value=0, max_value=2**63 - 1), max_size=5))
-def test_offset_message_ids_match_one_at_a_time(offsets: list[int]) -> None:
-    host = encode_host("10.0.0.7", 10911)
-    assert offset_message_ids(host, offsets) == [offset_message_id(host, offset) for offset in offsets]
+@given(
+    st.ip_addresses(v=4).map(str),
+    st.integers(min_value=-(2**31), max_value=2**31 - 1),
+    st.lists(st.integers(min_value=0, max_value=2**63 - 1), max_size=300),
+)
+def test_offset_message_ids_match_one_at_a_time(address: str, port: int, offsets: list[int]) -> None:
+    host = encode_host(address, port)
+    one_at_a_time = [offset_message_id(host, offset) for offset in offsets]
+    assert offset_message_ids(host, offsets) == one_at_a_time
+    assert joined_offset_message_ids(host, offsets) == ",".join(one_at_a_time)
 
 
 def horner(text: str) -> int:

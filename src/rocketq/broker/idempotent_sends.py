@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from rocketq.broker.context import reply
 from rocketq.broker.handlers.send import send_answer
 from rocketq.common.message import SCHEDULE_TOPIC, Property, find_property
-from rocketq.common.message_id import offset_message_ids
+from rocketq.common.message_id import joined_offset_message_ids
 from rocketq.protocol import RemoteProtocolError, RemotingCommand, RequestCode, ResponseCode, decode_batch
 from rocketq.protocol.headers import IDEMPOTENT_SEND_FIELD, parse_send_message_header
 from rocketq.remoting import Connection, ServerHandler, awaited_answer
@@ -196,8 +196,8 @@ class IdempotentSends:
         queue_id = first.queue_id  # the queue the producer chose, which a delayed message keeps in REAL_QID
         if first.topic == SCHEDULE_TOPIC:
             queue_id = int(find_property(first.properties, Property.REAL_QUEUE_ID) or queue_id)
-        offset_ids = offset_message_ids(first.store_host, [r.physical_offset for r in records])
-        return (ResponseCode.SUCCESS, ",".join(offset_ids), queue_id, first.queue_offset), first.store_timestamp
+        offset_ids = joined_offset_message_ids(first.store_host, [r.physical_offset for r in records])
+        return (ResponseCode.SUCCESS, offset_ids, queue_id, first.queue_offset), first.store_timestamp
 
     # -- statistics ---------------------------------------------------------------------------------------
 

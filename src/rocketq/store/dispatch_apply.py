@@ -194,14 +194,12 @@ class DispatchApplier:
         self.dispatched_timestamp = int(rows[-1, columns.STORE_TIMESTAMP])
         self._notify(arrived)
         if self._index is not None and len(batch.key_hashes):
-            records = batch.key_records
-            physical = rows[records, columns.PHYSICAL]
-            keep = are_indexed(physical, rows[records, columns.SYS_FLAG], self._index.end_phy_offset)
-            self._index.build_hashed(
-                batch.key_hashes[keep].tolist(),
-                physical[keep].tolist(),
-                rows[records, columns.STORE_TIMESTAMP][keep].tolist(),
-            )
+            keyed = rows[batch.key_records]  # each key's record (one gather; numpy's cost is per call)
+            hashes, physical, stamps = batch.key_hashes, keyed[:, columns.PHYSICAL], keyed[:, columns.STORE_TIMESTAMP]
+            keep = are_indexed(physical, keyed[:, columns.SYS_FLAG], self._index.end_phy_offset)
+            if not keep.all():  # (the common case keeps every key: new records, no rolled-back half)
+                hashes, physical, stamps = hashes[keep], physical[keep], stamps[keep]
+            self._index.build_hashed(hashes.tolist(), physical.tolist(), stamps.tolist())
         self.dispatched_count += len(rows)
 
     def _put(self, key: tuple[str, int], first_offset: int, entries: list[Entry]) -> None:

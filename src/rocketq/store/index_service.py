@@ -40,8 +40,9 @@ CATCH_UP_RECORDS = 65_536
 """Skipped records one ``catch_up`` call indexes at most (the dispatcher's thread calls it again)."""
 _Keys = tuple[list[int], list[int], list[int]]  # key hashes, CommitLog offsets, store timestamps
 
-_ROLLBACK = SysFlag.TRANSACTION_ROLLBACK_TYPE
-_TRANSACTION_MASK: Final = SysFlag.TRANSACTION_MASK  # read per record (see rocketq.native.modules on enum members)
+# read per record (see rocketq.native.modules on enum members); plain ints, which numpy takes as they are
+_ROLLBACK: Final = int(SysFlag.TRANSACTION_ROLLBACK_TYPE)
+_TRANSACTION_MASK: Final = int(SysFlag.TRANSACTION_MASK)
 
 
 def is_indexed(physical_offset: int, sys_flag: int, indexed_until: int) -> bool:
@@ -52,7 +53,7 @@ def is_indexed(physical_offset: int, sys_flag: int, indexed_until: int) -> bool:
 
 def are_indexed(physical_offsets: np.ndarray, sys_flags: np.ndarray, indexed_until: int) -> np.ndarray:
     """``is_indexed`` over columns of records: a boolean mask."""
-    mask: np.ndarray = (physical_offsets > indexed_until) & ((sys_flags & SysFlag.TRANSACTION_MASK) != _ROLLBACK)
+    mask: np.ndarray = (physical_offsets > indexed_until) & ((sys_flags & _TRANSACTION_MASK) != _ROLLBACK)
     return mask
 
 

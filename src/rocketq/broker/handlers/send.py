@@ -33,7 +33,7 @@ from rocketq.common.message import (
     encode_properties,
     find_property,
 )
-from rocketq.common.message_id import encode_host, offset_message_ids
+from rocketq.common.message_id import encode_host, joined_offset_message_ids
 from rocketq.common.names import NOT_SENDABLE_TOPICS
 from rocketq.common.record import SysFlag
 from rocketq.protocol import (
@@ -393,7 +393,7 @@ def _response(
     if result.status not in STORED:
         return reply(request, code, result.remark or result.status.value)
     context.put_traffic.record(topic, len(result.queue_offsets), result.wrote_bytes)  # once per request
-    message_ids = ",".join(offset_message_ids(context.store_host, result.physical_offsets))
+    message_ids = joined_offset_message_ids(context.store_host, result.physical_offsets)
     return send_answer(request, code, message_ids, queue_id, result.queue_offsets[0])
 
 

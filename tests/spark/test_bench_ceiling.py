@@ -3,9 +3,12 @@ split over its tasks, in the rows' schema: otherwise its rates would not be per 
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from pyspark.sql import SparkSession
 
-from rocketq.bench.spark import memory_batch
+from rocketq.bench.spark import alternating, memory_batch
 from rocketq.bench.spark_ceiling import FORMAT, SweepSource, measure
 from rocketq.spark.schema import arrow_message_schema, message_schema
 
@@ -49,3 +52,25 @@ def test_memory_ceiling_rows_are_message_rows() -> None:
     assert {(row["topic"], row["brokerName"], row["body"], row["tags"], row["keys"]) for row in rows} == {
         ("bench", "broker-a", b"xxxxx", None, None)
     }
+
+
+def test_alternating_splits_the_spark_tree_cpu_into_jvm_and_python_workers(spark: SparkSession) -> None:
+    """The bench's CPU split: the JVM's part is counted, apart from the skipped broker and within the
+    tree's total (a Spark job without Python runs in the JVM only)."""
+
+    def job() -> None:
+        spark.range(0, 3_000_000, 1, 2).selectExpr("sum(id * 7 % 13)").collect()
+
+    with subprocess.Popen([sys.executable, "-c", "while True: pass"]) as busy:  # stands in for the broker
+        try:
+            (runs,) = alternating([job], 2, busy.pid)
+        finally:
+            busy.kill()
+    tick = 0.02  # /proc counts in clock ticks: two readings may each be a tick off
+    for spark_cpu, jvm_cpu, python_cpu, broker_cpu in zip(
+        runs.spark_cpu, runs.jvm_cpu, runs.python_cpu, runs.broker_cpu, strict=True
+    ):
+        assert jvm_cpu > 0
+        assert jvm_cpu + python_cpu <= spark_cpu + tick
+        assert broker_cpu > 0  # the busy child's CPU is the broker's, not the Spark tree's
+        assert python_cpu <= tick

@@ -6,9 +6,10 @@ A NameServer and a broker run in a child process (``ClusterProcess``: their own 
 
 - ``spark_source``: ``spark.read.format("rocketmq")`` over a backlog of ``messages`` messages in 2 queues
   (written beforehand with ``Producer.send_batch``), into Spark's ``noop`` sink: every message pulled,
-  decoded into Arrow and handed to the JVM. Wall-clock rate, median of ``repeat`` runs after a warm-up
-  (``best_per_s`` in the notes). ``spark_us_per_msg`` and ``broker_us_per_msg``: CPU-microseconds per
-  message of this process tree (driver, JVM, Python workers) and of the broker's process.
+  decoded into Arrow and handed to the JVM. Wall-clock rate, median of ``repeat`` runs after two
+  untimed rounds (``best_per_s`` in the notes). ``spark_us_per_msg`` and ``broker_us_per_msg``:
+  CPU-microseconds per message of this process tree (driver, JVM, Python workers) and of the broker's
+  process; ``python_us_per_msg`` and ``jvm_us_per_msg``: the tree's Python workers and its JVM alone.
 - ``spark_memory_ceiling``: the peer in the same run (its timed runs alternate with the source's): a
   Python data source whose 2 tasks yield the same rows (same schema, topic, body size and batch size),
   made in memory by numpy in each task (64 MiB of distinct batches per task, taken in turn, so that
@@ -211,11 +212,19 @@ class Runs:
     jvm_cpu: list[float]
 
 
+WARM_UP_ROUNDS = 2
+"""Untimed rounds of every action before the timed ones. With one, the first timed run of the first
+action of a fresh JVM (the source at 100 B) often still paid for the JIT compiling what the warm-up had
+just run, 0.2 to 0.5 µs of JVM CPU per message more than its later runs, enough to make a median of
+two show the source's JVM dearer per row than the ceiling's (docs/spark.md, "Session 21")."""
+
+
 def alternating(actions: Sequence[Callable[[], object]], repeat: int, broker_pid: int) -> list[Runs]:
     """``repeat`` timed runs of each action, taken in turn (a run of the first, of the second, ..., then
-    again), so that both sides of a ratio see the same host; each action warmed up once first."""
-    for action in actions:
-        action()  # warm-up: Python workers started, kernels compiled or loaded
+    again), so that both sides of a ratio see the same host; ``WARM_UP_ROUNDS`` untimed rounds first."""
+    for _ in range(WARM_UP_ROUNDS):
+        for action in actions:
+            action()  # warm-up: Python workers started, kernels compiled or loaded, the JVM's JIT done
     measured = [Runs([], [], [], [], []) for _ in actions]
     me = os.getpid()
 

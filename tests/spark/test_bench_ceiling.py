@@ -61,12 +61,21 @@ def test_alternating_splits_the_spark_tree_cpu_into_jvm_and_python_workers(spark
     def job() -> None:
         spark.range(0, 3_000_000, 1, 2).selectExpr("sum(id * 7 % 13)").collect()
 
-    with subprocess.Popen([sys.executable, "-c", "while True: pass"]) as busy:  # stands in for the broker
+    # stands in for the broker: busy a tenth of the time, so that the moments between the readings of
+    # the tree and of its parts add little of its CPU to either
+    spin = (
+        "import time\n"
+        "while True:\n"
+        "    t = time.perf_counter()\n"
+        "    while time.perf_counter() - t < 0.002: pass\n"
+        "    time.sleep(0.018)"
+    )
+    with subprocess.Popen([sys.executable, "-c", spin]) as busy:
         try:
             (runs,) = alternating([job], 2, busy.pid)
         finally:
             busy.kill()
-    tick = 0.02  # /proc counts in clock ticks: two readings may each be a tick off
+    tick = 0.03  # /proc counts in clock ticks, and the readings of the tree and its parts are moments apart
     for spark_cpu, jvm_cpu, python_cpu, broker_cpu in zip(
         runs.spark_cpu, runs.jvm_cpu, runs.python_cpu, runs.broker_cpu, strict=True
     ):

@@ -3,9 +3,12 @@ split over its tasks, in the rows' schema: otherwise its rates would not be per 
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from pyspark.sql import SparkSession
 
-from rocketq.bench.spark import memory_batch
+from rocketq.bench.spark import alternating, memory_batch
 from rocketq.bench.spark_ceiling import FORMAT, SweepSource, measure
 from rocketq.spark.schema import arrow_message_schema, message_schema
 
@@ -49,3 +52,33 @@ def test_memory_ceiling_rows_are_message_rows() -> None:
     assert {(row["topic"], row["brokerName"], row["body"], row["tags"], row["keys"]) for row in rows} == {
         ("bench", "broker-a", b"xxxxx", None, None)
     }
+
+
+def test_alternating_splits_the_spark_tree_cpu_into_jvm_and_python_workers(spark: SparkSession) -> None:
+    """The bench's CPU split: the JVM's part is counted, apart from the skipped broker, and the JVM's and
+    the Python workers' parts stay within the tree's total."""
+
+    def job() -> None:
+        spark.range(0, 3_000_000, 1, 2).selectExpr("sum(id * 7 % 13)").collect()
+
+    # stands in for the broker: busy a tenth of the time, so that the moments between the readings of
+    # the tree and of its parts add little of its CPU to either
+    spin = (
+        "import time\n"
+        "while True:\n"
+        "    t = time.perf_counter()\n"
+        "    while time.perf_counter() - t < 0.002: pass\n"
+        "    time.sleep(0.018)"
+    )
+    with subprocess.Popen([sys.executable, "-c", spin]) as busy:
+        try:
+            (runs,) = alternating([job], 2, busy.pid)
+        finally:
+            busy.kill()
+    tick = 0.03  # /proc counts in clock ticks, and the readings of the tree and its parts are moments apart
+    for spark_cpu, jvm_cpu, python_cpu, broker_cpu in zip(
+        runs.spark_cpu, runs.jvm_cpu, runs.python_cpu, runs.broker_cpu, strict=True
+    ):
+        assert jvm_cpu > 0
+        assert jvm_cpu + python_cpu <= spark_cpu + tick
+        assert broker_cpu > 0  # the busy child's CPU is the broker's, not the Spark tree's

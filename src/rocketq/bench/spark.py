@@ -6,9 +6,10 @@ A NameServer and a broker run in a child process (``ClusterProcess``: their own 
 
 - ``spark_source``: ``spark.read.format("rocketmq")`` over a backlog of ``messages`` messages in 2 queues
   (written beforehand with ``Producer.send_batch``), into Spark's ``noop`` sink: every message pulled,
-  decoded into Arrow and handed to the JVM. Wall-clock rate, median of ``repeat`` runs after a warm-up
-  (``best_per_s`` in the notes). ``spark_us_per_msg`` and ``broker_us_per_msg``: CPU-microseconds per
-  message of this process tree (driver, JVM, Python workers) and of the broker's process.
+  decoded into Arrow and handed to the JVM. Wall-clock rate, median of ``repeat`` runs after two
+  untimed rounds (``best_per_s`` in the notes). ``spark_us_per_msg`` and ``broker_us_per_msg``:
+  CPU-microseconds per message of this process tree (driver, JVM, Python workers) and of the broker's
+  process; ``python_us_per_msg`` and ``jvm_us_per_msg``: the tree's Python workers and its JVM alone.
 - ``spark_memory_ceiling``: the peer in the same run (its timed runs alternate with the source's): a
   Python data source whose 2 tasks yield the same rows (same schema, topic, body size and batch size),
   made in memory by numpy in each task (64 MiB of distinct batches per task, taken in turn, so that
@@ -201,50 +202,64 @@ def spark_session() -> Iterator[Any]:
 @dataclass(slots=True)
 class Runs:
     """Wall-clock seconds of each timed run, and the CPU-seconds this process tree (the driver, Spark's
-    JVM, its Python workers), the Python workers alone, and the broker's process used in each."""
+    JVM, its Python workers), the Python workers alone, the JVM alone, and the broker's process used in
+    each."""
 
     walls: list[float]
     spark_cpu: list[float]
     broker_cpu: list[float]
     python_cpu: list[float]
+    jvm_cpu: list[float]
+
+
+WARM_UP_ROUNDS = 2
+"""Untimed rounds of every action before the timed ones. With one, the first timed run of the first
+action of a fresh JVM (the source at 100 B) often still paid for the JIT compiling what the warm-up had
+just run, 0.2 to 0.5 µs of JVM CPU per message more than its later runs, enough to make a median of
+two show the source's JVM dearer per row than the ceiling's (docs/spark.md, "Session 21")."""
 
 
 def alternating(actions: Sequence[Callable[[], object]], repeat: int, broker_pid: int) -> list[Runs]:
     """``repeat`` timed runs of each action, taken in turn (a run of the first, of the second, ..., then
-    again), so that both sides of a ratio see the same host; each action warmed up once first."""
-    for action in actions:
-        action()  # warm-up: Python workers started, kernels compiled or loaded
-    measured = [Runs([], [], [], []) for _ in actions]
+    again), so that both sides of a ratio see the same host; ``WARM_UP_ROUNDS`` untimed rounds first."""
+    for _ in range(WARM_UP_ROUNDS):
+        for action in actions:
+            action()  # warm-up: Python workers started, kernels compiled or loaded, the JVM's JIT done
+    measured = [Runs([], [], [], [], []) for _ in actions]
     me = os.getpid()
 
-    def used() -> tuple[float, float, float]:  # this tree without the broker (a child), the broker, the workers
+    def used() -> tuple[float, float, float, float]:
+        """This tree without the broker (a child), the broker, the Python workers, the JVM."""
         broker = tree_cpu_seconds(broker_pid)
         workers = tree_cpu_seconds(me, skip=(broker_pid,), command="python")
-        return tree_cpu_seconds(me) - broker, broker, workers
+        jvm = tree_cpu_seconds(me, skip=(broker_pid,), command="java")
+        return tree_cpu_seconds(me) - broker, broker, workers, jvm
 
     for _ in range(repeat):
         for action, runs in zip(actions, measured, strict=True):
-            spark_before, broker_before, python_before = used()
+            before = used()
             began = time.perf_counter()
             action()
             runs.walls.append(time.perf_counter() - began)
-            spark_after, broker_after, python_after = used()
-            runs.spark_cpu.append(spark_after - spark_before)
-            runs.broker_cpu.append(broker_after - broker_before)
-            runs.python_cpu.append(python_after - python_before)
+            spent = [after - earlier for after, earlier in zip(used(), before, strict=True)]
+            series = (runs.spark_cpu, runs.broker_cpu, runs.python_cpu, runs.jvm_cpu)
+            for values, seconds in zip(series, spent, strict=True):
+                values.append(seconds)
     return measured
 
 
 def rate(name: str, size: int, count: int, runs: Runs, extra: dict[str, Any] | None = None) -> Measurement:
     """``spark_us_per_msg`` / ``broker_us_per_msg``: CPU per message (median run), which the host's
-    noise moves far less than the wall-clock rate; ``python_us_per_msg``: the Spark tree's part spent in
-    its Python workers (the rest is the JVM's, the driver's Python next to nothing)."""
+    noise moves far less than the wall-clock rate; ``python_us_per_msg`` and ``jvm_us_per_msg``: the
+    Spark tree's parts spent in its Python workers and in the JVM alone (what is left of the tree is the
+    driver's Python process, next to nothing)."""
     notes = {
         "best_per_s": count / min(runs.walls),
         "runs": len(runs.walls),
         "spark_us_per_msg": statistics.median(runs.spark_cpu) / count * 1e6,
         "broker_us_per_msg": statistics.median(runs.broker_cpu) / count * 1e6,
         "python_us_per_msg": statistics.median(runs.python_cpu) / count * 1e6,
+        "jvm_us_per_msg": statistics.median(runs.jvm_cpu) / count * 1e6,
         **(extra or {}),
     }
     return Measurement.from_counts(name, size, count, statistics.median(runs.walls), count * size, extra=notes)

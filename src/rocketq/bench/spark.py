@@ -216,7 +216,7 @@ WARM_UP_ROUNDS = 2
 """Untimed rounds of every action before the timed ones. With one, the first timed run of the first
 action of a fresh JVM (the source at 100 B) often still paid for the JIT compiling what the warm-up had
 just run, 0.2 to 0.5 µs of JVM CPU per message more than its later runs, enough to make a median of
-two show the source's JVM dearer per row than the ceiling's (docs/spark.md, "Session 21")."""
+two show the source's JVM dearer per row than the ceiling's (docs/spark.md, "Session 20 (`spark-batches`)")."""
 
 
 def alternating(actions: Sequence[Callable[[], object]], repeat: int, broker_pid: int) -> list[Runs]:

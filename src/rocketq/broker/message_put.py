@@ -43,11 +43,11 @@ STORED: Final = (
 """Put outcomes with the messages appended (the answer carries their ids; only the wait fell short)."""
 
 _NOT_LOGGED = (*STORED, PutStatus.DISK_FULL)
+"""Put outcomes not logged per request (the store logs a full disk once per episode)."""
 
 # Enum members read per request, bound once (see rocketq.native.modules on enum members)
 _PUT_OK: Final = PutStatus.PUT_OK
 _SUCCESS: Final = ResponseCode.SUCCESS
-"""Put outcomes not logged per request (the store logs a full disk once per episode)."""
 
 
 def response_code(status: PutStatus) -> int:

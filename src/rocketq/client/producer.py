@@ -242,9 +242,10 @@ class Producer:
         noted). ``began``: a monotonic reading the caller took just before (one clock read less)."""
         instance = self.instance
         address = instance.master_address(queue.broker_name)
-        if address is None or began is None:
-            if address is None:
-                address = await self._address(queue)
+        if address is None:  # looked up first: the attempt starts after it
+            address = await self._address(queue)
+            began = None
+        if began is None:
             began = time.monotonic()
         try:
             response = await instance.remoting.invoke(address, request, timeout_s)

@@ -74,6 +74,7 @@ COMPILED_MODULES: Final = (
     "rocketq.store.wire_batches",
     "rocketq.broker.acl",  # every request to a broker with aclEnable passes its check
     "rocketq.broker.consumer_offsets",
+    "rocketq.broker.consume_rates",  # every pull that finds messages is counted
     "rocketq.broker.context",  # every handler reads the broker's parts through it (send: a dozen reads)
     "rocketq.broker.grouped_puts",
     "rocketq.broker.idempotent_sends",  # its wrapper is in front of every send request's handler
@@ -84,6 +85,7 @@ COMPILED_MODULES: Final = (
     "rocketq.broker.loop_dispatch",
     "rocketq.broker.message_put",
     "rocketq.broker.put_traffic",  # every stored send request is counted
+    "rocketq.broker.runtime_stats",  # every pull is counted (PullCounters)
     "rocketq.broker.server",
     "rocketq.broker.subscription_groups",
     "rocketq.broker.topic_config",

@@ -14,15 +14,28 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import Final
+
+import msgspec
 
 from rocketq.broker.client_manager import build_subscription
 from rocketq.broker.context import BrokerContext, reply
 from rocketq.broker.sql_filters import pull_filter, refusal
 from rocketq.broker.topic_config import is_readable
 from rocketq.filter import compile_cached, is_tag_type
-from rocketq.protocol import PullMessageRequestHeader, RemoteProtocolError, RemotingCommand, RequestCode, ResponseCode
+from rocketq.protocol import (
+    DEFAULT_VERSION,
+    RESPONSE_FLAG,
+    LanguageCode,
+    PullMessageRequestHeader,
+    RemoteProtocolError,
+    RemotingCommand,
+    RequestCode,
+    ResponseCode,
+    SerializeType,
+)
 from rocketq.protocol.bodies import MessageModel
-from rocketq.remoting import Connection, RequestHandler
+from rocketq.remoting import Connection, ServerHandler
 from rocketq.store import GetStatus
 from rocketq.store.message_filter import MessageFilter
 
@@ -35,6 +48,13 @@ FLAG_SUBSCRIPTION = 0x4
 MASTER_ID = 0
 SLAVE_ID = 1  # the broker a master suggests (SubscriptionGroupConfig's whichBrokerWhenConsumeSlowly default)
 RAM_BYTES = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+# Enum members read per pull, bound once (see rocketq.native.modules on enum members)
+_FOUND: Final = GetStatus.FOUND
+_SUCCESS: Final = ResponseCode.SUCCESS
+_PULL_NOT_FOUND: Final = ResponseCode.PULL_NOT_FOUND
+_PULL_OFFSET_MOVED: Final = ResponseCode.PULL_OFFSET_MOVED
+_BROADCASTING: Final = MessageModel.BROADCASTING
 
 
 def suggest_broker_id(
@@ -60,15 +80,31 @@ def suggest_broker_id(
     return MASTER_ID
 
 
-def handlers(context: BrokerContext) -> dict[int, RequestHandler]:
-    async def handle_pull(request: RemotingCommand, connection: Connection) -> RemotingCommand | None:
+def handlers(context: BrokerContext) -> dict[int, ServerHandler]:
+    # A plain function, not a coroutine: a pull never waits (a held one is answered by long polling), so
+    # the server takes its answer at once, without a coroutine, a context copy and an eager start.
+    def handle_pull(request: RemotingCommand, connection: Connection) -> RemotingCommand | None:
         try:
-            header = PullMessageRequestHeader.from_ext_fields(request.ext_fields)
+            header = pull_header(request)
         except RemoteProtocolError as exc:
             return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
         return pull(context, request, header, connection)
 
     return {RequestCode.PULL_MESSAGE: handle_pull}
+
+
+def pull_header(request: RemotingCommand) -> PullMessageRequestHeader:
+    """``PullMessageRequestHeader.from_ext_fields`` of a pull request, its first conversion called from
+    here (compiled) instead of through the interpreted class method; a header that conversion refuses
+    goes through ``from_ext_fields`` itself, which normalises it or raises its error.
+
+    Raises:
+        RemoteProtocolError: The header is invalid.
+    """
+    try:
+        return msgspec.convert(request.ext_fields, PullMessageRequestHeader, strict=False)
+    except msgspec.ValidationError:
+        return PullMessageRequestHeader.from_ext_fields(request.ext_fields)
 
 
 def pull(
@@ -103,7 +139,7 @@ def pull(
     registered = context.clients.consumers.get(header.consumer_group)
     if (
         registered is not None
-        and registered.message_model == MessageModel.BROADCASTING
+        and registered.message_model == _BROADCASTING
         and not group_config.consume_broadcast_enable
     ):
         return reply(
@@ -145,16 +181,15 @@ def pull(
     may_hold = bool(header.sys_flag & FLAG_SUSPEND) and header.suspend_timeout_millis > 0 and hold_ms > 0
     caught_up = header.queue_offset == context.store.get_max_offset_in_queue(header.topic, header.queue_id) > 0
     if not (may_hold and caught_up):  # (a consumer that caught up is held without reading: the common pull)
-        code, fields, body = _read(context, header, tags_codes, message_filter)
-        if code != ResponseCode.PULL_NOT_FOUND or not may_hold:
-            return reply(request, code, ext_fields=fields, body=body)
+        read = _read(context, header, tags_codes, message_filter)
+        if read[0] != _PULL_NOT_FOUND or not may_hold:
+            return pull_answer(request, *read)
 
     def answer(arrived: bool) -> None:  # read again, whether a message arrived or the wait timed out
         if not connection.is_open:
             return
         try:
-            code, fields, body = _read(context, header, tags_codes, message_filter)
-            response = reply(request, code, ext_fields=fields, body=body)
+            response = pull_answer(request, *_read(context, header, tags_codes, message_filter))
         except Exception as exc:
             log.exception("held pull of %s-%d failed", header.topic, header.queue_id)
             response = reply(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
@@ -179,7 +214,9 @@ def _read(
     header: PullMessageRequestHeader,
     tags_codes: frozenset[int] | None,
     message_filter: MessageFilter | None,
-) -> tuple[int, dict[str, str], bytes]:
+) -> tuple[int, int, int, int, int, bytes]:
+    """The store's answer to a pull: its response code, the broker to suggest, the next begin offset,
+    the queue's min and max offsets, and the records."""
     offset = header.queue_offset
     with context.store.get_messages(
         header.topic,
@@ -193,8 +230,9 @@ def _read(
         status = result.status
         next_offset = int(result.next_begin_offset)
         pulled_to = int(result.physical_offsets[-1]) if result.physical_offsets else None
-        body = result.tobytes() if status is GetStatus.FOUND else b""
-        if status is GetStatus.FOUND:
+        found = status is _FOUND
+        body = result.tobytes() if found else b""
+        if found:
             context.consume_rates.record(
                 header.consumer_group, header.topic, result.message_count, len(body), header.queue_id, next_offset
             )
@@ -202,19 +240,20 @@ def _read(
         else:
             context.pull_counters.record(0)
         low, high = result.min_offset, result.max_offset
-    match status:
-        case GetStatus.FOUND:
-            code = ResponseCode.SUCCESS
-        case GetStatus.NO_MATCHED_MESSAGE | GetStatus.MESSAGE_WAS_REMOVING:
-            code = ResponseCode.PULL_RETRY_IMMEDIATELY
-        case GetStatus.NO_MATCHED_LOGIC_QUEUE | GetStatus.NO_MESSAGE_IN_QUEUE:
-            code = ResponseCode.PULL_OFFSET_MOVED if offset != 0 else ResponseCode.PULL_NOT_FOUND
-            next_offset = 0
-        case GetStatus.OFFSET_OVERFLOW_BADLY | GetStatus.OFFSET_TOO_SMALL:
-            code = ResponseCode.PULL_OFFSET_MOVED
-        case _:
-            code = ResponseCode.PULL_NOT_FOUND
-    if code == ResponseCode.PULL_OFFSET_MOVED:
+    if found:  # (the common answer, without a match on enum members: see rocketq.native.modules)
+        code = _SUCCESS
+    else:
+        match status:
+            case GetStatus.NO_MATCHED_MESSAGE | GetStatus.MESSAGE_WAS_REMOVING:
+                code = ResponseCode.PULL_RETRY_IMMEDIATELY
+            case GetStatus.NO_MATCHED_LOGIC_QUEUE | GetStatus.NO_MESSAGE_IN_QUEUE:
+                code = _PULL_OFFSET_MOVED if offset != 0 else _PULL_NOT_FOUND
+                next_offset = 0
+            case GetStatus.OFFSET_OVERFLOW_BADLY | GetStatus.OFFSET_TOO_SMALL:
+                code = _PULL_OFFSET_MOVED
+            case _:
+                code = _PULL_NOT_FOUND
+    if code == _PULL_OFFSET_MOVED:
         log.info(
             "pull of %s-%d by %s at %d moved to %d (queue [%d, %d))",
             header.topic,
@@ -234,11 +273,54 @@ def _read(
         lag_bytes=0 if pulled_to is None else context.store.commit_log.max_offset - pulled_to,
         in_memory_bytes=RAM_BYTES * config.access_message_in_memory_max_ratio // 100,
     )
-    # PullMessageResponseHeader's fields written out (tests/broker/test_broker_raw.py holds them equal)
+    return code, suggested, next_offset, low, high, body
+
+
+# The JSON header of a pull's answer around its varying values, as ``encode_json_header`` writes it
+# (keys in its order, extFields in ``pull_answer``'s order, no remark)
+_ANSWER_HEAD: Final = '{"code":'
+_BEFORE_SUGGESTED: Final = ',"extFields":{"suggestWhichBrokerId":"'
+_BEFORE_NEXT_OFFSET: Final = '","nextBeginOffset":"'
+_BEFORE_MIN_OFFSET: Final = '","minOffset":"'
+_BEFORE_MAX_OFFSET: Final = '","maxOffset":"'
+_BEFORE_OPAQUE: Final = f'"}},"flag":{RESPONSE_FLAG},"language":"{LanguageCode.JAVA.name}","opaque":'
+_ANSWER_END: Final = f',"serializeTypeCurrentRPC":"JSON","version":{DEFAULT_VERSION}}}'
+_JSON: Final = SerializeType.JSON
+_JAVA: Final = LanguageCode.JAVA
+_INT32_MIN: Final = -0x8000_0000
+_INT32_MAX: Final = 0x7FFF_FFFF
+
+
+def pull_answer(
+    request: RemotingCommand, code: int, suggested: int, next_offset: int, low: int, high: int, body: bytes
+) -> RemotingCommand:
+    """A pull's answer: ``make_response(request, code, ext_fields=..., body=body)`` with
+    PullMessageResponseHeader's fields (suggestWhichBrokerId, nextBeginOffset, minOffset, maxOffset;
+    tests/broker/test_broker_raw.py holds them equal). The answer to a JSON request carries its header
+    already encoded (``RemotingCommand.encoded_header``), written from a template instead of through the
+    generic encoder: every value in it is a number, so nothing needs escaping
+    (``tests/broker/test_pull_answer.py`` holds it equal to ``encode_header``'s)."""
+    opaque = request.opaque
     fields = {
         "suggestWhichBrokerId": str(suggested),
         "nextBeginOffset": str(next_offset),
         "minOffset": str(low),
         "maxOffset": str(high),
     }
-    return code, fields, body
+    encoded: bytes | None = None
+    if request.serialize_type == _JSON and _INT32_MIN <= opaque <= _INT32_MAX:
+        encoded = (
+            f"{_ANSWER_HEAD}{code}{_BEFORE_SUGGESTED}{suggested}{_BEFORE_NEXT_OFFSET}{next_offset}"
+            f"{_BEFORE_MIN_OFFSET}{low}{_BEFORE_MAX_OFFSET}{high}{_BEFORE_OPAQUE}{opaque}{_ANSWER_END}"
+        ).encode()
+    return RemotingCommand(
+        code=code,
+        language=_JAVA,
+        version=DEFAULT_VERSION,
+        opaque=opaque,
+        flag=RESPONSE_FLAG,
+        ext_fields=fields,
+        body=body,
+        serialize_type=request.serialize_type,
+        encoded_header=encoded,
+    )

@@ -1,0 +1,153 @@
+"""The broker's work per message of the end-to-end latency stream, without sockets: a consumer's pull
+held on a queue, then for each message one SEND_MESSAGE_V2 read on a producer's connection (which
+answers the held pull and the send) and the consumer's next pull read on its own connection (which
+finds nothing new and is held again), each followed by a loop turn, as `rocketq bench consumer --only
+e2e_latency` makes the broker do it. Both connections are a started broker's server connections over
+fake transports; the frames are made by the clients' own request builders. Prints the process CPU per
+message of each third of the stream and checks every answer (each held pull answered with exactly the
+message sent, at its offset). The broker is driven through its private server (``Broker._server``): a
+benchmark's shortcut, not an API.
+
+Instructions per message, which do not swing with the host's load (docs/consume-path.md, "session 21
+(e2e-broker)"): count only inside the connections' reads and the loop's dispatch pass::
+
+    PYTHONHASHSEED=0 ROCKETQ_NATIVE=required ROCKETQ_COMPILED_DISPATCH=0 valgrind --tool=callgrind \\
+      --collect-atstart=no --toggle-collect=CPyPy_connection___Connection___data_received \\
+      --toggle-collect=CPyPy_loop_dispatch___LoopDispatch____run .venv/bin/python bench/e2e_replay.py 300
+
+and divide the total by the messages (the first message, which creates the topic, is outside).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import uvloop
+
+from rocketq.client import ProducerConfig
+from rocketq.client.message import MessageQueue, decode_messages
+from rocketq.client.pull import pull_request
+from rocketq.client.send_checks import send_request
+from rocketq.common.message import encode_properties
+from rocketq.protocol import FrameDecoder, ResponseCode
+from rocketq.protocol.frame import encode_frame
+from rocketq.testing.cluster import LocalCluster
+
+TOPIC = "BenchTopic"
+GROUP = "bench_group"
+SUSPEND_MS = 20_000
+
+
+class FakeTransport:
+    """What a server connection calls on its transport, with writes kept in a list (C-level calls)."""
+
+    is_closing = bool  # () -> False
+
+    def __init__(self) -> None:
+        self.parts: list[Any] = []
+        self.write = self.parts.append
+        self.writelines = self.parts.extend
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 40000) if name == "peername" else default
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        pass
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+    def taken(self) -> bytes:
+        """What was written since the last call."""
+        data = b"".join(bytes(part) for part in self.parts)
+        self.parts.clear()
+        return data
+
+
+async def replay(messages: int) -> None:
+    with tempfile.TemporaryDirectory() as root:
+        async with LocalCluster(Path(root)) as cluster:
+            broker = cluster.brokers[0]
+            server: Any = broker._server  # type: ignore[attr-defined]
+            producer, consumer = server._new_connection(), server._new_connection()
+            producer_out, consumer_out = FakeTransport(), FakeTransport()
+            producer.connection_made(producer_out)
+            consumer.connection_made(consumer_out)
+            config = ProducerConfig(group="bench_producer")
+            queue = MessageQueue(TOPIC, broker.config.broker_name, 0)
+
+            def send_frame(index: int) -> bytes:
+                properties = encode_properties({"WAIT": "true", "UNIQ_KEY": uuid.uuid4().hex.upper(), "i": str(index)})
+                return encode_frame(send_request(config, queue, b"x" * 100, properties, 0, 0))
+
+            def pull_frame(offset: int) -> bytes:
+                request = pull_request(GROUP, queue, offset, 32, "*", commit_offset=offset, suspend_ms=SUSPEND_MS)
+                return encode_frame(request)
+
+            producer.data_received(send_frame(-1))  # creates the topic (queue 0's offset 0)
+            await asyncio.sleep(0.05)
+            producer_out.taken()
+            sends = [send_frame(index) for index in range(messages)]
+            pulls = [pull_frame(offset) for offset in range(1, messages + 2)]
+            consumer.data_received(pulls[0])  # held: nothing after offset 1 yet
+            await asyncio.sleep(0)
+            assert not consumer_out.parts, "the first pull was answered instead of held"
+
+            third = max(1, messages // 3)
+            written = 0  # parts written to the consumer: the next pull is sent once the held one is answered
+            figures = []
+            for start in range(0, messages, third):
+                began = time.process_time()
+                for index in range(start, min(start + third, messages)):
+                    producer.data_received(sends[index])
+                    await asyncio.sleep(0)
+                    while len(consumer_out.parts) == written:  # (the dispatcher thread took the put: rare)
+                        await asyncio.sleep(0.0001)
+                    written = len(consumer_out.parts)
+                    consumer.data_received(pulls[index + 1])
+                    await asyncio.sleep(0)
+                done = min(start + third, messages) - start
+                figures.append((time.process_time() - began) / done * 1e6)
+            answers = FrameDecoder().decode(consumer_out.taken())
+            _check(answers, messages)
+            print(
+                "µs per message:", " ".join(f"{figure:.2f}" for figure in figures), f"({len(answers)} pulls answered)"
+            )
+
+
+def _check(answers: list[Any], messages: int) -> None:
+    assert len(answers) == messages, f"{len(answers)} pull answers for {messages} messages"
+    for index, answer in enumerate(answers):
+        assert answer.code == ResponseCode.SUCCESS, (index, answer)
+        (message,) = decode_messages(answer.body)
+        assert message.properties["i"] == str(index) and message.queue_offset == index + 1, message
+        assert answer.ext_fields["nextBeginOffset"] == str(index + 2), answer.ext_fields
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("messages", type=int, nargs="?", default=3000)
+    options = parser.parse_args()
+    uvloop.run(replay(options.messages))  # the broker's loop (``rocketq.runner``)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,8 +1,9 @@
 """The broker's work per message of the end-to-end latency stream, without sockets: a consumer's pull
 held on a queue, then for each message one SEND_MESSAGE_V2 read on a producer's connection (which
 answers the held pull and the send) and the consumer's next pull read on its own connection (which
-finds nothing new and is held again), each followed by a loop turn, as `rocketq bench consumer --only
-e2e_latency` makes the broker do it. Both connections are a started broker's server connections over
+finds nothing new and is held again, once the held one was answered, as a consumer sends it), each
+followed by a loop turn, as `rocketq bench consumer --only e2e_latency` makes the broker do it, on
+uvloop as the broker runs. Both connections are a started broker's server connections over
 fake transports; the frames are made by the clients' own request builders. Prints the process CPU per
 message of each third of the stream and checks every answer (each held pull answered with exactly the
 message sent, at its offset). The broker is driven through its private server (``Broker._server``): a
@@ -15,7 +16,8 @@ Instructions per message, which do not swing with the host's load (docs/consume-
       --collect-atstart=no --toggle-collect=CPyPy_connection___Connection___data_received \\
       --toggle-collect=CPyPy_loop_dispatch___LoopDispatch____run .venv/bin/python bench/e2e_replay.py 300
 
-and divide the total by the messages (the first message, which creates the topic, is outside).
+The count includes the start (the first send creates the topic): run it twice, with 300 and 600
+messages, and divide the difference by 300.
 """
 
 from __future__ import annotations

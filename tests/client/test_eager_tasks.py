@@ -13,7 +13,8 @@ from rocketq.client.eager_tasks import start_in_task
 VAR: contextvars.ContextVar[str] = contextvars.ContextVar("VAR", default="caller")
 
 
-async def test_first_step_runs_at_once_as_the_new_task() -> None:
+@pytest.mark.parametrize("loop_given", [False, True])
+async def test_first_step_runs_at_once_as_the_new_task(loop_given: bool) -> None:
     seen: list[object] = []
     release = asyncio.Event()
 
@@ -23,7 +24,8 @@ async def test_first_step_runs_at_once_as_the_new_task() -> None:
         seen.append(asyncio.current_task())
 
     caller = asyncio.current_task()
-    task = start_in_task(work())
+    task = start_in_task(work(), asyncio.get_running_loop() if loop_given else None)
+    assert task.get_loop() is asyncio.get_running_loop()
     assert seen == [task]  # ran before start_in_task returned, as its own Task
     assert asyncio.current_task() is caller
     release.set()

@@ -89,10 +89,10 @@ class BlockingSender:
         self, producer: Producer, message: Message, timeout: float | None, idempotent: bool | None
     ) -> SendResult | LoopSend:
         topic = message.topic
-        info = producer._publish.get(topic)
+        info = producer._cached_publish_info(topic)
         instance = producer._instance
         batcher = producer._batcher
-        if self._closed or instance is None or info is None or not info.queues or (batcher and batcher.busy(topic)):
+        if self._closed or instance is None or info is None or (batcher and batcher.busy(topic)):
             return producer.send(message, timeout=timeout, idempotent=idempotent)
         config = producer.config
         marked = producer._idempotent(idempotent)

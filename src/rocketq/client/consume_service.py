@@ -46,6 +46,9 @@ class ConsumeService:
         self._calls = ListenerCalls(config.group)  # concurrent: the listener calls running now
         self._call_times = CallTimes()  # how long the listener's calls take: how widely to spread a batch
         self.consumed = 0  # messages consumed (acknowledged or sent back)
+        # the consumer's event loop, kept at the first batch: asyncio.get_running_loop() makes a getpid
+        # system call (its fork check, Python 3.11), which every pulled batch would pay
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def set_listener(self, listener: Listener) -> None:
         self.listener = listener
@@ -84,7 +87,10 @@ class ConsumeService:
 
     def _track(self, consuming: Coroutine[Any, Any, None], *, eager: bool = False) -> None:
         """Run ``consuming`` in a task that ``aclose`` waits for (``eager``: started at once)."""
-        task = start_in_task(consuming) if eager else asyncio.get_running_loop().create_task(consuming)
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        task = start_in_task(consuming, loop) if eager else loop.create_task(consuming)
         self._consume_tasks.add(task)
         task.add_done_callback(self._consume_tasks.discard)
 

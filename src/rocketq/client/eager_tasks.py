@@ -25,11 +25,16 @@ from typing import Any
 from rocketq.remoting.tasks import resume
 
 
-def start_in_task(coroutine: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+def start_in_task(
+    coroutine: Coroutine[Any, Any, None], loop: asyncio.AbstractEventLoop | None = None
+) -> asyncio.Task[None]:
     """A Task of the running loop running ``coroutine``, whose first step (up to its first wait, or
     to its end) has already run when this returns. The Task finishes as it would have (with the
-    coroutine's exception, or cancelled), one loop turn later at the earliest."""
-    loop = asyncio.get_running_loop()
+    coroutine's exception, or cancelled), one loop turn later at the earliest. ``loop``: the running
+    loop, when the caller keeps it (``asyncio.get_running_loop()`` makes a getpid system call on
+    Python 3.11, its fork check)."""
+    if loop is None:
+        loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
     first: list[Any] = []  # the first step's outcome: ("waits", what it waits on), ("done", None) or ("raised", exc)
     task = loop.create_task(_after_first_step(coroutine, first), context=context)

@@ -41,7 +41,7 @@ from rocketq.client.errors import (
 from rocketq.client.instance import ClientInstance
 from rocketq.client.latency import LatencyFaultTolerance, select_queue
 from rocketq.client.message import Message, MessageQueue, SendResult
-from rocketq.client.route import TopicPublishInfo, publish_info
+from rocketq.client.route import TopicPublishInfo, lookup_publish_info, publish_info
 from rocketq.client.send_accumulator import coalescible
 from rocketq.client.send_checks import batch_body, checked_text, send_request
 from rocketq.client.send_outcome import FirstAttempt, attempt_timeout, send_result, worth_retrying
@@ -149,30 +149,22 @@ class Producer:
         if topic in self._publish:
             self._publish[topic] = publish_info(topic, route)
 
-    async def _publish_info(self, topic: str) -> TopicPublishInfo:
+    def _cached_publish_info(self, topic: str) -> TopicPublishInfo | None:
+        """``topic``'s cached route when it has a queue to send to; None when it must be looked up
+        (``_publish_info``). The one cache check of every send path, the blocking sender's included."""
         info = self._publish.get(topic)
-        if info is not None and info.queues:
-            return info
-        instance = self.instance
-        route = await instance.update_route(topic)
-        if route is not None:
-            info = publish_info(topic, route)
-        else:  # unknown topic: send through the template's brokers; the broker creates the topic
-            template = await instance.update_route(self.config.create_topic_key)
-            if template is None:
-                raise RouteNotFoundError(
-                    f"topic {topic!r} does not exist and no broker creates topics on first send (no"
-                    f" {self.config.create_topic_key} route: autoCreateTopicEnable=false): create it with"
-                    f" `rocketq admin updateTopic -t {topic} -c <cluster>`, or set autoCreateTopicEnable=true in"
-                    " broker.conf"
-                )
-            info = publish_info(topic, template)
-            queue_count = self.config.default_topic_queue_nums
-            info.queues = [q for q in info.queues if q.queue_id < queue_count]
-        if not info.queues:
-            raise RouteNotFoundError(f"topic {topic!r} has no writable queue on a master broker")
-        self._publish[topic] = info
-        await instance.heartbeat()
+        return info if info is not None and info.queues else None
+
+    async def _publish_info(self, topic: str) -> TopicPublishInfo:
+        """``topic``'s route to send by: the cached one, else looked up and kept (then a heartbeat, so
+        that the brokers know this producer before its first send)."""
+        info = self._cached_publish_info(topic)
+        if info is None:
+            instance = self.instance
+            config = self.config
+            info = await lookup_publish_info(instance, topic, config.create_topic_key, config.default_topic_queue_nums)
+            self._publish[topic] = info
+            await instance.heartbeat()
         return info
 
     async def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
@@ -360,8 +352,8 @@ class Producer:
             attempts += 1
             began: float | None = now
             if queue is None or (fixed_queue is None and not (idempotent and isinstance(last_error, _MAYBE_STORED))):
-                info = self._publish.get(topic)
-                if info is None or not info.queues:
+                info = self._cached_publish_info(topic)
+                if info is None:
                     info = await self._publish_info(topic)
                     began = None  # the route was looked up: _send_once reads the clock again
                 queue = self._select_queue(info, queue.broker_name if queue else None)

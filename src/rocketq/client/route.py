@@ -5,9 +5,14 @@ from __future__ import annotations
 import itertools
 import random
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from rocketq.client.errors import RouteNotFoundError
 from rocketq.client.message import MessageQueue
 from rocketq.protocol import TopicRouteData
+
+if TYPE_CHECKING:
+    from rocketq.client.instance import ClientInstance
 
 PERM_WRITE = 2
 PERM_READ = 4
@@ -38,6 +43,31 @@ def publish_info(topic: str, route: TopicRouteData) -> TopicPublishInfo:
         if data.perm & PERM_WRITE and data.broker_name in masters:
             queues.extend(MessageQueue(topic, data.broker_name, i) for i in range(data.write_queue_nums))
     return TopicPublishInfo(route, queues)
+
+
+async def lookup_publish_info(
+    instance: ClientInstance, topic: str, create_topic_key: str, default_queue_nums: int
+) -> TopicPublishInfo:
+    """``topic``'s route asked of the NameServers; for a topic that does not exist yet, the template
+    ``create_topic_key``'s brokers (their first ``default_queue_nums`` queues), on which the broker creates
+    it at the first send. RouteNotFoundError when there is nowhere to send."""
+    route = await instance.update_route(topic)
+    if route is not None:
+        info = publish_info(topic, route)
+    else:  # unknown topic: send through the template's brokers; the broker creates the topic
+        template = await instance.update_route(create_topic_key)
+        if template is None:
+            raise RouteNotFoundError(
+                f"topic {topic!r} does not exist and no broker creates topics on first send (no"
+                f" {create_topic_key} route: autoCreateTopicEnable=false): create it with"
+                f" `rocketq admin updateTopic -t {topic} -c <cluster>`, or set autoCreateTopicEnable=true in"
+                " broker.conf"
+            )
+        info = publish_info(topic, template)
+        info.queues = [q for q in info.queues if q.queue_id < default_queue_nums]
+    if not info.queues:
+        raise RouteNotFoundError(f"topic {topic!r} has no writable queue on a master broker")
+    return info
 
 
 def subscribe_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:

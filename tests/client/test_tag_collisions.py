@@ -33,6 +33,12 @@ async def send_tagged(cluster: LocalCluster) -> None:
     async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
         for i in range(40):
             await producer.send(Message(TOPIC, f"{TAGS[i % 4]}-{i}".encode(), tags=TAGS[i % 4]))
+    # a send is answered once stored; its ConsumeQueue entry may be dispatched just after the answer
+    await eventually(lambda: filed(cluster) == 40, what="the 40 messages dispatched to their queues")
+
+
+def filed(cluster: LocalCluster) -> int:
+    return sum(broker.store.get_max_offset_in_queue(TOPIC, q) for broker in cluster.brokers for q in range(4))
 
 
 async def broker_passes(cluster: LocalCluster) -> Counter[str]:

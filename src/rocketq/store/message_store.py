@@ -25,6 +25,7 @@ Threading contract:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -96,7 +97,13 @@ class MessageStore(StoreReads):
     # -- lifecycle ------------------------------------------------------------------------------------
 
     def start(self) -> MessageStore:
-        """Load files, recover, rebuild what is missing, then start the background threads."""
+        """Load files, recover, rebuild what is missing, then start the background threads.
+
+        Raises:
+            RuntimeError: The store is open already (``close`` it first).
+        """
+        if self._open:
+            raise RuntimeError(f"store {self.config.store_path_root_dir} is open already")
         config = self.config
         config.store_path_root_dir.mkdir(parents=True, exist_ok=True)
         self._lock.acquire()
@@ -151,30 +158,41 @@ class MessageStore(StoreReads):
         self.close()
 
     def close(self) -> None:
-        """Dispatch and flush everything, write the checkpoint, remove ``abort``. Idempotent."""
+        """Dispatch and flush everything, write the checkpoint, remove ``abort``. Idempotent. The
+        background threads have ended when it returns, also when a step of closing failed."""
         if not self._open:
             return
         with self.commit_log.put_lock:
             self._open = False
-        self.dispatcher.stop()
         try:
-            self.dispatcher.dispatch_until(self.commit_log.max_offset)
-            clean = True
-        except Exception as exc:  # the next start recovers as after a crash: it dispatches them
-            log.error("store closing with records from %d not dispatched: %s", self.dispatcher.dispatched_offset, exc)
-            clean = False
-        self.flusher.stop()
-        self._cleaner.stop()
-        self._logics_flusher.stop()
-        self._table.write_registry(force=True)
-        self.commit_log.close()
-        self._table.close()
-        if self.index is not None:
-            self.index.close()
-        if clean:
-            self.config.abort_path.unlink(missing_ok=True)
-        self._lock.release()
+            clean = self._stop_threads()
+            self._table.write_registry(force=True)
+            self.commit_log.close()
+            self._table.close()
+            if self.index is not None:
+                self.index.close()
+            if clean:
+                self.config.abort_path.unlink(missing_ok=True)
+        finally:
+            self._lock.release()
         log.info("store %s closed", self.config.store_path_root_dir)
+
+    def _stop_threads(self) -> bool:
+        """End the dispatcher (after it dispatched every record it can), then the flushers (after a last
+        flush) and the cleaner: each also when ending one before it raised. True when all was dispatched."""
+        clean = False
+        with contextlib.ExitStack() as stops:  # (its callbacks run last pushed first)
+            stops.callback(self._logics_flusher.stop)
+            stops.callback(self._cleaner.stop)
+            stops.callback(self.flusher.stop)
+            self.dispatcher.stop()
+            try:
+                self.dispatcher.dispatch_until(self.commit_log.max_offset)
+                clean = True
+            except Exception as exc:  # the next start recovers as after a crash: it dispatches them
+                dispatched = self.dispatcher.dispatched_offset
+                log.error("store closing with records from %d not dispatched: %s", dispatched, exc)
+        return clean
 
     # -- recovery -------------------------------------------------------------------------------------
 

@@ -152,11 +152,13 @@ class Broker:
 
     async def start(self) -> Broker:
         """Start every part; a start that fails part way stops what it started (``aclose``) and raises."""
-        try:
+        failure: BaseException | None = None
+        try:  # (no await in the handler: compiled, an await there let another task's exception escape)
             return await self._start()
-        except BaseException:
-            await self.aclose()
-            raise
+        except BaseException as error:
+            failure = error
+        await self.aclose()
+        raise failure
 
     async def _start(self) -> Broker:
         config = self.config
@@ -465,10 +467,14 @@ class Broker:
     async def aclose(self) -> None:
         """Stop serving, persist the metadata (of a broker that started: after a failed start what was
         loaded may be partial), then close the store, also when a step before fails. Idempotent."""
-        try:
+        failure: BaseException | None = None
+        try:  # (no await in a finally or a handler: compiled, an await there let another task's exception escape)
             await self._stop_serving()
-        finally:
-            await asyncio.to_thread(self.store.close)
+        except BaseException as error:
+            failure = error
+        await asyncio.to_thread(self.store.close)
+        if failure is not None:
+            raise failure
         log.info("broker %s stopped", self.config.broker_name)
 
     async def _stop_serving(self) -> None:

@@ -168,7 +168,9 @@ def test_bench_metrics_json(tmp_path: Path) -> None:
     assert all(row["messages"] == 1500 for row in drains)  # every round's new group reads the same backlog
     assert all(float(row["broker_cpu_us_per_msg"]) > 0 for row in drains)
     scrape = next(row for row in rows if row["name"] == "metrics_scrape")
-    assert int(scrape["messages"]) > 0 and int(scrape["bytes"]) > 0
+    # each pair's scraper had an answer before its first round (rounds of 0.3 s once ended before the
+    # child scraped at all), whatever the host's load
+    assert int(scrape["messages"]) >= 2 and int(scrape["bytes"]) > 0 and int(scrape["failed_scrapes"]) >= 0
     costs = {row["phase"]: row for row in rows if row["name"] == "metrics_cost"}
     assert set(costs) == {"send", "drain"}
     for cost in costs.values():

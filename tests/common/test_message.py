@@ -13,7 +13,6 @@ from rocketq.common.message_id import (
     encode_host,
     joined_offset_message_ids,
     offset_message_id,
-    offset_message_ids,
     parse_offset_message_id,
 )
 
@@ -75,11 +74,14 @@ def test_find_property_agrees_with_decode_properties(pairs: list[tuple[str, str]
     st.integers(min_value=-(2**31), max_value=2**31 - 1),
     st.lists(st.integers(min_value=0, max_value=2**63 - 1), max_size=300),
 )
-def test_offset_message_ids_match_one_at_a_time(address: str, port: int, offsets: list[int]) -> None:
+def test_joined_offset_message_ids_match_one_at_a_time(address: str, port: int, offsets: list[int]) -> None:
     host = encode_host(address, port)
     one_at_a_time = [offset_message_id(host, offset) for offset in offsets]
-    assert offset_message_ids(host, offsets) == one_at_a_time
-    assert joined_offset_message_ids(host, offsets) == ",".join(one_at_a_time)
+    joined = joined_offset_message_ids(host, offsets)
+    assert joined == ",".join(one_at_a_time)
+    assert (joined.split(",") if joined else []) == one_at_a_time  # (no id holds a comma: each splits apart)
+    for one, offset in zip(one_at_a_time, offsets, strict=True):
+        assert parse_offset_message_id(one) == (address, port, offset)
 
 
 def horner(text: str) -> int:

@@ -19,10 +19,14 @@ def sync_config(tmp_path: Path) -> StoreConfig:
 
 
 def test_loop_waiters_share_fsyncs_and_see_their_bytes_flushed(tmp_path: Path) -> None:
+    """Puts from many coroutines: each is released only once an fsync covers its bytes, and no put costs
+    more than one fsync. (How many puts one fsync covers here depends on when the flusher thread gets the
+    CPU: on a loaded host 171 of 320 were seen. The sharing itself is the next test's, counted exactly.)"""
     writers, puts_each = 16, 20
     with MessageStore(sync_config(tmp_path)) as store:
         flushes_before = store.flusher.flush_count
         late: list[int] = []
+        released_at: set[int] = set()
 
         async def writer() -> None:
             loop = asyncio.get_running_loop()
@@ -31,6 +35,7 @@ def test_loop_waiters_share_fsyncs_and_see_their_bytes_flushed(tmp_path: Path) -
                 flushed = store.flushed_on_loop(result, loop)
                 assert flushed is not None
                 offset = await asyncio.wait_for(flushed, 10)
+                released_at.add(offset)
                 if offset < result.end_offset or store.commit_log.files.flushed_where < result.end_offset:
                     late.append(result.end_offset)
 
@@ -40,8 +45,30 @@ def test_loop_waiters_share_fsyncs_and_see_their_bytes_flushed(tmp_path: Path) -
         asyncio.run(main())
         assert late == []
         fsyncs = store.flusher.flush_count - flushes_before
-        # group commit: fewer fsyncs than waiters (how many fewer depends on scheduling, so no tighter bound)
-        assert 0 < fsyncs < writers * puts_each
+        # each fsync covers at least one put no fsync before it covered (puts are its only cause), and
+        # releases its waiters with the one offset it reached
+        assert 0 < len(released_at) <= fsyncs <= writers * puts_each
+
+
+def test_one_fsync_releases_every_loop_waiter_it_covers(tmp_path: Path) -> None:
+    """Waiters for 320 offsets, filed before the bytes are written, then one put reaching past them all:
+    its one group commit releases them together, each with the offset it reached."""
+    waiters = 320
+    with MessageStore(sync_config(tmp_path)) as store:
+        assert store.commit_log.max_offset == 0 and store.commit_log.files.flushed_where == 0  # nothing to flush
+
+        async def main() -> tuple[list[int], int]:
+            loop = asyncio.get_running_loop()
+            waiting = [store.flusher.request_on_loop(offset, loop) for offset in range(1, waiters + 1)]
+            assert not any(future.done() for future in waiting)
+            result = store.put_messages([message(body=b"z" * 100) for _ in range(waiters)])
+            assert result.ok and result.end_offset > waiters
+            return list(await asyncio.wait_for(asyncio.gather(*waiting), 10)), result.end_offset
+
+        flushes_before = store.flusher.flush_count
+        released_at, end = asyncio.run(main())
+        assert released_at == [end] * waiters
+        assert store.flusher.flush_count - flushes_before == 1  # (a put asks for one fsync; this one was the only)
 
 
 def test_a_sync_put_nobody_waits_for_is_flushed_promptly(tmp_path: Path) -> None:

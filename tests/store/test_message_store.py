@@ -301,3 +301,15 @@ def test_dispatch_pending_dispatches_deferred_puts_on_the_caller(tmp_path: Path)
         store.dispatch_pending(max_bytes=100)  # too much for the caller: the dispatcher thread is woken
         wait_until(lambda: store.get_max_offset_in_queue("TopicA", 0) >= 5)
         assert store.get_max_offset_in_queue("TopicA", 0) == 5
+
+
+def test_close_ends_the_background_threads_even_twice_and_a_second_start_is_refused(tmp_path: Path) -> None:
+    names = {"rocketq-dispatch", "rocketq-commitlog-flush", "rocketq-logics-flush", "rocketq-clean"}
+    store = MessageStore(small_config(tmp_path)).start()
+    with pytest.raises(RuntimeError, match="open already"):  # a second set of threads would outlive close
+        store.start()
+    assert store.put_message(message()).ok
+    store.close()
+    store.close()
+    assert names.isdisjoint(thread.name for thread in threading.enumerate())
+    assert not store.config.abort_path.exists()

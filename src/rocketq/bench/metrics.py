@@ -17,7 +17,9 @@ the rounds are split in two halves, each with a new pair started in the other or
 
 A child process of the bench scrapes the metrics broker's ``/metrics`` every ``scrape_interval_s``
 throughout, as a Prometheus server would (every 15 s by default: each second is the harsher case); a
-thread of the bench would take the measured client's CPU and GIL on the "on" side only.
+thread of the bench would take the measured client's CPU and GIL on the "on" side only. The rounds
+start once its first scrape was answered; a scrape that fails is counted (``failed_scrapes``), and a
+child that ends early is an error.
 ``broker_cpu_us_per_msg`` is the broker process's CPU time per message, from its CPU clock (Linux's
 ``clock_gettime`` of the process: nanoseconds, and the threads that ended count too, such as those the
 exporter answers scrapes on; a drain of a second or two is too short for ``/proc/<pid>/stat``'s 10 ms
@@ -60,6 +62,7 @@ FILL_BATCH = 256
 FILL_IN_FLIGHT = 4
 METRICS_ON = {"metrics_exporter_type": "PROM", "metrics_prom_exporter_port": 0}
 SCRAPER_EXIT_S = 35.0  # a scrape in progress may take up to its 30 s timeout
+FIRST_SCRAPE_S = 60.0  # how long the scraper child tries before its first scrape is answered
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,8 +81,14 @@ class MetricsBenchOptions:
 class Scraper:
     """GETs ``/metrics`` every ``interval_s`` from a child process, as a Prometheus server would (from a
     process of its own: a thread of the bench would take the measured client's CPU and GIL on the "on"
-    side only), and counts the scrapes, their time and the last one's size. The child may run on any
-    CPU in ``cpus`` (by default the ones it inherits)."""
+    side only), and counts the scrapes, their time and the last one's size. Entering returns once the
+    child's first scrape was answered, so every scraper scrapes at least once however short the rounds
+    and however late the child gets the CPU. The child may run on any CPU in ``cpus`` (by default the
+    ones it inherits).
+
+    Raises:
+        RuntimeError: The child ended before a scrape was answered, or without its counts.
+    """
 
     def __init__(self, port: int, interval_s: float, cpus: set[int] | None = None) -> None:
         self._args = [sys.executable, "-c", SCRAPER_CHILD, f"http://127.0.0.1:{port}/metrics", str(interval_s)]
@@ -88,6 +97,7 @@ class Scraper:
         self.scrapes = 0
         self.seconds = 0.0
         self.bytes = 0
+        self.failed = 0  # scrapes that got no answer (an error, or no answer within the timeout)
 
     def __enter__(self) -> Scraper:
         self._process = process = subprocess.Popen(
@@ -97,7 +107,10 @@ class Scraper:
             with contextlib.suppress(OSError):
                 os.sched_setaffinity(process.pid, self._cpus)
         assert process.stdout is not None
-        process.stdout.readline()  # "ready": its imports done (seconds on a busy host), it scrapes from now on
+        if process.stdout.readline().strip() != "ready":  # its imports done and its first scrape answered
+            self._process = None
+            process.kill()
+            raise RuntimeError(f"the scraper child ended (status {process.wait()}) before a scrape was answered")
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -110,13 +123,19 @@ class Scraper:
             process.kill()
             process.wait()
             raise
-        if process.returncode == 0 and output.strip():
-            self.scrapes, self.seconds, self.bytes = json.loads(output)
+        if process.returncode != 0 or not output.strip():
+            raise RuntimeError(f"the scraper child ended with status {process.returncode} and no counts")
+        self.scrapes, self.seconds, self.bytes, self.failed = json.loads(output)
 
 
-def scrape_until_stdin_closes(url: str, interval_s: float) -> tuple[int, float, int]:
-    """The scraper child's loop: prints ``ready``, then GETs ``url`` every ``interval_s`` until its stdin closes;
-    returns ``(scrapes, seconds spent in them, bytes of the last one)``."""
+def scrape_until_stdin_closes(url: str, interval_s: float) -> tuple[int, float, int, int]:
+    """The scraper child's loop: GETs ``url`` until it answers (every ``interval_s``, up to
+    ``FIRST_SCRAPE_S``), prints ``ready``, then GETs it every ``interval_s`` until its stdin closes;
+    returns ``(scrapes answered, seconds spent in them, bytes of the last one, scrapes not answered)``.
+
+    Raises:
+        RuntimeError: No scrape was answered within ``FIRST_SCRAPE_S``.
+    """
     closed = threading.Event()
 
     def watch() -> None:
@@ -124,15 +143,24 @@ def scrape_until_stdin_closes(url: str, interval_s: float) -> tuple[int, float, 
         closed.set()
 
     threading.Thread(target=watch, daemon=True).start()
-    print("ready", flush=True)
-    scrapes, seconds, size = 0, 0.0, 0
-    while not closed.wait(interval_s):
+    scrapes, seconds, size, failed = 0, 0.0, 0, 0
+    give_up = time.monotonic() + FIRST_SCRAPE_S
+    while True:
         began = time.perf_counter()
-        with urllib.request.urlopen(url, timeout=30) as response:
-            size = len(response.read())
-        seconds += time.perf_counter() - began
-        scrapes += 1
-    return scrapes, seconds, size
+        try:
+            with urllib.request.urlopen(url, timeout=30) as response:
+                size = len(response.read())
+        except OSError as error:  # (URLError, HTTPError and timeouts are OSErrors)
+            failed += 1
+            if not scrapes and time.monotonic() > give_up:
+                raise RuntimeError(f"{url}: no scrape answered in {FIRST_SCRAPE_S:.0f} s") from error
+        else:
+            seconds += time.perf_counter() - began
+            scrapes += 1
+            if scrapes == 1:
+                print("ready", flush=True)
+        if closed.wait(interval_s):
+            return scrapes, seconds, size, failed
 
 
 SCRAPER_CHILD = (
@@ -248,7 +276,8 @@ class MetricsBench:
             return
         seconds = sum(scraper.seconds for scraper in scrapers)
         size = scrapers[-1].bytes
-        extra: Extra = {"ms_per_scrape": seconds / count * 1000, "bytes": size}
+        failed = sum(scraper.failed for scraper in scrapers)
+        extra: Extra = {"ms_per_scrape": seconds / count * 1000, "bytes": size, "failed_scrapes": failed}
         self.emit(Measurement.from_counts("metrics_scrape", None, count, seconds, size * count, extra=extra))
 
     def _record(self, phase: str, metrics: bool, measurement: Measurement, cpu_s: float, number: int) -> None:

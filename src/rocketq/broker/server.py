@@ -108,6 +108,7 @@ class Broker:
         self.slave_sync: SlaveSynchronize | None = None  # a slave's copy of its master's metadata
         self.failover: FailoverService | None = None  # with failoverEnable (rocketq.failover)
         self._etcd: EtcdClient | None = None
+        self._serving = False  # started fully and not closed: what it loaded is persisted at close
         self._role_tasks: list[asyncio.Task[Any]] = []  # a master's scheduler and check-back, a slave's HA client
 
     @property
@@ -150,6 +151,16 @@ class Broker:
         return frozenset(self._server.connections) if self._server is not None else frozenset()
 
     async def start(self) -> Broker:
+        """Start every part; a start that fails part way stops what it started (``aclose``) and raises."""
+        failure: BaseException | None = None
+        try:  # (no await in the handler: compiled, an await there let another task's exception escape)
+            return await self._start()
+        except BaseException as error:
+            failure = error
+        await self.aclose()
+        raise failure
+
+    async def _start(self) -> Broker:
         config = self.config
         if exporter_enabled(config.metrics_exporter_type):  # (an unknown type stops the start)
             self.metrics = BrokerMetrics(self)
@@ -262,6 +273,7 @@ class Broker:
         if self.acl is not None:
             self._spawn(self._every(config.acl_file_check_interval_ms / 1000, self._reload_acl))
         await asyncio.sleep(0)  # the services spawned above reach their first wait (their timers are armed)
+        self._serving = True
         log.info(
             "broker %s (cluster %s) serving at %s, store %s",
             config.broker_name,
@@ -453,6 +465,19 @@ class Broker:
                 self.filters.unregister(group)
 
     async def aclose(self) -> None:
+        """Stop serving, persist the metadata (of a broker that started: after a failed start what was
+        loaded may be partial), then close the store, also when a step before fails. Idempotent."""
+        failure: BaseException | None = None
+        try:  # (no await in a finally or a handler: compiled, an await there let another task's exception escape)
+            await self._stop_serving()
+        except BaseException as error:
+            failure = error
+        await asyncio.to_thread(self.store.close)
+        if failure is not None:
+            raise failure
+        log.info("broker %s stopped", self.config.broker_name)
+
+    async def _stop_serving(self) -> None:
         if self.metrics is not None:
             await self.metrics.aclose()
         await cancel_and_wait(self._tasks, ignore_errors=True)  # failures were logged when they happened
@@ -470,14 +495,15 @@ class Broker:
             await self._client.aclose()
         if self.ha_master is not None:
             await self.ha_master.aclose()
+        if not self._serving:
+            return
+        self._serving = False
         if self.schedule is not None:
             self.schedule.persist()
         if self.transactions is not None and self.transactions.loaded:
             self.transactions.persist()
         self.offsets.persist(force=True)
         self.filters.persist()
-        await asyncio.to_thread(self.store.close)
-        log.info("broker %s stopped", self.config.broker_name)
 
     async def __aenter__(self) -> Broker:
         return await self.start()

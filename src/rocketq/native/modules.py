@@ -64,7 +64,8 @@ COMPILED_MODULES: Final = (
     "rocketq.store.mapped_file",
     "rocketq.store.mapped_file_queue",
     "rocketq.store.message_store",
-    "rocketq.store.store_reads",  # MessageStore's base class: every pull reads through it
+    "rocketq.store.store_puts",  # MessageStore's base class: every put goes through it
+    "rocketq.store.store_reads",  # StorePuts' base class: every pull reads through it
     "rocketq.store.queue_reader",
     "rocketq.store.queue_table",  # queues_of: where every put's entries go
     "rocketq.store.filtered_read",

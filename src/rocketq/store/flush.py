@@ -301,6 +301,8 @@ class PeriodicTask:
 
     def start(self) -> None:
         """Start the thread (again after ``stop``)."""
+        if self._worker_thread.is_alive():
+            raise RuntimeError(f"{self._worker_thread.name} runs already")
         if self._worker_thread.ident is not None:  # (a thread runs once)
             self._stop = threading.Event()
             self._worker_thread = threading.Thread(target=self._run, name=self._worker_thread.name, daemon=True)
@@ -319,6 +321,7 @@ class PeriodicTask:
             log.exception("%s failed; retrying next round", self._worker_thread.name)
 
     def stop(self) -> None:
+        """Wake the thread and wait for it to end (after its last run). Idempotent."""
         self._stop.set()
         if self._worker_thread.is_alive():
             self._worker_thread.join()

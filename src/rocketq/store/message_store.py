@@ -1,16 +1,8 @@
 """MessageStore: the one facade the broker uses (RocketMQ's DefaultMessageStore).
 
 Threading contract:
-- ``put_message``/``put_messages``/``put_batch`` are thread safe (one internal put lock) and never
-  block on the disk: an append is a copy into a mapped file. They may be called from an event loop
-  thread. ``measure_batch`` (checking a producer's wire batch for ``put_batch``) is pure.
-  Before appending, a put makes sure the ConsumeQueue files its entries will land in exist
-  (``ConsumeQueue.reserve``; an fallocate when one is due): a put is acknowledged only when consumers
-  will be able to read it, and is refused with DISK_FULL (``DiskSpace``) when the disk has no room.
-  A small put (``dispatch_inline_max_records``) is also dispatched by the calling thread when the
-  dispatcher is idle, so arrival listeners run at once. With SYNC_FLUSH every put is fsynced by the
-  next group commit; to wait for it, a thread calls ``wait_flushed(result)`` (``put_message_and_wait``
-  does both) and an event loop awaits ``flushed_on_loop(result, loop)``.
+- Puts (``put_message``/``put_messages``/``put_batch``, waiting for their fsync; the base class
+  ``StorePuts`` in ``rocketq.store.store_puts``) are thread safe and never block on the disk.
 - Reads (``get_messages``, offsets, lookups, queries; the base class ``StoreReads`` in
   ``rocketq.store.store_reads``) are thread safe and see every record the dispatcher has indexed.
   ``get_messages`` returns views into the mapped files; release the result.
@@ -25,78 +17,61 @@ Threading contract:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import TimeoutError as FutureTimeoutError
-from typing import Any
+from collections.abc import Callable
 
 from rocketq.store.checkpoint import StoreCheckpoint
 from rocketq.store.commit_log import CommitLog
 from rocketq.store.config import StoreConfig
 from rocketq.store.disk_space import RECHECK_INTERVAL_S, DiskSpace, disk_usage
-from rocketq.store.dispatch import Dispatcher
 from rocketq.store.dispatch_apply import ArrivalListener
 from rocketq.store.epochs import EpochFile
 from rocketq.store.ext_writer import BitMapCalculator, ExtWriter
-from rocketq.store.flush import CommitLogFlusher, EventLoop, PeriodicTask
+from rocketq.store.flush import PeriodicTask
 from rocketq.store.index_service import IndexService
-from rocketq.store.mapped_file import DiskFullError
-from rocketq.store.queue_table import QueueTable, gets_no_entry, queues_of
+from rocketq.store.queue_table import QueueTable
 from rocketq.store.recovery import RecoveryReport, recover_commit_log, recover_logics
 from rocketq.store.replica_log import append_replica_bytes, cut_loaded_files, finish_cut, pending_cut, record_cut
-from rocketq.store.results import (
-    BatchToStore,
-    MeasuredBatch,
-    MessageToStore,
-    PutMessageResult,
-    PutStatus,
-    StoreStats,
-)
+from rocketq.store.results import StoreStats
 from rocketq.store.retention import Retention, UnconsumedGuard
 from rocketq.store.store_lock import StoreLock
-from rocketq.store.store_reads import StoreReads
+from rocketq.store.store_puts import StorePuts
 
 log = logging.getLogger(__name__)
 
 
-class MessageStore(StoreReads):
+class MessageStore(StorePuts):
     def __init__(self, config: StoreConfig, *, clock: Callable[[], float] = time.monotonic) -> None:
         """``clock``: monotonic seconds, for how often a refused put looks at the disk again."""
-        self.config = config
-        self._sync_flush = config.sync_flush
         commit_log = CommitLog(config)
-        self._clock = clock
         index = IndexService(config, commit_log, clock) if config.message_index_enable else None
-        super().__init__(commit_log, QueueTable(config), index)
+        space = DiskSpace(config, clock)
+        super().__init__(config, commit_log, QueueTable(config), index, space, self._on_commit_log_flushed)
+        self._clock = clock
         self.checkpoint = StoreCheckpoint(config.checkpoint_path)
         self.epochs = EpochFile(config.epochs_path)  # who wrote which stretch of the log (``epochs``)
-        self.dispatcher = Dispatcher(
-            self.commit_log, self.consume_queue, self.index, config.dispatch_interval_ms / 1000
-        )
-        self.flusher = CommitLogFlusher(
-            config, self.commit_log.files, lambda: self._last_store_timestamp, self._on_commit_log_flushed
-        )
-        self.space = DiskSpace(config, clock)
         self.retention = Retention(self, self.space)
         self._logics_flusher = PeriodicTask(
             "rocketq-logics-flush", config.flush_interval_consume_queue_ms / 1000, self.flush_logics
         )
         self._clean_lock = threading.Lock()  # one cleaning at a time: retention rounds, clean_expired_consume_queues
         self._cleaner = PeriodicTask("rocketq-clean", self._clean_interval, self._retention_round, run_at_stop=False)
-        self._last_store_timestamp = 0
         self._lock = StoreLock(config.lock_path)
-        self._open = False
         self.recovery: RecoveryReport | None = None
-        self._put_messages = 0
-        self._put_bytes = 0
-        self._put_latency_max = 0.0
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
     def start(self) -> MessageStore:
-        """Load files, recover, rebuild what is missing, then start the background threads."""
+        """Load files, recover, rebuild what is missing, then start the background threads.
+
+        Raises:
+            RuntimeError: The store is open already (``close`` it first).
+        """
+        if self._open:
+            raise RuntimeError(f"store {self.config.store_path_root_dir} is open already")
         config = self.config
         config.store_path_root_dir.mkdir(parents=True, exist_ok=True)
         self._lock.acquire()
@@ -151,30 +126,41 @@ class MessageStore(StoreReads):
         self.close()
 
     def close(self) -> None:
-        """Dispatch and flush everything, write the checkpoint, remove ``abort``. Idempotent."""
+        """Dispatch and flush everything, write the checkpoint, remove ``abort``. Idempotent. The
+        background threads have ended when it returns, also when a step of closing failed."""
         if not self._open:
             return
         with self.commit_log.put_lock:
             self._open = False
-        self.dispatcher.stop()
         try:
-            self.dispatcher.dispatch_until(self.commit_log.max_offset)
-            clean = True
-        except Exception as exc:  # the next start recovers as after a crash: it dispatches them
-            log.error("store closing with records from %d not dispatched: %s", self.dispatcher.dispatched_offset, exc)
-            clean = False
-        self.flusher.stop()
-        self._cleaner.stop()
-        self._logics_flusher.stop()
-        self._table.write_registry(force=True)
-        self.commit_log.close()
-        self._table.close()
-        if self.index is not None:
-            self.index.close()
-        if clean:
-            self.config.abort_path.unlink(missing_ok=True)
-        self._lock.release()
+            clean = self._stop_threads()
+            self._table.write_registry(force=True)
+            self.commit_log.close()
+            self._table.close()
+            if self.index is not None:
+                self.index.close()
+            if clean:
+                self.config.abort_path.unlink(missing_ok=True)
+        finally:
+            self._lock.release()
         log.info("store %s closed", self.config.store_path_root_dir)
+
+    def _stop_threads(self) -> bool:
+        """End the dispatcher (after it dispatched every record it can), then the flushers (after a last
+        flush) and the cleaner: each also when ending one before it raised. True when all was dispatched."""
+        clean = False
+        with contextlib.ExitStack() as stops:  # (its callbacks run last pushed first)
+            stops.callback(self._logics_flusher.stop)
+            stops.callback(self._cleaner.stop)
+            stops.callback(self.flusher.stop)
+            self.dispatcher.stop()
+            try:
+                self.dispatcher.dispatch_until(self.commit_log.max_offset)
+                clean = True
+            except Exception as exc:  # the next start recovers as after a crash: it dispatches them
+                dispatched = self.dispatcher.dispatched_offset
+                log.error("store closing with records from %d not dispatched: %s", dispatched, exc)
+        return clean
 
     # -- recovery -------------------------------------------------------------------------------------
 
@@ -236,166 +222,6 @@ class MessageStore(StoreReads):
         with self.commit_log.put_lock:
             self.commit_log.queue_offsets = {key: queue.max_offset for key, queue in self._queues.items()}
         return self.commit_log.max_offset
-
-    # -- put ------------------------------------------------------------------------------------------
-
-    def put_message(self, message: MessageToStore) -> PutMessageResult:
-        return self.put_messages((message,))
-
-    def put_messages(self, messages: Sequence[MessageToStore], *, dispatch: bool = True) -> PutMessageResult:
-        """Append messages in order (a batch is refused whole or stored whole). Thread safe; never
-        blocks on the disk. With SYNC_FLUSH the next group commit fsyncs it (see ``wait_flushed``).
-
-        ``dispatch=False`` leaves dispatching to the caller's ``dispatch_pending()`` (an event loop
-        dispatches all the puts of one iteration at once); the dispatcher thread's interval is the
-        backstop."""
-        if not messages:
-            return PutMessageResult(status=PutStatus.MESSAGE_ILLEGAL, remark="empty batch")
-        if len(messages) > 1:
-            topic, queue_id, spread = queues_of(messages)
-        else:  # (the same, without the tuple a call returns)
-            first = messages[0]
-            queue_id, spread = first.queue_id, ()
-            topic = None if gets_no_entry(first.sys_flag) else first.topic
-        return self._put(
-            len(messages),
-            topic,
-            queue_id,
-            spread,
-            lambda stamp: self.commit_log.append(messages, stamp),
-            dispatch,
-        )
-
-    def measure_batch(self, batch: BatchToStore, *, max_body_size: int | None = None) -> MeasuredBatch | None:
-        """Check a producer's wire batch for ``put_batch``: its record sizes and whether it asks to
-        wait for the flush. None when it must be decoded into ``MessageToStore`` for ``put_messages``
-        instead (no compiled append, or an item that path treats specially or refuses, such as a body
-        over ``max_body_size``, by default the maximum message size). Pure: any thread."""
-        return self.commit_log.measure_batch(batch, max_body_size)
-
-    def put_batch(self, measured: MeasuredBatch, *, dispatch: bool = True) -> PutMessageResult:
-        """``put_messages`` for a measured wire batch: the same records, written without a Python
-        object per message. Same contract as ``put_messages``."""
-        batch = measured.batch
-        return self._put(
-            len(measured.sizes),
-            batch.topic,
-            batch.queue_id,
-            (),
-            lambda stamp: self.commit_log.append_batch(measured, stamp),
-            dispatch,
-        )
-
-    def put_together(
-        self, messages: Sequence[MessageToStore], batches: Sequence[MeasuredBatch], *, dispatch: bool = True
-    ) -> PutMessageResult:
-        """``messages``, then the measured ``batches`` (``WireBatches.append_together``): one put."""
-        wire = self.commit_log.wire_batches
-        if not batches or wire is None:  # (no compiled append: measure_batch measured no batch)
-            return self.put_messages(messages, dispatch=dispatch)
-        count = len(messages) + sum(len(measured.sizes) for measured in batches)
-        topic, queue_id, spread = queues_of(messages) if messages else (None, 0, ())
-        queues = {*spread, *((measured.batch.topic, measured.batch.queue_id) for measured in batches)}
-        if topic is not None:
-            queues.discard((topic, queue_id))
-        return self._put(
-            count, topic, queue_id, queues, lambda stamp: wire.append_together(messages, batches, stamp), dispatch
-        )
-
-    def _put(
-        self,
-        count: int,
-        topic: str | None,
-        queue_id: int,
-        spread: Collection[tuple[str, int]],
-        append: Callable[[int], PutMessageResult],
-        dispatch: bool,
-    ) -> PutMessageResult:
-        """Every put goes through here: refused while the disk is full; else, before its ``count``
-        records are appended, the ConsumeQueue files that ``count`` more entries of its queue (and of
-        the queues in ``spread``, for a batch spread over queues) land in are made
-        (``ConsumeQueue.reserve``; ``count`` is an upper bound: transaction halves get no entry). So
-        an acknowledged message is one consumers can read; DISK_FULL when either cannot get space."""
-        if self.space.refusal is not None:
-            refusal = self.space.admit()
-            if refusal is not None:
-                return PutMessageResult(status=PutStatus.DISK_FULL, remark=refusal)
-        began = time.perf_counter()
-        with self.commit_log.put_lock:
-            if not self._open:
-                return PutMessageResult(status=PutStatus.SERVICE_NOT_AVAILABLE, remark="store is not running")
-            store_timestamp = int(time.time() * 1000)
-            try:
-                if topic is not None:
-                    self._reserve(topic, queue_id, count)
-                for other_topic, other_queue_id in spread:
-                    self._reserve(other_topic, other_queue_id, count)
-                result = append(store_timestamp)
-            except DiskFullError as exc:
-                return PutMessageResult(status=PutStatus.DISK_FULL, remark=self.space.allocation_failed(exc))
-            if result.ok:
-                self._last_store_timestamp = store_timestamp
-        if not result.ok:
-            return result
-        self._put_messages += count
-        self._put_bytes += result.wrote_bytes
-        self._put_latency_max = max(self._put_latency_max, time.perf_counter() - began)
-        if dispatch:
-            inline = count <= self.config.dispatch_inline_max_records
-            if not (inline and self.dispatcher.try_dispatch_until(result.end_offset)):
-                self.dispatcher.wake()
-        if self._sync_flush:
-            self.flusher.wanted(result.end_offset)
-        return result
-
-    def _reserve(self, topic: str, queue_id: int, count: int) -> None:
-        """Make the ConsumeQueue files the next ``count`` entries of a queue land in (put lock held)."""
-        key: Any = (topic, queue_id)  # (one tuple for both lookups)
-        first: int = self.commit_log.queue_offsets.get(key, 0)
-        queue = self._queues.get(key) or self._table.get_or_create(topic, queue_id)
-        queue.reserve(first, first + count)
-
-    def wait_flushed(self, result: PutMessageResult, timeout_s: float | None = None) -> PutMessageResult:
-        """Block until an fsync covers the put (SYNC_FLUSH; at once otherwise); FLUSH_DISK_TIMEOUT after
-        the timeout (the store's ``sync_flush_timeout_ms`` by default). For threads, not event loops."""
-        if not (self._sync_flush and result.ok):
-            return result
-        try:
-            self.flusher.request(result.end_offset).result(
-                self.config.sync_flush_timeout_ms / 1000 if timeout_s is None else timeout_s
-            )
-        except FutureTimeoutError:
-            result.status = PutStatus.FLUSH_DISK_TIMEOUT
-        return result
-
-    def flushed_on_loop(self, result: PutMessageResult, loop: EventLoop) -> Any | None:
-        """SYNC_FLUSH: an ``asyncio.Future`` of ``loop`` (call this on it) that resolves once an fsync
-        covers the put; the waiters of one loop are woken together, once per fsync. None when there is
-        nothing to wait for (ASYNC_FLUSH, or the put failed)."""
-        if not (self._sync_flush and result.ok):
-            return None
-        return self.flusher.request_on_loop(result.end_offset, loop)
-
-    def put_message_and_wait(self, message: MessageToStore) -> PutMessageResult:
-        """``put_message`` then ``wait_flushed``: for plain threads, never on an event loop."""
-        return self.wait_flushed(self.put_message(message))
-
-    def dispatch_pending(self, max_bytes: int) -> None:
-        """Dispatch what puts with ``dispatch=False`` left: on the calling thread when it is at most
-        ``max_bytes`` of CommitLog and the dispatcher thread is idle, else by waking that thread."""
-        end = self.commit_log.max_offset
-        pending = end - self.dispatcher.dispatched_offset
-        if pending > 0 and (pending > max_bytes or not self.dispatcher.try_dispatch_until(end)):
-            self.dispatcher.wake()
-
-    def dispatch_now(self) -> int:
-        """Dispatch every record written so far on the calling thread (the dispatcher thread would
-        within ``dispatch_interval_ms``), and index what the index skipped for want of space if it
-        can now; returns how many records this call dispatched."""
-        count = self.dispatcher.dispatch_until(self.commit_log.max_offset)
-        while not self.dispatcher.catch_up_index() and self.index is not None and self.index.can_catch_up:
-            pass
-        return count
 
     # -- replication ----------------------------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 """The reading half of ``MessageStore``: queues, records, offsets, times and key queries.
 
-``StoreReads`` is the base class of ``rocketq.store.message_store.MessageStore`` (which adds puts,
-lifecycle, flushing and replication writes); everything here is thread safe and sees every record the
-dispatcher has indexed.
+``StoreReads`` is the base class of ``rocketq.store.store_puts.StorePuts`` (puts), itself the base of
+``rocketq.store.message_store.MessageStore`` (lifecycle, flushing and replication writes); everything
+here is thread safe and sees every record the dispatcher has indexed.
 """
 
 from __future__ import annotations

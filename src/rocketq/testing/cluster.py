@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,6 +24,7 @@ from rocketq.namesrv.server import NameServer
 from rocketq.remoting.clock import SYSTEM_CLOCK, Clock
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class LocalCluster:
@@ -70,12 +72,17 @@ class LocalCluster:
         return BrokerConfig(**settings)
 
     async def start(self) -> LocalCluster:
-        for _ in range(self.namesrv_count):
-            server = NameServer(NamesrvConfig(listen_host="127.0.0.1", listen_port=0))
-            await server.start()
-            self.name_servers.append(server)
-        for index in range(self.broker_count):
-            await self.start_broker(index)
+        """Start the NameServers, then the brokers; when one fails to start, what started is stopped."""
+        try:
+            for _ in range(self.namesrv_count):
+                server = NameServer(NamesrvConfig(listen_host="127.0.0.1", listen_port=0))
+                self.name_servers.append(server)
+                await server.start()
+            for index in range(self.broker_count):
+                await self.start_broker(index)
+        except BaseException:
+            await self.aclose()
+            raise
         return self
 
     async def start_broker(self, index: int, **overrides: Any) -> Broker:
@@ -109,8 +116,12 @@ class LocalCluster:
                 await wait_dispatched(broker)
 
     async def aclose(self) -> None:
-        await asyncio.gather(*(broker.aclose() for broker in self.slaves), return_exceptions=True)
-        await asyncio.gather(*(broker.aclose() for broker in self.brokers), return_exceptions=True)
+        """Stop every broker (each closes its store even when a step before fails), then the NameServers."""
+        for brokers in (self.slaves, self.brokers):
+            results = await asyncio.gather(*(broker.aclose() for broker in brokers), return_exceptions=True)
+            for broker, result in zip(brokers, results, strict=True):
+                if isinstance(result, BaseException):
+                    log.error("broker %s did not stop cleanly", broker.config.broker_name, exc_info=result)
         for server in self.name_servers:
             await server.aclose()
 

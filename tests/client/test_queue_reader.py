@@ -287,3 +287,25 @@ async def test_a_reader_asks_for_larger_answers_and_the_broker_grants_up_to_its_
 def test_max_pull_bytes_must_be_positive() -> None:
     with pytest.raises(ValidationError, match="max_pull_bytes"):
         QueueReader("127.0.0.1:1", max_pull_bytes=0)
+
+
+async def test_a_large_answer_is_handed_on_as_the_buffer_it_was_received_into(cluster: LocalCluster) -> None:
+    """A pull answer of MiBs is not copied on its way to the caller: ``records`` is a read-only view of
+    the buffer the client received it into, and reading it (messages, counts, a tag filter's positions)
+    gives what a small answer gives."""
+    tags = ["Aa" if i % 3 else "BB" for i in range(300)]  # one tag hash: the broker sends both
+    async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+        batch = [Message(QUEUE.topic, bytes([i % 251]) * 4000, tags=tag) for i, tag in enumerate(tags)]
+        await producer.send_batch(batch, queue=QUEUE)
+    await cluster.wait_dispatched()
+    async with QueueReader(cluster.namesrv_addr, pull_batch_size=300, max_pull_bytes=4 << 20) as reader:
+        whole = await reader.pull(QUEUE, 0, end=300)
+        only_b = await reader.pull(QUEUE, 0, end=300, selector="BB")
+        small = await reader.pull(QUEUE, 0, end=300, max_nums=2)
+    assert isinstance(whole.records, memoryview) and whole.records.readonly and len(whole.records) > 1 << 20
+    assert whole.positions is None and whole.count == 300
+    assert [m.body for m in whole.messages] == [m.body for m in batch]
+    assert type(small.records) is bytes and small.messages[1].body == batch[1].body  # a small answer: bytes
+    assert only_b.positions is not None and only_b.count == 100
+    assert isinstance(only_b.records, memoryview)
+    assert [m.queue_offset for m in only_b.messages] == [i for i, tag in enumerate(tags) if tag == "BB"]

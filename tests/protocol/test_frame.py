@@ -20,6 +20,7 @@ from rocketq.protocol import (
     encode_frame,
     encode_frame_parts,
 )
+from rocketq.protocol.frame import RECEIVE_BUFFER
 
 from .captures import CapturedFrame, captured_frames
 
@@ -299,27 +300,87 @@ def test_garbage_after_a_valid_prefix(garbage: bytes) -> None:
 
 
 @given(
-    st.lists(st.sampled_from([0, 50, 70_000, 300_000]), min_size=1, max_size=5),
+    st.lists(st.sampled_from([0, 50, 40_000, 70_000, 300_000]), min_size=1, max_size=5),
+    st.sampled_from([None, RECEIVE_BUFFER]),
     st.data(),
 )
-@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=60)
-def test_large_frames_over_many_reads_give_the_same_commands(sizes: list[int], data: st.DataObject) -> None:
-    """Large frames are assembled from the reads themselves; any cut, and reads that are not ``bytes``
-    or come through ``feed`` in between, give the same commands and the same ``buffered`` count."""
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=80)
+def test_large_frames_over_many_reads_give_the_same_commands(
+    sizes: list[int], body_chunk: int | None, data: st.DataObject
+) -> None:
+    """Large frames' bodies are received into buffers of their own; any cut, reads straight into the
+    decoder's buffers or copied in (``decode``, ``feed``) give the same commands and the same ``buffered``
+    count, whatever the size of those buffers."""
     batch = [RemotingCommand(code=11, opaque=i, body=bytes([i]) * size) for i, size in enumerate(sizes)]
     stream = b"".join(encode_frame(c) for c in batch)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=12)))
     bounds = [0, *cuts, len(stream)]
-    decoder = FrameDecoder()
+    decoder = FrameDecoder(body_chunk=body_chunk)
     decoded: list[RemotingCommand] = []
     for a, b in itertools.pairwise(bounds):
         chunk = stream[a:b]
-        way = data.draw(st.sampled_from(["bytes", "bytes", "bytearray", "feed"]))
+        way = data.draw(st.sampled_from(["received", "received", "bytes", "bytearray", "feed"]))
         if way == "feed":
             decoder.feed(chunk)
             decoded.extend(decoder)
+        elif way == "received":  # as a BufferedProtocol transport: into get_buffer, as much as fits
+            while chunk:
+                room = decoder.get_buffer()
+                assert len(room) > 0
+                size = min(len(room), len(chunk))
+                room[:size] = chunk[:size]
+                chunk = chunk[size:]
+                decoded.extend(decoder.buffer_updated(size))
         else:
             decoded.extend(decoder.decode(chunk if way == "bytes" else bytearray(chunk)))
         assert decoder.buffered == b - sum(len(encode_frame(c)) for c in decoded)
     assert decoded == batch
-    assert all(type(c.body) is bytes for c in decoded)
+    for command in decoded:
+        body = command.body
+        assert type(body) is bytes or (isinstance(body, memoryview) and body.readonly)
+        if len(body) > RECEIVE_BUFFER and body_chunk is None:  # always in a buffer of its own, kept
+            assert isinstance(body, memoryview) and type(body.obj) is bytearray
+
+
+def test_a_large_body_is_the_buffer_it_was_received_into() -> None:
+    """No copy of a large answer: the body of a frame read through ``get_buffer`` is a read-only view of
+    the very buffer the reads after its header went into."""
+    body = bytes(range(256)) * 1024  # 256 KiB
+    stream = encode_frame(RemotingCommand(code=11, opaque=5, body=body))
+    decoder = FrameDecoder()
+    targets: list[object] = []
+    decoded: list[RemotingCommand] = []
+    while stream:
+        room = decoder.get_buffer()
+        targets.append(room.obj)
+        size = min(len(room), len(stream))
+        room[:size] = stream[:size]
+        stream = stream[size:]
+        decoded.extend(decoder.buffer_updated(size))
+    assert len(targets) == 2  # the first read up to the receive buffer's end, the second all the rest
+    [command] = decoded
+    assert isinstance(command.body, memoryview) and command.body.readonly
+    assert command.body.obj is targets[-1]
+    assert command.body == body
+
+
+def test_a_server_receives_a_large_body_in_parts() -> None:
+    """With ``body_chunk`` a body's buffers are allocated as its bytes come, never more than a chunk ahead."""
+    body = b"z" * (5 * RECEIVE_BUFFER)
+    stream = encode_frame(RemotingCommand(code=11, opaque=5, body=body))
+    decoder = FrameDecoder(body_chunk=RECEIVE_BUFFER)
+    decoded: list[RemotingCommand] = []
+    while stream:
+        room = decoder.get_buffer()
+        assert len(room) <= RECEIVE_BUFFER
+        size = min(len(room), len(stream))
+        room[:size] = stream[:size]
+        stream = stream[size:]
+        decoded.extend(decoder.buffer_updated(size))
+    assert [c.body for c in decoded] == [body]
+    assert type(decoded[0].body) is bytes
+
+
+def test_body_chunk_below_the_receive_buffer_is_refused() -> None:
+    with pytest.raises(ValueError, match="body_chunk"):
+        FrameDecoder(body_chunk=RECEIVE_BUFFER - 1)

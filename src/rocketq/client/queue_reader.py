@@ -29,11 +29,10 @@ import asyncio
 import collections
 import dataclasses
 import logging
+import struct
 from collections.abc import AsyncGenerator, Iterable
 from dataclasses import dataclass
 from functools import cached_property
-
-from librt.strings import read_i32_be, read_i64_be
 
 from rocketq.client.config import ClientConfig
 from rocketq.client.errors import MQClientError, RouteNotFoundError, ValidationError
@@ -44,13 +43,16 @@ from rocketq.client.route import MASTER_ID, subscribe_queues
 from rocketq.client.selector import MessageSelector
 from rocketq.common.group_topics import TOOLS_CONSUMER_GROUP
 from rocketq.common.record import QUEUE_OFFSET_AT, RecordFormatError
-from rocketq.protocol import RemotingCommand, RequestCode
+from rocketq.protocol import Body, RemotingCommand, RequestCode
 from rocketq.protocol.headers import GetMaxOffsetRequestHeader, GetMinOffsetRequestHeader, SearchOffsetRequestHeader
 from rocketq.remoting import RemotingError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PULL_BATCH_SIZE = 32
+
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
 
 
 class OffsetOutOfRangeError(MQClientError):
@@ -70,7 +72,8 @@ class QueueChunk:
     """What one pull brought: the stored records as the broker sent them, which of them are wanted, and
     where the next pull starts.
 
-    ``records`` is the pull's body unchanged (concatenated stored records, for a columnar decode). When
+    ``records`` is the pull's body unchanged (concatenated stored records, for a columnar decode): ``bytes``,
+    or a read-only ``memoryview`` of the buffer a large answer was received into. When
     ``positions`` is None every record in it is wanted; otherwise only the records starting at those
     byte positions are (the broker also sent messages past the range's end or whose tag only shares
     its hash code with a wanted one)."""
@@ -81,7 +84,7 @@ class QueueChunk:
     min_offset: int  # the queue's bounds when the broker answered
     max_offset: int
     status: PullStatus
-    records: bytes = b""
+    records: Body = b""
     positions: tuple[int, ...] | None = None
 
     @property
@@ -103,19 +106,19 @@ class QueueChunk:
         return [m for m, at in zip(messages, record_starts(self.records), strict=True) if at in wanted]
 
 
-def record_starts(records: bytes) -> list[int]:
+def record_starts(records: Body) -> list[int]:
     """The byte position of each stored record in ``records``."""
     starts, position, end = [], 0, len(records)
     while position < end:
         starts.append(position)
-        size: int = read_i32_be(records, position)
+        size: int = _I32.unpack_from(records, position)[0]
         if size <= 0:
             raise RecordFormatError(position, f"record size {size}")
         position += size
     return starts
 
 
-def _wanted_positions(records: bytes, end: int | None, tags: frozenset[str]) -> tuple[int, ...] | None:
+def _wanted_positions(records: Body, end: int | None, tags: frozenset[str]) -> tuple[int, ...] | None:
     """Positions of the records below ``end`` whose tag is one of ``tags`` (any tag when empty); None
     when that is every record."""
     starts = record_starts(records)
@@ -124,7 +127,7 @@ def _wanted_positions(records: bytes, end: int | None, tags: frozenset[str]) -> 
         below = [m.queue_offset < end if end is not None else True for m in messages]
         keep = [at for at, m, ok in zip(starts, messages, below, strict=True) if ok and m.tags in tags]
     elif end is not None:
-        keep = [at for at in starts if read_i64_be(records, at + QUEUE_OFFSET_AT) < end]
+        keep = [at for at in starts if _I64.unpack_from(records, at + QUEUE_OFFSET_AT)[0] < end]
     else:
         return None
     return None if len(keep) == len(starts) else tuple(keep)
@@ -259,7 +262,7 @@ class QueueReader:
             next_begin = min(next_begin, end)  # filtered messages skipped past the range's end
         if status is not PullStatus.FOUND:
             return QueueChunk(queue, offset, next_begin, low, high, status)
-        records = bytes(response.body)
+        records = response.body  # (a large answer: the buffer it was received into, not copied)
         tags = chosen.tags()
         # an unfiltered pull of at most ``end - offset`` messages cannot bring one past the range
         filtered = bool(tags) or not chosen.is_tag

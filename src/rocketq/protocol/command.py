@@ -46,7 +46,9 @@ DEFAULT_VERSION: Final = 409
 """``MQVersion.V4_9_8``, the version we announce. Versions >= 401 select standard JSON routes."""
 
 Body: TypeAlias = bytes | memoryview
-"""A command body. Decoders always produce ``bytes``; encoders also accept a ``memoryview``."""
+"""A command body: ``bytes``, or a ``memoryview`` of contiguous bytes. The frame decoder hands a large frame's
+body on as a read-only ``memoryview`` of the buffer it was received into (no copy), a small one's as ``bytes``;
+a reader that needs ``bytes`` converts (``bytes(body)``, a copy only for a view)."""
 
 
 @mypyc_attr(acyclic=True)  # see rocketq.native.modules
@@ -364,7 +366,7 @@ class _Reader:
             raise RemoteProtocolError(f"binary command header: {what} is not UTF-8") from exc
 
 
-def _decode_binary_header(data: bytes, body: bytes) -> RemotingCommand:
+def _decode_binary_header(data: bytes, body: Body) -> RemotingCommand:
     reader = _Reader(data)
     code, language, version, opaque, flag = _BINARY_FIXED.unpack(reader.take(_BINARY_FIXED.size, "fields"))
     remark_length = reader.int32("remark length")
@@ -408,7 +410,7 @@ def encode_header(cmd: RemotingCommand) -> bytes:
     raise LocalProtocolError(f"unknown serialize type {cmd.serialize_type!r}")
 
 
-def decode_command(serialize_type: int, header: bytes, body: bytes = b"") -> RemotingCommand:
+def decode_command(serialize_type: int, header: bytes, body: Body = b"") -> RemotingCommand:
     """Build a command from a header in the given serialize type and a body.
 
     Raises:

@@ -12,19 +12,18 @@ Frame layout (``RemotingCommand.encode`` / ``NettyDecoder`` in RocketMQ)::
 The size limit counts the whole frame including the 4-byte prefix, as Netty's
 ``LengthFieldBasedFrameDecoder`` does, and defaults to RocketMQ's 16 MiB.
 
-The decoder keeps one ``bytearray`` and a read index. Bytes are appended on
-:meth:`FrameDecoder.feed` and consumed frame by frame; the consumed prefix is dropped
-only when it is large, so feeding byte by byte or in huge chunks stays linear.
-:meth:`FrameDecoder.decode` parses a read that starts on a frame boundary straight from
-its ``bytes`` and buffers only an incomplete tail. A large frame that arrives over several
-reads (a pull answer of 256 KiB and more) is kept as the reads themselves and its body
-joined once when the last one arrives: one copy of each byte instead of two (appended to
-the buffer, then copied out of it).
+The decoder owns the memory the socket is read into (``asyncio.BufferedProtocol``'s shape:
+:meth:`FrameDecoder.get_buffer`, :meth:`FrameDecoder.buffer_updated`): small frames land in one
+fixed buffer and are parsed from it; a large frame (a pull answer of MiBs) has its body received
+into a buffer of its own, allocated once its header is in, and handed on as that buffer (a
+read-only ``memoryview``) with no copy at all: no bytes object per read and no join.
 """
 
 from __future__ import annotations
 
+import contextlib
 import struct
+from collections import deque
 from collections.abc import Iterator
 from typing import Final
 
@@ -41,20 +40,28 @@ _PREFIX_SIZE: Final = 8
 _MAX_HEADER_LENGTH: Final = 0xFFFFFF
 _MAX_FRAME_LENGTH_FIELD: Final = 2**31 - 1
 _KNOWN_SERIALIZE_TYPES: Final = frozenset(int(t) for t in SerializeType)
-# Drop the consumed prefix of the buffer once it is at least this big and at least half
-# of the buffer: amortised O(1) per byte, and no copying for the common small frames.
-_COMPACT_THRESHOLD: Final = 64 * 1024
-# A frame at least this big whose prefix and header came in one read is assembled from the reads.
-_PIECEWISE_MIN_FRAME: Final = 64 * 1024
+RECEIVE_BUFFER: Final = 64 * 1024
+"""Bytes of the buffer small frames are read into (a read takes at most what is free of it)."""
+LARGE_FRAME: Final = 32 * 1024
+"""Frames of at least this many bytes have their body read into a buffer of its own."""
 
 
 class FrameDecoder:
-    """Incremental frame decoder.
+    """Incremental frame decoder over its own receive buffers.
 
-    Feed it bytes as they arrive and pull commands out. It never blocks and never
-    touches a socket. After it raises a :class:`~rocketq.protocol.errors.ProtocolError`
-    it stays failed: every later call raises again, and the caller should close the
-    connection.
+    A transport asks it where the next read goes (:meth:`get_buffer`) and tells it how many bytes
+    landed there (:meth:`buffer_updated`, which returns the commands now complete): the shape of
+    ``asyncio.BufferedProtocol``, so the socket is read straight into the decoder's memory. Reads of
+    small frames go into one fixed buffer; a frame of at least ``LARGE_FRAME`` bytes, once its prefix
+    and header are in, has its body read into buffers of its own (``body_chunk`` bytes each at most;
+    None: one buffer of the body's size). A body received in one buffer becomes the command's body as
+    a read-only ``memoryview`` of it, with no copy; one received in several is joined into ``bytes``.
+    Small frames' bodies are ``bytes``.
+
+    :meth:`decode` (bytes already read) and :meth:`feed` / :meth:`next_command` copy into the same
+    buffers. The decoder never blocks and never touches a socket. After it raises a
+    :class:`~rocketq.protocol.errors.ProtocolError` it stays failed: every later call raises again,
+    and the caller should close the connection.
 
     Example::
 
@@ -64,24 +71,52 @@ class FrameDecoder:
             handle(command)
     """
 
-    __slots__ = ("_buffer", "_frame_size", "_max_frame_size", "_pieces", "_pieces_size", "_pos", "error")
+    __slots__ = (
+        "_body_chunk",
+        "_buffer",
+        "_chunks",
+        "_end",
+        "_error_raised",
+        "_filled",
+        "_header",
+        "_max_frame_size",
+        "_missing",
+        "_ready",
+        "_serialize_type",
+        "_start",
+        "_wanted",
+        "error",
+    )
 
-    def __init__(self, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+    def __init__(self, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, body_chunk: int | None = None) -> None:
         """Create a decoder.
 
         Args:
             max_frame_size: Largest accepted frame in bytes, 4-byte prefix included.
+            body_chunk: Largest buffer allocated at once for a large frame's body (at least
+                ``RECEIVE_BUFFER``); None: the whole body at once, when its header arrives. A server
+                sets it, so that a peer announcing big frames does not make it hold their size before
+                the bytes come.
         """
         if max_frame_size < _PREFIX_SIZE:
             raise ValueError(f"max_frame_size must be at least {_PREFIX_SIZE}, got {max_frame_size}")
+        if body_chunk is not None and body_chunk < RECEIVE_BUFFER:
+            raise ValueError(f"body_chunk must be at least {RECEIVE_BUFFER}, got {body_chunk}")
         self._max_frame_size = max_frame_size
-        self._buffer = bytearray()
-        self._pos = 0
-        # a large frame being assembled from reads: the reads (the first from the frame's start), their
-        # bytes, and the frame's size; empty when the frame, if any, is in ``_buffer``
-        self._pieces: list[memoryview] = []
-        self._pieces_size = 0
-        self._frame_size = 0
+        self._body_chunk = body_chunk
+        self._buffer = bytearray(RECEIVE_BUFFER)  # reads of small frames; unparsed bytes are [_start, _end)
+        self._start = 0
+        self._end = 0
+        self._wanted = 4  # bytes from ``_start`` the next parse needs (a partial frame's, once known)
+        # a large frame whose body is being received: its serialize type and header, the buffers of its
+        # body, the bytes in the last one, and the body's bytes still to come (0: no such frame)
+        self._serialize_type = 0
+        self._header = b""
+        self._chunks: list[bytearray] = []
+        self._filled = 0
+        self._missing = 0
+        self._ready: deque[RemotingCommand] = deque()  # decoded by ``feed``, for ``next_command``
+        self._error_raised = False
         self.error: ProtocolError | None = None  # the malformed frame met, once there was one
 
     @property
@@ -92,138 +127,181 @@ class FrameDecoder:
     @property
     def buffered(self) -> int:
         """Bytes received but not yet returned as a command (a partial frame)."""
-        return len(self._buffer) - self._pos + self._pieces_size
+        if self._missing:
+            received = sum(len(chunk) for chunk in self._chunks) - len(self._chunks[-1]) + self._filled
+            return _PREFIX_SIZE + len(self._header) + received
+        return self._end - self._start
 
     @property
     def failed(self) -> bool:
         """True once the decoder has met a malformed frame."""
         return self.error is not None
 
-    def feed(self, data: bytes | bytearray | memoryview) -> None:
-        """Append received bytes.
+    def get_buffer(self) -> memoryview:
+        """Where the next received bytes go (``asyncio.BufferedProtocol.get_buffer``): never empty, and
+        never past the end of a large frame's body."""
+        if self._missing:
+            chunk = self._chunks[-1]
+            if self._filled == len(chunk):
+                chunk = bytearray(min(self._missing, self._body_chunk or self._missing))
+                self._chunks.append(chunk)
+                self._filled = 0
+            return memoryview(chunk)[self._filled :]
+        return memoryview(self._buffer)[self._end :]
 
-        Raises:
-            RemoteProtocolError: The decoder failed earlier.
-        """
-        self._raise_if_failed()
-        self._unpiece()
-        self._buffer += data
-
-    def next_command(self) -> RemotingCommand | None:
-        """Return the next complete command, or None if more bytes are needed.
+    def buffer_updated(self, size: int) -> list[RemotingCommand]:
+        """``size`` bytes were written at the start of the last ``get_buffer``: every command now
+        complete, in order. A malformed frame that follows complete ones does not lose them: they are
+        returned and ``failed`` is set (the next call raises).
 
         Raises:
             FrameTooLargeError: A frame announces more than ``max_frame_size`` bytes.
             RemoteProtocolError: The stream is malformed, or the decoder failed earlier.
         """
-        self._raise_if_failed()
-        self._unpiece()
-        try:
-            parsed = self._parse_at(self._buffer, self._pos)
-        except ProtocolError as exc:
-            self.error = exc
-            raise
-        if parsed is None:
-            return None
-        command, self._pos = parsed
-        self._compact()
-        return command
+        if self.error is not None:
+            self._raise_if_failed()
+        if self._missing:
+            self._filled += size
+            self._missing -= size
+            return [self._finish_large()] if not self._missing else []
+        self._end += size
+        if self._end - self._start < self._wanted:  # the partial frame is still incomplete
+            return []
+        # the unparsed bytes as one ``bytes`` (a copy of what is mostly one read, in the CPU's cache): the
+        # frames' headers and bodies are then slices of it, one object each, cheaper than from a view
+        with memoryview(self._buffer) as view:
+            data = view[self._start : self._end].tobytes()
+        commands, used = self._parse_all(data)
+        self._start += used
+        if self.error is None:
+            self._hold_partial()
+        else:  # (what follows a malformed frame is not read)
+            self._start = self._end = 0
+        return commands
 
     def decode(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
-        """``feed(data)``, then every command now complete, in order: a transport's one call per read.
-
-        When nothing partial is buffered (the usual case) the frames are parsed from ``data`` itself,
-        and only an incomplete tail is kept. A malformed frame that follows complete ones does not
-        lose them: they are returned and ``failed`` is set (the next call raises).
+        """The commands completed by ``data`` (bytes read elsewhere), copied into the receive buffers:
+        ``buffer_updated`` for a transport that reads into its own memory.
 
         Raises:
-            FrameTooLargeError, RemoteProtocolError: As ``next_command``, when no command came before.
+            FrameTooLargeError, RemoteProtocolError: As ``buffer_updated``, when no command came before.
         """
         if self.error is not None:
             self._raise_if_failed()
-        if self._pieces:
-            if type(data) is not bytes:
-                self._unpiece()
-            else:
-                return self._add_piece(data)
-        if self._pos == len(self._buffer) and type(data) is bytes:
-            commands, used = self._parse_all(data, 0)
-            if used < len(data) and self.error is None:
-                self._buffer.clear()
-                self._pos = 0
-                tail = memoryview(data)[used:]
-                if not self._start_pieces(tail):
-                    self._buffer += tail
-            return commands
-        self._buffer += data
-        commands, self._pos = self._parse_all(self._buffer, self._pos)
-        self._compact()
+        commands: list[RemotingCommand] = []
+        with memoryview(data) as view:
+            source = view.cast("B") if view.format != "B" or view.ndim != 1 else view
+            at, end = 0, source.nbytes
+            while at < end:
+                room = self.get_buffer()
+                size = min(len(room), end - at)
+                room[:size] = source[at : at + size]
+                at += size
+                try:
+                    commands.extend(self.buffer_updated(size))
+                except ProtocolError:
+                    if not commands:
+                        raise
+                if self.error is not None:
+                    break
         return commands
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Append received bytes; ``next_command`` returns the commands they complete.
+
+        Raises:
+            RemoteProtocolError: The decoder failed earlier.
+        """
+        self._raise_if_failed()
+        with contextlib.suppress(ProtocolError):  # raised by next_command once the commands before it are taken
+            self._ready.extend(self.decode(data))
+
+    def next_command(self) -> RemotingCommand | None:
+        """Return the next complete command fed, or None if more bytes are needed.
+
+        Raises:
+            FrameTooLargeError: A frame announces more than ``max_frame_size`` bytes.
+            RemoteProtocolError: The stream is malformed, or the decoder failed earlier.
+        """
+        if self._ready:
+            return self._ready.popleft()
+        if self.error is not None and not self._error_raised:
+            self._error_raised = True
+            raise self.error
+        self._raise_if_failed()
+        return None
 
     def __iter__(self) -> Iterator[RemotingCommand]:
         """Yield every complete command currently buffered."""
         while (command := self.next_command()) is not None:
             yield command
 
-    def _start_pieces(self, tail: memoryview) -> bool:
-        """Keep ``tail`` (an incomplete frame at its start) as the first read of a piecewise frame when
-        the frame is large and its prefix and header are all here (``_parse_at`` checked them)."""
-        if len(tail) < _PREFIX_SIZE:
-            return False
-        frame_size = _LENGTH.unpack_from(tail, 0)[0] + 4
-        header_length = _PREFIX.unpack_from(tail, 0)[1] & _MAX_HEADER_LENGTH
-        if frame_size < _PIECEWISE_MIN_FRAME or len(tail) < _PREFIX_SIZE + header_length:
-            return False
-        self._pieces.append(tail)
-        self._pieces_size = len(tail)
-        self._frame_size = frame_size
-        return True
+    def _hold_partial(self) -> None:
+        """After a read's complete frames: keep what is left of an incomplete one where the next reads
+        complete it. A large frame with its header in goes on into buffers of its own."""
+        buffer, start, end = self._buffer, self._start, self._end
+        available = end - start
+        if available == 0:
+            self._start = self._end = 0
+            self._wanted = 4
+            if len(buffer) > RECEIVE_BUFFER:  # (grown for a large header: back to the usual size)
+                self._buffer = bytearray(RECEIVE_BUFFER)
+            return
+        needed = 4 if available < 4 else _PREFIX_SIZE  # (the parse checks the length, then the second word)
+        if available >= _PREFIX_SIZE:  # (checked by _parse_at)
+            frame_size = _LENGTH.unpack_from(buffer, start)[0] + 4
+            body_at = _PREFIX_SIZE + (_PREFIX.unpack_from(buffer, start)[1] & _MAX_HEADER_LENGTH)
+            if frame_size < LARGE_FRAME:
+                needed = frame_size
+            elif available >= body_at:
+                self._start_large(start + body_at, frame_size - body_at)
+                return
+            else:
+                needed = body_at
+        if needed > len(buffer):
+            grown = bytearray(needed)
+            grown[:available] = buffer[start:end]
+            self._buffer = grown
+        elif start:
+            buffer[:available] = buffer[start:end]  # (same size: allowed while a read's view exists)
+        self._start, self._end = 0, available
+        self._wanted = needed
 
-    def _add_piece(self, data: bytes) -> list[RemotingCommand]:
-        """``decode`` while a piecewise frame is incomplete: keep ``data``, or complete the frame with
-        it and parse what follows it as a fresh read."""
-        missing = self._frame_size - self._pieces_size
-        if len(data) < missing:
-            self._pieces.append(memoryview(data))
-            self._pieces_size += len(data)
-            return []
-        pieces = self._pieces
-        first = pieces[0]
-        serialize_type = first[4]
-        body_start = _PREFIX_SIZE + (_PREFIX.unpack_from(first, 0)[1] & _MAX_HEADER_LENGTH)
-        header = first[_PREFIX_SIZE:body_start].tobytes()
-        pieces[0] = first[body_start:]
-        pieces.append(memoryview(data)[:missing])
-        body = b"".join(pieces)
-        self._pieces = []
-        self._pieces_size = self._frame_size = 0
+    def _start_large(self, body_at: int, body_size: int) -> None:
+        """Receive the rest of the frame at ``_start`` (header complete) into buffers of its own."""
+        buffer = self._buffer
+        self._serialize_type = buffer[self._start + 4]
+        self._header = bytes(buffer[self._start + _PREFIX_SIZE : body_at])
+        have = self._end - body_at
+        chunk = bytearray(min(body_size, self._body_chunk or body_size))
+        chunk[:have] = memoryview(buffer)[body_at : self._end]
+        self._chunks = [chunk]
+        self._filled = have
+        self._missing = body_size - have
+        self._start = self._end = 0
+        self._wanted = 4
+
+    def _finish_large(self) -> RemotingCommand:
+        chunks = self._chunks
+        body: Body = memoryview(chunks[0]).toreadonly() if len(chunks) == 1 else b"".join(chunks)
+        header = self._header
+        self._chunks, self._header, self._filled = [], b"", 0
         try:
-            command = decode_command(serialize_type, header, body)
+            return decode_command(self._serialize_type, header, body)
         except ProtocolError as exc:
             self.error = exc
             raise
-        if missing == len(data):
-            return [command]
-        commands = self.decode(data[missing:])
-        commands.insert(0, command)
-        return commands
-
-    def _unpiece(self) -> None:
-        """Move a piecewise frame's reads into the buffer (for ``feed`` and reads that are not bytes)."""
-        if self._pieces:
-            for piece in self._pieces:
-                self._buffer += piece
-            self._pieces = []
-            self._pieces_size = self._frame_size = 0
 
     def _raise_if_failed(self) -> None:
         if self.error is not None:
             raise RemoteProtocolError(f"frame decoder failed earlier: {self.error}") from self.error
 
-    def _parse_all(self, buffer: bytes | bytearray, pos: int) -> tuple[list[RemotingCommand], int]:
+    def _parse_all(self, data: bytes) -> tuple[list[RemotingCommand], int]:
+        """The complete frames at the start of ``data`` and the bytes they take."""
         commands: list[RemotingCommand] = []
+        pos, end = 0, len(data)
         try:
-            while pos < len(buffer) and (parsed := self._parse_at(buffer, pos)) is not None:
+            while pos < end and (parsed := self._parse_at(data, pos)) is not None:
                 command, pos = parsed
                 commands.append(command)
         except ProtocolError as exc:
@@ -232,13 +310,13 @@ class FrameDecoder:
                 raise
         return commands, pos
 
-    def _parse_at(self, buffer: bytes | bytearray, pos: int) -> tuple[RemotingCommand, int] | None:
-        """The command framed at ``buffer[pos:]`` and where the next frame starts, or None if the frame is
+    def _parse_at(self, data: bytes, pos: int) -> tuple[RemotingCommand, int] | None:
+        """The command framed at ``data[pos:]`` and where the next frame starts, or None if the frame is
         not complete yet."""
-        available = len(buffer) - pos
+        available = len(data) - pos
         if available < 4:
             return None
-        (frame_length,) = _LENGTH.unpack_from(buffer, pos)
+        (frame_length,) = _LENGTH.unpack_from(data, pos)
         if frame_length < 4:
             raise RemoteProtocolError(f"invalid frame length {frame_length}")
         frame_size = frame_length + 4
@@ -247,33 +325,17 @@ class FrameDecoder:
         if available < _PREFIX_SIZE:
             return None
         # Validate the second word before waiting for the rest, so garbage fails fast.
-        serialize_type = buffer[pos + 4]
-        header_length = _PREFIX.unpack_from(buffer, pos)[1] & _MAX_HEADER_LENGTH
+        serialize_type = data[pos + 4]
+        header_length = _PREFIX.unpack_from(data, pos)[1] & _MAX_HEADER_LENGTH
         if serialize_type not in _KNOWN_SERIALIZE_TYPES:
             raise RemoteProtocolError(f"unknown serialize type {serialize_type}")
         if header_length > frame_length - 4:
             raise RemoteProtocolError(f"header length {header_length} exceeds frame length {frame_length}")
         if available < frame_size:
             return None
-        header_start = pos + _PREFIX_SIZE
-        body_start = header_start + header_length
+        body_start = pos + _PREFIX_SIZE + header_length
         end = pos + frame_size
-        if type(buffer) is bytes:  # slices of bytes are bytes
-            header, body = buffer[header_start:body_start], buffer[body_start:end]
-        else:
-            with memoryview(buffer) as view:
-                header = view[header_start:body_start].tobytes()
-                body = view[body_start:end].tobytes() if end > body_start else b""
-        return decode_command(serialize_type, header, body), end
-
-    def _compact(self) -> None:
-        pos = self._pos
-        if pos == len(self._buffer):
-            self._buffer.clear()
-            self._pos = 0
-        elif pos >= _COMPACT_THRESHOLD and pos * 2 >= len(self._buffer):
-            del self._buffer[:pos]
-            self._pos = 0
+        return decode_command(serialize_type, data[pos + _PREFIX_SIZE : body_start], data[body_start:end]), end
 
 
 def encode_frame_parts(cmd: RemotingCommand) -> list[Body]:

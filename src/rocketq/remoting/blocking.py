@@ -22,9 +22,6 @@ from rocketq.protocol import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, ProtocolError
 from rocketq.remoting.client import split_address
 from rocketq.remoting.errors import ConnectionClosedError, RemotingConnectError, RemotingTimeoutError
 
-READ_SIZE = 64 * 1024
-"""Bytes asked of the socket per read (an answer to a send is a few hundred)."""
-
 _TIMEVAL = struct.Struct("@ll")
 """``struct timeval`` (seconds, microseconds), the value of SO_RCVTIMEO and SO_SNDTIMEO."""
 
@@ -72,11 +69,11 @@ class BlockingConnection:
                 self._set_timeout(sock, timeout_s)
             sock.sendall(encode_frame(request))
             while True:
-                data = sock.recv(READ_SIZE)
-                if not data:
+                received = sock.recv_into(self._decoder.get_buffer())
+                if not received:
                     raise ConnectionClosedError(self.address, "closed by the peer")
                 answer = None
-                for command in self._decoder.decode(data):
+                for command in self._decoder.buffer_updated(received):
                     # the peer sends nothing else on this connection (its requests to the client go to the
                     # one its heartbeats came on); anything else is skipped
                     if command.is_response and command.opaque == opaque:

@@ -40,6 +40,9 @@ CORK_LIMIT: Final = 64 * 1024
 further: large answers go out without waiting for the rest of the read, and the write buffer's
 high-water mark still sees them as they come."""
 
+SERVER_BODY_CHUNK: Final = 256 * 1024
+"""A server connection's buffers for a large request's body are allocated this many bytes at a time."""
+
 _opaques = itertools.count(1)
 
 T = TypeVar("T")
@@ -55,7 +58,7 @@ def next_opaque() -> int:
     return next(_opaques) & 0x7FFFFFFF
 
 
-class Connection(asyncio.Protocol):
+class Connection(asyncio.BufferedProtocol):
     """Thread safety: use from its event loop only.
 
     A server's connections get ``limits`` and the process's ``budget`` (``rocketq.remoting.limits``):
@@ -75,7 +78,11 @@ class Connection(asyncio.Protocol):
     ) -> None:
         self._on_request = on_request
         self._on_close = on_close
-        self._decoder = FrameDecoder(max_frame_size=max_frame_size)
+        # a server takes a large request's body in parts as they come (a peer announcing big frames does not
+        # make it hold their size first); a client receives a large answer into one buffer, its body
+        self._decoder = FrameDecoder(
+            max_frame_size=max_frame_size, body_chunk=SERVER_BODY_CHUNK if limits is not None else None
+        )
         self._pending: dict[int, asyncio.Future[Any]] = {}  # a response, or what its reader made of it
         self._readers: dict[int, Callable[[RemotingCommand], Any]] = {}  # see invoke's ``read``
         self._transport: asyncio.Transport | None = None
@@ -112,11 +119,15 @@ class Connection(asyncio.Protocol):
                 high=self._limits.write_buffer_high_water, low=self._limits.write_buffer_low_water
             )
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        """Where the transport reads to: the frame decoder's memory (no bytes object per read)."""
+        return self._decoder.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
         self.last_activity = self._clock()
         decoder = self._decoder
         try:
-            commands = decoder.decode(data)
+            commands = decoder.buffer_updated(nbytes)
         except ProtocolError as exc:
             log.warning("closing connection from %s: %s", self.remote_address, exc)
             self.close()
@@ -339,7 +350,7 @@ class Connection(asyncio.Protocol):
         """Send a request and wait for its response (RemotingTimeoutError after ``timeout_s``).
 
         With ``read``, the result is ``read(response)`` (or what it raised), called in the read that
-        brought the response (``data_received``), before this coroutine resumes: what ``read`` does
+        brought the response (``buffer_updated``), before this coroutine resumes: what ``read`` does
         is not queued behind other tasks the loop has ready. It is not called for a response that comes
         after the timeout or a cancellation, and must not wait on anything."""
         loop = self._loop

@@ -27,7 +27,7 @@ def start_eagerly(coroutine: Coroutine[Any, Any, Any], *, name: str | None = Non
     Unlike 3.12's, the part before the first wait runs as whatever the caller is, not as a Task of its
     own: there ``asyncio.current_task()`` is the caller's task (None in a protocol callback), and
     ``asyncio.timeout`` fails or, inside a task, would cancel the caller. So only code we own and have
-    checked starts this way (the server's request handlers, called from ``data_received``), never user
+    checked starts this way (the server's request handlers, called from ``buffer_updated``), never user
     callbacks."""
     context = contextvars.copy_context()
     try:

@@ -17,8 +17,8 @@ module-level state) would stay. Done once per process.
 
 Before the first batch, ``keep_freed_memory`` tells the C allocator (glibc's; elsewhere nothing is
 done) to keep what the worker frees instead of handing it back to the system. A task allocates and
-frees tens of MiB per batch: pull answers of a few MiB (each received in reads of up to 256 KiB, then
-joined), and the batch's columns. With glibc's defaults, blocks over its mmap threshold (128 KiB to
+frees tens of MiB per batch: pull answers of a few MiB (each received into one buffer of its size,
+``rocketq.protocol.frame``), and the batch's columns. With glibc's defaults, blocks over its mmap threshold (128 KiB to
 32 MiB, raised as it goes) are mapped afresh and unmapped when freed, and free memory at the top of a
 heap is trimmed: the next batch faults its pages in again, each page zeroed by the kernel. Measured
 in-process on the source's read path (docs/spark.md, "Session 20"): 0.17 against 0.21 µs per 100 B

@@ -21,8 +21,9 @@ messages, and divide the difference by 300.
 
 ``--pace-ms N`` pauses N ms between messages, asleep (as the live broker waits in ``epoll_pwait``
 between the stream's messages) or with ``--spin`` spinning, and also prints the loop thread's CPU per
-message between the pauses and its context switches: the same work costs 2-5x as much run cold
-(docs/consume-path.md, "session 22").
+message between the pauses and its context switches; ``--evict-mb N`` copies N MB between messages
+instead (the caches filled with other data, the thread never leaving its core). The same work costs
+2-5x as much run cold (docs/consume-path.md, "session 22").
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ class FakeTransport:
         return data
 
 
-async def replay(messages: int, pace_ms: float, spin: bool) -> None:
+async def replay(messages: int, pace_ms: float, spin: bool, evict_mb: int) -> None:
     with tempfile.TemporaryDirectory() as root:
         async with LocalCluster(Path(root)) as cluster:
             broker = cluster.brokers[0]
@@ -121,16 +122,20 @@ async def replay(messages: int, pace_ms: float, spin: bool) -> None:
 
             third = max(1, messages // 3)
             written = 0  # parts written to the consumer: the next pull is sent once the held one is answered
+            scratch = (bytearray(evict_mb << 20), bytes(evict_mb << 20)) if evict_mb else None
             figures, loop_figures = [], []
             switches_before = resource.getrusage(resource.RUSAGE_THREAD)
             for start in range(0, messages, third):
                 began, on_loop = time.process_time(), 0.0
                 message_began = time.thread_time()
                 for index in range(start, min(start + third, messages)):
-                    if pace_ms:
+                    if pace_ms or scratch:
                         if index > start:  # the previous message's work, from its pause's end to now
                             on_loop += time.thread_time() - message_began
-                        _pause(pace_ms, spin)
+                        if scratch:  # the caches filled with other data, the thread still on its core
+                            scratch[0][:] = scratch[1]
+                        else:
+                            _pause(pace_ms, spin)
                         message_began = time.thread_time()
                     producer.data_received(sends[index])
                     await asyncio.sleep(0)
@@ -147,7 +152,7 @@ async def replay(messages: int, pace_ms: float, spin: bool) -> None:
             print(
                 "µs per message:", " ".join(f"{figure:.2f}" for figure in figures), f"({len(answers)} pulls answered)"
             )
-            if pace_ms:
+            if pace_ms or scratch:
                 between = " ".join(f"{figure:.2f}" for figure in loop_figures)
                 print("of which the loop thread's, between pauses:", between)
             switches = resource.getrusage(resource.RUSAGE_THREAD)
@@ -185,8 +190,10 @@ def main() -> None:
     parser.add_argument("messages", type=int, nargs="?", default=3000)
     parser.add_argument("--pace-ms", type=float, default=0.0, help="pause between messages, as a paced stream")
     parser.add_argument("--spin", action="store_true", help="pause spinning instead of asleep")
+    parser.add_argument("--evict-mb", type=int, default=0, help="instead of a pause, copy this many MB")
     options = parser.parse_args()
-    uvloop.run(replay(options.messages, options.pace_ms, options.spin))  # the broker's loop (``rocketq.runner``)
+    # the broker's loop (``rocketq.runner``)
+    uvloop.run(replay(options.messages, options.pace_ms, options.spin, options.evict_mb))
 
 
 if __name__ == "__main__":

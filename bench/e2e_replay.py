@@ -18,12 +18,19 @@ Instructions per message, which do not swing with the host's load (docs/consume-
 
 The count includes the start (the first send creates the topic): run it twice, with 300 and 600
 messages, and divide the difference by 300.
+
+``--pace-ms N`` pauses N ms between messages, asleep (as the live broker waits in ``epoll_pwait``
+between the stream's messages) or with ``--spin`` spinning, and also prints the loop thread's CPU per
+message between the pauses and its context switches; ``--evict-mb N`` copies N MB between messages
+instead (the caches filled with other data, the thread never leaving its core). The same work costs
+2-5x as much run cold (docs/consume-path.md, "session 22").
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import resource
 import tempfile
 import time
 import uuid
@@ -84,7 +91,7 @@ class FakeTransport:
         return data
 
 
-async def replay(messages: int) -> None:
+async def replay(messages: int, pace_ms: float, spin: bool, evict_mb: int) -> None:
     with tempfile.TemporaryDirectory() as root:
         async with LocalCluster(Path(root)) as cluster:
             broker = cluster.brokers[0]
@@ -115,10 +122,21 @@ async def replay(messages: int) -> None:
 
             third = max(1, messages // 3)
             written = 0  # parts written to the consumer: the next pull is sent once the held one is answered
-            figures = []
+            scratch = (bytearray(evict_mb << 20), bytes(evict_mb << 20)) if evict_mb else None
+            figures, loop_figures = [], []
+            switches_before = resource.getrusage(resource.RUSAGE_THREAD)
             for start in range(0, messages, third):
-                began = time.process_time()
+                began, on_loop = time.process_time(), 0.0
+                message_began = time.thread_time()
                 for index in range(start, min(start + third, messages)):
+                    if pace_ms or scratch:
+                        if index > start:  # the previous message's work, from its pause's end to now
+                            on_loop += time.thread_time() - message_began
+                        if scratch:  # the caches filled with other data, the thread still on its core
+                            scratch[0][:] = scratch[1]
+                        else:
+                            _pause(pace_ms, spin)
+                        message_began = time.thread_time()
                     producer.data_received(sends[index])
                     await asyncio.sleep(0)
                     while len(consumer_out.parts) == written:  # (the dispatcher thread took the put: rare)
@@ -128,11 +146,34 @@ async def replay(messages: int) -> None:
                     await asyncio.sleep(0)
                 done = min(start + third, messages) - start
                 figures.append((time.process_time() - began) / done * 1e6)
+                loop_figures.append(on_loop / max(1, done - 1) * 1e6)
             answers = FrameDecoder().decode(consumer_out.taken())
             _check(answers, messages)
             print(
                 "µs per message:", " ".join(f"{figure:.2f}" for figure in figures), f"({len(answers)} pulls answered)"
             )
+            if pace_ms or scratch:
+                between = " ".join(f"{figure:.2f}" for figure in loop_figures)
+                print("of which the loop thread's, between pauses:", between)
+            switches = resource.getrusage(resource.RUSAGE_THREAD)
+            print(
+                "the loop thread's context switches per message:",
+                f"{(switches.ru_nvcsw - switches_before.ru_nvcsw) / messages:.2f} voluntary,",
+                f"{(switches.ru_nivcsw - switches_before.ru_nivcsw) / messages:.2f} involuntary",
+            )
+
+
+def _pause(pace_ms: float, spin: bool) -> None:
+    """Wait ``pace_ms`` between messages as the live broker does between sends: asleep (the thread
+    leaves its core, as the broker's loop does in ``epoll_pwait``) or spinning (the core stays this
+    thread's, its caches warm). The wait is the loop thread's own and blocks the loop, as an idle
+    loop would not run anything either (the broker's other threads still run)."""
+    if spin:
+        until = time.perf_counter() + pace_ms / 1000
+        while time.perf_counter() < until:
+            pass
+    else:
+        time.sleep(pace_ms / 1000)
 
 
 def _check(answers: list[Any], messages: int) -> None:
@@ -147,8 +188,12 @@ def _check(answers: list[Any], messages: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("messages", type=int, nargs="?", default=3000)
+    parser.add_argument("--pace-ms", type=float, default=0.0, help="pause between messages, as a paced stream")
+    parser.add_argument("--spin", action="store_true", help="pause spinning instead of asleep")
+    parser.add_argument("--evict-mb", type=int, default=0, help="instead of a pause, copy this many MB")
     options = parser.parse_args()
-    uvloop.run(replay(options.messages))  # the broker's loop (``rocketq.runner``)
+    # the broker's loop (``rocketq.runner``)
+    uvloop.run(replay(options.messages, options.pace_ms, options.spin, options.evict_mb))
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ def test_puts_of_one_iteration_are_dispatched_and_flushed(tmp_path: Path) -> Non
     with MessageStore(store_config(tmp_path)) as store:
 
         async def main() -> list[PutMessageResult]:
-            dispatch = LoopDispatch(store)
+            dispatch = LoopDispatch(store, asyncio.get_running_loop())
 
             async def put(index: int) -> PutMessageResult:
                 result = store.put_messages((one(b"m%d" % index),), dispatch=False)
@@ -105,7 +105,7 @@ def test_grouped_puts_share_one_append_and_one_fsync(tmp_path: Path) -> None:
         fsyncs_before = store.flusher.flush_count
 
         async def main() -> list[PutMessageResult]:
-            dispatch = LoopDispatch(store)
+            dispatch = LoopDispatch(store, asyncio.get_running_loop())
             puts = GroupedPuts(store, dispatch, FlushWaits(store))
             return list(await asyncio.gather(*(puts.put_and_wait((one(b"g%d" % i),)) for i in range(24))))
 
@@ -124,7 +124,7 @@ def test_a_refused_message_does_not_fail_the_rest_of_its_group(tmp_path: Path) -
         too_long = MessageToStore(topic="LoopTopic", queue_id=0, body=b"x", properties="k\x01" + "v" * 40_000)
 
         async def main() -> list[PutMessageResult]:
-            puts = GroupedPuts(store, LoopDispatch(store), FlushWaits(store))
+            puts = GroupedPuts(store, LoopDispatch(store, asyncio.get_running_loop()), FlushWaits(store))
             calls = [puts.put_and_wait((one(b"a"),)), puts.put_and_wait((too_long,)), puts.put_and_wait((one(b"b"),))]
             return list(await asyncio.gather(*calls))
 
@@ -141,7 +141,7 @@ def test_a_put_that_does_not_join_the_group_keeps_the_send_order(tmp_path: Path)
     with MessageStore(store_config(tmp_path)) as store:
 
         async def main() -> list[PutMessageResult]:
-            puts = GroupedPuts(store, LoopDispatch(store), FlushWaits(store))
+            puts = GroupedPuts(store, LoopDispatch(store, asyncio.get_running_loop()), FlushWaits(store))
             waiting = asyncio.ensure_future(puts.put_and_wait((one(b"first"),)))
             await asyncio.sleep(0)  # the waiting put has joined the group
             puts.put_pending()  # what a put that does not wait does before its own append

@@ -45,7 +45,7 @@ def loop_writers(store: MessageStore, messages: Sequence[MessageToStore], writer
             latencies.append(clock() - t)
 
     async def run_all() -> float:
-        dispatch = LoopDispatch(store)
+        dispatch = LoopDispatch(store, asyncio.get_running_loop())
         puts = GroupedPuts(store, dispatch, FlushWaits(store))
         began = time.perf_counter_ns()
         await asyncio.gather(*(writer(index, puts) for index in range(writers)))

@@ -19,10 +19,12 @@ class LoopDispatch:
     """Dispatches the broker's puts on the loop: the first put after a pass at once, so a lone message
     reaches the pulls held for it without waiting, and the puts that follow it in the same event-loop
     iteration together in one pass right after them, so 32 concurrent sends (or one pipelining client)
-    share a pass instead of paying one each. No thread hop either way. Use from the loop only."""
+    share a pass instead of paying one each. No thread hop either way. Use from ``loop`` only (kept:
+    ``asyncio.get_running_loop()`` makes a ``getpid`` system call on every call, a fork check)."""
 
-    def __init__(self, store: MessageStore) -> None:
+    def __init__(self, store: MessageStore, loop: asyncio.AbstractEventLoop) -> None:
         self._store = store
+        self._loop = loop
         self._scheduled = False
 
     def request(self, *, at_once: bool = True) -> None:
@@ -34,7 +36,7 @@ class LoopDispatch:
             if at_once:
                 self._store.dispatch_pending(INLINE_DISPATCH_MAX_BYTES)
             self._scheduled = True
-            asyncio.get_running_loop().call_soon(self._run)
+            self._loop.call_soon(self._run)
 
     def _run(self) -> None:
         self._scheduled = False

@@ -23,7 +23,7 @@ messages, and divide the difference by 300.
 between the stream's messages) or with ``--spin`` spinning, and also prints the loop thread's CPU per
 message between the pauses and its context switches; ``--evict-mb N`` copies N MB between messages
 instead (the caches filled with other data, the thread never leaving its core). The same work costs
-2-5x as much run cold (docs/consume-path.md, "session 22").
+2-5x as much run cold (docs/consume-path.md, "session 21, e2e-wake").
 """
 
 from __future__ import annotations

@@ -198,11 +198,13 @@ class PullConsumer:
         return self._started
 
     async def _assigned(self, queues: list[MessageQueue]) -> None:
-        for queue in queues:
-            # assigned by hand: an unknown start offset is the caller's error; by the group: a later
-            # rebalance tries the queue again
-            core = self._core
-            offset = await (core.start_offset(queue) if self._manual else core.start_offset_or_skip(queue))
+        # the queues' start offsets are asked for at once (one round trip to wait for, not one per
+        # queue); assigned by hand, an unknown start offset is the caller's error; by the group, a
+        # later rebalance tries the queue again
+        core = self._core
+        start_offset = core.start_offset if self._manual else core.start_offset_or_skip
+        offsets = await asyncio.gather(*(start_offset(queue) for queue in queues))
+        for queue, offset in zip(queues, offsets, strict=True):
             if offset is None:
                 continue
             state = _QueueState(queue, offset, self._core.selector(queue.topic), consumed_offset=offset)

@@ -380,8 +380,8 @@ class SyncPullConsumer:
         """The next batch of messages (one queue's pull), or [] when none came within ``timeout``.
 
         Taken on this thread (``PullConsumer.poll_nowait``), and when none is buffered this thread
-        waits until the prefetcher that buffers one wakes it (``PullConsumer.wait_buffered``): no call
-        into the loop thread and back, which on a busy host cost more than the batch's messages."""
+        waits until the consumer's loop, having buffered one, wakes it (``PullConsumer.wait_buffered``):
+        no call into the loop thread and back, which on a busy host cost more than the batch's messages."""
         consumer = self._consumer
         deadline = time.monotonic() + timeout
         while True:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from concurrent.futures import Future
 from pathlib import Path
 
 from rocketq.client import (
@@ -17,11 +18,13 @@ from rocketq.client import (
     SyncPushConsumer,
 )
 from rocketq.client.admin import AdminClient
+from rocketq.client.errors import MQClientError
 from rocketq.client.message import MessageExt
 from rocketq.testing import ThreadedCluster, wait_until
 
 FIRST, SECOND = "SyncFirst", "SyncSecond"
 QUIET = 60.0  # no periodic task of the consumer's wakes its loop meanwhile (rebalancing, commits)
+BLOCKED = 600.0  # a poll's timeout that no test waits out: the poll must return for another reason
 
 
 async def create_topics(namesrv_addr: str) -> None:
@@ -155,3 +158,35 @@ def test_sync_pull_consumer_polls_prefetched_batches_on_its_own_thread_in_order(
             restarted.start()
             assert restarted.poll(1.0) == []
             assert sum(restarted.committed(q) for q in restarted.assignment) == len(sent)
+
+
+def test_a_waiting_sync_poll_is_woken_by_a_batch_and_by_close(tmp_path: Path) -> None:
+    """A poll waiting on its own thread with nothing buffered returns the batch the prefetchers buffer
+    (it does not wait out its timeout), and close() from another thread ends a waiting poll: it raises,
+    the consumer is closed."""
+    with ThreadedCluster(tmp_path) as cluster:
+        cluster.call(create_topics(cluster.namesrv_addr))
+        consumer = SyncPullConsumer(config(cluster, "SyncPullWake"))
+        ended: Future[BaseException | None] = Future()
+        try:
+            consumer.subscribe(FIRST)
+            consumer.start()
+            assert consumer.poll(0.2) == []  # assigned, nothing buffered
+            woken: Future[list[bytes]] = Future()
+            waiting = threading.Thread(target=lambda: woken.set_result([m.body for m in consumer.poll(BLOCKED)]))
+            waiting.start()
+            sent = send(cluster, FIRST, 1)
+            assert woken.result(30) == sent
+
+            def poll_until_closed() -> None:
+                try:
+                    ended.set_result(None if consumer.poll(BLOCKED) == [] else AssertionError("a batch"))
+                except MQClientError as error:
+                    ended.set_result(error)
+
+            threading.Thread(target=poll_until_closed, daemon=True).start()
+            time.sleep(0.2)  # (lets it start waiting; the assertion below holds either way)
+        finally:
+            consumer.close()
+        error = ended.result(30)
+        assert isinstance(error, MQClientError) and "closed" in str(error)

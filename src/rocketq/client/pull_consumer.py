@@ -98,6 +98,10 @@ class PullConsumer:
         # what the prefetchers buffered, taken by poll() on the loop or by poll_nowait() on another
         # thread: the buffers, their counts and the queues' consumed offsets change under this lock
         self._buffer_lock = threading.Lock()
+        # threads blocked in wait_buffered(), woken under that lock when batches were buffered
+        self._buffer_filled = threading.Condition(self._buffer_lock)
+        self._waiting_threads = 0
+        self._wake_due = False  # a _wake_threads call is on the loop's ready queue
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
         # positions poll_nowait() took on another thread, applied to the offset store on the loop
@@ -153,6 +157,7 @@ class PullConsumer:
         """Return ``queues``' messages from ``poll()`` again."""
         self._paused.difference_update(queues)
         self._arrived.set()  # a poll waiting now may have buffered messages of these to return
+        self._wake_threads()
 
     @property
     def paused(self) -> set[MessageQueue]:
@@ -193,11 +198,13 @@ class PullConsumer:
         return self._started
 
     async def _assigned(self, queues: list[MessageQueue]) -> None:
-        for queue in queues:
-            # assigned by hand: an unknown start offset is the caller's error; by the group: a later
-            # rebalance tries the queue again
-            core = self._core
-            offset = await (core.start_offset(queue) if self._manual else core.start_offset_or_skip(queue))
+        # the queues' start offsets are asked for at once (one round trip to wait for, not one per
+        # queue); assigned by hand, an unknown start offset is the caller's error; by the group, a
+        # later rebalance tries the queue again
+        core = self._core
+        start_offset = core.start_offset if self._manual else core.start_offset_or_skip
+        offsets = await asyncio.gather(*(start_offset(queue) for queue in queues))
+        for queue, offset in zip(queues, offsets, strict=True):
             if offset is None:
                 continue
             state = _QueueState(queue, offset, self._core.selector(queue.topic), consumed_offset=offset)
@@ -251,6 +258,7 @@ class PullConsumer:
             return
         self._started = False
         self._closed = True
+        self._wake_threads()  # a thread in wait_buffered() returns, and its poll_nowait() says closed
         await self._core.stop_background()
         await cancel_and_wait([self._commit_task])
         await self._revoked(sorted(self._states))
@@ -275,6 +283,7 @@ class PullConsumer:
         of bodies, and every queue while the consumer holds PULL_THRESHOLD_FOR_ALL messages: at most one
         pull batch more than a threshold is ever buffered."""
         core, config, queue = self._core, self.config, state.queue
+        loop = asyncio.get_running_loop()
         tags = state.selector.tags()
         limit_bytes = config.pull_threshold_size_for_queue_mib * 1024 * 1024
         while True:
@@ -302,6 +311,10 @@ class PullConsumer:
                 with self._buffer_lock:
                     state.buffer(result.next_begin_offset, result.messages)
                     self._buffered += len(result.messages)
+                    if self._waiting_threads and not self._wake_due:
+                        # once per loop turn, after the batches its reads brought are buffered
+                        self._wake_due = True
+                        loop.call_soon(self._wake_threads)
                 self._arrived.set()
             elif result.status is not PullStatus.NO_NEW_MSG:
                 with self._buffer_lock:
@@ -313,8 +326,6 @@ class PullConsumer:
     async def poll(self, timeout: float = 5.0) -> list[MessageExt]:
         """The next batch of messages (one queue's pull: the first queue in queue order with one
         buffered), or [] when none came within ``timeout``."""
-        if not self._started:
-            raise MQClientError("the consumer is not started")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
@@ -335,7 +346,7 @@ class PullConsumer:
         takes a batch with it on the caller's thread, without a hand-over to the loop (the position
         reaches the offset store on the loop right after)."""
         if not self._started:
-            raise MQClientError("the consumer is not started")
+            raise MQClientError("the consumer is closed" if self._closed else "the consumer is not started")
         with self._buffer_lock:
             for state in self._poll_order:
                 if state.buffered and state.queue not in self._paused:
@@ -356,6 +367,36 @@ class PullConsumer:
                     with contextlib.suppress(RuntimeError):  # the loop is closed: the consumer too
                         self._loop.call_soon_threadsafe(self._apply_taken)
         return user_views(batch)
+
+    def wait_buffered(self, timeout: float) -> None:
+        """Block this thread until ``poll_nowait()`` may have a batch to take: one is buffered (or a
+        paused queue with one is resumed), the consumer is closed, or ``timeout`` seconds have passed.
+        For threads other than the consumer's loop (the blocking ``SyncPullConsumer.poll`` waits here
+        between two ``poll_nowait()`` calls): nothing hops into the loop and back to wait; the loop
+        wakes the waiting threads once per turn in which its prefetchers buffered batches, after they
+        have (one wake for all the answers a read brought)."""
+        if threading.get_ident() == self._loop_thread:
+            raise RuntimeError("wait_buffered() on the consumer's own loop would block it; await poll()")
+        with self._buffer_lock:
+            if not self._started or self._takeable():
+                return
+            self._waiting_threads += 1
+            try:
+                self._buffer_filled.wait(timeout)
+            finally:
+                self._waiting_threads -= 1
+
+    def _takeable(self) -> bool:
+        """Whether a batch ``poll_nowait()`` would take is buffered (call under the buffer lock)."""
+        paused = self._paused
+        return any(state.buffered and state.queue not in paused for state in self._poll_order)
+
+    def _wake_threads(self) -> None:
+        """Wake the threads in ``wait_buffered()`` to look again."""
+        with self._buffer_lock:
+            self._wake_due = False
+            if self._waiting_threads:
+                self._buffer_filled.notify_all()
 
     def _apply_taken(self) -> None:
         """On the loop: the positions ``poll_nowait`` took on other threads, into the offset store."""

@@ -2,13 +2,14 @@
 every method hops into that loop (like anyio's blocking portal): the clients' state belongs to that
 loop, and only a call made on it can wake the loop's waiting tasks. Two exceptions: ``SyncProducer.send``
 makes a send's first attempt on the caller's thread when it can (``rocketq.client.blocking_send``), and
-``SyncPullConsumer.poll`` takes a batch already prefetched on the caller's thread
-(``PullConsumer.poll_nowait``, made for that), and hops only to wait for one."""
+``SyncPullConsumer.poll`` takes a batch prefetched on the caller's thread
+(``PullConsumer.poll_nowait``, made for that) and waits for one there too (``PullConsumer.wait_buffered``)."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -376,31 +377,32 @@ class SyncPullConsumer:
         return self._consumer.client_id
 
     def poll(self, timeout: float = 5.0) -> list[MessageExt]:
-        """The next batch of messages (one queue's pull), or [] when none came within ``timeout``."""
-        return self._poll(timeout, None)
+        """The next batch of messages (one queue's pull), or [] when none came within ``timeout``.
 
-    def _poll(self, timeout: float, wait: float | None) -> list[MessageExt]:
-        """A batch already prefetched is taken on this thread (``PullConsumer.poll_nowait``): no hand-over
-        to the loop thread and back, which on a busy host cost more than the batch's messages; else
-        ``poll`` on the loop waits for one (``wait``: how long this thread waits for that)."""
-        if self._consumer.running:
-            batch = self._consumer.poll_nowait()
+        Taken on this thread (``PullConsumer.poll_nowait``), and when none is buffered this thread
+        waits until the consumer's loop, having buffered one, wakes it (``PullConsumer.wait_buffered``):
+        no call into the loop thread and back, which on a busy host cost more than the batch's messages."""
+        consumer = self._consumer
+        deadline = time.monotonic() + timeout
+        while True:
+            batch = consumer.poll_nowait()
             if batch:
                 return batch
-        return self._loop.call(self._consumer.poll(timeout), wait)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return []
+            consumer.wait_buffered(remaining)
 
     def __iter__(self) -> Iterator[MessageExt]:
         """Every message, one at a time, as ``async for`` over a ``PullConsumer`` gives them; the loop
         ends once the consumer is closed (from another thread, or after ``break``)."""
-        while self._consumer.running:
+        while True:
             try:
-                batch = self._poll(ITERATION_POLL_S, ITERATION_POLL_S + 10)
-            except FutureTimeout:  # the loop was stopped under the poll: closed
-                continue
+                batch = self.poll(ITERATION_POLL_S)
             except MQClientError:
-                if self._loop.run(lambda: self._consumer.running):
+                if self._consumer.running:
                     raise
-                return  # closed between the check and the poll
+                return  # closed (or never started)
             yield from batch
 
     def seek(self, queue: MessageQueue, offset: int) -> None:

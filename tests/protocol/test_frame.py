@@ -20,7 +20,7 @@ from rocketq.protocol import (
     encode_frame,
     encode_frame_parts,
 )
-from rocketq.protocol.frame import RECEIVE_BUFFER
+from rocketq.protocol.frame import LARGE_FRAME, RECEIVE_BUFFER
 
 from .captures import CapturedFrame, captured_frames
 
@@ -384,3 +384,28 @@ def test_a_server_receives_a_large_body_in_parts() -> None:
 def test_body_chunk_below_the_receive_buffer_is_refused() -> None:
     with pytest.raises(ValueError, match="body_chunk"):
         FrameDecoder(body_chunk=RECEIVE_BUFFER - 1)
+
+
+def test_the_receive_buffer_bounds_a_read_of_small_frames() -> None:
+    """A read of small frames takes at most ``receive_buffer`` bytes; frames split across reads decode whole."""
+    frames = [encode_frame(RemotingCommand(code=11, opaque=n, body=bytes([n % 256]) * 1000)) for n in range(300)]
+    stream = b"".join(frames)
+    for size in (LARGE_FRAME, RECEIVE_BUFFER, 4 * RECEIVE_BUFFER):
+        decoder = FrameDecoder(receive_buffer=size)
+        rest, decoded = stream, []
+        while rest:
+            room = decoder.get_buffer()
+            assert 0 < len(room) <= size
+            taken = min(len(room), len(rest))
+            room[:taken] = rest[:taken]
+            rest = rest[taken:]
+            decoded.extend(decoder.buffer_updated(taken))
+        assert [c.opaque for c in decoded] == list(range(300))
+        assert all(c.body == bytes([c.opaque % 256]) * 1000 for c in decoded)
+
+
+def test_a_receive_buffer_below_a_large_frame_or_above_body_chunk_is_refused() -> None:
+    with pytest.raises(ValueError, match="receive_buffer"):
+        FrameDecoder(receive_buffer=LARGE_FRAME - 1)
+    with pytest.raises(ValueError, match="body_chunk"):
+        FrameDecoder(receive_buffer=4 * RECEIVE_BUFFER, body_chunk=RECEIVE_BUFFER)

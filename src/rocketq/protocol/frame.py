@@ -41,7 +41,8 @@ _MAX_HEADER_LENGTH: Final = 0xFFFFFF
 _MAX_FRAME_LENGTH_FIELD: Final = 2**31 - 1
 _KNOWN_SERIALIZE_TYPES: Final = frozenset(int(t) for t in SerializeType)
 RECEIVE_BUFFER: Final = 64 * 1024
-"""Bytes of the buffer small frames are read into (a read takes at most what is free of it)."""
+"""Bytes of the buffer small frames are read into by default (a read takes at most what is free of
+it): a server holds one per connection, so it is kept small there."""
 LARGE_FRAME: Final = 32 * 1024
 """Frames of at least this many bytes have their body read into a buffer of its own."""
 
@@ -82,29 +83,42 @@ class FrameDecoder:
         "_max_frame_size",
         "_missing",
         "_ready",
+        "_receive_buffer",
         "_serialize_type",
         "_start",
         "_wanted",
         "error",
     )
 
-    def __init__(self, *, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, body_chunk: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        body_chunk: int | None = None,
+        receive_buffer: int = RECEIVE_BUFFER,
+    ) -> None:
         """Create a decoder.
 
         Args:
             max_frame_size: Largest accepted frame in bytes, 4-byte prefix included.
             body_chunk: Largest buffer allocated at once for a large frame's body (at least
-                ``RECEIVE_BUFFER``); None: the whole body at once, when its header arrives. A server
+                ``receive_buffer``); None: the whole body at once, when its header arrives. A server
                 sets it, so that a peer announcing big frames does not make it hold their size before
                 the bytes come.
+            receive_buffer: Bytes of the buffer small frames are read into, the most one read takes
+                (at least ``LARGE_FRAME``). A client reading many answers of pulls in flight reads
+                more per call with a larger one.
         """
         if max_frame_size < _PREFIX_SIZE:
             raise ValueError(f"max_frame_size must be at least {_PREFIX_SIZE}, got {max_frame_size}")
-        if body_chunk is not None and body_chunk < RECEIVE_BUFFER:
-            raise ValueError(f"body_chunk must be at least {RECEIVE_BUFFER}, got {body_chunk}")
+        if receive_buffer < LARGE_FRAME:
+            raise ValueError(f"receive_buffer must be at least {LARGE_FRAME}, got {receive_buffer}")
+        if body_chunk is not None and body_chunk < receive_buffer:
+            raise ValueError(f"body_chunk must be at least {receive_buffer}, got {body_chunk}")
         self._max_frame_size = max_frame_size
         self._body_chunk = body_chunk
-        self._buffer = bytearray(RECEIVE_BUFFER)  # reads of small frames; unparsed bytes are [_start, _end)
+        self._receive_buffer = receive_buffer
+        self._buffer = bytearray(receive_buffer)  # reads of small frames; unparsed bytes are [_start, _end)
         self._start = 0
         self._end = 0
         self._wanted = 4  # bytes from ``_start`` the next parse needs (a partial frame's, once known)
@@ -244,8 +258,8 @@ class FrameDecoder:
         if available == 0:
             self._start = self._end = 0
             self._wanted = 4
-            if len(buffer) > RECEIVE_BUFFER:  # (grown for a large header: back to the usual size)
-                self._buffer = bytearray(RECEIVE_BUFFER)
+            if len(buffer) > self._receive_buffer:  # (grown for a large header: back to the usual size)
+                self._buffer = bytearray(self._receive_buffer)
             return
         needed = 4 if available < 4 else _PREFIX_SIZE  # (the parse checks the length, then the second word)
         if available >= _PREFIX_SIZE:  # (checked by _parse_at)

@@ -43,6 +43,11 @@ high-water mark still sees them as they come."""
 SERVER_BODY_CHUNK: Final = 256 * 1024
 """A server connection's buffers for a large request's body are allocated this many bytes at a time."""
 
+CLIENT_RECEIVE_BUFFER: Final = 256 * 1024
+"""A client connection's read buffer for small frames (a server's is ``frame.RECEIVE_BUFFER``, 64 KiB,
+one per connection): the answers of a consumer's pulls in flight on one connection come in together,
+and a drain of 100 B messages ran about 10 % faster reading up to 256 KiB per call than 64 KiB."""
+
 _opaques = itertools.count(1)
 
 T = TypeVar("T")
@@ -80,9 +85,10 @@ class Connection(asyncio.BufferedProtocol):
         self._on_close = on_close
         # a server takes a large request's body in parts as they come (a peer announcing big frames does not
         # make it hold their size first); a client receives a large answer into one buffer, its body
-        self._decoder = FrameDecoder(
-            max_frame_size=max_frame_size, body_chunk=SERVER_BODY_CHUNK if limits is not None else None
-        )
+        if limits is not None:
+            self._decoder = FrameDecoder(max_frame_size=max_frame_size, body_chunk=SERVER_BODY_CHUNK)
+        else:
+            self._decoder = FrameDecoder(max_frame_size=max_frame_size, receive_buffer=CLIENT_RECEIVE_BUFFER)
         self._pending: dict[int, asyncio.Future[Any]] = {}  # a response, or what its reader made of it
         self._readers: dict[int, Callable[[RemotingCommand], Any]] = {}  # see invoke's ``read``
         self._transport: asyncio.Transport | None = None

@@ -13,7 +13,7 @@ Instructions per message, which do not swing with the host's load (docs/consume-
 (e2e-broker)"): count only inside the connections' reads and the loop's dispatch pass::
 
     PYTHONHASHSEED=0 ROCKETQ_NATIVE=required ROCKETQ_COMPILED_DISPATCH=0 valgrind --tool=callgrind \\
-      --collect-atstart=no --toggle-collect=CPyPy_connection___Connection___data_received \\
+      --collect-atstart=no --toggle-collect=CPyPy_connection___Connection___buffer_updated \\
       --toggle-collect=CPyPy_loop_dispatch___LoopDispatch____run .venv/bin/python bench/e2e_replay.py 300
 
 The count includes the start (the first send creates the topic): run it twice, with 300 and 600
@@ -37,6 +37,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import send_replay  # (bench/, beside this script)
 import uvloop
 
 from rocketq.client import ProducerConfig
@@ -53,36 +54,8 @@ GROUP = "bench_group"
 SUSPEND_MS = 20_000
 
 
-class FakeTransport:
-    """What a server connection calls on its transport, with writes kept in a list (C-level calls)."""
-
-    is_closing = bool  # () -> False
-
-    def __init__(self) -> None:
-        self.parts: list[Any] = []
-        self.write = self.parts.append
-        self.writelines = self.parts.extend
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return ("127.0.0.1", 40000) if name == "peername" else default
-
-    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
-        pass
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
-
-    def get_write_buffer_size(self) -> int:
-        return 0
-
-    def close(self) -> None:
-        pass
-
-    def abort(self) -> None:
-        pass
+class FakeTransport(send_replay.FakeTransport):
+    """``send_replay``'s transport, with what was written taken back."""
 
     def taken(self) -> bytes:
         """What was written since the last call."""
@@ -111,12 +84,12 @@ async def replay(messages: int, pace_ms: float, spin: bool, evict_mb: int) -> No
                 request = pull_request(GROUP, queue, offset, 32, "*", commit_offset=offset, suspend_ms=SUSPEND_MS)
                 return encode_frame(request)
 
-            producer.data_received(send_frame(-1))  # creates the topic (queue 0's offset 0)
+            send_replay.received(producer, send_frame(-1))  # creates the topic (queue 0's offset 0)
             await asyncio.sleep(0.05)
             producer_out.taken()
             sends = [send_frame(index) for index in range(messages)]
             pulls = [pull_frame(offset) for offset in range(1, messages + 2)]
-            consumer.data_received(pulls[0])  # held: nothing after offset 1 yet
+            send_replay.received(consumer, pulls[0])  # held: nothing after offset 1 yet
             await asyncio.sleep(0)
             assert not consumer_out.parts, "the first pull was answered instead of held"
 
@@ -137,12 +110,12 @@ async def replay(messages: int, pace_ms: float, spin: bool, evict_mb: int) -> No
                         else:
                             _pause(pace_ms, spin)
                         message_began = time.thread_time()
-                    producer.data_received(sends[index])
+                    send_replay.received(producer, sends[index])
                     await asyncio.sleep(0)
                     while len(consumer_out.parts) == written:  # (the dispatcher thread took the put: rare)
                         await asyncio.sleep(0.0001)
                     written = len(consumer_out.parts)
-                    consumer.data_received(pulls[index + 1])
+                    send_replay.received(consumer, pulls[index + 1])
                     await asyncio.sleep(0)
                 done = min(start + third, messages) - start
                 figures.append((time.process_time() - began) / done * 1e6)

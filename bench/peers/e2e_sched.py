@@ -35,6 +35,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from e2e_chain import child_of  # (bench/peers, beside this script)
+
 EVENT = re.compile(
     r"^\s*(?P<comm>.+?)\s+(?P<tid>\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<time>[\d.]+):\s+sched:(?P<name>\w+):\s+(?P<args>.*)$"
 )
@@ -102,18 +104,6 @@ def quartiles(values: list[float]) -> dict[str, int]:
         return {"p50": round(statistics.median(values))}
     p25, p50, p75 = statistics.quantiles(values, n=4)
     return {"p25": round(p25), "p50": round(p50), "p75": round(p75)}
-
-
-def child_of(pid: int, timeout_s: float) -> int:
-    """The first child process of ``pid`` (the server), waiting for it to appear."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        children = Path(f"/proc/{pid}/task/{pid}/children")
-        found = children.read_text().split() if children.exists() else []
-        if found:
-            return int(found[0])
-        time.sleep(0.05)
-    raise RuntimeError(f"process {pid} started no server child within {timeout_s:.0f} s")
 
 
 def main(options: argparse.Namespace) -> None:

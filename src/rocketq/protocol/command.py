@@ -220,6 +220,44 @@ def make_response(
     )
 
 
+# The tail of a response's JSON header as ``encode_json_header`` writes it (keys in its order, no
+# remark), for handlers that write a frequent answer's header from a template: ``{"code":...,
+# "extFields":{...}`` of their own, then these around the opaque
+JSON_ANSWER_BEFORE_OPAQUE: Final = f',"flag":{RESPONSE_FLAG},"language":"{LanguageCode.JAVA.name}","opaque":'
+JSON_ANSWER_END: Final = f',"serializeTypeCurrentRPC":"JSON","version":{DEFAULT_VERSION}}}'
+_JAVA: Final = LanguageCode.JAVA
+
+
+def takes_templated_header(request: RemotingCommand) -> bool:
+    """Whether the answer to ``request`` may carry a JSON header written from a template
+    (``JSON_ANSWER_BEFORE_OPAQUE``, ``JSON_ANSWER_END``): the request came in JSON, and its opaque is an
+    int32, which the generic encoder would otherwise refuse."""
+    return request.serialize_type == _JSON and _INT32_MIN <= request.opaque <= _INT32_MAX
+
+
+def templated_response(
+    request: RemotingCommand,
+    code: int,
+    ext_fields: dict[str, str],
+    encoded_header: bytes | None,
+    body: Body = b"",
+) -> RemotingCommand:
+    """``make_response(request, code, ext_fields=ext_fields, body=body)`` for a handler that built
+    ``ext_fields`` for this answer (kept, not copied) and, where ``takes_templated_header``, its JSON
+    header already encoded (``encoded_header``; None: the generic encoder writes it)."""
+    return RemotingCommand(
+        code=code,
+        language=_JAVA,
+        version=DEFAULT_VERSION,
+        opaque=request.opaque,
+        flag=RESPONSE_FLAG,
+        ext_fields=ext_fields,
+        body=body,
+        serialize_type=request.serialize_type,
+        encoded_header=encoded_header,
+    )
+
+
 def ext_value_to_str(value: object) -> str | None:
     """Normalise one incoming ``extFields`` value to text, Java style.
 

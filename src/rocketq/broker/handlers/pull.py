@@ -23,18 +23,14 @@ from rocketq.broker.context import BrokerContext, reply
 from rocketq.broker.sql_filters import pull_filter, refusal
 from rocketq.broker.topic_config import is_readable
 from rocketq.filter import compile_cached, is_tag_type
-from rocketq.protocol import (
-    DEFAULT_VERSION,
-    RESPONSE_FLAG,
-    LanguageCode,
-    PullMessageRequestHeader,
-    RemoteProtocolError,
-    RemotingCommand,
-    RequestCode,
-    ResponseCode,
-    SerializeType,
-)
+from rocketq.protocol import PullMessageRequestHeader, RemoteProtocolError, RemotingCommand, RequestCode, ResponseCode
 from rocketq.protocol.bodies import MessageModel
+from rocketq.protocol.command import (
+    JSON_ANSWER_BEFORE_OPAQUE,
+    JSON_ANSWER_END,
+    takes_templated_header,
+    templated_response,
+)
 from rocketq.remoting import Connection, ServerHandler
 from rocketq.store import GetStatus
 from rocketq.store.message_filter import MessageFilter
@@ -283,12 +279,7 @@ _BEFORE_SUGGESTED: Final = ',"extFields":{"suggestWhichBrokerId":"'
 _BEFORE_NEXT_OFFSET: Final = '","nextBeginOffset":"'
 _BEFORE_MIN_OFFSET: Final = '","minOffset":"'
 _BEFORE_MAX_OFFSET: Final = '","maxOffset":"'
-_BEFORE_OPAQUE: Final = f'"}},"flag":{RESPONSE_FLAG},"language":"{LanguageCode.JAVA.name}","opaque":'
-_ANSWER_END: Final = f',"serializeTypeCurrentRPC":"JSON","version":{DEFAULT_VERSION}}}'
-_JSON: Final = SerializeType.JSON
-_JAVA: Final = LanguageCode.JAVA
-_INT32_MIN: Final = -0x8000_0000
-_INT32_MAX: Final = 0x7FFF_FFFF
+_BEFORE_OPAQUE: Final = '"}' + JSON_ANSWER_BEFORE_OPAQUE
 
 
 def pull_answer(
@@ -300,7 +291,6 @@ def pull_answer(
     already encoded (``RemotingCommand.encoded_header``), written from a template instead of through the
     generic encoder: every value in it is a number, so nothing needs escaping
     (``tests/broker/test_pull_answer.py`` holds it equal to ``encode_header``'s)."""
-    opaque = request.opaque
     fields = {
         "suggestWhichBrokerId": str(suggested),
         "nextBeginOffset": str(next_offset),
@@ -308,19 +298,10 @@ def pull_answer(
         "maxOffset": str(high),
     }
     encoded: bytes | None = None
-    if request.serialize_type == _JSON and _INT32_MIN <= opaque <= _INT32_MAX:
+    if takes_templated_header(request):
         encoded = (
             f"{_ANSWER_HEAD}{code}{_BEFORE_SUGGESTED}{suggested}{_BEFORE_NEXT_OFFSET}{next_offset}"
-            f"{_BEFORE_MIN_OFFSET}{low}{_BEFORE_MAX_OFFSET}{high}{_BEFORE_OPAQUE}{opaque}{_ANSWER_END}"
+            f"{_BEFORE_MIN_OFFSET}{low}{_BEFORE_MAX_OFFSET}{high}{_BEFORE_OPAQUE}{request.opaque}"
+            f"{JSON_ANSWER_END}"
         ).encode()
-    return RemotingCommand(
-        code=code,
-        language=_JAVA,
-        version=DEFAULT_VERSION,
-        opaque=opaque,
-        flag=RESPONSE_FLAG,
-        ext_fields=fields,
-        body=body,
-        serialize_type=request.serialize_type,
-        encoded_header=encoded,
-    )
+    return templated_response(request, code, fields, encoded, body)

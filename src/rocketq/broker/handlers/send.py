@@ -37,17 +37,19 @@ from rocketq.common.message_id import encode_host, joined_offset_message_ids
 from rocketq.common.names import NOT_SENDABLE_TOPICS
 from rocketq.common.record import SysFlag
 from rocketq.protocol import (
-    DEFAULT_VERSION,
-    RESPONSE_FLAG,
     BatchItem,
-    LanguageCode,
     RemoteProtocolError,
     RemotingCommand,
     RequestCode,
     ResponseCode,
     SendMessageRequestHeader,
-    SerializeType,
     decode_batch,
+)
+from rocketq.protocol.command import (
+    JSON_ANSWER_BEFORE_OPAQUE,
+    JSON_ANSWER_END,
+    takes_templated_header,
+    templated_response,
 )
 from rocketq.protocol.headers import SEND_V2_HEADER_CODES, SendMessageRequestHeaderV2, parse_send_message_header
 from rocketq.remoting import Connection, ServerHandler
@@ -64,8 +66,6 @@ TRACE_ON = "true"  # TRACE_ON of every stored message
 # Enum members read per request, bound once (see rocketq.native.modules on enum members)
 _SEND_BATCH_MESSAGE: Final = RequestCode.SEND_BATCH_MESSAGE
 _SUCCESS: Final = ResponseCode.SUCCESS
-_JSON: Final = SerializeType.JSON
-_JAVA: Final = LanguageCode.JAVA
 
 
 def born_host_of(connection: Connection) -> bytes:
@@ -403,12 +403,8 @@ _ANSWER_HEAD: Final = f'{{"code":{int(ResponseCode.SUCCESS)},"extFields":{{"msgI
 _AFTER_MESSAGE_IDS: Final = '","queueId":"'
 _AFTER_QUEUE_ID: Final = '","queueOffset":"'
 _AFTER_QUEUE_OFFSET: Final = (
-    f'","{Property.MSG_REGION}":"{DEFAULT_REGION}","{Property.TRACE_SWITCH}":"{TRACE_ON}"}},'
-    f'"flag":{RESPONSE_FLAG},"language":"{LanguageCode.JAVA.name}","opaque":'
+    f'","{Property.MSG_REGION}":"{DEFAULT_REGION}","{Property.TRACE_SWITCH}":"{TRACE_ON}"}}' + JSON_ANSWER_BEFORE_OPAQUE
 )
-_ANSWER_END: Final = f',"serializeTypeCurrentRPC":"JSON","version":{DEFAULT_VERSION}}}'
-_INT32_MIN: Final = -0x8000_0000
-_INT32_MAX: Final = 0x7FFF_FFFF
 
 
 def send_answer(
@@ -421,7 +417,6 @@ def send_answer(
     template instead of through a dict and the generic encoder: ``message_ids`` are hex digits and
     commas and the other values numbers, so nothing in it needs escaping
     (``tests/broker/test_send_answer.py`` holds it equal to ``encode_header``'s)."""
-    opaque = request.opaque
     fields = {
         "msgId": message_ids,
         "queueId": str(queue_id),
@@ -430,18 +425,9 @@ def send_answer(
         Property.TRACE_SWITCH: TRACE_ON,
     }
     encoded: bytes | None = None
-    if code == _SUCCESS and request.serialize_type == _JSON and _INT32_MIN <= opaque <= _INT32_MAX:
+    if code == _SUCCESS and takes_templated_header(request):
         encoded = (
             f"{_ANSWER_HEAD}{message_ids}{_AFTER_MESSAGE_IDS}{queue_id}{_AFTER_QUEUE_ID}{queue_offset}"
-            f"{_AFTER_QUEUE_OFFSET}{opaque}{_ANSWER_END}"
+            f"{_AFTER_QUEUE_OFFSET}{request.opaque}{JSON_ANSWER_END}"
         ).encode()
-    return RemotingCommand(
-        code=code,
-        language=_JAVA,
-        version=DEFAULT_VERSION,
-        opaque=opaque,
-        flag=RESPONSE_FLAG,
-        ext_fields=fields,
-        serialize_type=request.serialize_type,
-        encoded_header=encoded,
-    )
+    return templated_response(request, code, fields, encoded)

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 
 from rocketq.common.message import encode_properties
 from rocketq.common.record import StoredRecord, decode_record
-from rocketq.protocol import RemotingCommand, RequestCode, make_request
+from rocketq.protocol import FrameDecoder, RemotingCommand, RequestCode, encode_frame, make_request
+from rocketq.protocol.command import encode_json_header
 from rocketq.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeader
 from rocketq.remoting.connection import next_opaque
 
@@ -67,3 +68,16 @@ def records(response: RemotingCommand) -> list[StoredRecord]:
 
 def bodies(response: RemotingCommand) -> list[bytes]:
     return [record.body for record in records(response)]
+
+
+def written_as_the_encoder_would(answer: RemotingCommand, generic: RemotingCommand) -> RemotingCommand:
+    """Assert that ``answer``, whose JSON header a handler wrote from a template, is ``generic`` (the
+    same answer built by ``make_response``): the same header bytes, command and frame. Returns the
+    command decoded from its frame."""
+    assert answer.encoded_header is not None
+    assert answer.encoded_header == encode_json_header(answer)  # (the generic encoder ignores encoded_header)
+    assert answer == generic
+    assert encode_frame(answer) == encode_frame(generic)
+    (decoded,) = FrameDecoder().decode(encode_frame(answer))
+    assert decoded == generic
+    return decoded

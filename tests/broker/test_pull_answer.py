@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from rocketq.broker.handlers.pull import pull_answer
 from rocketq.broker.server import Broker
 from rocketq.protocol import (
-    FrameDecoder,
     RemotingCommand,
     RequestCode,
     ResponseCode,
@@ -19,13 +18,13 @@ from rocketq.protocol import (
     encode_frame,
     make_response,
 )
-from rocketq.protocol.command import encode_binary_header, encode_json_header
+from rocketq.protocol.command import encode_binary_header
 from rocketq.protocol.headers import PullMessageResponseHeader
 from rocketq.remoting import RemotingClient
 from rocketq.testing import eventually
 from rocketq.testing.cluster import wait_dispatched
 
-from .raw import bodies, pull_request, records, send_request
+from .raw import bodies, pull_request, records, send_request, written_as_the_encoder_would
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
 OFFSETS = st.integers(0, 2**63 - 1)
@@ -59,13 +58,8 @@ def test_the_template_writes_what_the_encoder_writes(
 ) -> None:
     request = _request(opaque)
     answer = pull_answer(request, code, suggested, next_offset, low, high, body)
-    assert answer.encoded_header is not None
-    assert answer.encoded_header == encode_json_header(answer)  # (the generic encoder ignores encoded_header)
     generic = make_response(request, code, ext_fields=_fields(suggested, next_offset, low, high), body=body)
-    assert answer == generic
-    assert encode_frame(answer) == encode_frame(generic)
-    (decoded,) = FrameDecoder().decode(encode_frame(answer))
-    assert decoded == generic
+    decoded = written_as_the_encoder_would(answer, generic)
     assert PullMessageResponseHeader.from_ext_fields(decoded.ext_fields).to_ext_fields() == decoded.ext_fields
 
 

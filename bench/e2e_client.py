@@ -5,17 +5,20 @@ producer and the consumer in this process on uvloop, the broker in a child proce
 ``ClusterProcess``). Prints the process CPU per message and checks that every message was delivered
 once, in order.
 
-Instructions per message (docs/consume-path.md, "session 22 (e2e-client)"): run it under callgrind
-(the broker's child is not traced), twice, with N and 2N messages, and divide the difference by N
-(the start, the topic's creation and the warm-up cancel out)::
+Instructions per message (docs/consume-path.md, "the clients' instructions (session 22, e2e-client)"):
+run it under callgrind (the broker's child is not traced), twice, with N and 2N messages, and divide
+the difference by N (the start, the topic's creation and the warm-up cancel out)::
 
-    PYTHONHASHSEED=0 ROCKETQ_NATIVE=required valgrind --tool=callgrind --callgrind-out-file=cg.%p \\
-      .venv/bin/python bench/e2e_client.py 300
+    PYTHONHASHSEED=0 OPENBLAS_NUM_THREADS=1 ROCKETQ_NATIVE=required valgrind --tool=callgrind \\
+      --callgrind-out-file=cg.300 .venv/bin/python bench/e2e_client.py 300
 
-The whole process's count is the client's cost per message. To split it, add
-``--toggle-collect=FUNCTION`` (compiled functions' C names, ``nm -D`` of the build's shared object;
-e.g. ``CPyPy_connection___Connection___buffer_updated``: every read of an answer, its hand-over to the
-listener included) and ``--collect-atstart=no``.
+(``OPENBLAS_NUM_THREADS=1``: the broker's imports bring numpy, whose idle threads spin under valgrind.)
+
+The whole process's count is the client's cost per message. To split it, compare
+``callgrind_annotate --inclusive=yes`` of the two runs function by function: compiled functions keep
+their C names, e.g. ``CPyDef_producer___send_Producer_gen_____mypyc_generator_helper__`` (both steps of
+``Producer.send``) or ``CPyDef_consumer_core___read_pull_once_ConsumerCore_obj_____call__`` (the reader
+of a pull's answer, the hand-over to the listener and its run included).
 """
 
 from __future__ import annotations
@@ -27,9 +30,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from rocketq.client.admin import AdminClient
 from rocketq.bench.running import CLUSTER_SETTINGS, create_topic, run_loop
 from rocketq.client import ClientConfig, ConsumerConfig, Message, MessageExt, Producer, PushConsumer
+from rocketq.client.admin import AdminClient
 from rocketq.client.config import ConsumeFromWhere
 from rocketq.testing.cluster_process import ClusterProcess
 

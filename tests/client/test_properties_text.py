@@ -1,6 +1,7 @@
-"""A message without user properties has its properties text written out directly by ``checked_text``;
-the text (or the refusal) is the one the dictionary path gives: ``Message.wire_properties`` with the
-unique id added, encoded by ``properties_text``."""
+"""A message's properties text is written out directly by ``checked_text`` (its user properties, when
+none is a name the client sets itself, then its own fields'); the text (or the refusal) is the one the
+dictionary path gives: ``Message.wire_properties`` with the unique id added, encoded by
+``properties_text``."""
 
 from __future__ import annotations
 
@@ -41,12 +42,39 @@ def written_out(message: Message, fresh_id: str) -> tuple[str, str] | str:
     wait=st.booleans(),
     flag=st.integers(min_value=0, max_value=7),
     fresh_id=st.text(alphabet="0123456789ABCDEF", min_size=1, max_size=32) | SEPARATOR_TEXT,
+    properties=st.dictionaries(
+        SEPARATOR_TEXT | st.sampled_from(["TAGS", "KEYS", "DELAY", "WAIT", "UNIQ_KEY", "color"]),
+        SEPARATOR_TEXT,
+        max_size=3,
+    ),
 )
 def test_the_written_out_text_is_the_dictionarys(
-    tags: str | None, keys: str | list[str] | None, delay_level: int, wait: bool, flag: int, fresh_id: str
+    tags: str | None,
+    keys: str | list[str] | None,
+    delay_level: int,
+    wait: bool,
+    flag: int,
+    fresh_id: str,
+    properties: dict[str, str],
 ) -> None:
-    message = Message("T", b"body", tags=tags, keys=keys, delay_level=delay_level, flag=flag, wait_store_msg_ok=wait)
+    message = Message(
+        "T",
+        b"body",
+        tags=tags,
+        keys=keys,
+        delay_level=delay_level,
+        flag=flag,
+        wait_store_msg_ok=wait,
+        properties=properties,
+    )
     assert written_out(message, fresh_id) == by_dictionary(message, fresh_id)
+
+
+def test_user_properties_lead_the_written_out_text() -> None:
+    message = Message("T", b"body", tags="TagA", properties={"benchSentNs": "12345", "color": "red"})
+    text, unique_id = checked_text(message, MAX_SIZE, set(), "ID1")
+    assert unique_id == "ID1"
+    assert text == "benchSentNs\x0112345\x02color\x01red\x02TAGS\x01TagA\x02WAIT\x01true\x02UNIQ_KEY\x01ID1"
 
 
 def test_a_plain_message_travels_with_wait_and_its_unique_id_last() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from rocketq.client.running_info import ConsumerStats
+from rocketq.client.consume_stats import ConsumerStats
 from rocketq.protocol.bodies import SubscriptionData
 from rocketq.protocol.fastjson import quote_object_keys
 from rocketq.protocol.running_info import ConsumerRunningInfo, ConsumeStatus, ProcessQueueInfo, QueueInfo

@@ -19,6 +19,7 @@ from rocketq.client.consumer_core import ConsumerCore
 from rocketq.client.eager_tasks import start_in_task
 from rocketq.client.listener import CallTimes, Failed, Listener, listener_batches, worker_parts
 from rocketq.client.listener_calls import ListenerCalls, ListenerRun
+from rocketq.client.listener_slots import ListenerSlots
 from rocketq.client.message import MessageExt
 from rocketq.client.process_queue import ProcessQueue
 
@@ -40,7 +41,7 @@ class ConsumeService:
         self.listener_is_async = inspect.iscoroutinefunction(listener)
         self._consume_tasks: set[asyncio.Task[Any]] = set()
         self._on_thread: set[SyncResult] = set()  # batches handed to a thread whole, until settled
-        self.slots = asyncio.Semaphore(config.consume_thread_max)  # coroutine listeners running at once
+        self.slots = ListenerSlots(config.consume_thread_max)  # coroutine listeners running at once
         self._coroutine_parts = 0  # parts of pulled batches given to a coroutine listener, not yet done
         self._threads = ConsumeThreads(config.consume_thread_min, config.consume_thread_max, name="rocketq-consume")
         self._calls = ListenerCalls(config.group)  # concurrent: the listener calls running now
@@ -165,16 +166,23 @@ class ConsumeService:
         self._coroutine_parts += len(parts)
         try:
             if len(parts) == 1:
-                outcomes = [await self._consume_part(process, parts[0])]
+                outcomes = [await self.call_in_slot(parts[0], process)]
             else:
-                outcomes = await asyncio.gather(*(self._consume_part(process, part) for part in parts))
+                outcomes = await asyncio.gather(*(self.call_in_slot(part, process) for part in parts))
         finally:
             self._coroutine_parts -= len(parts)
         await self._settle_parts(process, messages, outcomes)
 
-    async def _consume_part(self, process: ProcessQueue, part: list[MessageExt]) -> Failed | None:
-        async with self.slots:  # (a queue dropped meanwhile: ``_call_listener`` checks before each call)
+    async def call_in_slot(self, part: list[MessageExt], process: ProcessQueue | None = None) -> Failed | None:
+        """``call_listener`` in one of the ``consume_thread_max`` slots (waiting for one when all are
+        taken): the concurrent consumer's parts of a pulled batch, and the orderly one's messages."""
+        slots = self.slots
+        if not slots.take_now():  # (nearly always free: taken without a wait)
+            await slots.take()
+        try:  # (a queue dropped meanwhile: ``call_listener`` checks before each call)
             return await self.call_listener(part, process)
+        finally:
+            slots.release()
 
     async def _consumed_on_thread(
         self, process: ProcessQueue, messages: list[MessageExt], parts: list[SyncResult]

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rocketq.client.config import ConsumeFromWhere, ConsumerConfig, MessageModel
+from rocketq.client.consume_stats import ConsumerStats
 from rocketq.client.errors import BrokerResponseError, MQClientError, MQConnectionError, ValidationError
 from rocketq.client.instance import ClientInstance
 from rocketq.client.message import MessageExt, MessageQueue
@@ -29,7 +30,7 @@ from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, Remot
 from rocketq.client.pull import PullResult, is_pull_answer, pull_request, pull_result, suggested_broker_id
 from rocketq.client.rebalance import STRATEGIES
 from rocketq.client.route import MASTER_ID, subscribe_queues
-from rocketq.client.running_info import ConsumerStats, consume_directly_response, running_info_response
+from rocketq.client.running_info import consume_directly_response, running_info_response
 from rocketq.client.selector import MessageSelector
 from rocketq.client.subscriptions import Subscriptions, check_brokers_take_filters
 from rocketq.common.group_topics import RETRY_PREFIX, retry_topic
@@ -440,9 +441,12 @@ class ConsumerCore:
                 return None
             self.pull_from[queue] = suggested_broker_id(response)
             result = pull_result(response, tags, address or "")
-            self.stats.pulled(queue.topic, len(result.messages), time.monotonic() - began)
-            if on_result is not None:
-                on_result(result)
+            round_trip_s = time.monotonic() - began
+            try:
+                if on_result is not None:
+                    on_result(result)
+            finally:  # counted after the hand-over: the listener does not wait for the counters
+                self.stats.pulled(queue.topic, len(result.messages), round_trip_s)
             return result
 
         try:

@@ -13,11 +13,11 @@ import logging
 import threading
 import time
 
+from rocketq.client.consume_stats import ConsumerStats
 from rocketq.client.consumer_core import ConsumerCore
 from rocketq.client.listener import CallTimes, Failed, ListenerResult, retry_level
 from rocketq.client.message import MessageExt
 from rocketq.client.process_queue import ProcessQueue
-from rocketq.client.running_info import ConsumerStats
 
 log = logging.getLogger(__name__)
 

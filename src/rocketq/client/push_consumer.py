@@ -301,10 +301,10 @@ class PushConsumer:
         hand them to the listener (nothing for a queue revoked while its pull was out)."""
         if process.is_dropped():
             return
-        process.last_pull_ms = int(time.time() * 1000)
         if result.messages:
             process.add(result.messages)
             self._dispatch(process, result.messages)
+        process.last_pull_ms = int(time.time() * 1000)  # (after the hand-over: the listener goes first)
 
     # -- consuming (concurrently in rocketq.client.consume_service, orderly here) ---------------------
 
@@ -332,8 +332,7 @@ class PushConsumer:
             await asyncio.shield(in_hand)
 
     async def _consume_one_in_order(self, process: ProcessQueue, message: MessageExt) -> None:
-        async with self._service.slots:
-            failed = await self._service.call_listener([message])
+        failed = await self._service.call_in_slot([message])
         if failed:
             if message.reconsume_times < self.config.reconsume_limit(orderly=True):
                 message.reconsume_times += 1  # what the listener sees next time, as in RocketMQ

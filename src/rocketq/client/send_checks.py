@@ -78,11 +78,17 @@ def checked_text(
     client adds (a transaction's).
 
     The properties are those of ``checked_properties`` plus ``extra`` and the unique id, encoded by
-    ``properties_text``. A message with no user properties and no ``extra`` (most) has its text written
-    out directly, without that dictionary; ``tests/client/test_properties_text.py`` holds the two equal."""
-    if extra is None and not message.properties:
+    ``properties_text``. Without ``extra`` (most sends), a message whose user properties use none of the
+    names the client sets itself has its text written out directly, without that dictionary: its user
+    properties in their order, then the client's; ``tests/client/test_properties_text.py`` holds the two
+    equal."""
+    if extra is None:
         check_topic_and_body(message, max_message_size, valid_topics)
+        user = message.properties
         text = _plain_text(message, fresh_id)
+        if text is not None and user:
+            user_text = _user_text(user)
+            text = None if user_text is None else user_text + text
         if text is not None:
             return text, fresh_id
     properties = checked_properties(message, max_message_size, valid_topics)
@@ -100,14 +106,38 @@ _WAIT_TRUE = Property.WAIT_STORE_MSG_OK + NAME_VALUE_SEPARATOR + "true" + _UNIQU
 _WAIT_FALSE = Property.WAIT_STORE_MSG_OK + NAME_VALUE_SEPARATOR + "false" + _UNIQUE_ID_ENTRY
 
 
+_CLIENT_NAMES: Final = frozenset(
+    {
+        Property.TAGS,
+        Property.KEYS,
+        Property.DELAY_TIME_LEVEL,
+        Property.WAIT_STORE_MSG_OK,
+        Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    }
+)
+"""The properties ``Message.wire_properties`` and ``checked_text`` set from a message's own fields."""
+
+
+def _user_text(properties: dict[str, str]) -> str | None:
+    """``properties``' entries as they start the properties text (each followed by the property
+    separator), or None when one is empty, holds a separator or is a name the client sets itself (the
+    dictionary's path then places it, or says what is wrong)."""
+    text = ""
+    for name, value in properties.items():
+        if not name or not value or name in _CLIENT_NAMES or _has_separator(name) or _has_separator(value):
+            return None
+        text += name + NAME_VALUE_SEPARATOR + value + PROPERTY_SEPARATOR
+    return text
+
+
 def _has_separator(value: str) -> bool:
     return NAME_VALUE_SEPARATOR in value or PROPERTY_SEPARATOR in value
 
 
 def _plain_text(message: Message, unique_id: str) -> str | None:
-    """The properties text of ``message``, which has no user properties, with ``unique_id`` (that of
-    ``Message.wire_properties`` in the same order, UNIQ_KEY last), or None when a tag, key or the id is
-    empty or holds a separator: the dictionary's path then says what is wrong."""
+    """The properties text of ``message``'s own fields (tags, keys, delay, wait) with ``unique_id``, as
+    ``Message.wire_properties`` orders them after the user properties (UNIQ_KEY last), or None when a
+    tag, key or the id is empty or holds a separator: the dictionary's path then says what is wrong."""
     if not unique_id or _has_separator(unique_id):
         return None
     text = ""

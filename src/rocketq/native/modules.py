@@ -99,12 +99,14 @@ COMPILED_MODULES: Final = (
     "rocketq.client.auto_batch",  # every send made while others are in flight
     "rocketq.client.blocking_send",  # every SyncProducer.send
     "rocketq.client.consume_service",  # every pulled batch goes to the listener through it
+    "rocketq.client.consume_stats",  # every pull and every listener run counts there
     "rocketq.client.consume_threads",
     "rocketq.client.consumer_core",
     "rocketq.client.instance",
     "rocketq.client.latency",
     "rocketq.client.listener",
     "rocketq.client.listener_calls",
+    "rocketq.client.listener_slots",  # every listener call takes a slot
     "rocketq.client.message",
     "rocketq.client.offset_store",
     "rocketq.client.process_queue",

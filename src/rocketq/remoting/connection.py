@@ -371,13 +371,16 @@ class Connection(asyncio.BufferedProtocol):
         pending[opaque] = future
         if read is not None:
             self._readers[opaque] = read
-        # One timer handle per call: cheaper than ``asyncio.timeout`` on a path every request takes.
-        timer = loop.call_later(timeout_s, self._expire, future, command.code, timeout_s)
+        timer: asyncio.TimerHandle | None = None
         try:
             self.send(command)
+            # One timer handle per call: cheaper than ``asyncio.timeout`` on a path every request takes.
+            # Made once the request is written: the write (the request's latency) does not wait for it.
+            timer = loop.call_later(timeout_s, self._expire, future, command.code, timeout_s)
             return await future
         finally:
-            timer.cancel()
+            if timer is not None:
+                timer.cancel()
             pending.pop(opaque, None)
             if read is not None:
                 self._readers.pop(opaque, None)

@@ -92,6 +92,20 @@ async def test_a_unique_key_query_returns_only_that_unique_key(cluster: LocalClu
         assert await admin.query_by_unique_key(TOPIC, "CCX") == []
 
 
+async def test_a_message_is_found_by_key_as_soon_as_its_send_is_answered(cluster: LocalCluster) -> None:
+    """No wait for the dispatcher: a lone send's keys are indexed after its answer, and a query takes
+    them first (``IndexService.build(later=True)``)."""
+    async with (
+        Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer,
+        AdminClient(cluster.namesrv_addr) as admin,
+    ):
+        for number in range(5):
+            key = f"at-once-{number}"
+            sent = await send_to(producer, "broker-a", Message(TOPIC, b"m%d" % number, keys=key))
+            assert bodies(await admin.query_by_key(TOPIC, key)) == [b"m%d" % number]
+            assert bodies(await admin.query_by_unique_key(TOPIC, sent.msg_id)) == [b"m%d" % number]
+
+
 async def test_time_ranges_are_kept_to_the_millisecond(cluster: LocalCluster) -> None:
     sent: list[SendResult] = []
     async with (

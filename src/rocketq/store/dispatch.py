@@ -106,9 +106,14 @@ class Dispatcher:
                 return
 
     def catch_up_index(self) -> bool:
-        """Index what the index skipped while no index file could be made (a step of it); True once
-        nothing dispatched is left unindexed."""
-        if self._index is None or self._index.skipped_from is None:
+        """Index the keys kept for later (a lone put's, ``IndexService.build``), then what the index
+        skipped while no index file could be made (a step of it); True once nothing dispatched is left
+        unindexed. The first part does not take the dispatch lock: a put's dispatch on the event loop
+        (``try_dispatch_until``) never finds the thread busy with it."""
+        if self._index is None:
+            return True
+        self._index.build_deferred()
+        if self._index.skipped_from is None:
             return True
         with self._dispatch_lock:
             return self._index.catch_up(self.dispatched_offset)

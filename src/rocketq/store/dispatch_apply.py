@@ -63,8 +63,8 @@ class DispatchApplier:
             # Listeners (the pulls held for these queues) first: they read the ConsumeQueues, not the
             # index, and a lone message's consumer should not wait for its keys to be hashed.
             self._notify(arrived)
-        if self._index is not None:
-            self._index.build(requests)
+        if self._index is not None:  # a lone record's keys are indexed later, off the put's turn
+            self._index.build(requests, later=len(requests) == 1)
         self.dispatched_count += len(requests)
 
     def _apply_one(self, request: DispatchRequest) -> None:
@@ -155,6 +155,7 @@ class DispatchApplier:
         self.dispatched_timestamp = rows[-1][columns.STORE_TIMESTAMP]
         self._notify(arrived)
         if self._index is not None and len(batch.key_hashes):
+            self._index.build_deferred()  # (before reading where the index ends)
             already = self._index.end_phy_offset
             hashes: list[int] = []
             offsets: list[int] = []
@@ -194,6 +195,7 @@ class DispatchApplier:
         self.dispatched_timestamp = int(rows[-1, columns.STORE_TIMESTAMP])
         self._notify(arrived)
         if self._index is not None and len(batch.key_hashes):
+            self._index.build_deferred()  # (before reading where the index ends)
             keyed = rows[batch.key_records]  # each key's record (one gather; numpy's cost is per call)
             hashes, physical, stamps = batch.key_hashes, keyed[:, columns.PHYSICAL], keyed[:, columns.STORE_TIMESTAMP]
             keep = are_indexed(physical, keyed[:, columns.SYS_FLAG], self._index.end_phy_offset)

@@ -8,6 +8,13 @@ which consumers need, do not wait for the index. Once an index file can be made 
 once per ``RETRY_INTERVAL_S``), ``catch_up`` indexes the skipped records from the CommitLog, in order,
 before any newer ones. It runs on the dispatcher's thread (never inline on a put's, which may be an
 event loop). A restart catches up the same way (dispatch starts where the index ends).
+
+A lone record's keys (a single put's dispatch pass, which runs on the broker's event loop between the
+put and the answers it wakes) are kept for later (``build(..., later=True)``) instead of being hashed
+and written in that pass: the dispatcher's thread builds them on its next round (within
+``dispatch_interval_ms``), and every query, flush and other build takes them first, in CommitLog order,
+so a query by key right after a send's answer finds its message as before. A crash loses nothing: a
+restart dispatches again from where the index ends.
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ log = logging.getLogger(__name__)
 
 RETRY_INTERVAL_S = 1.0
 """While keys are skipped, how often making an index file is tried again."""
+DEFERRED_MAX_RECORDS = 1024
+"""At most this many records' keys wait for later; the build that would pass it writes them all."""
 CATCH_UP_RECORDS = 65_536
 """Skipped records one ``catch_up`` call indexes at most (the dispatcher's thread calls it again)."""
 _Keys = tuple[list[int], list[int], list[int]]  # key hashes, CommitLog offsets, store timestamps
@@ -58,7 +67,8 @@ def are_indexed(physical_offsets: np.ndarray, sys_flags: np.ndarray, indexed_unt
 
 
 class IndexService:
-    """Thread safety: the dispatcher thread writes; queries may come from any thread."""
+    """Thread safety: writes hold ``_write_lock`` (the dispatcher thread, or a query, flush or build
+    taking the keys kept for later); queries may come from any thread."""
 
     def __init__(self, config: StoreConfig, commit_log: CommitLog, clock: Callable[[], float] = time.monotonic) -> None:
         """``commit_log``: where skipped records are read again; ``clock``: monotonic seconds."""
@@ -76,7 +86,9 @@ class IndexService:
             compiled_dispatch.index_writer() if config.compiled_dispatch and compiled_dispatch.load() else None
         )
         self._files: list[IndexFile] = []
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the list of files
+        self._write_lock = threading.Lock()  # the writes (the dispatcher, a query or a flush taking the deferred)
+        self._deferred: list[DispatchRequest] = []  # records whose keys wait (``build(..., later=True)``)
 
     def load(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -157,10 +169,32 @@ class IndexService:
             self._spares.append(spare)
             room += spare.max_entries - spare.index_count
 
-    def build(self, requests: Sequence[DispatchRequest]) -> None:
-        """Index UNIQ_KEY and every KEYS entry of each record; skip what is already indexed."""
-        hashes, offsets, stamps = self._keys(requests)
-        self.build_hashed(hashes, offsets, stamps)
+    def build(self, requests: Sequence[DispatchRequest], *, later: bool = False) -> None:
+        """Index UNIQ_KEY and every KEYS entry of each record; skip what is already indexed. With
+        ``later``, only keep the records for ``build_deferred`` (see the module doc)."""
+        with self._write_lock:
+            deferred = self._deferred
+            if later and len(deferred) < DEFERRED_MAX_RECORDS:
+                deferred.extend(requests)
+                return
+            if deferred:
+                requests = [*deferred, *requests]
+                self._deferred = []
+            hashes, offsets, stamps = self._keys(requests)
+            self._build_hashed(hashes, offsets, stamps)
+
+    def build_deferred(self) -> None:
+        """Index the records kept for later, if any (any thread)."""
+        if self._deferred:
+            with self._write_lock:
+                self._take_deferred()
+
+    def _take_deferred(self) -> None:
+        deferred = self._deferred
+        if deferred:
+            self._deferred = []
+            hashes, offsets, stamps = self._keys(deferred)
+            self._build_hashed(hashes, offsets, stamps)
 
     def _keys(self, requests: Sequence[DispatchRequest]) -> _Keys:
         already = self.end_phy_offset
@@ -183,8 +217,14 @@ class IndexService:
         return index_key_hashes(keys), offsets, stamps
 
     def build_hashed(self, hashes: list[int], offsets: list[int], stamps: list[int]) -> None:
-        """Index keys given their hashes (``key_hash``), CommitLog offsets and store times, in order.
-        Skipped (from the first one on) when their index file cannot be made: see the module doc."""
+        """Index keys given their hashes (``key_hash``), CommitLog offsets and store times, in order
+        (after the records kept for later). Skipped (from the first one on) when their index file
+        cannot be made: see the module doc."""
+        with self._write_lock:
+            self._take_deferred()
+            self._build_hashed(hashes, offsets, stamps)
+
+    def _build_hashed(self, hashes: list[int], offsets: list[int], stamps: list[int]) -> None:
         if not hashes or self.skipped_from is not None:  # (catch_up, on the dispatcher's thread, fills in)
             return
         try:
@@ -218,6 +258,10 @@ class IndexService:
         """Index skipped records (``skipped_from``) below CommitLog offset ``until``, at most
         ``CATCH_UP_RECORDS`` of them per call; True once none below ``until`` is left. Tries no more
         than once per ``RETRY_INTERVAL_S`` after a failure. Runs on the dispatcher's thread."""
+        with self._write_lock:
+            return self._catch_up(until)
+
+    def _catch_up(self, until: int) -> bool:
         offset = self.skipped_from
         if offset is None:
             return True
@@ -256,6 +300,7 @@ class IndexService:
     ) -> list[int]:
         """CommitLog offsets of records indexed under ``key`` and stored within [begin_ms, end_ms] (to the
         second), newest first: at most ``max_num``, and only those ``accept`` accepts when given."""
+        self.build_deferred()
         found: list[int] = []
         full_key = f"{topic}#{key}"
         for index_file in reversed(self.files):
@@ -275,10 +320,13 @@ class IndexService:
 
     def flush(self) -> None:
         # Older files were flushed when they filled up; only the last two can be dirty.
+        self.build_deferred()
         for index_file in self.files[-2:]:
             index_file.flush()
 
     def destroy_all(self) -> None:
+        with self._write_lock:
+            self._deferred = []
         with self._lock:
             files, self._files = self._files + self._spares, []
             self._spares = []
@@ -286,6 +334,7 @@ class IndexService:
             index_file.destroy()
 
     def close(self) -> None:
+        self.build_deferred()
         with self._lock:
             files, self._files = self._files + self._spares, []
             self._spares = []

@@ -107,32 +107,34 @@ def pull(
     context: BrokerContext, request: RemotingCommand, header: PullMessageRequestHeader, connection: Connection
 ) -> RemotingCommand | None:
     """The response, or None when the pull is held: long polling answers it on ``connection`` later."""
+    # header fields read once each (a Struct's attribute is a generic getattr from compiled code)
+    group, topic, queue_id, sys_flag = header.consumer_group, header.topic, header.queue_id, header.sys_flag
     config = context.config
-    group_config = context.groups.find(header.consumer_group)
+    group_config = context.groups.find(group)
     if group_config is None:
         return reply(
             request,
             ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-            f"subscription group [{header.consumer_group}] does not exist",
+            f"subscription group [{group}] does not exist",
         )
     if not group_config.consume_enable:  # ``updateSubGroup --consume-disable``: nobody in the group may pull
-        return reply(request, ResponseCode.NO_PERMISSION, f"subscription group no permission, {header.consumer_group}")
-    topic_config = context.topics.get(header.topic)
+        return reply(request, ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+    topic_config = context.topics.get(topic)
     if topic_config is None:
-        return reply(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist, apply first please!")
+        return reply(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
     if not is_readable(topic_config.perm):
-        return reply(request, ResponseCode.NO_PERMISSION, f"the topic[{header.topic}] pulling message is forbidden")
-    if not 0 <= header.queue_id < topic_config.read_queue_nums:
+        return reply(request, ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
+    if not 0 <= queue_id < topic_config.read_queue_nums:
         return reply(
             request,
             ResponseCode.SYSTEM_ERROR,
-            f"queueId[{header.queue_id}] is illegal, topic {header.topic} has {topic_config.read_queue_nums}",
+            f"queueId[{queue_id}] is illegal, topic {topic} has {topic_config.read_queue_nums}",
         )
 
     # ``updateSubGroup --broadcast-disable``: members that heartbeat as BROADCASTING may not pull. Java
     # checks this only for pulls without a subscription (its push consumers'); rocketq's consumers always
     # send theirs, so the check is made whenever the group's members are known here.
-    registered = context.clients.consumers.get(header.consumer_group)
+    registered = context.clients.consumers.get(group)
     if (
         registered is not None
         and registered.message_model == _BROADCASTING
@@ -141,20 +143,20 @@ def pull(
         return reply(
             request,
             ResponseCode.NO_PERMISSION,
-            f"the consumer group[{header.consumer_group}] can not consume by broadcast way",
+            f"the consumer group[{group}] can not consume by broadcast way",
         )
 
-    if header.sys_flag & FLAG_SUBSCRIPTION:
+    if sys_flag & FLAG_SUBSCRIPTION:
         subscription = build_subscription(
-            header.topic, header.subscription, header.sub_version, header.expression_type or "TAG"
+            topic, header.subscription, header.sub_version, header.expression_type or "TAG"
         )
     else:  # Java push consumers pull without a subscription: use the heartbeat's
-        found = context.clients.subscription(header.consumer_group, header.topic)
+        found = context.clients.subscription(group, topic)
         if found is None:
             return reply(
                 request,
                 ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                f"the consumer's subscription of {header.topic} does not exist",
+                f"the consumer's subscription of {topic} does not exist",
             )
         subscription = found
     message_filter: MessageFilter | None = None
@@ -166,16 +168,16 @@ def pull(
         if refused is not None:
             return reply(request, *refused)
         selector = compile_cached(subscription.expression)
-        message_filter = pull_filter(config, context.filters, header.consumer_group, header.topic, selector)
+        message_filter = pull_filter(config, context.filters, group, topic, selector)
 
-    if header.sys_flag & FLAG_COMMIT_OFFSET and context.is_master:
-        context.offsets.commit(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
+    if sys_flag & FLAG_COMMIT_OFFSET and context.is_master:
+        context.offsets.commit(group, topic, queue_id, header.commit_offset)
 
     # held until a message arrives or the client's suspend timeout; without long polling (longPollingEnable=false)
     # for shortPollingTimeMills, as RocketMQ does
     hold_ms = header.suspend_timeout_millis if config.long_polling_enable else config.short_polling_time_mills
-    may_hold = bool(header.sys_flag & FLAG_SUSPEND) and header.suspend_timeout_millis > 0 and hold_ms > 0
-    caught_up = header.queue_offset == context.store.get_max_offset_in_queue(header.topic, header.queue_id) > 0
+    may_hold = bool(sys_flag & FLAG_SUSPEND) and header.suspend_timeout_millis > 0 and hold_ms > 0
+    caught_up = header.queue_offset == context.store.get_max_offset_in_queue(topic, queue_id) > 0
     if not (may_hold and caught_up):  # (a consumer that caught up is held without reading: the common pull)
         read = _read(context, header, tags_codes, message_filter)
         if read[0] != _PULL_NOT_FOUND or not may_hold:
@@ -191,7 +193,7 @@ def pull(
             response = reply(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
         connection.send(response)
 
-    context.long_polling.hold(header.topic, header.queue_id, header.queue_offset, hold_ms / 1000, answer)
+    context.long_polling.hold(topic, queue_id, header.queue_offset, hold_ms / 1000, answer)
     return None
 
 
@@ -213,10 +215,10 @@ def _read(
 ) -> tuple[int, int, int, int, int, bytes]:
     """The store's answer to a pull: its response code, the broker to suggest, the next begin offset,
     the queue's min and max offsets, and the records."""
-    offset = header.queue_offset
+    offset, topic, queue_id = header.queue_offset, header.topic, header.queue_id  # (read once each)
     with context.store.get_messages(
-        header.topic,
-        header.queue_id,
+        topic,
+        queue_id,
         offset,
         max(1, header.max_msg_nums),
         tags_codes=tags_codes,
@@ -230,7 +232,7 @@ def _read(
         body = result.tobytes() if found else b""
         if found:
             context.consume_rates.record(
-                header.consumer_group, header.topic, result.message_count, len(body), header.queue_id, next_offset
+                header.consumer_group, topic, result.message_count, len(body), queue_id, next_offset
             )
             context.pull_counters.record(result.message_count)
         else:
@@ -252,8 +254,8 @@ def _read(
     if code == _PULL_OFFSET_MOVED:
         log.info(
             "pull of %s-%d by %s at %d moved to %d (queue [%d, %d))",
-            header.topic,
-            header.queue_id,
+            topic,
+            queue_id,
             header.consumer_group,
             offset,
             next_offset,
@@ -261,13 +263,18 @@ def _read(
             high,
         )
     config = context.config
+    is_slave, slave_read_enable = config.is_slave, config.slave_read_enable
+    lag_bytes = 0 if pulled_to is None else context.store.commit_log.max_offset - pulled_to
+    in_memory_bytes = RAM_BYTES * config.access_message_in_memory_max_ratio // 100
+    # whether a slave could take the queue is asked only when the suggestion depends on it
+    may_offer = not is_slave and (slave_read_enable or lag_bytes > in_memory_bytes)
     suggested = suggest_broker_id(
-        is_slave=config.is_slave,
+        is_slave=is_slave,
         own_id=config.broker_id,
-        slave_read_enable=config.slave_read_enable,
-        slave_available=context.slave_available(),
-        lag_bytes=0 if pulled_to is None else context.store.commit_log.max_offset - pulled_to,
-        in_memory_bytes=RAM_BYTES * config.access_message_in_memory_max_ratio // 100,
+        slave_read_enable=slave_read_enable,
+        slave_available=may_offer and context.slave_available(),
+        lag_bytes=lag_bytes,
+        in_memory_bytes=in_memory_bytes,
     )
     return code, suggested, next_offset, low, high, body
 

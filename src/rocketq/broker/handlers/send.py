@@ -289,12 +289,13 @@ def _send(
     store_host = context.store_host
     messages: list[MessageToStore] = []
     wait_for_flush = False
+    waits_possible = context.flush_waits.active  # (else ``put_or_wait`` waits for nothing either way)
     half_properties: str | None = None  # a half message's (the last one's, for a batch)
     for message_body, properties_text, flag in bodies:
         target_topic, target_queue, message_sys_flag = topic, queue_id, stored_sys_flag
         stored = None if dead_letter else plain_stored_properties(properties_text, plain_suffix)
         if stored is not None:  # the common case: append the broker's properties to the text
-            if not wait_for_flush:
+            if not wait_for_flush and waits_possible:  # (nothing to wait for: the property is not read)
                 wait = find_property(properties_text, Property.WAIT_STORE_MSG_OK)
                 wait_for_flush = wait is None or wait.lower() in _TRUE
         else:

@@ -20,7 +20,7 @@ from rocketq.protocol import (
     encode_frame,
     encode_frame_parts,
 )
-from rocketq.protocol.frame import LARGE_FRAME, RECEIVE_BUFFER
+from rocketq.protocol.frame import LARGE_FRAME, RECEIVE_BUFFER, unfilled_bytearray
 
 from .captures import CapturedFrame, captured_frames
 
@@ -362,6 +362,36 @@ def test_a_large_body_is_the_buffer_it_was_received_into() -> None:
     assert isinstance(command.body, memoryview) and command.body.readonly
     assert command.body.obj is targets[-1]
     assert command.body == body
+
+
+@pytest.mark.parametrize("body_chunk", [None, RECEIVE_BUFFER])
+def test_a_large_body_holds_only_received_bytes_in_reused_memory(body_chunk: int | None) -> None:
+    """A large body's buffers are not zeroed first (``unfilled_bytearray``): memory freed just before,
+    full of other bytes, and reused for them shows none of those bytes in the body, whatever the cuts."""
+    size = 3 * RECEIVE_BUFFER + 17
+    body = bytes(size)  # zeros: any stale byte of the earlier buffers would show
+    stream = encode_frame(RemotingCommand(code=11, opaque=5, body=body))
+    for cut in (1, 4096, RECEIVE_BUFFER - 3, len(stream)):
+        stale = [bytearray(b"\xa5") * n for n in (size, RECEIVE_BUFFER, size)]
+        del stale  # (freed: the allocator hands this memory out next)
+        decoder = FrameDecoder(body_chunk=body_chunk)
+        decoded: list[RemotingCommand] = []
+        rest = stream
+        while rest:
+            room = decoder.get_buffer()
+            take = min(len(room), cut, len(rest))
+            room[:take] = rest[:take]
+            rest = rest[take:]
+            decoded.extend(decoder.buffer_updated(take))
+        assert [c.body for c in decoded] == [body]
+
+
+def test_unfilled_bytearray_is_a_bytearray_of_the_size_asked() -> None:
+    for size in (0, 1, LARGE_FRAME, 4 << 20):
+        made = unfilled_bytearray(size)
+        assert type(made) is bytearray and len(made) == size
+        made += b"\x07"  # writable and resizable like any bytearray
+        assert len(made) == size + 1 and made[size] == 7
 
 
 def test_a_server_receives_a_large_body_in_parts() -> None:

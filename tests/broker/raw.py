@@ -40,14 +40,21 @@ def send_request(
 
 
 def pull_request(
-    topic: str, queue_id: int, offset: int, *, suspend_ms: int = 0, expression: str = "*", group: str = "CG"
+    topic: str,
+    queue_id: int,
+    offset: int,
+    *,
+    suspend_ms: int = 0,
+    expression: str = "*",
+    group: str = "CG",
+    max_msg_nums: int = 32,
 ) -> RemotingCommand:
     header = PullMessageRequestHeader(
         consumer_group=group,
         topic=topic,
         queue_id=queue_id,
         queue_offset=offset,
-        max_msg_nums=32,
+        max_msg_nums=max_msg_nums,
         sys_flag=4 | (2 if suspend_ms else 0),
         commit_offset=0,
         suspend_timeout_millis=suspend_ms,

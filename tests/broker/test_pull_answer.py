@@ -8,7 +8,7 @@ import asyncio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketq.broker.handlers.pull import pull_answer
+from rocketq.broker.handlers.pull import IN_PLACE_VIEW_BYTES, pull_answer, records_to_write
 from rocketq.broker.server import Broker
 from rocketq.protocol import (
     RemotingCommand,
@@ -61,6 +61,29 @@ def test_the_template_writes_what_the_encoder_writes(
     generic = make_response(request, code, ext_fields=_fields(suggested, next_offset, low, high), body=body)
     decoded = written_as_the_encoder_would(answer, generic)
     assert PullMessageResponseHeader.from_ext_fields(decoded.ext_fields).to_ext_fields() == decoded.ext_fields
+
+
+@given(
+    PULL_CODES,
+    INT32,
+    OFFSETS,
+    st.lists(st.binary(min_size=1, max_size=2 * IN_PLACE_VIEW_BYTES), min_size=1, max_size=6),
+    st.sampled_from([SerializeType.JSON, SerializeType.ROCKETMQ]),
+)
+def test_records_written_as_views_or_joined_leave_as_one_body(
+    code: int, opaque: int, next_offset: int, pieces: list[bytes], serialize_type: SerializeType
+) -> None:
+    """Whether the store's views are written in place or joined (``records_to_write``), the answer's
+    frame is the one with their bytes as one body."""
+    request = _request(opaque, serialize_type)
+    views = [memoryview(piece) for piece in pieces]
+    written = records_to_write(views, sum(len(piece) for piece in pieces))
+    in_place = len(pieces) == 1 or sum(map(len, pieces)) >= len(pieces) * IN_PLACE_VIEW_BYTES
+    assert isinstance(written, list) == in_place
+    answer = pull_answer(request, code, 0, next_offset, 0, next_offset, written)
+    generic = make_response(request, code, ext_fields=_fields(0, next_offset, 0, next_offset), body=b"".join(pieces))
+    assert answer == generic
+    assert encode_frame(answer) == encode_frame(generic)
 
 
 def test_a_binary_header_request_gets_a_binary_header() -> None:

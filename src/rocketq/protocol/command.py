@@ -71,10 +71,14 @@ class RemotingCommand:
         encoded_header: The header exactly as ``encode_header`` would write it from the fields above, when
             its builder wrote it already (the broker's answer to a stored send, from a template); None:
             ``encode_header`` encodes the fields. Not compared by ``==``.
+        body_parts: The body as buffers written one after the other without being joined (``body`` is
+            then empty), or None: the broker's pull answer carries its records this way, as views of
+            the store's mapped files (``encode_frame_parts``). Compared by ``==`` as the bytes they join to.
     """
 
     __slots__ = (
         "body",
+        "body_parts",
         "code",
         "encoded_header",
         "ext_fields",
@@ -99,6 +103,7 @@ class RemotingCommand:
         body: Body = b"",
         serialize_type: SerializeType = SerializeType.JSON,
         encoded_header: bytes | None = None,
+        body_parts: list[memoryview] | None = None,
     ) -> None:
         self.code = code
         self.language = language
@@ -110,6 +115,7 @@ class RemotingCommand:
         self.body = body
         self.serialize_type = serialize_type
         self.encoded_header = encoded_header
+        self.body_parts = body_parts
 
     @property
     def is_response(self) -> bool:
@@ -132,7 +138,7 @@ class RemotingCommand:
             and self.version == other.version
             and self.remark == other.remark
             and self.ext_fields == other.ext_fields
-            and self.body == other.body
+            and _whole_body(self) == _whole_body(other)
             and self.serialize_type == other.serialize_type
         )
 
@@ -141,9 +147,15 @@ class RemotingCommand:
         return (
             f"RemotingCommand({kind} code={self.code} opaque={self.opaque} flag={self.flag} "
             f"language={self.language.name} version={self.version} remark={self.remark!r} "
-            f"ext_fields={self.ext_fields!r} body=<{memoryview(self.body).nbytes} bytes> "
+            f"ext_fields={self.ext_fields!r} body=<{len(_whole_body(self))} bytes> "
             f"serialize_type={self.serialize_type.name})"
         )
+
+
+def _whole_body(command: RemotingCommand) -> Body:
+    """The command's body in one buffer (its ``body_parts`` joined, a copy)."""
+    parts = command.body_parts
+    return command.body if parts is None else b"".join(parts)
 
 
 _INT16_MIN: Final = -0x8000
@@ -241,10 +253,12 @@ def templated_response(
     ext_fields: dict[str, str],
     encoded_header: bytes | None,
     body: Body = b"",
+    body_parts: list[memoryview] | None = None,
 ) -> RemotingCommand:
     """``make_response(request, code, ext_fields=ext_fields, body=body)`` for a handler that built
     ``ext_fields`` for this answer (kept, not copied) and, where ``takes_templated_header``, its JSON
-    header already encoded (``encoded_header``; None: the generic encoder writes it)."""
+    header already encoded (``encoded_header``; None: the generic encoder writes it); ``body_parts``:
+    the body as buffers not joined (see ``RemotingCommand``)."""
     return RemotingCommand(
         code=code,
         language=_JAVA,
@@ -255,6 +269,7 @@ def templated_response(
         body=body,
         serialize_type=request.serialize_type,
         encoded_header=encoded_header,
+        body_parts=body_parts,
     )
 
 

@@ -379,7 +379,8 @@ def encode_frame_parts(cmd: RemotingCommand) -> list[Body]:
     Returns:
         ``[prefix_and_header]`` or ``[prefix_and_header, body]``; the body is the
         command's own object (``bytes`` or ``memoryview``), suitable for
-        ``writelines`` or ``socket.sendmsg``.
+        ``writelines`` or ``socket.sendmsg``. A command with ``body_parts`` has
+        them after the prefix and header instead, each its own object.
 
     Raises:
         LocalProtocolError: The header or frame is too large for the wire format, or the
@@ -388,6 +389,9 @@ def encode_frame_parts(cmd: RemotingCommand) -> list[Body]:
     header = encode_header(cmd)
     if len(header) > _MAX_HEADER_LENGTH:
         raise LocalProtocolError(f"header of {len(header)} bytes exceeds {_MAX_HEADER_LENGTH} bytes")
+    parts = cmd.body_parts
+    if parts is not None:
+        return _frame_of_parts(cmd, header, parts)
     body = cmd.body
     if isinstance(body, memoryview):
         if not body.c_contiguous:
@@ -402,6 +406,20 @@ def encode_frame_parts(cmd: RemotingCommand) -> list[Body]:
         raise LocalProtocolError(f"frame of {frame_length} bytes does not fit a 32-bit length")
     first = _PREFIX.pack(frame_length, (int(cmd.serialize_type) << 24) | len(header)) + header
     return [first, body] if body_size else [first]
+
+
+def _frame_of_parts(cmd: RemotingCommand, header: bytes, parts: list[memoryview]) -> list[Body]:
+    """``encode_frame_parts`` of a command whose body is ``parts`` (1-D byte views, as the store makes)."""
+    body_size = 0
+    for part in parts:
+        if part.ndim != 1 or part.itemsize != 1 or not part.c_contiguous:
+            raise LocalProtocolError("body parts must be contiguous byte views")
+        body_size += part.nbytes
+    frame_length = 4 + len(header) + body_size
+    if frame_length > _MAX_FRAME_LENGTH_FIELD:
+        raise LocalProtocolError(f"frame of {frame_length} bytes does not fit a 32-bit length")
+    first: Body = _PREFIX.pack(frame_length, (int(cmd.serialize_type) << 24) | len(header)) + header
+    return [first, *parts]
 
 
 def encode_frame(cmd: RemotingCommand) -> bytes:

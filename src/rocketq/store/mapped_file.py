@@ -5,8 +5,10 @@ hit a full disk: ENOSPC surfaces once, at creation, as ``DiskFullError``, and no
 
 Readers pin a file with ``hold()`` and unpin it with ``release()``. ``destroy()`` marks the file dead;
 it is unmapped, closed and unlinked only when the last holder releases it. A ``memoryview`` of a live
-``mmap`` keeps it from closing (``BufferError``), which is why views handed out by ``view()`` must be
-released by the reader before it releases its hold (``GetMessageResult.release`` does both).
+``mmap`` keeps it from closing (``BufferError``): a view that outlives its reader's hold (a pull answer's
+records, still being written to a slow client: ``GetMessageResult.take_buffers``) keeps its bytes
+readable, and the file is then closed and unlinked at once but unmapped only when the last such view
+is gone (the ``mmap`` object is freed with it).
 
 Flushing uses ``os.fdatasync`` on the file descriptor: on Linux it writes back pages dirtied through
 the shared mapping, and unlike ``mmap.flush`` it releases the GIL, so a flusher thread does not stall
@@ -182,12 +184,13 @@ class MappedFile:
         return self._alive
 
     def close(self) -> None:
-        """Unmap and close without deleting (clean store shutdown)."""
+        """Unmap and close without deleting (clean store shutdown); a view still alive (see above) keeps
+        the map until it is gone."""
         self.buffer.release()
         try:
             self.mm.close()
         except BufferError:
-            log.warning("%s: closed while a reader still holds a view; unmapping later", self.path)
+            log.info("%s: closed while views of it are still being written; unmapped when they are done", self.path)
         os.close(self._fd)
         self._fd = -1
 

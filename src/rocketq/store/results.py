@@ -168,9 +168,10 @@ class GetMessageResult:
     """Records read from one queue, as zero-copy views into the CommitLog's mapped files.
 
     ``buffers`` are ``memoryview`` slices; adjacent records are merged into one view, so
-    ``len(buffers) <= message_count``. The views pin their files: call ``release()`` (or use the
-    result as a context manager) once the bytes have been written out, before the store may delete
-    or unmap those files. ``next_begin_offset`` is where the next read of this queue starts.
+    ``len(buffers) <= message_count``. The result pins their files: call ``release()`` (or use the
+    result as a context manager) once done with the views, so the store may delete or unmap those
+    files. A reader that writes the views out after that takes them first (``take_buffers``).
+    ``next_begin_offset`` is where the next read of this queue starts.
     """
 
     status: GetStatus
@@ -241,6 +242,15 @@ class GetMessageResult:
             self.status = GetStatus.MESSAGE_WAS_REMOVING
         elif not found_any_entry:
             self.status = GetStatus.OFFSET_FOUND_NULL
+
+    def take_buffers(self) -> list[memoryview]:
+        """Hand the views over to the caller: ``release()`` then unpins the files but leaves these views
+        usable. A view keeps its part of the mapped file readable for as long as it lives, even past the
+        file's deletion or the store's close (``MappedFile.close``): the broker writes a pull answer's
+        records this way, from the map to the socket, however long the peer takes to read them."""
+        taken = self.buffers
+        self.buffers = []
+        return taken
 
     def tobytes(self) -> bytes:
         """All records concatenated (a copy)."""

@@ -6,6 +6,9 @@ on its queue or its suspend timeout ends, then runs once more without suspension
 The answer's ``suggestWhichBrokerId`` tells the consumer which broker of the group to pull this queue
 from next (``suggest_broker_id``; docs/replication.md#reads-from-slaves).
 
+The answer's records are written from the CommitLog's mapped files to the socket, view by view, without
+being joined into one ``bytes`` first (``records_to_write``), unless they are many small pieces.
+
 A SQL92 pull is filtered by the expression it carries (subscription flag set, as rocketq's clients
 and groupless readers send it) or else by its group's registered one; see ``rocketq.broker.sql_filters``.
 """
@@ -44,6 +47,10 @@ FLAG_SUBSCRIPTION = 0x4
 MASTER_ID = 0
 SLAVE_ID = 1  # the broker a master suggests (SubscriptionGroupConfig's whichBrokerWhenConsumeSlowly default)
 RAM_BYTES = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+IN_PLACE_VIEW_BYTES: Final = 4096
+"""An answer's records are written as the store's views when these are this large on average (or
+just one): a view costs the transport more than joining a few hundred bytes does (``records_to_write``)."""
 
 # Enum members read per pull, bound once (see rocketq.native.modules on enum members)
 _FOUND: Final = GetStatus.FOUND
@@ -212,9 +219,9 @@ def _read(
     header: PullMessageRequestHeader,
     tags_codes: frozenset[int] | None,
     message_filter: MessageFilter | None,
-) -> tuple[int, int, int, int, int, bytes]:
+) -> tuple[int, int, int, int, int, bytes | list[memoryview]]:
     """The store's answer to a pull: its response code, the broker to suggest, the next begin offset,
-    the queue's min and max offsets, and the records."""
+    the queue's min and max offsets, and the records (``records_to_write``)."""
     offset, topic, queue_id = header.queue_offset, header.topic, header.queue_id  # (read once each)
     with context.store.get_messages(
         topic,
@@ -229,10 +236,10 @@ def _read(
         next_offset = int(result.next_begin_offset)
         pulled_to = int(result.physical_offsets[-1]) if result.physical_offsets else None
         found = status is _FOUND
-        body = result.tobytes() if found else b""
+        records = records_to_write(result.take_buffers(), result.total_bytes) if found else b""
         if found:
             context.consume_rates.record(
-                header.consumer_group, topic, result.message_count, len(body), queue_id, next_offset
+                header.consumer_group, topic, result.message_count, result.total_bytes, queue_id, next_offset
             )
             context.pull_counters.record(result.message_count)
         else:
@@ -276,7 +283,17 @@ def _read(
         lag_bytes=lag_bytes,
         in_memory_bytes=in_memory_bytes,
     )
-    return code, suggested, next_offset, low, high, body
+    return code, suggested, next_offset, low, high, records
+
+
+def records_to_write(views: list[memoryview], total_bytes: int) -> bytes | list[memoryview]:
+    """A pull answer's records as they are written: the store's views themselves (taken from the read's
+    result, they stay readable until written, see ``GetMessageResult.take_buffers``) when there is one or
+    they are ``IN_PLACE_VIEW_BYTES`` on average, else joined into one ``bytes`` (records of this queue
+    stored among other queues' come one or a few per view)."""
+    if len(views) == 1 or total_bytes >= len(views) * IN_PLACE_VIEW_BYTES:
+        return views
+    return b"".join(views)
 
 
 # The JSON header of a pull's answer around its varying values, as ``encode_json_header`` writes it
@@ -290,9 +307,15 @@ _BEFORE_OPAQUE: Final = '"}' + JSON_ANSWER_BEFORE_OPAQUE
 
 
 def pull_answer(
-    request: RemotingCommand, code: int, suggested: int, next_offset: int, low: int, high: int, body: bytes
+    request: RemotingCommand,
+    code: int,
+    suggested: int,
+    next_offset: int,
+    low: int,
+    high: int,
+    records: bytes | list[memoryview],
 ) -> RemotingCommand:
-    """A pull's answer: ``make_response(request, code, ext_fields=..., body=body)`` with
+    """A pull's answer: ``make_response(request, code, ext_fields=..., body=records)`` with
     PullMessageResponseHeader's fields (suggestWhichBrokerId, nextBeginOffset, minOffset, maxOffset;
     tests/broker/test_broker_raw.py holds them equal). The answer to a JSON request carries its header
     already encoded (``RemotingCommand.encoded_header``), written from a template instead of through the
@@ -311,4 +334,6 @@ def pull_answer(
             f"{_BEFORE_MIN_OFFSET}{low}{_BEFORE_MAX_OFFSET}{high}{_BEFORE_OPAQUE}{request.opaque}"
             f"{JSON_ANSWER_END}"
         ).encode()
-    return templated_response(request, code, fields, encoded, body)
+    if isinstance(records, list):
+        return templated_response(request, code, fields, encoded, body_parts=records)
+    return templated_response(request, code, fields, encoded, records)

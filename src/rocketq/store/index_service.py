@@ -184,10 +184,10 @@ class IndexService:
             self._build_hashed(hashes, offsets, stamps)
 
     def build_deferred(self) -> None:
-        """Index the records kept for later, if any (any thread)."""
-        if self._deferred:
-            with self._write_lock:
-                self._take_deferred()
+        """Index the records kept for later, if any (any thread). Takes the write lock even when none
+        are kept: the dispatcher thread may be writing the ones it took, which a query must wait for."""
+        with self._write_lock:
+            self._take_deferred()
 
     def _take_deferred(self) -> None:
         deferred = self._deferred

@@ -25,6 +25,7 @@ from rocketq.common.names import NOT_SENDABLE_TOPICS, empty_property_problem, se
 from rocketq.protocol import ONEWAY_FLAG, RemotingCommand, RequestCode
 from rocketq.protocol.batch import write_item
 from rocketq.protocol.headers import IDEMPOTENT_SEND_FIELD
+from rocketq.protocol.request_templates import send_request_header
 from rocketq.remoting.connection import next_opaque
 
 
@@ -202,5 +203,8 @@ def send_request(
     if idempotent:
         fields[IDEMPOTENT_SEND_FIELD] = "true"
     code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+    opaque = next_opaque()
+    # the JSON header written from its template (rocketq.protocol.request_templates), not by the generic encoder
+    header = send_request_header(code, opaque, oneway, fields, IDEMPOTENT_SEND_FIELD if idempotent else None)
     flags = ONEWAY_FLAG if oneway else 0
-    return RemotingCommand(code=code, opaque=next_opaque(), flag=flags, ext_fields=fields, body=body)
+    return RemotingCommand(code=code, opaque=opaque, flag=flags, ext_fields=fields, body=body, encoded_header=header)

@@ -8,8 +8,10 @@ from typing import Any
 import msgspec
 
 
-class JsonHeaderFields(msgspec.Struct):
-    """Wire shape of a JSON header without its extFields, for decoding only. Unknown keys are ignored."""
+class JsonHeaderFields(msgspec.Struct, gc=False):
+    """Wire shape of a JSON header without its extFields, for decoding only. Unknown keys are ignored.
+    Not tracked by the garbage collector (``gc=False``): one is made per frame, and what it holds (text,
+    numbers, a dict of decoded JSON) cannot refer back to it."""
 
     code: int
     language: str | int = "JAVA"

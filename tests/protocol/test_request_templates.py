@@ -66,7 +66,18 @@ def test_the_send_template_writes_what_the_encoder_writes(
     if idempotent:
         fields["rqIdempotent"] = "true"
     command = RemotingCommand(code=code, opaque=opaque, flag=ONEWAY_FLAG if oneway else 0, ext_fields=fields)
-    written = send_request_header(code, opaque, oneway, fields, "rqIdempotent" if idempotent else None)
+    written = send_request_header(
+        code,
+        opaque,
+        oneway,
+        texts[0],
+        texts[1],
+        texts[2],
+        (decimals[0], decimals[1], decimals[2], decimals[3], decimals[4]),
+        texts[3],
+        ("0", fields["k"], fields["m"]),
+        "rqIdempotent" if idempotent else None,
+    )
     assert written == _generic(command)
 
 

@@ -1,4 +1,4 @@
-"""The wire shapes of a JSON command header, for decoding only (msgspec Structs, so this module stays
+"""The wire shape of a JSON command header, for decoding only (msgspec Structs, so this module stays
 interpreted: ``rocketq.native.modules``). ``rocketq.protocol.command`` decodes with them."""
 
 from __future__ import annotations
@@ -25,10 +25,3 @@ class JsonHeader(JsonHeaderFields):
     """Any JSON header: extFields values of any JSON type, normalised to text after decoding."""
 
     ext_fields: dict[str, Any] | None = msgspec.field(default=None, name="extFields")
-
-
-class TextJsonHeader(JsonHeaderFields):
-    """A JSON header whose extFields values are all strings, as Java and C++ clients send them:
-    decoded without normalising each value."""
-
-    ext_fields: dict[str, str] | None = msgspec.field(default=None, name="extFields")

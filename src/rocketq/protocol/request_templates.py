@@ -22,7 +22,8 @@ import msgspec
 
 from rocketq.protocol.codes import LanguageCode
 
-_ENCODER: Final = msgspec.json.Encoder()
+_encode: Final = msgspec.json.Encoder().encode
+"""The generic encoder's own string writer (bound once: compiled code calls it at once)."""
 
 _TEXTS: dict[str, str] = {}
 """Names already written as JSON text (quotes included), by name."""
@@ -40,7 +41,7 @@ def json_text(name: str) -> str:
     (kept in a table of ``TEXTS_KEPT`` names at most)."""
     text = _TEXTS.get(name)
     if text is None:
-        text = _ENCODER.encode(name).decode()
+        text = _encode(name).decode()
         if len(_TEXTS) < TEXTS_KEPT:
             _TEXTS[name] = text
     return text
@@ -50,21 +51,28 @@ def send_request_header(
     code: int,
     opaque: int,
     oneway: bool,
-    fields: dict[str, str],
+    group: str,
+    topic: str,
+    create_topic_key: str,
+    decimals: tuple[str, str, str, str, str],
+    properties: str,
+    tail: tuple[str, str, str],
     idempotent_field: str | None,
 ) -> bytes:
-    """The JSON header of a send request (SEND_MESSAGE_V2, SEND_BATCH_MESSAGE) whose ``extFields``
-    are ``fields``: SendMessageRequestHeaderV2's keys a..m as ``send_checks.send_request`` writes them
-    (a, b, c, i text; d, e, f, g, h decimal; j "0"; k, m "true"/"false"; in that order) and then
-    ``idempotent_field`` (its value "true") when given. ``code`` and ``opaque`` are int32 (the
-    generic encoder refuses others)."""
-    tail = _REQUEST_TAIL_ONEWAY if oneway else _REQUEST_TAIL
+    """The JSON header of a send request (SEND_MESSAGE_V2, SEND_BATCH_MESSAGE) whose ``extFields`` are
+    SendMessageRequestHeaderV2's keys as ``send_checks.send_request`` writes them, in this order: a
+    ``group``, b ``topic``, c ``create_topic_key``, d e f g h the ``decimals`` (decimal text), i
+    ``properties``, j k m the ``tail`` ("0", "true"/"false" each), then ``idempotent_field`` (its value
+    "true") when given. ``code`` and ``opaque`` are int32 (the generic encoder refuses others)."""
+    end = _REQUEST_TAIL_ONEWAY if oneway else _REQUEST_TAIL
     extra = "" if idempotent_field is None else f',{json_text(idempotent_field)}:"true"'
+    queue_nums, queue_id, sys_flag, born, flag = decimals
+    reconsume_times, unit_mode, batch = tail
     return (
-        f'{{"code":{code},"extFields":{{"a":{json_text(fields["a"])},"b":{json_text(fields["b"])}'
-        f',"c":{json_text(fields["c"])},"d":"{fields["d"]}","e":"{fields["e"]}","f":"{fields["f"]}"'
-        f',"g":"{fields["g"]}","h":"{fields["h"]}","i":{_ENCODER.encode(fields["i"]).decode()}'
-        f',"j":"{fields["j"]}","k":"{fields["k"]}","m":"{fields["m"]}"{extra}{tail}{opaque}{_REQUEST_END}'
+        f'{{"code":{code},"extFields":{{"a":{json_text(group)},"b":{json_text(topic)}'
+        f',"c":{json_text(create_topic_key)},"d":"{queue_nums}","e":"{queue_id}","f":"{sys_flag}"'
+        f',"g":"{born}","h":"{flag}","i":{_encode(properties).decode()}'
+        f',"j":"{reconsume_times}","k":"{unit_mode}","m":"{batch}"{extra}{end}{opaque}{_REQUEST_END}'
     ).encode()
 
 

@@ -203,6 +203,7 @@ class Credentials:
         fields[ACCESS_KEY] = self.access_key
         fields[SIGNATURE] = self.key.signature(fields, request.body)
         request.ext_fields = fields
+        request.encoded_header = None  # (a header written from a template lacks the two fields)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Credentials):

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from rocketq.client.errors import MQClientError, broker_error
 from rocketq.client.message import MessageExt, MessageQueue, decode_messages
 from rocketq.client.route import MASTER_ID
-from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode, make_request
+from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketq.protocol.headers import PULL_MAX_BYTES_FIELD
+from rocketq.protocol.request_templates import pull_request_header
 from rocketq.remoting.connection import next_opaque
 
 FLAG_COMMIT_OFFSET = 0x1
@@ -92,7 +93,10 @@ def pull_request(
     }
     if max_bytes is not None:
         fields[PULL_MAX_BYTES_FIELD] = str(max_bytes)
-    return make_request(RequestCode.PULL_MESSAGE, opaque=next_opaque(), ext_fields=fields)
+    opaque = next_opaque()
+    # the JSON header written from its template (rocketq.protocol.request_templates), not by the generic encoder
+    header = pull_request_header(opaque, fields, None if max_bytes is None else PULL_MAX_BYTES_FIELD)
+    return RemotingCommand(code=RequestCode.PULL_MESSAGE, opaque=opaque, ext_fields=fields, encoded_header=header)
 
 
 def is_pull_answer(response: RemotingCommand) -> bool:

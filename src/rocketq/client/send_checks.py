@@ -25,6 +25,7 @@ from rocketq.common.names import NOT_SENDABLE_TOPICS, empty_property_problem, se
 from rocketq.protocol import ONEWAY_FLAG, RemotingCommand, RequestCode
 from rocketq.protocol.batch import write_item
 from rocketq.protocol.headers import IDEMPOTENT_SEND_FIELD
+from rocketq.protocol.request_templates import send_request_header
 from rocketq.remoting.connection import next_opaque
 
 
@@ -215,22 +216,41 @@ def send_request(
     to ``queue``, born at ``born_ms`` (ms since the epoch), or now."""
     # SendMessageRequestHeaderV2's fields written out (keys a..m), built here in compiled code (the
     # header's own to_ext_fields is interpreted); tests/client/test_written_headers.py holds them equal.
+    group, topic, create_topic_key = config.group, queue.topic, config.create_topic_key
+    queue_nums, queue_id = _decimal(config.default_topic_queue_nums), _decimal(queue.queue_id)
+    sys_flag_text, flag_text = _decimal(sys_flag), _decimal(flag)
+    born = str(int(time.time() * 1000) if born_ms is None else born_ms)
+    batch_text = "true" if batch else "false"
     fields = {
-        "a": config.group,
-        "b": queue.topic,
-        "c": config.create_topic_key,
-        "d": _decimal(config.default_topic_queue_nums),
-        "e": _decimal(queue.queue_id),
-        "f": _decimal(sys_flag),
-        "g": str(int(time.time() * 1000) if born_ms is None else born_ms),
-        "h": _decimal(flag),
+        "a": group,
+        "b": topic,
+        "c": create_topic_key,
+        "d": queue_nums,
+        "e": queue_id,
+        "f": sys_flag_text,
+        "g": born,
+        "h": flag_text,
         "i": properties,
         "j": "0",
         "k": "false",
-        "m": "true" if batch else "false",
+        "m": batch_text,
     }
     if idempotent:
         fields[IDEMPOTENT_SEND_FIELD] = "true"
     code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+    opaque = next_opaque()
+    # the JSON header written from its template (rocketq.protocol.request_templates), not by the generic encoder
+    header = send_request_header(
+        code,
+        opaque,
+        oneway,
+        group,
+        topic,
+        create_topic_key,
+        (queue_nums, queue_id, sys_flag_text, born, flag_text),
+        properties,
+        ("0", "false", batch_text),
+        IDEMPOTENT_SEND_FIELD if idempotent else None,
+    )
     flags = ONEWAY_FLAG if oneway else 0
-    return RemotingCommand(code=code, opaque=next_opaque(), flag=flags, ext_fields=fields, body=body)
+    return RemotingCommand(code=code, opaque=opaque, flag=flags, ext_fields=fields, body=body, encoded_header=header)

@@ -35,7 +35,7 @@ from mypy_extensions import mypyc_attr
 
 from rocketq.protocol.codes import LanguageCode, SerializeType
 from rocketq.protocol.errors import LocalProtocolError, RemoteProtocolError
-from rocketq.protocol.json_header import JsonHeader, JsonHeaderFields, TextJsonHeader
+from rocketq.protocol.json_header import JsonHeader
 
 RESPONSE_FLAG: Final = 0b01
 """``flag`` bit 0: the command is a response."""
@@ -304,8 +304,8 @@ def normalize_ext_fields(fields: Mapping[str, object] | None) -> dict[str, str]:
     return out
 
 
-_JSON_HEADER_DECODER: Final = msgspec.json.Decoder(JsonHeader, strict=False)
-_TEXT_JSON_HEADER_DECODER: Final = msgspec.json.Decoder(TextJsonHeader)
+# bound methods, kept: compiled code calls them at once (a method named on the object is looked up per call)
+_decode_json_header_wire: Final = msgspec.json.Decoder(JsonHeader, strict=False).decode
 _JSON_ENCODER: Final = msgspec.json.Encoder()
 
 
@@ -321,9 +321,21 @@ def _language_from_wire(value: str | int) -> LanguageCode:
 
 def _decode_json_header(data: bytes | memoryview) -> JsonHeader:
     try:
-        return _JSON_HEADER_DECODER.decode(data)
+        return _decode_json_header_wire(data)
     except msgspec.DecodeError as exc:  # includes ValidationError
         raise RemoteProtocolError(f"invalid JSON command header: {exc}") from exc
+
+
+def _incoming_ext_fields(fields: dict[str, Any] | None) -> dict[str, str]:
+    """A decoded header's extFields as text: as they came when every value is a string (Java's and
+    rocketq's clients), else normalised (the C++ client and ali-ons send numbers and booleans)."""
+    if fields is None:
+        return {}
+    values: Any = fields.values()  # Any: compiled code would check each value against a declared type
+    for value in values:
+        if type(value) is not str:
+            return normalize_ext_fields(fields)
+    return fields
 
 
 def _check_range(name: str, value: int, low: int, high: int) -> None:
@@ -470,13 +482,10 @@ def decode_command(serialize_type: int, header: bytes, body: Body = b"") -> Remo
         RemoteProtocolError: The header is malformed or the serialize type unknown.
     """
     if serialize_type == _JSON:
-        wire: JsonHeaderFields
-        try:
-            wire = _TEXT_JSON_HEADER_DECODER.decode(header)
-            ext_fields = wire.ext_fields or {}
-        except msgspec.DecodeError:  # other value types, or not valid at all: the lenient path says which
-            wire = _decode_json_header(header)
-            ext_fields = normalize_ext_fields(wire.ext_fields)
+        # one decode whatever the extFields' value types (a decode as text first would fail part-way
+        # through every C++ client's frame and decode it twice)
+        wire = _decode_json_header(header)
+        ext_fields = _incoming_ext_fields(wire.ext_fields)
         return RemotingCommand(
             code=wire.code,
             language=_language_from_wire(wire.language),

@@ -1,4 +1,4 @@
-"""The wire shapes of a JSON command header, for decoding only (msgspec Structs, so this module stays
+"""The wire shape of a JSON command header, for decoding only (msgspec Structs, so this module stays
 interpreted: ``rocketq.native.modules``). ``rocketq.protocol.command`` decodes with them."""
 
 from __future__ import annotations
@@ -8,8 +8,10 @@ from typing import Any
 import msgspec
 
 
-class JsonHeaderFields(msgspec.Struct):
-    """Wire shape of a JSON header without its extFields, for decoding only. Unknown keys are ignored."""
+class JsonHeaderFields(msgspec.Struct, gc=False):
+    """Wire shape of a JSON header without its extFields, for decoding only. Unknown keys are ignored.
+    Not tracked by the garbage collector (``gc=False``): one is made per frame, and what it holds (text,
+    numbers, a dict of decoded JSON) cannot refer back to it."""
 
     code: int
     language: str | int = "JAVA"
@@ -23,10 +25,3 @@ class JsonHeader(JsonHeaderFields):
     """Any JSON header: extFields values of any JSON type, normalised to text after decoding."""
 
     ext_fields: dict[str, Any] | None = msgspec.field(default=None, name="extFields")
-
-
-class TextJsonHeader(JsonHeaderFields):
-    """A JSON header whose extFields values are all strings, as Java and C++ clients send them:
-    decoded without normalising each value."""
-
-    ext_fields: dict[str, str] | None = msgspec.field(default=None, name="extFields")

@@ -1,0 +1,93 @@
+"""The JSON headers of the clients' two most frequent requests (SEND_MESSAGE_V2 and PULL_MESSAGE),
+written from templates instead of through a dict and the generic encoder (compiled: every send and every
+pull goes through here).
+
+Each template writes exactly the bytes ``encode_json_header`` writes for the same command (keys in the
+same order, text escaped by the same encoder): ``tests/protocol/test_request_templates.py`` holds them
+equal for any values (hypothesis). The request still carries its ``ext_fields`` dict (for ``==``, for a
+signer that adds to it, for logs); the header goes in ``RemotingCommand.encoded_header``, which
+``encode_header`` then writes as it is. Whoever changes a request's fields afterwards must drop its
+``encoded_header`` (``Credentials.sign`` does).
+
+Text that may need escaping (groups, topics, properties, expressions) goes through msgspec's JSON
+encoder, the generic encoder's own; the names that repeat from request to request (groups, topics,
+subscription expressions) are kept escaped in a bounded table (``json_text``).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+from rocketq.protocol.codes import LanguageCode
+
+_encode: Final = msgspec.json.Encoder().encode
+"""The generic encoder's own string writer (bound once: compiled code calls it at once)."""
+
+_TEXTS: dict[str, str] = {}
+"""Names already written as JSON text (quotes included), by name."""
+TEXTS_KEPT: Final = 4096
+"""Names kept escaped at most: beyond this, a new name is escaped each time it is written."""
+
+# the header after ``"extFields":{...}``, as encode_json_header writes it for a request with no remark
+_REQUEST_TAIL: Final = f'}},"flag":0,"language":"{LanguageCode.JAVA.name}","opaque":'
+_REQUEST_TAIL_ONEWAY: Final = f'}},"flag":2,"language":"{LanguageCode.JAVA.name}","opaque":'
+_REQUEST_END: Final = ',"serializeTypeCurrentRPC":"JSON","version":409}'
+
+
+def json_text(name: str) -> str:
+    """``name`` as the generic JSON encoder writes a string (quoted, escaped), for names that repeat
+    (kept in a table of ``TEXTS_KEPT`` names at most)."""
+    text = _TEXTS.get(name)
+    if text is None:
+        text = _encode(name).decode()
+        if len(_TEXTS) < TEXTS_KEPT:
+            _TEXTS[name] = text
+    return text
+
+
+def send_request_header(
+    code: int,
+    opaque: int,
+    oneway: bool,
+    group: str,
+    topic: str,
+    create_topic_key: str,
+    decimals: tuple[str, str, str, str, str],
+    properties: str,
+    tail: tuple[str, str, str],
+    idempotent_field: str | None,
+) -> bytes:
+    """The JSON header of a send request (SEND_MESSAGE_V2, SEND_BATCH_MESSAGE) whose ``extFields`` are
+    SendMessageRequestHeaderV2's keys as ``send_checks.send_request`` writes them, in this order: a
+    ``group``, b ``topic``, c ``create_topic_key``, d e f g h the ``decimals`` (decimal text), i
+    ``properties``, j k m the ``tail`` ("0", "true"/"false" each), then ``idempotent_field`` (its value
+    "true") when given. ``code`` and ``opaque`` are int32 (the generic encoder refuses others)."""
+    end = _REQUEST_TAIL_ONEWAY if oneway else _REQUEST_TAIL
+    extra = "" if idempotent_field is None else f',{json_text(idempotent_field)}:"true"'
+    queue_nums, queue_id, sys_flag, born, flag = decimals
+    reconsume_times, unit_mode, batch = tail
+    return (
+        f'{{"code":{code},"extFields":{{"a":{json_text(group)},"b":{json_text(topic)}'
+        f',"c":{json_text(create_topic_key)},"d":"{queue_nums}","e":"{queue_id}","f":"{sys_flag}"'
+        f',"g":"{born}","h":"{flag}","i":{_encode(properties).decode()}'
+        f',"j":"{reconsume_times}","k":"{unit_mode}","m":"{batch}"{extra}{end}{opaque}{_REQUEST_END}'
+    ).encode()
+
+
+def pull_request_header(opaque: int, fields: dict[str, str], max_bytes_field: str | None) -> bytes:
+    """The JSON header of a PULL_MESSAGE request whose ``extFields`` are ``fields``:
+    PullMessageRequestHeader's keys as ``client.pull.pull_request`` writes them (consumerGroup, topic,
+    subscription and expressionType text, the others decimal, in the order below) and then
+    ``max_bytes_field`` (its value ``fields[max_bytes_field]``, decimal) when given. ``opaque`` is int32."""
+    extra = "" if max_bytes_field is None else f',{json_text(max_bytes_field)}:"{fields[max_bytes_field]}"'
+    return (
+        f'{{"code":11,"extFields":{{"consumerGroup":{json_text(fields["consumerGroup"])}'
+        f',"topic":{json_text(fields["topic"])},"queueId":"{fields["queueId"]}"'
+        f',"queueOffset":"{fields["queueOffset"]}","maxMsgNums":"{fields["maxMsgNums"]}"'
+        f',"sysFlag":"{fields["sysFlag"]}","commitOffset":"{fields["commitOffset"]}"'
+        f',"suspendTimeoutMillis":"{fields["suspendTimeoutMillis"]}"'
+        f',"subscription":{json_text(fields["subscription"])},"subVersion":"{fields["subVersion"]}"'
+        f',"expressionType":{json_text(fields["expressionType"])}{extra}{_REQUEST_TAIL}{opaque}{_REQUEST_END}'
+    ).encode()

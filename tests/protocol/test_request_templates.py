@@ -1,0 +1,200 @@
+"""The send and pull requests' JSON headers, written from templates (``rocketq.protocol.request_templates``),
+are the bytes the generic encoder writes for the same command, for any values; the requests leave as the
+same frames, and a signed request's header carries its signature."""
+
+from __future__ import annotations
+
+import msgspec
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rocketq.acl.signing import Credentials
+from rocketq.client.config import ProducerConfig
+from rocketq.client.message import MessageQueue
+from rocketq.client.pull import pull_request
+from rocketq.client.send_checks import send_request
+from rocketq.common.message import encode_properties
+from rocketq.protocol import FrameDecoder, RemotingCommand, RequestCode, encode_frame
+from rocketq.protocol.command import ONEWAY_FLAG, encode_json_header
+from rocketq.protocol.request_templates import TEXTS_KEPT, json_text, pull_request_header, send_request_header
+
+INT32 = st.integers(-(2**31), 2**31 - 1)
+DECIMAL = st.integers(-(2**63), 2**63 - 1).map(str)
+GROUPS = st.from_regex(r"[A-Za-z0-9_%|-]{1,30}", fullmatch=True)
+
+
+def _generic(command: RemotingCommand) -> bytes:
+    """What the generic encoder writes for ``command``'s fields (``encode_json_header`` ignores
+    ``encoded_header``)."""
+    return encode_json_header(command)
+
+
+@given(
+    st.sampled_from([RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE]),
+    INT32,
+    st.booleans(),
+    st.lists(st.text(), min_size=4, max_size=4),
+    st.lists(DECIMAL, min_size=5, max_size=5),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+)
+def test_the_send_template_writes_what_the_encoder_writes(
+    code: int,
+    opaque: int,
+    oneway: bool,
+    texts: list[str],
+    decimals: list[str],
+    unit_mode: bool,
+    batch: bool,
+    idempotent: bool,
+) -> None:
+    fields = {
+        "a": texts[0],
+        "b": texts[1],
+        "c": texts[2],
+        "d": decimals[0],
+        "e": decimals[1],
+        "f": decimals[2],
+        "g": decimals[3],
+        "h": decimals[4],
+        "i": texts[3],
+        "j": "0",
+        "k": "true" if unit_mode else "false",
+        "m": "true" if batch else "false",
+    }
+    if idempotent:
+        fields["rqIdempotent"] = "true"
+    command = RemotingCommand(code=code, opaque=opaque, flag=ONEWAY_FLAG if oneway else 0, ext_fields=fields)
+    written = send_request_header(
+        code,
+        opaque,
+        oneway,
+        texts[0],
+        texts[1],
+        texts[2],
+        (decimals[0], decimals[1], decimals[2], decimals[3], decimals[4]),
+        texts[3],
+        ("0", fields["k"], fields["m"]),
+        "rqIdempotent" if idempotent else None,
+    )
+    assert written == _generic(command)
+
+
+@given(
+    INT32,
+    st.lists(st.text(), min_size=4, max_size=4),
+    st.lists(DECIMAL, min_size=8, max_size=8),
+    st.one_of(st.none(), DECIMAL),
+)
+def test_the_pull_template_writes_what_the_encoder_writes(
+    opaque: int, texts: list[str], decimals: list[str], max_bytes: str | None
+) -> None:
+    fields = {
+        "consumerGroup": texts[0],
+        "topic": texts[1],
+        "queueId": decimals[0],
+        "queueOffset": decimals[1],
+        "maxMsgNums": decimals[2],
+        "sysFlag": decimals[3],
+        "commitOffset": decimals[4],
+        "suspendTimeoutMillis": decimals[5],
+        "subscription": texts[2],
+        "subVersion": decimals[6],
+        "expressionType": texts[3],
+    }
+    if max_bytes is not None:
+        fields["rqMaxBytes"] = max_bytes
+    command = RemotingCommand(code=RequestCode.PULL_MESSAGE, opaque=opaque, ext_fields=fields)
+    written = pull_request_header(opaque, fields, None if max_bytes is None else "rqMaxBytes")
+    assert written == _generic(command)
+
+
+def _leaves_as_the_encoder_would(request: RemotingCommand) -> None:
+    assert request.encoded_header is not None
+    assert request.encoded_header == _generic(request)
+    plain = RemotingCommand(
+        code=request.code, opaque=request.opaque, flag=request.flag, ext_fields=request.ext_fields, body=request.body
+    )
+    assert encode_frame(request) == encode_frame(plain)
+    (decoded,) = FrameDecoder().decode(encode_frame(request))
+    assert decoded == plain
+
+
+@given(
+    GROUPS,
+    st.text(min_size=1, max_size=30),
+    st.integers(0, 1023),
+    st.dictionaries(st.text(min_size=1, max_size=8).filter(str.isidentifier), st.text(max_size=20), max_size=3),
+    st.integers(0, 2**31 - 1),
+    st.integers(-(2**31), 2**31 - 1),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.integers(0, 2**62),
+)
+def test_a_send_request_carries_the_encoders_header(
+    group: str,
+    topic: str,
+    queue_id: int,
+    properties: dict[str, str],
+    sys_flag: int,
+    flag: int,
+    batch: bool,
+    oneway: bool,
+    idempotent: bool,
+    born_ms: int,
+) -> None:
+    config = ProducerConfig(group=group)
+    queue = MessageQueue(topic, "broker-a", queue_id)
+    text = encode_properties(properties)
+    request = send_request(
+        config, queue, b"body", text, sys_flag, flag, batch=batch, oneway=oneway, idempotent=idempotent, born_ms=born_ms
+    )
+    _leaves_as_the_encoder_would(request)
+
+
+@given(
+    GROUPS,
+    st.text(min_size=1, max_size=30),
+    st.integers(0, 1023),
+    st.integers(0, 2**62),
+    st.integers(1, 1024),
+    st.sampled_from(["", "*", "TagA || TagB", 'a > 3 AND b = "x\\y"']),
+    st.integers(-1, 2**62),
+    st.sampled_from([0, 15_000]),
+    st.one_of(st.none(), st.integers(1, 2**31)),
+)
+def test_a_pull_request_carries_the_encoders_header(
+    group: str,
+    topic: str,
+    queue_id: int,
+    offset: int,
+    max_nums: int,
+    expression: str,
+    commit: int,
+    suspend: int,
+    max_bytes: int | None,
+) -> None:
+    queue = MessageQueue(topic, "broker-a", queue_id)
+    request = pull_request(
+        group, queue, offset, max_nums, expression, commit_offset=commit, suspend_ms=suspend, max_bytes=max_bytes
+    )
+    _leaves_as_the_encoder_would(request)
+
+
+def test_a_signed_request_leaves_with_its_signature() -> None:
+    config = ProducerConfig(group="PG")
+    request = send_request(config, MessageQueue("T", "broker-a", 0), b"body", "", 0, 0)
+    Credentials("RocketMQ", "12345678").sign(request)
+    (decoded,) = FrameDecoder().decode(encode_frame(request))
+    assert decoded.ext_fields["AccessKey"] == "RocketMQ"
+    assert decoded.ext_fields["Signature"] == request.ext_fields["Signature"]
+    assert decoded == request
+
+
+def test_names_beyond_the_table_are_still_escaped() -> None:
+    names = [f'topic"{index}\n' for index in range(TEXTS_KEPT + 10)]
+    for name in names:
+        assert json_text(name) == msgspec.json.encode(name).decode()
+    assert json_text(names[-1]) == f'"topic\\"{TEXTS_KEPT + 9}\\n"'

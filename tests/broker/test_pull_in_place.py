@@ -10,7 +10,8 @@ import asyncio
 import logging
 import socket
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,18 @@ async def started_broker(root: Path) -> Broker:
     return broker
 
 
+@asynccontextmanager
+async def serving(root: Path) -> AsyncIterator[tuple[Broker, RemotingClient]]:
+    """A started broker and a client of it; both closed at the end, the client first."""
+    broker = await started_broker(root)
+    client = RemotingClient()
+    try:
+        yield broker, client
+    finally:
+        await client.aclose()
+        await broker.aclose()
+
+
 async def fill(broker: Broker, client: RemotingClient) -> bytes:
     """Store MESSAGES records in queue 0 of "Big", each followed by a small one in queue 1 (so queue 0's
     records are apart in the CommitLog: several views per answer); returns queue 0's stored bytes."""
@@ -89,18 +102,13 @@ async def read_answer(reader: asyncio.StreamReader, first: bytes) -> RemotingCom
 
 def test_a_large_answer_is_the_stored_records_byte_for_byte(tmp_path: Path) -> None:
     async def scenario() -> None:
-        broker = await started_broker(tmp_path / "broker")
-        client = RemotingClient()
-        try:
+        async with serving(tmp_path / "broker") as (broker, client):
             stored = await fill(broker, client)
             answer = await client.invoke(broker.address, pull_request("Big", 0, 0, max_msg_nums=MESSAGES), 30)
             assert answer.code == ResponseCode.SUCCESS
             assert bytes(answer.body) == stored
             assert [record.queue_offset for record in records(answer)] == list(range(MESSAGES))
             assert answer.ext_fields["nextBeginOffset"] == str(MESSAGES)
-        finally:
-            await client.aclose()
-            await broker.aclose()
 
     run_on_uvloop(scenario)
 
@@ -114,9 +122,7 @@ def test_retention_deletes_the_files_of_an_answer_a_slow_client_is_still_reading
     caplog.set_level(logging.INFO, logger="rocketq.store.mapped_file")
 
     async def scenario() -> None:
-        broker = await started_broker(tmp_path / "broker")
-        client = RemotingClient()
-        try:
+        async with serving(tmp_path / "broker") as (broker, client):
             stored = await fill(broker, client)
             assert len(stored) > 2 * kernel_send_buffer_max()  # so most of the answer waits in the broker
             reader, writer = await slow_connection(broker.address)
@@ -138,9 +144,6 @@ def test_retention_deletes_the_files_of_an_answer_a_slow_client_is_still_reading
 
             again = await client.invoke(broker.address, pull_request("Big", 0, 0, max_msg_nums=MESSAGES), 30)
             assert again.code == ResponseCode.PULL_OFFSET_MOVED  # the deleted records are gone for new pulls
-        finally:
-            await client.aclose()
-            await broker.aclose()
 
     run_on_uvloop(scenario)
 
@@ -183,16 +186,11 @@ def test_answers_of_many_small_views_are_the_stored_records_too(tmp_path: Path, 
     both are what the store holds."""
 
     async def scenario() -> None:
-        broker = await started_broker(tmp_path / "broker")
-        client = RemotingClient()
-        try:
+        async with serving(tmp_path / "broker") as (broker, client):
             await fill(broker, client)
             with broker.store.get_messages("Big", queue_id, 0, MESSAGES, max_bytes=ANSWER_LIMIT) as stored:
                 expected = stored.tobytes()
             answer = await client.invoke(broker.address, pull_request("Big", queue_id, 0, max_msg_nums=MESSAGES), 30)
             assert bytes(answer.body) == expected
-        finally:
-            await client.aclose()
-            await broker.aclose()
 
     run_on_uvloop(scenario)

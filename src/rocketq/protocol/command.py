@@ -232,17 +232,25 @@ def make_response(
     )
 
 
-# The tail of a response's JSON header as ``encode_json_header`` writes it (keys in its order, no
-# remark), for handlers that write a frequent answer's header from a template: ``{"code":...,
-# "extFields":{...}`` of their own, then these around the opaque
-JSON_ANSWER_BEFORE_OPAQUE: Final = f',"flag":{RESPONSE_FLAG},"language":"{LanguageCode.JAVA.name}","opaque":'
-JSON_ANSWER_END: Final = f',"serializeTypeCurrentRPC":"JSON","version":{DEFAULT_VERSION}}}'
+# The tail of a JSON header as ``encode_json_header`` writes it for a Java-language command of the default
+# version with no remark (keys in its order), for code that writes a frequent command's header from a
+# template (the broker's send and pull answers, the clients' send and pull requests): ``{"code":...,
+# "extFields":{...}`` of its own, then ``json_header_before_opaque(flag)``, the opaque, ``JSON_HEADER_END``
+
+
+def json_header_before_opaque(flag: int) -> str:
+    """The header's text between its extFields and its opaque, for a command of this ``flag``."""
+    return f',"flag":{flag},"language":"{LanguageCode.JAVA.name}","opaque":'
+
+
+JSON_ANSWER_BEFORE_OPAQUE: Final = json_header_before_opaque(RESPONSE_FLAG)
+JSON_HEADER_END: Final = f',"serializeTypeCurrentRPC":"JSON","version":{DEFAULT_VERSION}}}'
 _JAVA: Final = LanguageCode.JAVA
 
 
 def takes_templated_header(request: RemotingCommand) -> bool:
     """Whether the answer to ``request`` may carry a JSON header written from a template
-    (``JSON_ANSWER_BEFORE_OPAQUE``, ``JSON_ANSWER_END``): the request came in JSON, and its opaque is an
+    (``JSON_ANSWER_BEFORE_OPAQUE``, ``JSON_HEADER_END``): the request came in JSON, and its opaque is an
     int32, which the generic encoder would otherwise refuse."""
     return request.serialize_type == _JSON and _INT32_MIN <= request.opaque <= _INT32_MAX
 

@@ -20,7 +20,7 @@ from typing import Final
 
 import msgspec
 
-from rocketq.protocol.codes import LanguageCode
+from rocketq.protocol.command import JSON_HEADER_END, ONEWAY_FLAG, json_header_before_opaque
 
 _encode: Final = msgspec.json.Encoder().encode
 """The generic encoder's own string writer (bound once: compiled code calls it at once)."""
@@ -31,9 +31,9 @@ TEXTS_KEPT: Final = 4096
 """Names kept escaped at most: beyond this, a new name is escaped each time it is written."""
 
 # the header after ``"extFields":{...}``, as encode_json_header writes it for a request with no remark
-_REQUEST_TAIL: Final = f'}},"flag":0,"language":"{LanguageCode.JAVA.name}","opaque":'
-_REQUEST_TAIL_ONEWAY: Final = f'}},"flag":2,"language":"{LanguageCode.JAVA.name}","opaque":'
-_REQUEST_END: Final = ',"serializeTypeCurrentRPC":"JSON","version":409}'
+_REQUEST_TAIL: Final = "}" + json_header_before_opaque(0)
+_REQUEST_TAIL_ONEWAY: Final = "}" + json_header_before_opaque(ONEWAY_FLAG)
+_REQUEST_END: Final = JSON_HEADER_END
 
 
 def json_text(name: str) -> str:

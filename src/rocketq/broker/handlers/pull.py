@@ -30,7 +30,7 @@ from rocketq.protocol import PullMessageRequestHeader, RemoteProtocolError, Remo
 from rocketq.protocol.bodies import MessageModel
 from rocketq.protocol.command import (
     JSON_ANSWER_BEFORE_OPAQUE,
-    JSON_ANSWER_END,
+    JSON_HEADER_END,
     takes_templated_header,
     templated_response,
 )
@@ -332,7 +332,7 @@ def pull_answer(
         encoded = (
             f"{_ANSWER_HEAD}{code}{_BEFORE_SUGGESTED}{suggested}{_BEFORE_NEXT_OFFSET}{next_offset}"
             f"{_BEFORE_MIN_OFFSET}{low}{_BEFORE_MAX_OFFSET}{high}{_BEFORE_OPAQUE}{request.opaque}"
-            f"{JSON_ANSWER_END}"
+            f"{JSON_HEADER_END}"
         ).encode()
     if isinstance(records, list):
         return templated_response(request, code, fields, encoded, body_parts=records)

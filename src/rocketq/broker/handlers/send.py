@@ -47,7 +47,7 @@ from rocketq.protocol import (
 )
 from rocketq.protocol.command import (
     JSON_ANSWER_BEFORE_OPAQUE,
-    JSON_ANSWER_END,
+    JSON_HEADER_END,
     takes_templated_header,
     templated_response,
 )
@@ -429,6 +429,6 @@ def send_answer(
     if code == _SUCCESS and takes_templated_header(request):
         encoded = (
             f"{_ANSWER_HEAD}{message_ids}{_AFTER_MESSAGE_IDS}{queue_id}{_AFTER_QUEUE_ID}{queue_offset}"
-            f"{_AFTER_QUEUE_OFFSET}{request.opaque}{JSON_ANSWER_END}"
+            f"{_AFTER_QUEUE_OFFSET}{request.opaque}{JSON_HEADER_END}"
         ).encode()
     return templated_response(request, code, fields, encoded)

@@ -8,7 +8,7 @@ import os
 import struct
 from pathlib import Path
 
-from rocketq.client import Message, Producer
+from rocketq.client import ClientConfig, Message, Producer, ProducerConfig
 from rocketq.client.admin import AdminClient
 from rocketq.common.message_id import parse_offset_message_id
 from rocketq.protocol import RequestCode, encode_frame, make_request
@@ -17,6 +17,10 @@ from rocketq.testing.cluster_process import ClusterProcess
 
 MESSAGE_SIZE = 3 * 1024 * 1024
 REQUESTS = 550  # 1.65 GB of answers
+SETUP_TIMEOUT_S = 30.0
+ANSWER_WAIT_S = 30.0
+"""How long one answer may take once the client reads: a bound for a hang, not for the reading's speed
+(all 550 took 39 s at load 17 on 2 cores, more on a busier host: no bound on the whole)."""
 
 
 def rss_bytes(pid: int) -> int:
@@ -29,9 +33,12 @@ def rss_bytes(pid: int) -> int:
 
 async def test_never_reading_client_costs_bounded_memory_and_starves_nobody(tmp_path: Path) -> None:
     with ClusterProcess(tmp_path, max_message_size=4 * 1024 * 1024) as cluster:
-        async with AdminClient(cluster.namesrv_addr) as admin:
+        async with AdminClient(cluster.namesrv_addr, timeout_s=SETUP_TIMEOUT_S) as admin:
             await admin.update_topic("Flood", cluster="DefaultCluster", read_queues=1, write_queues=1)
-        async with Producer(group="flood-pg", namesrv_addr=cluster.namesrv_addr) as producer:
+        # setting up may take more than the default timeouts on a loaded host (this 3 MiB send: 1.2 s at load 17)
+        client = ClientConfig(namesrv_addr=cluster.namesrv_addr, request_timeout_s=SETUP_TIMEOUT_S)
+        config = ProducerConfig(group="flood-pg", client=client, send_msg_timeout_s=SETUP_TIMEOUT_S)
+        async with Producer(config) as producer:
             result = await producer.send(Message("Flood", os.urandom(MESSAGE_SIZE)))
         host, port, offset = parse_offset_message_id(result.offset_msg_id)
         before = rss_bytes(cluster.pid)
@@ -51,8 +58,8 @@ async def test_never_reading_client_costs_bounded_memory_and_starves_nobody(tmp_
                 await asyncio.sleep(0.05)
         assert peak - before < 200 * 1024 * 1024, f"RSS grew by {(peak - before) >> 20} MiB"
 
-        async with asyncio.timeout(120):  # reading now, it gets every answer
-            for _ in range(REQUESTS):
+        for _ in range(REQUESTS):  # reading now, it gets every answer
+            async with asyncio.timeout(ANSWER_WAIT_S):
                 (length,) = struct.unpack(">i", await reader.readexactly(4))
                 assert length > MESSAGE_SIZE
                 await reader.readexactly(length)

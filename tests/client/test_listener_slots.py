@@ -35,11 +35,18 @@ async def test_free_slots_are_taken_at_once_then_callers_wait_in_order() -> None
     assert slots.free == 2
 
 
-async def test_a_free_slot_is_not_taken_ahead_of_a_waiter() -> None:
+async def one_slot_taken_and_waiters(count: int) -> tuple[ListenerSlots, list[asyncio.Task[None]]]:
+    """A single slot, taken, and ``count`` callers waiting for it, in that order."""
     slots = ListenerSlots(1)
     assert slots.take_now()
-    waiting = asyncio.create_task(slots.take())
-    await asyncio.sleep(0)
+    waiters = [asyncio.create_task(slots.take()) for _ in range(count)]
+    await asyncio.sleep(0)  # each waits now
+    assert not any(waiter.done() for waiter in waiters)
+    return slots, waiters
+
+
+async def test_a_free_slot_is_not_taken_ahead_of_a_waiter() -> None:
+    slots, (waiting,) = await one_slot_taken_and_waiters(1)
     slots.release()  # handed to the waiter, not made free
     assert not slots.take_now()
     await waiting
@@ -47,10 +54,7 @@ async def test_a_free_slot_is_not_taken_ahead_of_a_waiter() -> None:
 
 
 async def test_a_cancelled_waiter_takes_no_slot() -> None:
-    slots = ListenerSlots(1)
-    assert slots.take_now()
-    waiting = asyncio.create_task(slots.take())
-    await asyncio.sleep(0)
+    slots, (waiting,) = await one_slot_taken_and_waiters(1)
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
@@ -59,11 +63,7 @@ async def test_a_cancelled_waiter_takes_no_slot() -> None:
 
 
 async def test_a_slot_handed_to_a_cancelled_waiter_goes_to_the_next() -> None:
-    slots = ListenerSlots(1)
-    assert slots.take_now()
-    first = asyncio.create_task(slots.take())
-    second = asyncio.create_task(slots.take())
-    await asyncio.sleep(0)
+    slots, (first, second) = await one_slot_taken_and_waiters(2)
     slots.release()  # handed to the first, which is cancelled before it resumes
     first.cancel()
     with pytest.raises(asyncio.CancelledError):

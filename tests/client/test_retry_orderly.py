@@ -9,6 +9,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,11 @@ from rocketq.client.config import ConsumerConfig
 from rocketq.client.message import MessageExt
 from rocketq.common.group_topics import retry_topic
 from rocketq.protocol import MessageQueue as WireQueue
-from rocketq.testing import LocalCluster, eventually
+from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
+from rocketq.protocol.client_bodies import LockBatchRequestBody, LockBatchResponseBody
+from rocketq.testing import FakeClock, LocalCluster, eventually
 
+from .broker_taps import tap
 from .helpers import consumer_config
 
 FAST_LEVELS = " ".join(f"{100 * (i + 1)}ms" for i in range(18))  # level n waits n x 100 ms
@@ -267,35 +271,54 @@ async def test_query_by_id_shows_a_message_and_its_retries(cluster: LocalCluster
 
 
 async def test_an_orderly_member_keeps_its_locks_by_renewing_them_and_hands_them_over(tmp_path: Path) -> None:
-    """Broker locks live 1.5 s here; renewing every 0.2 s, a member holds all its queues for 4.5 s (a stall
-    of over 1.3 s on a loaded host would be needed to lose one). A second
-    member joining gets half of them (the first unlocks what it gives up), all of them once the first
-    leaves, and closing unlocks everything."""
-    async with LocalCluster(tmp_path, brokers=1, rebalance_lock_max_live_time_ms=1500) as cluster:
+    """Broker locks live 1.5 s of the brokers' clock here, a FakeClock (so a stall of the loaded host ages
+    no lock). The clock moves 0.5 s at a time, nine times (three lifetimes); after each move the member
+    renews (every 0.2 s of its own time) and it holds all its queues throughout. A second member joining
+    gets half of them: with the clock still no lock expires, so only the first unlocking what it gives up
+    hands them over. The second gets all of them once the first leaves, and closing unlocks everything."""
+    clock = FakeClock()
+    async with LocalCluster(tmp_path, brokers=1, rebalance_lock_max_live_time_ms=1500, clock=clock) as cluster:
         async with AdminClient(cluster.namesrv_addr) as admin_client:
             await admin_client.update_topic("Jobs", cluster="DefaultCluster", read_queues=4, write_queues=4)
         broker = cluster.brokers[0]
         assert broker.context is not None
         locks = broker.context.locks
         queues = [WireQueue(topic="Jobs", broker_name=broker.config.broker_name, queue_id=q) for q in range(4)]
+        answered: list[tuple[str, set[int]]] = []  # each LOCK_BATCH_MQ: who asked, the Jobs queues it holds after
+
+        def lock_answered(request: RemotingCommand, answer: RemotingCommand | None) -> None:
+            assert answer is not None and answer.code == ResponseCode.SUCCESS
+            held = LockBatchResponseBody.decode(answer.body).lock_ok_mq_set  # (its retry topic's queue too)
+            jobs = {queue.queue_id for queue in held if queue.topic == "Jobs"}
+            answered.append((LockBatchRequestBody.decode(request.body).client_id, jobs))
+
+        tap(broker, RequestCode.LOCK_BATCH_MQ, lock_answered)
 
         def held_by(member: PushConsumer) -> set[int]:
-            now_ms = int(time.monotonic() * 1000)  # the broker's lock clock
+            now_ms = int(clock.time() * 1000)  # the broker's lock clock
             return {q.queue_id for q in queues if locks.holder("LR", q, now_ms) == member.client_id}
 
-        def orderly_member() -> PushConsumer:
-            config = consumer_config(cluster, "LR", lock_renew_interval_s=0.2, rebalance_interval_s=60.0)
+        def renewed_all(member: PushConsumer, since: int) -> bool:
+            return (member.client_id, {0, 1, 2, 3}) in answered[since:]
+
+        def orderly_member(name: str) -> PushConsumer:
+            # an unlock that timed out would leave its locks to expire, which they never do here: requests
+            # may take as long as a loaded host needs
+            client = ClientConfig(namesrv_addr=cluster.namesrv_addr, instance_name=name, request_timeout_s=30.0)
+            config = consumer_config(cluster, "LR", client=client, lock_renew_interval_s=0.2, rebalance_interval_s=60.0)
             member = PushConsumer(config, lambda messages: None, orderly=True)
             member.subscribe("Jobs")
             return member
 
-        first = await orderly_member().start()
-        second = orderly_member()
+        first = await orderly_member("first").start()
+        second = orderly_member("second")
         try:
             await eventually(lambda: held_by(first) == {0, 1, 2, 3})
-            for _ in range(9):  # 4.5 s: three lock lifetimes
-                await asyncio.sleep(0.5)
-                assert held_by(first) == {0, 1, 2, 3}
+            for _ in range(9):  # 4.5 s of the lock clock: three lifetimes
+                since = len(answered)
+                clock.advance(0.5)
+                assert held_by(first) == {0, 1, 2, 3}  # renewed at most 0.5 s ago
+                await eventually(partial(renewed_all, first, since), what="all four locks renewed")
             await second.start()
             await eventually(lambda: len(held_by(first)) == len(held_by(second)) == 2)
             assert held_by(first) | held_by(second) == {0, 1, 2, 3}

@@ -11,16 +11,14 @@ from hypothesis import strategies as st
 from rocketq.acl.signing import Credentials
 from rocketq.client.config import ProducerConfig
 from rocketq.client.message import MessageQueue
-from rocketq.client.pull import pull_request
 from rocketq.client.send_checks import send_request
-from rocketq.common.message import encode_properties
 from rocketq.protocol import FrameDecoder, RemotingCommand, RequestCode, encode_frame
 from rocketq.protocol.command import ONEWAY_FLAG, encode_json_header
 from rocketq.protocol.request_templates import TEXTS_KEPT, json_text, pull_request_header, send_request_header
 
-INT32 = st.integers(-(2**31), 2**31 - 1)
+from ..request_strategies import INT32, PULLS, SENDS, PullArguments, SendArguments
+
 DECIMAL = st.integers(-(2**63), 2**63 - 1).map(str)
-GROUPS = st.from_regex(r"[A-Za-z0-9_%|-]{1,30}", fullmatch=True)
 
 
 def _generic(command: RemotingCommand) -> bytes:
@@ -121,66 +119,14 @@ def _leaves_as_the_encoder_would(request: RemotingCommand) -> None:
     assert decoded == plain
 
 
-@given(
-    GROUPS,
-    st.text(min_size=1, max_size=30),
-    st.integers(0, 1023),
-    st.dictionaries(st.text(min_size=1, max_size=8).filter(str.isidentifier), st.text(max_size=20), max_size=3),
-    st.integers(0, 2**31 - 1),
-    st.integers(-(2**31), 2**31 - 1),
-    st.booleans(),
-    st.booleans(),
-    st.booleans(),
-    st.integers(0, 2**62),
-)
-def test_a_send_request_carries_the_encoders_header(
-    group: str,
-    topic: str,
-    queue_id: int,
-    properties: dict[str, str],
-    sys_flag: int,
-    flag: int,
-    batch: bool,
-    oneway: bool,
-    idempotent: bool,
-    born_ms: int,
-) -> None:
-    config = ProducerConfig(group=group)
-    queue = MessageQueue(topic, "broker-a", queue_id)
-    text = encode_properties(properties)
-    request = send_request(
-        config, queue, b"body", text, sys_flag, flag, batch=batch, oneway=oneway, idempotent=idempotent, born_ms=born_ms
-    )
-    _leaves_as_the_encoder_would(request)
+@given(SENDS)
+def test_a_send_request_carries_the_encoders_header(send: SendArguments) -> None:
+    _leaves_as_the_encoder_would(send.request())
 
 
-@given(
-    GROUPS,
-    st.text(min_size=1, max_size=30),
-    st.integers(0, 1023),
-    st.integers(0, 2**62),
-    st.integers(1, 1024),
-    st.sampled_from(["", "*", "TagA || TagB", 'a > 3 AND b = "x\\y"']),
-    st.integers(-1, 2**62),
-    st.sampled_from([0, 15_000]),
-    st.one_of(st.none(), st.integers(1, 2**31)),
-)
-def test_a_pull_request_carries_the_encoders_header(
-    group: str,
-    topic: str,
-    queue_id: int,
-    offset: int,
-    max_nums: int,
-    expression: str,
-    commit: int,
-    suspend: int,
-    max_bytes: int | None,
-) -> None:
-    queue = MessageQueue(topic, "broker-a", queue_id)
-    request = pull_request(
-        group, queue, offset, max_nums, expression, commit_offset=commit, suspend_ms=suspend, max_bytes=max_bytes
-    )
-    _leaves_as_the_encoder_would(request)
+@given(PULLS)
+def test_a_pull_request_carries_the_encoders_header(pull: PullArguments) -> None:
+    _leaves_as_the_encoder_would(pull.request())
 
 
 def test_a_signed_request_leaves_with_its_signature() -> None:

@@ -89,6 +89,8 @@ COMPILED_MODULES: Final = (
     "rocketq.broker.put_traffic",  # every stored send request is counted
     "rocketq.broker.runtime_stats",  # every pull is counted (PullCounters)
     "rocketq.broker.server",
+    "rocketq.broker.broker_parts",  # Broker's base classes (a compiled class's bases are compiled)
+    "rocketq.broker.broker_roles",
     "rocketq.broker.subscription_groups",
     "rocketq.broker.topic_config",
     "rocketq.broker.handlers.transactions",

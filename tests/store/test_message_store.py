@@ -175,7 +175,7 @@ def test_arrival_listener_sees_new_queue_offsets(store: MessageStore) -> None:
     seen: list[tuple[str, int, int]] = []
     arrived = threading.Event()
 
-    def listener(topic: str, queue_id: int, max_offset: int, store_timestamp: int) -> None:
+    def listener(topic: str, queue_id: int, max_offset: int, store_timestamp: int, record: object) -> None:
         seen.append((topic, queue_id, max_offset))
         arrived.set()
 

@@ -101,7 +101,7 @@ class HAMaster:
         for slave in self._slaves:
             slave.new_data.set()
 
-    def _on_arrival(self, _topic: str, _queue_id: int, _max_offset: int, _timestamp: int) -> None:
+    def _on_arrival(self, _topic: str, _queue_id: int, _max_offset: int, _timestamp: int, _record: object) -> None:
         loop = self._loop
         if self._slaves and loop is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):

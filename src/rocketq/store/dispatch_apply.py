@@ -25,8 +25,11 @@ from rocketq.store.results import DispatchRequest
 
 log = logging.getLogger(__name__)
 
-ArrivalListener = Callable[[str, int, int, int], None]
-"""(topic, queue_id, max queue offset (exclusive), store timestamp of the newest record)."""
+ArrivalListener = Callable[[str, int, int, int, DispatchRequest | None], None]
+"""(topic, queue_id, max queue offset (exclusive), store timestamp of the newest record, the record when
+it is the only one this notice brings: a lone put's pass, else None). A listener may answer from that
+record's place (``commit_log_offset``, ``size``, ``queue_offset``, ``tags_code``) instead of reading
+the ConsumeQueue; it must not keep or change it."""
 
 _NOT_IN_QUEUE = NOT_QUEUED_TRANSACTIONS
 _TRANSACTION_MASK: Final = SysFlag.TRANSACTION_MASK  # read per record (see rocketq.native.modules on enum members)
@@ -77,7 +80,7 @@ class DispatchApplier:
         self._consume_queue_of(topic, queue_id).put_one(
             queue_offset, request.commit_log_offset, request.size, request.tags_code
         )
-        self._tell(topic, queue_id, queue_offset + 1)
+        self._tell(topic, queue_id, queue_offset + 1, request)
 
     def _put_records(self, records: Iterable[_Record]) -> dict[tuple[str, int], int]:
         """ConsumeQueue entries for records in log order, each queue's contiguous run in one write;
@@ -133,14 +136,15 @@ class DispatchApplier:
 
     def _notify(self, arrived: dict[tuple[str, int], int]) -> None:
         for (topic, queue_id), max_offset in arrived.items():
-            self._tell(topic, queue_id, max_offset)
+            self._tell(topic, queue_id, max_offset, None)
 
-    def _tell(self, topic: str, queue_id: int, max_offset: int) -> None:
-        """Tell every arrival listener that ``topic``-``queue_id`` now ends at ``max_offset`` (a listener's
-        failure is logged, and the others are still told)."""
+    def _tell(self, topic: str, queue_id: int, max_offset: int, record: DispatchRequest | None) -> None:
+        """Tell every arrival listener that ``topic``-``queue_id`` now ends at ``max_offset`` (with the
+        ``record`` that brought it there when it is the only one; a listener's failure is logged, and
+        the others are still told)."""
         for listener in self.listeners:
             try:
-                listener(topic, queue_id, max_offset, self.dispatched_timestamp)
+                listener(topic, queue_id, max_offset, self.dispatched_timestamp, record)
             except Exception:
                 log.exception("arrival listener failed for %s-%d", topic, queue_id)
 

@@ -69,6 +69,30 @@ def get_from_queue(
     return result
 
 
+def read_arrived(
+    commit_log: CommitLog, queue: ConsumeQueue, queue_offset: int, physical_offset: int, size: int
+) -> tuple[memoryview, int, int] | None:
+    """What ``get_from_queue`` finds at ``queue_offset`` when that is ``queue``'s last entry and the
+    record its entry points at is the one at ``physical_offset`` (``size`` bytes: a lone put's record,
+    as its dispatch just wrote the entry): the record's view and the queue's min and max offsets, for
+    a reader without a tag filter or one the record passes. None in any other state (more entries after
+    it, a queue with a ConsumeQueueExt, the record's file gone): ``get_from_queue`` reads it then.
+    ``tests/store/test_read_arrived.py`` holds it equal to ``get_from_queue`` (hypothesis)."""
+    low, high = queue.min_offset, queue.max_offset
+    if high != queue_offset + 1 or queue_offset < low or queue.ext is not None:
+        return None
+    if physical_offset < commit_log.min_offset:  # retention deleted its file
+        return None
+    mapped = commit_log.pin(physical_offset)
+    if mapped is None:
+        return None
+    start = physical_offset - mapped.start_offset
+    # (a view keeps its part of the map readable once the file is released: see take_buffers)
+    view = mapped.buffer[start : start + size] if physical_offset + size <= mapped.end_offset else None
+    mapped.release()
+    return None if view is None else (view, low, high)
+
+
 def read_queue(
     commit_log: CommitLog,
     queue: ConsumeQueue,

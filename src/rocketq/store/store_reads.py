@@ -16,7 +16,7 @@ from rocketq.store.consume_queue import ConsumeQueue
 from rocketq.store.index_service import IndexService
 from rocketq.store.key_query import records_by_key
 from rocketq.store.message_filter import MessageFilter
-from rocketq.store.queue_reader import get_from_queue
+from rocketq.store.queue_reader import get_from_queue, read_arrived
 from rocketq.store.queue_table import QueueTable
 from rocketq.store.results import GetMessageResult, GetStatus
 
@@ -67,6 +67,20 @@ class StoreReads:
         result = get_from_queue(self.commit_log, queue, offset, max_count, tags_codes, max_bytes, message_filter)
         self._get_messages += result.message_count
         return result
+
+    def get_arrived(
+        self, topic: str, queue_id: int, queue_offset: int, physical_offset: int, size: int
+    ) -> tuple[memoryview, int, int] | None:
+        """``get_messages`` of a queue's last record, just dispatched (the arrival listeners' ``record``):
+        its view (which stays readable without a release) and the queue's min and max offsets, or None
+        when the queue is in another state and ``get_messages`` must read (``read_arrived``)."""
+        queue = self._queues.get((topic, queue_id))
+        if queue is None:
+            return None
+        found = read_arrived(self.commit_log, queue, queue_offset, physical_offset, size)
+        if found is not None:
+            self._get_messages += 1
+        return found
 
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
         queue = self._queues.get((topic, queue_id))

@@ -22,7 +22,9 @@ from typing import Final
 import msgspec
 
 from rocketq.broker.client_manager import build_subscription
+from rocketq.broker.config import BrokerConfig
 from rocketq.broker.context import BrokerContext, reply
+from rocketq.broker.long_polling import Hold
 from rocketq.broker.sql_filters import pull_filter, refusal
 from rocketq.broker.topic_config import is_readable
 from rocketq.filter import compile_cached, is_tag_type
@@ -37,6 +39,7 @@ from rocketq.protocol.command import (
 from rocketq.remoting import Connection, ServerHandler
 from rocketq.store import GetStatus
 from rocketq.store.message_filter import MessageFilter
+from rocketq.store.results import DispatchRequest
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +84,52 @@ def suggest_broker_id(
     if slave_available and (slave_read_enable or lag_bytes > in_memory_bytes):
         return SLAVE_ID
     return MASTER_ID
+
+
+class _ConfigReads:
+    """What every pull's answer reads of the broker's config, read once per config: ``BrokerConfig`` is
+    a frozen dataclass, replaced when it changes, whose fields and properties (``is_slave``) are generic,
+    some interpreted, attribute reads from compiled code."""
+
+    __slots__ = (
+        "config",
+        "in_memory_bytes",
+        "is_slave",
+        "long_polling_enable",
+        "own_id",
+        "short_polling_time_mills",
+        "slave_read_enable",
+    )
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.is_slave = config.is_slave
+        self.own_id = config.broker_id
+        self.slave_read_enable = config.slave_read_enable
+        self.in_memory_bytes = RAM_BYTES * config.access_message_in_memory_max_ratio // 100
+        self.long_polling_enable = config.long_polling_enable
+        self.short_polling_time_mills = config.short_polling_time_mills
+
+
+class _LastConfig:
+    """The ``_ConfigReads`` of the config read last (brokers of one process take turns: a test's
+    master and slave)."""
+
+    __slots__ = ("reads",)
+
+    def __init__(self) -> None:
+        self.reads: _ConfigReads | None = None
+
+
+_LAST_CONFIG: Final = _LastConfig()
+
+
+def _config_reads(context: BrokerContext) -> _ConfigReads:
+    config = context.config
+    reads = _LAST_CONFIG.reads
+    if reads is None or reads.config is not config:
+        reads = _LAST_CONFIG.reads = _ConfigReads(config)
+    return reads
 
 
 def handlers(context: BrokerContext) -> dict[int, ServerHandler]:
@@ -182,26 +231,88 @@ def pull(
 
     # held until a message arrives or the client's suspend timeout; without long polling (longPollingEnable=false)
     # for shortPollingTimeMills, as RocketMQ does
-    hold_ms = header.suspend_timeout_millis if config.long_polling_enable else config.short_polling_time_mills
-    may_hold = bool(sys_flag & FLAG_SUSPEND) and header.suspend_timeout_millis > 0 and hold_ms > 0
-    caught_up = header.queue_offset == context.store.get_max_offset_in_queue(topic, queue_id) > 0
+    reads, suspend_ms, offset = _config_reads(context), header.suspend_timeout_millis, header.queue_offset
+    hold_ms = suspend_ms if reads.long_polling_enable else reads.short_polling_time_mills
+    may_hold = bool(sys_flag & FLAG_SUSPEND) and suspend_ms > 0 and hold_ms > 0
+    caught_up = offset == context.store.get_max_offset_in_queue(topic, queue_id) > 0
     if not (may_hold and caught_up):  # (a consumer that caught up is held without reading: the common pull)
-        read = _read(context, header, tags_codes, message_filter)
-        if read[0] != _PULL_NOT_FOUND or not may_hold:
-            return pull_answer(request, *read)
+        code, suggested, next_offset, low, high, records, count, size = _read(
+            context, header, tags_codes, message_filter
+        )
+        if code != _PULL_NOT_FOUND or not may_hold:
+            response = pull_answer(request, code, suggested, next_offset, low, high, records)
+            _count(context, group, topic, queue_id, count, size, next_offset)
+            return response
+    held = HeldPull(context, request, header, connection, tags_codes, message_filter, group, topic, queue_id, offset)
+    context.long_polling.hold(topic, queue_id, held, hold_ms / 1000)
+    return None
 
-    def answer(arrived: bool) -> None:  # read again, whether a message arrived or the wait timed out
+
+class HeldPull(Hold):
+    """A pull held by long polling, with everything its answer needs that does not depend on what
+    arrives, decided when it was parked (its header, its filter, where to answer). Woken with the
+    record a lone put's dispatch just wrote at exactly the offset it waits for, which its tag filter
+    (if any) passes, it is answered from that record's place (``StoreReads.get_arrived``); in any other
+    case (a timeout, several records, an SQL92 filter, an arrival seen on the dispatcher's thread) it
+    reads the store as a fresh pull does. Either way its counters are updated after its answer is
+    written."""
+
+    __slots__ = (
+        "connection",
+        "context",
+        "group",
+        "header",
+        "message_filter",
+        "queue_id",
+        "request",
+        "tags_codes",
+        "topic",
+    )
+
+    def __init__(
+        self,
+        context: BrokerContext,
+        request: RemotingCommand,
+        header: PullMessageRequestHeader,
+        connection: Connection,
+        tags_codes: frozenset[int] | None,
+        message_filter: MessageFilter | None,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+    ) -> None:
+        super().__init__(offset)
+        self.group, self.topic, self.queue_id = group, topic, queue_id  # (the header's, read once)
+        self.context = context
+        self.request = request
+        self.header = header
+        self.connection = connection
+        self.tags_codes = tags_codes
+        self.message_filter = message_filter
+
+    def answer(self, arrived: bool, record: DispatchRequest | None) -> None:
+        """Read again (from ``record`` when it is the one awaited), answer, then count the pull."""
+        connection = self.connection
         if not connection.is_open:
             return
+        context, header, request = self.context, self.header, self.request
         try:
-            response = pull_answer(request, *_read(context, header, tags_codes, message_filter))
+            read = None
+            if record is not None and record.queue_offset == self.offset and self.message_filter is None:
+                tags_codes = self.tags_codes
+                if tags_codes is None or record.tags_code in tags_codes:
+                    read = _read_arrived(context, self.topic, self.queue_id, record)
+            if read is None:
+                read = _read(context, header, self.tags_codes, self.message_filter)
+            code, suggested, next_offset, low, high, records, count, size = read
+            response = pull_answer(request, code, suggested, next_offset, low, high, records)
         except Exception as exc:
-            log.exception("held pull of %s-%d failed", header.topic, header.queue_id)
-            response = reply(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+            log.exception("held pull of %s-%d failed", self.topic, self.queue_id)
+            connection.send(reply(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}"))
+            return
         connection.send(response)
-
-    context.long_polling.hold(topic, queue_id, header.queue_offset, hold_ms / 1000, answer)
-    return None
+        _count(context, self.group, self.topic, self.queue_id, count, size, next_offset)
 
 
 def _max_bytes(context: BrokerContext, header: PullMessageRequestHeader) -> int:
@@ -214,14 +325,18 @@ def _max_bytes(context: BrokerContext, header: PullMessageRequestHeader) -> int:
     return min(asked, max(config.pull_bytes_limit, config.max_pull_bytes))
 
 
+_Read = tuple[int, int, int, int, int, bytes | list[memoryview], int, int]
+"""A pull's read: its response code, the broker to suggest, the next begin offset, the queue's min and
+max offsets, the records (``records_to_write``), how many and their bytes."""
+
+
 def _read(
     context: BrokerContext,
     header: PullMessageRequestHeader,
     tags_codes: frozenset[int] | None,
     message_filter: MessageFilter | None,
-) -> tuple[int, int, int, int, int, bytes | list[memoryview]]:
-    """The store's answer to a pull: its response code, the broker to suggest, the next begin offset,
-    the queue's min and max offsets, and the records (``records_to_write``)."""
+) -> _Read:
+    """The store's answer to a pull (``_Read``)."""
     offset, topic, queue_id = header.queue_offset, header.topic, header.queue_id  # (read once each)
     with context.store.get_messages(
         topic,
@@ -237,13 +352,7 @@ def _read(
         pulled_to = int(result.physical_offsets[-1]) if result.physical_offsets else None
         found = status is _FOUND
         records = records_to_write(result.take_buffers(), result.total_bytes) if found else b""
-        if found:
-            context.consume_rates.record(
-                header.consumer_group, topic, result.message_count, result.total_bytes, queue_id, next_offset
-            )
-            context.pull_counters.record(result.message_count)
-        else:
-            context.pull_counters.record(0)
+        count, size = (result.message_count, result.total_bytes) if found else (0, 0)
         low, high = result.min_offset, result.max_offset
     if found:  # (the common answer, without a match on enum members: see rocketq.native.modules)
         code = _SUCCESS
@@ -269,21 +378,47 @@ def _read(
             low,
             high,
         )
-    config = context.config
-    is_slave, slave_read_enable = config.is_slave, config.slave_read_enable
+    return code, _suggested(context, pulled_to), next_offset, low, high, records, count, size
+
+
+def _read_arrived(context: BrokerContext, topic: str, queue_id: int, record: DispatchRequest) -> _Read | None:
+    """``_read`` of a pull at ``record``'s queue offset with no filter or one ``record`` passes, from
+    the record itself (``StoreReads.get_arrived``); None when the store must be read.
+    ``tests/broker/test_held_pull_answer.py`` holds the two answers equal (hypothesis)."""
+    physical = record.commit_log_offset
+    found = context.store.get_arrived(topic, queue_id, record.queue_offset, physical, record.size)
+    if found is None:
+        return None
+    view, low, high = found
+    size = record.size
+    return _SUCCESS, _suggested(context, physical), record.queue_offset + 1, low, high, [view], 1, size
+
+
+def _count(
+    context: BrokerContext, group: str, topic: str, queue_id: int, count: int, size: int, next_offset: int
+) -> None:
+    """Count a pull's answer: the group's consume rates (when it found messages) and the pull counters."""
+    if count:
+        context.consume_rates.record(group, topic, count, size, queue_id, next_offset)
+    context.pull_counters.record(count)
+
+
+def _suggested(context: BrokerContext, pulled_to: int | None) -> int:
+    """The answer's ``suggest_broker_id``, for a read whose last record starts at ``pulled_to`` (None:
+    no record)."""
+    reads = _config_reads(context)
+    is_slave, slave_read_enable, in_memory_bytes = reads.is_slave, reads.slave_read_enable, reads.in_memory_bytes
     lag_bytes = 0 if pulled_to is None else context.store.commit_log.max_offset - pulled_to
-    in_memory_bytes = RAM_BYTES * config.access_message_in_memory_max_ratio // 100
     # whether a slave could take the queue is asked only when the suggestion depends on it
     may_offer = not is_slave and (slave_read_enable or lag_bytes > in_memory_bytes)
-    suggested = suggest_broker_id(
+    return suggest_broker_id(
         is_slave=is_slave,
-        own_id=config.broker_id,
+        own_id=reads.own_id,
         slave_read_enable=slave_read_enable,
         slave_available=may_offer and context.slave_available(),
         lag_bytes=lag_bytes,
         in_memory_bytes=in_memory_bytes,
     )
-    return code, suggested, next_offset, low, high, records
 
 
 def records_to_write(views: list[memoryview], total_bytes: int) -> bytes | list[memoryview]:

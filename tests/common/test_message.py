@@ -84,6 +84,14 @@ def test_joined_offset_message_ids_match_one_at_a_time(address: str, port: int, 
         assert parse_offset_message_id(one) == (address, port, offset)
 
 
+@given(st.ip_addresses(v=4).map(str), st.integers(-(2**31), 2**31 - 1), st.integers(0, 2**63 - 1))
+def test_one_offset_id_is_the_packed_id(address: str, port: int, offset: int) -> None:
+    """A single offset takes a format of its own: the same id as packing host and offset."""
+    host = encode_host(address, port)
+    assert joined_offset_message_ids(host, [offset]) == offset_message_id(host, offset)
+    assert joined_offset_message_ids(host, [offset]) == (host + offset.to_bytes(8, "big")).hex().upper()
+
+
 def horner(text: str) -> int:
     """Java's definition, unit by unit (the oracle for the summed form)."""
     raw = text.encode("utf-16-be")

@@ -127,6 +127,31 @@ def put_or_wait(
     return result
 
 
+def put_one_now(
+    context: BrokerContext,
+    topic: str,
+    queue_id: int,
+    body: bytes,
+    properties: str,
+    flag: int,
+    sys_flag: int,
+    born_timestamp: int,
+    born_host: bytes,
+    reconsume_times: int,
+) -> PutMessageResult:
+    """``put_or_wait`` of one message that waits for nothing, given by its fields (no message object:
+    ``MessageStore.put_one``), stored by this broker (its ``store_host``): a send's common case."""
+    context.grouped_puts.put_pending()
+    result = context.store.put_one(
+        topic, queue_id, body, properties, flag, sys_flag, born_timestamp, born_host, context.store_host,
+        reconsume_times, 0, False,
+    )  # fmt: skip
+    context.dispatch.request(at_once=True)
+    if result.status is not _PUT_OK:
+        _log_refused(result, topic)
+    return result
+
+
 async def _logged(waiting: Awaitable[PutMessageResult], topic: str) -> PutMessageResult:
     result = await waiting
     _log_refused(result, topic)

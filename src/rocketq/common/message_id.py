@@ -44,6 +44,8 @@ def joined_offset_message_ids(store_host: bytes, offsets: Sequence[int]) -> str:
     if not offsets:
         return ""
     host = _host_hex(store_host)
+    if len(offsets) == 1 and offsets[0] >= 0:  # one message's id (most sends): nothing packed or replaced
+        return host + offsets[0].to_bytes(8, "big").hex().upper()
     packed = struct.pack(f">{len(offsets)}q", *offsets)
     return host + packed.hex(",", 8).upper().replace(",", "," + host)
 

@@ -83,6 +83,7 @@ COMPILED_MODULES: Final = (
     "rocketq.broker.handlers.offsets",
     "rocketq.broker.handlers.pull",
     "rocketq.broker.handlers.send",
+    "rocketq.broker.send_request",  # every send request's header and topic checks
     "rocketq.broker.long_polling",
     "rocketq.broker.loop_dispatch",
     "rocketq.broker.message_put",

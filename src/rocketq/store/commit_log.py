@@ -163,7 +163,11 @@ class CommitLog:
         the queue-offset counter and three list appends.
         """
         if len(messages) == 1:
-            result = self._append_one(messages[0], store_timestamp)
+            one = messages[0]
+            result = self.append_one(
+                one.topic, one.queue_id, one.body, one.properties, one.flag, one.sys_flag, one.born_timestamp,
+                one.born_host, one.store_host, one.reconsume_times, one.prepared_transaction_offset, store_timestamp,
+            )  # fmt: skip
             if result is not None:
                 return result
         encoded = self.encode(messages)
@@ -253,51 +257,80 @@ class CommitLog:
             if message.sys_flag & _TXN_MASK not in _NO_QUEUE_OFFSET:
                 table[(message.topic, message.queue_id)] -= 1
 
-    def _append_one(self, message: MessageToStore, store_timestamp: int) -> PutMessageResult | None:
-        """``append`` of one message in the common case (a known topic, a record that fits in the
-        current file, not a transaction half), with less set-up than a batch needs; None otherwise."""
-        topic = self.topic_bytes.get(message.topic)
+    def append_one(
+        self,
+        topic: str,
+        queue_id: int,
+        body: bytes,
+        properties_text: str,
+        flag: int,
+        sys_flag: int,
+        born_timestamp: int,
+        born_host: bytes,
+        store_host: bytes,
+        reconsume_times: int,
+        prepared_transaction_offset: int,
+        store_timestamp: int,
+    ) -> PutMessageResult | None:
+        """``append`` of one message given by its fields (``MessageToStore``'s), in the common case (a
+        known topic, a record that fits in the current file, not a transaction half): the record packed
+        into the file's memory at once, its description left for the dispatcher. None otherwise (the
+        caller appends it through ``append``, which refuses it or rolls to the next file). ``append``
+        of a single message comes here first: this is the path of every such record."""
+        topic_bytes = self.topic_bytes.get(topic)
         mapped = self.files.last_file()
-        if topic is None or mapped is None or message.sys_flag & _TXN_MASK in _NO_QUEUE_OFFSET:
+        if topic_bytes is None or mapped is None or sys_flag & _TXN_MASK in _NO_QUEUE_OFFSET:
             return None
-        if not mapped.wrote_position:  # an empty file may have been made ahead of the one being written
-            return None
-        body = message.body
-        properties = message.properties.encode()
-        size = rec.RECORD_OVERHEAD + len(body) + len(topic) + len(properties)
         position = mapped.wrote_position
+        if not position:  # an empty file may have been made ahead of the one being written
+            return None
+        properties = properties_text.encode()
+        body_length = len(body)
+        topic_length = len(topic_bytes)
+        properties_length = len(properties)
+        size = rec.RECORD_OVERHEAD + body_length + topic_length + properties_length
         if size > self.config.max_message_size or size + rec.END_FILE_MIN_BLANK_LENGTH > mapped.file_size - position:
             return None  # the general path refuses it, or rolls to the next file
-        if len(properties) > rec.MAX_PROPERTIES_LENGTH:
+        if properties_length > rec.MAX_PROPERTIES_LENGTH:
             return None
         table = self.queue_offsets
-        key = (message.topic, message.queue_id)
+        key = (topic, queue_id)
         queue_offset = table.get(key, 0)
         table[key] = queue_offset + 1
-        lengths = (len(body), len(topic), len(properties))
-        packer = rec.RECORD_STRUCTS.get(lengths) or rec.record_struct(*lengths)
+        lengths = (body_length, topic_length, properties_length)
+        packer = rec.RECORD_STRUCTS.get(lengths) or rec.record_struct(body_length, topic_length, properties_length)
         physical = mapped.start_offset + position
-        fields = (
-            size, rec.MESSAGE_MAGIC, crc32(body) & 0x7FFFFFFF, message.queue_id, message.flag, queue_offset,
-            physical, message.sys_flag, message.born_timestamp, message.born_host, store_timestamp,
-            message.store_host, message.reconsume_times, message.prepared_transaction_offset, lengths[0], body,
-            lengths[1], topic, lengths[2], properties,
-        )  # fmt: skip
         if not self.staged:
-            packer.pack_into(mapped.buffer, position, *fields)
+            packer.pack_into(
+                mapped.buffer, position, size, rec.MESSAGE_MAGIC, crc32(body) & 0x7FFFFFFF, queue_id, flag,
+                queue_offset, physical, sys_flag, born_timestamp, born_host, store_timestamp, store_host,
+                reconsume_times, prepared_transaction_offset, body_length, body, topic_length, topic_bytes,
+                properties_length, properties,
+            )  # fmt: skip
         else:
+            record = packer.pack(
+                size, rec.MESSAGE_MAGIC, crc32(body) & 0x7FFFFFFF, queue_id, flag, queue_offset, physical, sys_flag,
+                born_timestamp, born_host, store_timestamp, store_host, reconsume_times,
+                prepared_transaction_offset, body_length, body, topic_length, topic_bytes, properties_length,
+                properties,
+            )  # fmt: skip
             try:
-                mapped.write_at(position, packer.pack(*fields))
+                mapped.write_at(position, record)
             except BaseException:
                 table[key] = queue_offset
                 raise
         mapped.wrote_position = position + size
-        if self.descriptions.room_for(1):
-            self.descriptions.add_put(message, physical, size, store_timestamp, queue_offset)
+        descriptions = self.descriptions
+        if descriptions.room_for(1):
+            descriptions.appended.append(
+                descriptions.describe(
+                    topic, queue_id, physical, size, store_timestamp, queue_offset, sys_flag, properties_text
+                )
+            )
         return PutMessageResult(
             status=_PUT_OK,
-            physical_offsets=[PhysicalOffset(physical)],
-            queue_offsets=[QueueOffset(queue_offset)],
+            physical_offsets=[cast(PhysicalOffset, physical)],
+            queue_offsets=[cast(QueueOffset, queue_offset)],
             sizes=[size],
             store_timestamp=store_timestamp,
             wrote_bytes=size,

@@ -75,12 +75,13 @@ class StorePuts(StoreReads):
         backstop."""
         if not messages:
             return PutMessageResult(status=PutStatus.MESSAGE_ILLEGAL, remark="empty batch")
-        if len(messages) > 1:
-            topic, queue_id, spread = queues_of(messages)
-        else:  # (the same, without the tuple a call returns)
-            first = messages[0]
-            queue_id, spread = first.queue_id, ()
-            topic = None if gets_no_entry(first.sys_flag) else first.topic
+        if len(messages) == 1:
+            one = messages[0]
+            return self.put_one(
+                one.topic, one.queue_id, one.body, one.properties, one.flag, one.sys_flag, one.born_timestamp,
+                one.born_host, one.store_host, one.reconsume_times, one.prepared_transaction_offset, dispatch,
+            )  # fmt: skip
+        topic, queue_id, spread = queues_of(messages)
         return self._put(
             len(messages),
             topic,
@@ -89,6 +90,42 @@ class StorePuts(StoreReads):
             lambda stamp: self.commit_log.append(messages, stamp),
             dispatch,
         )
+
+    def put_one(
+        self,
+        topic: str,
+        queue_id: int,
+        body: bytes,
+        properties: str,
+        flag: int,
+        sys_flag: int,
+        born_timestamp: int,
+        born_host: bytes,
+        store_host: bytes,
+        reconsume_times: int,
+        prepared_transaction_offset: int,
+        dispatch: bool,
+    ) -> PutMessageResult:
+        """``put_messages`` of one message given by its fields (``MessageToStore``'s, in its order), so a
+        send of one message makes no message object: ``CommitLog.append_one`` writes it (``append`` when
+        that declines). ``put_messages`` of one message comes here."""
+
+        def append(store_timestamp: int) -> PutMessageResult:
+            appended = commit_log.append_one(
+                topic, queue_id, body, properties, flag, sys_flag, born_timestamp, born_host, store_host,
+                reconsume_times, prepared_transaction_offset, store_timestamp,
+            )  # fmt: skip
+            if appended is not None:
+                return appended
+            message = MessageToStore(
+                topic=topic, queue_id=queue_id, body=body, properties=properties, flag=flag, sys_flag=sys_flag,
+                born_timestamp=born_timestamp, born_host=born_host, store_host=store_host,
+                reconsume_times=reconsume_times, prepared_transaction_offset=prepared_transaction_offset,
+            )  # fmt: skip
+            return commit_log.append((message,), store_timestamp)
+
+        commit_log = self.commit_log
+        return self._put(1, None if gets_no_entry(sys_flag) else topic, queue_id, (), append, dispatch)
 
     def measure_batch(self, batch: BatchToStore, *, max_body_size: int | None = None) -> MeasuredBatch | None:
         """Check a producer's wire batch for ``put_batch``: its record sizes and whether it asks to

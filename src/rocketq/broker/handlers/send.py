@@ -17,11 +17,17 @@ import random
 from collections.abc import Awaitable, Coroutine
 from typing import Any, Final
 
-import msgspec
-
 from rocketq.broker.context import BrokerContext, reply
-from rocketq.broker.message_put import STORED, dead_letter_topic, put_or_wait, redirect_delayed, response_code
+from rocketq.broker.message_put import (
+    STORED,
+    dead_letter_topic,
+    put_one_now,
+    put_or_wait,
+    redirect_delayed,
+    response_code,
+)
 from rocketq.broker.retry import V3_4_9
+from rocketq.broker.send_request import SendTopics, send_header
 from rocketq.broker.topic_config import is_writeable, topic_name_problem_in_cluster
 from rocketq.broker.transactions.half import batch_transaction_problem, make_half, transaction_of_batch
 from rocketq.common.group_topics import DEFAULT_MAX_RECONSUME_TIMES, RETRY_PREFIX
@@ -43,6 +49,7 @@ from rocketq.protocol import (
     RequestCode,
     ResponseCode,
     SendMessageRequestHeader,
+    TopicConfig,
     decode_batch,
 )
 from rocketq.protocol.command import (
@@ -51,7 +58,6 @@ from rocketq.protocol.command import (
     takes_templated_header,
     templated_response,
 )
-from rocketq.protocol.headers import SEND_V2_HEADER_CODES, SendMessageRequestHeaderV2, parse_send_message_header
 from rocketq.remoting import Connection, ServerHandler
 from rocketq.store import BatchToStore, MessageToStore, PutMessageResult
 
@@ -130,14 +136,14 @@ coroutine is made), else a coroutine that waits (for the fsync, a slave, a trans
 
 
 def handlers(context: BrokerContext) -> dict[int, ServerHandler]:
-    valid_topics = ValidTopics()
+    send_topics = SendTopics(context.topics)
 
     def handle_send(request: RemotingCommand, connection: Connection) -> Answer:
         try:
             header = send_header(request)
         except RemoteProtocolError as exc:
             return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
-        return _send(context, request, connection, header, valid_topics)
+        return _send(context, request, connection, header, send_topics)
 
     return {
         RequestCode.SEND_MESSAGE: handle_send,
@@ -146,47 +152,32 @@ def handlers(context: BrokerContext) -> dict[int, ServerHandler]:
     }
 
 
-def send_header(request: RemotingCommand) -> SendMessageRequestHeader:
-    """``parse_send_message_header`` of a send request, its first conversion called from here (compiled)
-    instead of through two interpreted calls; a header that conversion refuses goes through
-    ``parse_send_message_header`` itself, which normalises it or raises its error.
-
-    Raises:
-        RemoteProtocolError: The header is invalid.
-    """
-    header_type = SendMessageRequestHeaderV2 if request.code in SEND_V2_HEADER_CODES else SendMessageRequestHeader
-    try:
-        header: SendMessageRequestHeader = msgspec.convert(request.ext_fields, header_type, strict=False)
-    except msgspec.ValidationError:
-        return parse_send_message_header(request.code, request.ext_fields)
-    return header
-
-
-class ValidTopics:
-    """The topic names ``topic_name_problem_in_cluster`` found nothing wrong with, for one cluster name,
-    so a send to a known name skips the check's regular expression (at most ``MAX_NAMES``; then it
-    starts over)."""
-
-    MAX_NAMES: Final = 4096
-
-    def __init__(self) -> None:
-        self._cluster = ""
-        self._names: set[str] = set()
-
-    def problem(self, topic: str, cluster_name: str) -> str | None:
-        """``topic_name_problem_in_cluster(topic, cluster_name)``."""
-        names = self._names
-        if cluster_name != self._cluster:
-            self._cluster = cluster_name
-            names.clear()
-        elif topic in names:
-            return None
-        problem = topic_name_problem_in_cluster(topic, cluster_name)
-        if problem is None:
-            if len(names) >= self.MAX_NAMES:
-                names.clear()
-            names.add(topic)
-        return problem
+def _sendable_topic(
+    context: BrokerContext, request: RemotingCommand, header: SendMessageRequestHeader, cluster_name: str
+) -> TopicConfig | RemotingCommand:
+    """The config of the send's topic (made when a retry topic, or an unknown one with auto-creation on,
+    is missing), or the refusal when it is no valid name, one of the broker's own, unknown or not
+    writable (``SendTopics`` remembers the topics that pass)."""
+    topic = header.topic
+    problem = topic_name_problem_in_cluster(topic, cluster_name)
+    if problem:
+        return reply(request, ResponseCode.SYSTEM_ERROR, problem)
+    if topic in NOT_SENDABLE_TOPICS:  # the broker's own: a message there would be read as one of its
+        return reply(request, ResponseCode.NO_PERMISSION, f"sending to topic {topic} is forbidden")
+    topic_config = context.topics.get(topic)
+    if topic_config is None:
+        if topic.startswith(RETRY_PREFIX):
+            group_config = context.groups.find(topic[len(RETRY_PREFIX) :])
+            queues = group_config.retry_queue_nums if group_config else 1
+            topic_config, _ = context.topics.create_system_topic(topic, max(1, queues))
+        elif context.config.auto_create_topic_enable:
+            topic_config = context.topics.create_in_send(topic, header.default_topic, header.default_topic_queue_nums)
+        if topic_config is None:
+            return reply(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+        context.request_registration()
+    if not is_writeable(topic_config.perm):
+        return reply(request, ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
+    return topic_config
 
 
 def _send(
@@ -194,30 +185,20 @@ def _send(
     request: RemotingCommand,
     connection: Connection,
     header: SendMessageRequestHeader,
-    valid_topics: ValidTopics,
+    send_topics: SendTopics,
 ) -> Answer:
     config = context.config
     if not context.is_master:
         return reply(request, ResponseCode.SERVICE_NOT_AVAILABLE, f"broker {config.broker_name} is a slave")
-    problem = valid_topics.problem(header.topic, config.broker_cluster_name)
-    if problem:
-        return reply(request, ResponseCode.SYSTEM_ERROR, problem)
-    if header.topic in NOT_SENDABLE_TOPICS:  # the broker's own: a message there would be read as one of its
-        return reply(request, ResponseCode.NO_PERMISSION, f"sending to topic {header.topic} is forbidden")
     topic = header.topic
-    topic_config = context.topics.get(topic)
+    cluster_name = config.broker_cluster_name
+    topic_config = send_topics.get(topic, cluster_name)
     if topic_config is None:
-        if topic.startswith(RETRY_PREFIX):
-            group_config = context.groups.find(topic[len(RETRY_PREFIX) :])
-            queues = group_config.retry_queue_nums if group_config else 1
-            topic_config, _ = context.topics.create_system_topic(topic, max(1, queues))
-        elif config.auto_create_topic_enable:
-            topic_config = context.topics.create_in_send(topic, header.default_topic, header.default_topic_queue_nums)
-        if topic_config is None:
-            return reply(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
-        context.request_registration()
-    if not is_writeable(topic_config.perm):
-        return reply(request, ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
+        checked = _sendable_topic(context, request, header, cluster_name)
+        if isinstance(checked, RemotingCommand):
+            return checked
+        topic_config = checked
+        send_topics.remember(topic, topic_config, cluster_name)
     queue_id = header.queue_id
     if queue_id < 0:
         queue_id = random.randrange(topic_config.write_queue_nums)
@@ -239,8 +220,17 @@ def _send(
 
     is_batch = request.code == _SEND_BATCH_MESSAGE or header.batch
     body = bytes(request.body)
-    plain_suffix = stored_properties_suffix(config.broker_cluster_name)
+    plain_suffix = stored_properties_suffix(cluster_name)
     sys_flag = header.sys_flag
+    if not (is_batch or dead_letter):  # one message: the path of a plain one that waits for nothing
+        properties_text = header.properties or ""
+        plain = plain_stored_properties(properties_text, plain_suffix)
+        if plain is not None and len(body) <= config.max_message_size and not _waits(context, properties_text):
+            result = put_one_now(
+                context, topic, queue_id, body, plain, header.flag, sys_flag, header.born_timestamp,
+                born_host_of(connection), reconsume_times,
+            )  # fmt: skip
+            return _response(context, request, result, topic, queue_id)
     stored_sys_flag = sys_flag & ~SysFlag.INNER_BATCH if is_batch else sys_flag
     # a transactional batch (rocketq): its header's properties say so and name its transaction group
     transaction = transaction_of_batch(header.properties) if is_batch and header.properties else None
@@ -289,15 +279,12 @@ def _send(
     store_host = context.store_host
     messages: list[MessageToStore] = []
     wait_for_flush = False
-    waits_possible = context.flush_waits.active  # (else ``put_or_wait`` waits for nothing either way)
     half_properties: str | None = None  # a half message's (the last one's, for a batch)
     for message_body, properties_text, flag in bodies:
         target_topic, target_queue, message_sys_flag = topic, queue_id, stored_sys_flag
         stored = None if dead_letter else plain_stored_properties(properties_text, plain_suffix)
         if stored is not None:  # the common case: append the broker's properties to the text
-            if not wait_for_flush and waits_possible:  # (nothing to wait for: the property is not read)
-                wait = find_property(properties_text, Property.WAIT_STORE_MSG_OK)
-                wait_for_flush = wait is None or wait.lower() in _TRUE
+            wait_for_flush = wait_for_flush or _waits(context, properties_text)
         else:
             properties = decode_properties(properties_text)
             half = properties.get(Property.TRANSACTION_PREPARED) == "true" and not dead_letter
@@ -346,6 +333,15 @@ def _send(
     if isinstance(outcome, PutMessageResult):
         return _answer_put(context, request, outcome, half_properties, topic, queue_id)
     return _stored(context, request, outcome, half_properties, topic, queue_id)
+
+
+def _waits(context: BrokerContext, properties_text: str) -> bool:
+    """Whether the put of a plain message with these properties waits (for its fsync or a slave):
+    when the broker has something to wait for and the producer waits (WAIT true, or not said)."""
+    if not context.flush_waits.active:
+        return False
+    wait = find_property(properties_text, Property.WAIT_STORE_MSG_OK)
+    return wait is None or wait.lower() in _TRUE
 
 
 async def _stored(
@@ -418,17 +414,18 @@ def send_answer(
     template instead of through a dict and the generic encoder: ``message_ids`` are hex digits and
     commas and the other values numbers, so nothing in it needs escaping
     (``tests/broker/test_send_answer.py`` holds it equal to ``encode_header``'s)."""
+    queue_id_text, queue_offset_text = str(queue_id), str(queue_offset)  # (each number made text once)
     fields = {
         "msgId": message_ids,
-        "queueId": str(queue_id),
-        "queueOffset": str(queue_offset),
+        "queueId": queue_id_text,
+        "queueOffset": queue_offset_text,
         Property.MSG_REGION: DEFAULT_REGION,
         Property.TRACE_SWITCH: TRACE_ON,
     }
     encoded: bytes | None = None
     if code == _SUCCESS and takes_templated_header(request):
         encoded = (
-            f"{_ANSWER_HEAD}{message_ids}{_AFTER_MESSAGE_IDS}{queue_id}{_AFTER_QUEUE_ID}{queue_offset}"
+            f"{_ANSWER_HEAD}{message_ids}{_AFTER_MESSAGE_IDS}{queue_id_text}{_AFTER_QUEUE_ID}{queue_offset_text}"
             f"{_AFTER_QUEUE_OFFSET}{request.opaque}{JSON_HEADER_END}"
         ).encode()
     return templated_response(request, code, fields, encoded)

@@ -308,6 +308,35 @@ async def test_plain_listener_runs_on_up_to_consume_thread_max_threads(cluster: 
     await consumer.aclose()
 
 
+async def test_a_slow_coroutine_listener_runs_at_most_consume_thread_max_calls_at_once(cluster: LocalCluster) -> None:
+    """A backlog pulled in batches of many messages: a slow coroutine listener's calls are spread over
+    the slots (parts of a batch, and batches waiting for a free slot), never more than
+    ``consume_thread_max`` at once, and every message is consumed once and settled."""
+    seen: list[bytes] = []
+    running = 0
+    most = 0
+
+    async def listener(messages: list[MessageExt]) -> bool:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await asyncio.sleep(0.02)  # a listener waiting on I/O
+        running -= 1
+        seen.extend(m.body for m in messages)
+        return True
+
+    bodies = await send(cluster, 40)
+    consumer = opened(
+        PushConsumer(consumer_config(cluster, "SlowAsync", consume_thread_min=1, consume_thread_max=3), listener)
+    )
+    consumer.subscribe(TOPIC)
+    await consumer.start()
+    await eventually(lambda: sorted(seen) == sorted(bodies) and consumer.consumed == len(bodies))
+    assert Counter(seen) == Counter(bodies)  # each once
+    assert 1 < most <= 3
+    await consumer.aclose()
+
+
 async def test_pull_consumer_subscribe_poll_commit(cluster: LocalCluster) -> None:
     bodies = await send(cluster, 50)
     consumer = opened(PullConsumer(consumer_config(cluster, "L")))

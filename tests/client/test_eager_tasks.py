@@ -54,6 +54,45 @@ async def test_an_exception_of_the_first_step_is_the_tasks() -> None:
         await task
 
 
+async def test_a_first_step_that_raises_a_stop_iteration_or_a_base_exception_is_the_tasks() -> None:
+    """The first step is run without a StopIteration of its own (``next`` with a default): one the
+    coroutine raises is still its error (as a RuntimeError, as Python makes it), and a BaseException
+    that is not an Exception is still the Task's."""
+
+    async def stops() -> None:
+        raise StopIteration("inside")
+
+    class Stop(BaseException):
+        pass
+
+    async def exits() -> None:
+        raise Stop
+
+    stopped, exited = start_in_task(stops()), start_in_task(exits())
+    with pytest.raises(RuntimeError, match="StopIteration"):
+        await stopped
+    with pytest.raises(Stop):
+        await exited
+
+
+async def test_a_first_step_that_waits_on_a_done_future_carries_on_with_its_value() -> None:
+    """A wait that is over at once is still a wait: the Task carries the coroutine on, with the value."""
+    values: list[int] = []
+    ready = asyncio.get_running_loop().create_future()
+    ready.set_result(7)
+
+    async def work() -> int:
+        values.append(await ready)
+        await asyncio.sleep(0)  # a wait that yields to the loop
+        values.append(8)
+        return 9
+
+    task = start_in_task(work())  # type: ignore[arg-type]  # (its value is not the Task's)
+    assert values == [7]
+    await task
+    assert values == [7, 8] and task.result() is None
+
+
 async def test_a_timeout_entered_in_the_first_step_cancels_only_its_own_task() -> None:
     outcome: list[str] = []
     never = asyncio.Event()

@@ -121,6 +121,22 @@ def test_unknown_keys_and_defaults() -> None:
     assert command.remark is None
 
 
+def test_every_json_header_field_is_read_into_its_own_attribute() -> None:
+    """Each field, set to a value no other has, lands in its attribute (the decode reads the fields
+    by position), whatever order the keys come in."""
+    header = b'{"remark":"r","extFields":{"k":"v"},"flag":1,"opaque":77,"version":433,"language":"PYTHON","code":12}'
+    command = decode_command(0, header)
+    assert (command.code, command.language, command.version, command.opaque, command.flag, command.remark) == (
+        12,
+        LanguageCode.PYTHON,
+        433,
+        77,
+        1,
+        "r",
+    )
+    assert command.ext_fields == {"k": "v"}
+
+
 @pytest.mark.parametrize(
     ("wire", "language"),
     [('"GO"', LanguageCode.GO), ('"COBOL"', LanguageCode.OTHER), ("1", LanguageCode.CPP)],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from rocketq.client.config import ConsumerConfig
@@ -156,22 +156,38 @@ class ConsumeService:
 
     async def _consume(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
         """A pulled batch through a coroutine listener, in parts over the free slots (at most
-        ``consume_thread_max`` listener calls at a time), settled once every part is done."""
+        ``consume_thread_max`` listener calls at a time), settled once every part is done.
+
+        The usual pull (one part, a slot free) is one coroutine over the listener's calls: its slot
+        taken and given back by plain calls, and the batch settled by a plain call when no call failed
+        (``finish``), without ``call_in_slot`` and ``_settle``'s coroutines."""
         parts = worker_parts(
             messages,
             self.config.consume_message_batch_max_size,
             self.config.consume_thread_max - self._coroutine_parts,
             self._call_times.calls_per_part(),
         )
+        slots = self.slots
+        failed: Failed | None
         self._coroutine_parts += len(parts)
         try:
-            if len(parts) == 1:
-                outcomes = [await self.call_in_slot(parts[0], process)]
-            else:
+            if len(parts) > 1:
                 outcomes = await asyncio.gather(*(self.call_in_slot(part, process) for part in parts))
+                # (None: a part was skipped, the queue was dropped: nothing to settle)
+                failed = None if None in outcomes else [call for part in outcomes if part for call in part]
+            elif slots.take_now():  # nearly always: a free slot, taken without a wait
+                try:
+                    failed = await self.call_listener(messages, process)
+                finally:
+                    slots.release()
+            else:
+                failed = await self.call_in_slot(messages, process)
         finally:
             self._coroutine_parts -= len(parts)
-        await self._settle_parts(process, messages, outcomes)
+        if failed:
+            await self._settle(process, messages, failed)
+        elif failed is not None:
+            self.finish(process, messages)
 
     async def call_in_slot(self, part: list[MessageExt], process: ProcessQueue | None = None) -> Failed | None:
         """``call_listener`` in one of the ``consume_thread_max`` slots (waiting for one when all are
@@ -188,15 +204,10 @@ class ConsumeService:
         self, process: ProcessQueue, messages: list[MessageExt], parts: list[SyncResult]
     ) -> None:
         """A pulled batch handed to the consume threads: settled once threads have run the listener on
-        all its parts (none was skipped: the queue is still this member's)."""
-        await self._settle_parts(process, messages, [await part for part in parts])
-
-    async def _settle_parts(
-        self, process: ProcessQueue, messages: list[MessageExt], outcomes: Sequence[Failed | None]
-    ) -> None:
-        """Settle a pulled batch from its parts' outcomes, unless a part was skipped (queue dropped)."""
-        if all(failed is not None for failed in outcomes):
-            await self._settle(process, messages, [call for failed in outcomes if failed for call in failed])
+        all its parts, unless one was skipped (the queue was dropped meanwhile)."""
+        outcomes = [await part for part in parts]
+        if None not in outcomes:
+            await self._settle(process, messages, [call for part in outcomes if part for call in part])
 
     async def _settle(self, process: ProcessQueue, messages: list[MessageExt], failed: Failed) -> None:
         """After the listener: failed messages back to the broker (or retried here), the queue's

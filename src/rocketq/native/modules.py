@@ -106,6 +106,7 @@ COMPILED_MODULES: Final = (
     "rocketq.client.consume_stats",  # every pull and every listener run counts there
     "rocketq.client.consume_threads",
     "rocketq.client.consumer_core",
+    "rocketq.client.eager_tasks",  # every pulled batch of a coroutine listener starts its Task here
     "rocketq.client.instance",
     "rocketq.client.latency",
     "rocketq.client.listener",

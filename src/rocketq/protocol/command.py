@@ -315,6 +315,9 @@ def normalize_ext_fields(fields: Mapping[str, object] | None) -> dict[str, str]:
 # bound methods, kept: compiled code calls them at once (a method named on the object is looked up per call)
 _decode_json_header_wire: Final = msgspec.json.Decoder(JsonHeader, strict=False).decode
 _JSON_ENCODER: Final = msgspec.json.Encoder()
+_header_values: Final = msgspec.structs.astuple
+"""A decoded ``JsonHeader``'s values in its field order: code, language, version, opaque, flag,
+remark, extFields."""
 
 
 def _language_from_wire(value: str | int) -> LanguageCode:
@@ -492,16 +495,17 @@ def decode_command(serialize_type: int, header: bytes, body: Body = b"") -> Remo
     if serialize_type == _JSON:
         # one decode whatever the extFields' value types (a decode as text first would fail part-way
         # through every C++ client's frame and decode it twice)
-        wire = _decode_json_header(header)
-        ext_fields = _incoming_ext_fields(wire.ext_fields)
+        # the Struct's fields in one call, in JsonHeader's order (compiled code would read each with a
+        # generic attribute lookup, about 180 instructions apiece)
+        code, language, version, opaque, flag, remark, fields = _header_values(_decode_json_header(header))
         return RemotingCommand(
-            code=wire.code,
-            language=_language_from_wire(wire.language),
-            version=wire.version,
-            opaque=wire.opaque,
-            flag=wire.flag,
-            remark=wire.remark,
-            ext_fields=ext_fields,
+            code=code,
+            language=_language_from_wire(language),
+            version=version,
+            opaque=opaque,
+            flag=flag,
+            remark=remark,
+            ext_fields=_incoming_ext_fields(fields),
             body=body,
             serialize_type=_JSON,
         )

@@ -28,3 +28,16 @@ def test_the_rate_is_the_growth_since_the_oldest_sample_of_the_minute() -> None:
     for second in range(90, 200, 10):
         rates.sample(float(second))
     assert rates.tps("G", "T", now=190.0) == 0.0  # a quiet minute
+
+
+def test_totals_bytes_and_reached_offsets_are_kept_per_group_and_topic() -> None:
+    rates = ConsumeRates()
+    rates.record("G", "T", 2, 300, 0, 12)
+    rates.record("G", "T", 1, 100, 1, 5)
+    rates.record("G", "T", 3, 50, 0, 15)  # queue 0 reached further
+    rates.record("H", "T", 4, 40)  # no queue: counted, no offset kept
+    assert rates.totals == {("G", "T"): 6, ("H", "T"): 4}
+    assert rates.bytes == {("G", "T"): 450, ("H", "T"): 40}
+    assert rates.pulled == {("G", "T", 0): 15, ("G", "T", 1): 5}
+    rates.totals[("G", "T")] = 0  # copies: the counts are not changed through them
+    assert rates.totals[("G", "T")] == 6

@@ -6,12 +6,13 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
+from typing import Final
 
 from rocketq.store.config_file import read_json, write_json_atomically
 
 log = logging.getLogger(__name__)
 
-TOPIC_GROUP_SEPARATOR = "@"
+TOPIC_GROUP_SEPARATOR: Final = "@"
 
 
 class ConsumerOffsetManager:
@@ -33,8 +34,12 @@ class ConsumerOffsetManager:
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         if offset < 0:  # ali-ons commits -1 for queues it never consumed
             return
+        key = f"{topic}{TOPIC_GROUP_SEPARATOR}{group}"
         with self._lock:
-            self._table.setdefault(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {})[queue_id] = offset
+            queues = self._table.get(key)
+            if queues is None:  # (not ``setdefault``: no dict made and dropped on every commit)
+                queues = self._table[key] = {}
+            queues[queue_id] = offset
             self._dirty = True
 
     def query(self, group: str, topic: str, queue_id: int) -> int | None:

@@ -8,10 +8,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from rocketq.broker.client_manager import ClientManager
-from rocketq.broker.config import BrokerConfig
+from rocketq.broker.config import BrokerConfig, BrokerRole
 from rocketq.broker.consume_rates import ConsumeRates
 from rocketq.broker.consumer_filters import ConsumerFilterManager
 from rocketq.broker.consumer_offsets import ConsumerOffsetManager
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from rocketq.replication.state import ReplicationState
 
 log = logging.getLogger(__name__)
+
+_SLAVE: Final = BrokerRole.SLAVE  # (an enum member bound once: see rocketq.native.modules on enum members)
 
 
 async def _nothing() -> None:
@@ -87,9 +89,11 @@ class BrokerContext:
 
     @property
     def is_master(self) -> bool:
-        """A master that may take writes now (a slave, or a fenced master, answers SERVICE_NOT_AVAILABLE)."""
+        """A master that may take writes now (a slave, or a fenced master, answers SERVICE_NOT_AVAILABLE).
+        The config's role is read as its field, not through ``BrokerConfig.is_slave``: that property is
+        interpreted, a call from compiled code on every send and committing pull."""
         fence = self.write_fence
-        return not self.config.is_slave and (fence is None or fence())
+        return self.config.broker_role is not _SLAVE and (fence is None or fence())
 
 
 def reply(

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from rocketq.client.config import ProducerConfig
 from rocketq.client.message import MessageQueue
 from rocketq.client.pull import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND, pull_request
-from rocketq.client.send_checks import send_request
+from rocketq.client.send_checks import SendSettings, send_request
 from rocketq.client.transactions import TransactionState, end_transaction_request
 from rocketq.protocol import PullMessageRequestHeader, RequestCode, SendMessageRequestHeaderV2
 from rocketq.protocol.headers import EndTransactionRequestHeader
@@ -83,7 +83,13 @@ def test_a_send_request_is_its_v2_header(
 ) -> None:
     config = ProducerConfig(group=group)
     request = send_request(
-        config, MessageQueue("TopicS", "broker-a", queue_id), b"body", properties, sys_flag, flag, batch=batch
+        SendSettings(config),
+        MessageQueue("TopicS", "broker-a", queue_id),
+        b"body",
+        properties,
+        sys_flag,
+        flag,
+        batch=batch,
     )
     header = SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields)
     assert request.code == (RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2)

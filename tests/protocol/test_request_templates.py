@@ -12,7 +12,7 @@ from rocketq.acl.signing import Credentials
 from rocketq.client.config import ProducerConfig
 from rocketq.client.message import MessageQueue
 from rocketq.client.pull import pull_request
-from rocketq.client.send_checks import send_request
+from rocketq.client.send_checks import SendSettings, send_request
 from rocketq.common.message import encode_properties
 from rocketq.protocol import FrameDecoder, RemotingCommand, RequestCode, encode_frame
 from rocketq.protocol.command import ONEWAY_FLAG, encode_json_header
@@ -149,7 +149,16 @@ def test_a_send_request_carries_the_encoders_header(
     queue = MessageQueue(topic, "broker-a", queue_id)
     text = encode_properties(properties)
     request = send_request(
-        config, queue, b"body", text, sys_flag, flag, batch=batch, oneway=oneway, idempotent=idempotent, born_ms=born_ms
+        SendSettings(config),
+        queue,
+        b"body",
+        text,
+        sys_flag,
+        flag,
+        batch=batch,
+        oneway=oneway,
+        idempotent=idempotent,
+        born_ms=born_ms,
     )
     _leaves_as_the_encoder_would(request)
 
@@ -185,7 +194,7 @@ def test_a_pull_request_carries_the_encoders_header(
 
 def test_a_signed_request_leaves_with_its_signature() -> None:
     config = ProducerConfig(group="PG")
-    request = send_request(config, MessageQueue("T", "broker-a", 0), b"body", "", 0, 0)
+    request = send_request(SendSettings(config), MessageQueue("T", "broker-a", 0), b"body", "", 0, 0)
     Credentials("RocketMQ", "12345678").sign(request)
     (decoded,) = FrameDecoder().decode(encode_frame(request))
     assert decoded.ext_fields["AccessKey"] == "RocketMQ"

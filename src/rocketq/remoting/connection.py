@@ -417,6 +417,8 @@ class Connection(asyncio.BufferedProtocol):
             self._cork()
             loop.call_soon(self._uncork)
         self.send(command)  # (first: a request that could not be written is not waited for)
+        if self._transport is None:  # lost while writing it: nothing would answer or fail its future
+            raise ConnectionClosedError(self.remote_address, "connection lost while writing the request")
         future: asyncio.Future[Any] = loop.create_future()
         opaque = command.opaque
         deadline = loop.time() + timeout_s

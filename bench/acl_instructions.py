@@ -26,7 +26,7 @@ from rocketq.bench.acl import ACL_FILE, PRODUCER_KEYS
 from rocketq.broker.acl import BrokerAcl
 from rocketq.client import ClientConfig, ProducerConfig
 from rocketq.client.message import MessageQueue
-from rocketq.client.send_checks import send_request
+from rocketq.client.send_checks import SendSettings, send_request
 from rocketq.protocol.frame import FrameDecoder, encode_frame
 from rocketq.remoting import Connection
 
@@ -43,7 +43,7 @@ async def run(side: str, sends: int) -> None:
     signed = side.endswith("_acl")
     if side.startswith("client"):
         for _ in range(sends):
-            request = send_request(config, queue, body, PROPERTIES, 0, 0)
+            request = send_request(SendSettings(config), queue, body, PROPERTIES, 0, 0)
             if signed:
                 sign(request, credentials)
             encode_frame(request)
@@ -51,7 +51,7 @@ async def run(side: str, sends: int) -> None:
     acl = BrokerAcl(Path("plain_acl.yml"), parse_acl_yaml(ACL_FILE))
     connection = Connection(lambda request, connection: None, max_frame_size=MAX_FRAME)
     connection.remote_address = "127.0.0.1:45678"
-    request = send_request(config, queue, body, PROPERTIES, 0, 0)
+    request = send_request(SendSettings(config), queue, body, PROPERTIES, 0, 0)
     if signed:
         sign(request, credentials)
     frame = encode_frame(request)

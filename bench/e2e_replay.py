@@ -43,7 +43,7 @@ import uvloop
 from rocketq.client import ProducerConfig
 from rocketq.client.message import MessageQueue, decode_messages
 from rocketq.client.pull import pull_request
-from rocketq.client.send_checks import send_request
+from rocketq.client.send_checks import SendSettings, send_request
 from rocketq.common.message import encode_properties
 from rocketq.protocol import FrameDecoder, ResponseCode
 from rocketq.protocol.frame import encode_frame
@@ -78,7 +78,7 @@ async def replay(messages: int, pace_ms: float, spin: bool, evict_mb: int) -> No
 
             def send_frame(index: int) -> bytes:
                 properties = encode_properties({"WAIT": "true", "UNIQ_KEY": uuid.uuid4().hex.upper(), "i": str(index)})
-                return encode_frame(send_request(config, queue, b"x" * 100, properties, 0, 0))
+                return encode_frame(send_request(SendSettings(config), queue, b"x" * 100, properties, 0, 0))
 
             def pull_frame(offset: int) -> bytes:
                 request = pull_request(GROUP, queue, offset, 32, "*", commit_offset=offset, suspend_ms=SUSPEND_MS)

@@ -35,7 +35,7 @@ from rocketq.broker.handlers.send import send_answer
 from rocketq.client import ProducerConfig
 from rocketq.client.message import MessageQueue
 from rocketq.client.pull import pull_request
-from rocketq.client.send_checks import send_request
+from rocketq.client.send_checks import SendSettings, send_request
 from rocketq.common.message import encode_properties
 from rocketq.protocol import FrameDecoder, ResponseCode
 from rocketq.protocol.frame import encode_frame, encode_frame_parts
@@ -62,7 +62,7 @@ def kinds() -> dict[str, Callable[[], object]]:
     body = b"x" * 100
 
     def send() -> object:
-        return send_request(config, queue, body, properties, 0, 0)
+        return send_request(SendSettings(config), queue, body, properties, 0, 0)
 
     def pull() -> object:
         return pull_request("bench_group", queue, 12345, 32, "*", commit_offset=12345, suspend_ms=20_000)

@@ -28,7 +28,7 @@ from typing import Any
 
 from rocketq.client import ProducerConfig
 from rocketq.client.message import MessageQueue
-from rocketq.client.send_checks import send_request
+from rocketq.client.send_checks import SendSettings, send_request
 from rocketq.common.message import encode_properties
 from rocketq.protocol.frame import encode_frame
 from rocketq.testing.cluster import LocalCluster
@@ -92,7 +92,7 @@ async def replay(reads: int, per_read: int) -> None:
                 frames = []
                 for index in range(count):
                     properties = encode_properties({"WAIT": "true", "UNIQ_KEY": uuid.uuid4().hex.upper()})
-                    request = send_request(config, queues[index % 4], b"x" * 100, properties, 0, 0)
+                    request = send_request(SendSettings(config), queues[index % 4], b"x" * 100, properties, 0, 0)
                     frames.append(encode_frame(request))
                 return b"".join(frames)
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from rocketq.client.config import ProducerConfig
 from rocketq.client.message import MessageQueue
 from rocketq.client.pull import pull_request
-from rocketq.client.send_checks import send_request
+from rocketq.client.send_checks import SendSettings, send_request
 from rocketq.common.message import encode_properties
 from rocketq.protocol import RemotingCommand
 
@@ -88,7 +88,7 @@ class SendArguments:
 
     def request(self) -> RemotingCommand:
         return send_request(
-            self.config,
+            SendSettings(self.config),
             self.queue,
             b"body",
             self.properties,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from rocketq.acl.signing import Credentials
 from rocketq.client.config import ProducerConfig
 from rocketq.client.message import MessageQueue
-from rocketq.client.send_checks import send_request
+from rocketq.client.send_checks import SendSettings, send_request
 from rocketq.protocol import FrameDecoder, RemotingCommand, RequestCode, encode_frame
 from rocketq.protocol.command import ONEWAY_FLAG, encode_json_header
 from rocketq.protocol.request_templates import TEXTS_KEPT, json_text, pull_request_header, send_request_header
@@ -131,7 +131,7 @@ def test_a_pull_request_carries_the_encoders_header(pull: PullArguments) -> None
 
 def test_a_signed_request_leaves_with_its_signature() -> None:
     config = ProducerConfig(group="PG")
-    request = send_request(config, MessageQueue("T", "broker-a", 0), b"body", "", 0, 0)
+    request = send_request(SendSettings(config), MessageQueue("T", "broker-a", 0), b"body", "", 0, 0)
     Credentials("RocketMQ", "12345678").sign(request)
     (decoded,) = FrameDecoder().decode(encode_frame(request))
     assert decoded.ext_fields["AccessKey"] == "RocketMQ"

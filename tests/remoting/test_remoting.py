@@ -136,6 +136,47 @@ async def test_timeout(server: RemotingServer, client: RemotingClient) -> None:
         await client.invoke(f"127.0.0.1:{server.port}", request(SLOW, delay="2"), 0.1)
 
 
+async def test_a_request_made_later_with_a_shorter_timeout_fails_first(
+    server: RemotingServer, client: RemotingClient
+) -> None:
+    """One timer per connection, armed for the earliest deadline: a later request whose deadline comes
+    first re-arms it, and the earlier request's own deadline still fires after it."""
+    address = f"127.0.0.1:{server.port}"
+    connection = await client.connection(address)
+    longer = connection.request(request(SLOW, delay="4"), 2.0)
+    shorter = connection.request(request(SLOW, delay="4"), 0.1)
+    with pytest.raises(RemotingTimeoutError) as shorter_error:
+        await shorter
+    assert shorter_error.value.timeout_s == 0.1
+    assert not longer.done()
+    with pytest.raises(RemotingTimeoutError) as longer_error:
+        await longer
+    assert longer_error.value.timeout_s == 2.0
+    assert connection.pending_requests == 0
+    assert (await connection.invoke(request(ECHO), 3)).code == ResponseCode.SUCCESS
+
+
+async def test_a_cancelled_invoke_leaves_nothing_pending(server: RemotingServer, client: RemotingClient) -> None:
+    connection = await client.connection(f"127.0.0.1:{server.port}")
+    call = asyncio.create_task(connection.invoke(request(SLOW, delay="2"), 5))
+    async with asyncio.timeout(3):
+        while connection.pending_requests == 0:
+            await asyncio.sleep(0)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert connection.pending_requests == 0
+
+
+async def test_a_request_on_a_closed_connection_is_refused(server: RemotingServer, client: RemotingClient) -> None:
+    connection = await client.connection(f"127.0.0.1:{server.port}")
+    connection.close()
+    await connection.closed
+    with pytest.raises(ConnectionClosedError):
+        connection.request(request(ECHO), 3)
+    assert connection.pending_requests == 0
+
+
 async def raw_connection(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     return await asyncio.open_connection("127.0.0.1", port)
 

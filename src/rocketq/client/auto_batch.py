@@ -18,7 +18,7 @@ from rocketq.client.config import ProducerConfig
 from rocketq.client.errors import MQClientError
 from rocketq.client.message import Message, MessageQueue, SendResult
 from rocketq.client.send_accumulator import Accumulator, WaitingSend, split_result
-from rocketq.client.send_checks import send_request
+from rocketq.client.send_checks import SendSettings, send_request
 from rocketq.protocol import RemotingCommand
 from rocketq.protocol.batch import write_item
 
@@ -44,6 +44,7 @@ class AutoBatcher:
         pending: set[asyncio.Task[Any]],
     ) -> None:
         self._config = config
+        self._settings = SendSettings(config)
         self.accumulator = Accumulator(config.batch_max_bytes, config.batch_max_messages)
         self._prepare = prepare
         self._send_alone = send_alone
@@ -107,7 +108,7 @@ class AutoBatcher:
     async def _send_coalesced(self, topic: str, batch: list[WaitingSend]) -> None:
         """Send ``batch`` as one request (a lone message as a plain send), retried as ``send_batch`` is
         within its earliest send's deadline, and answer each of its sends."""
-        config = self._config
+        settings = self._settings
         try:
             ids = ",".join([waiting.unique_id for waiting in batch])
             remaining = min([waiting.deadline for waiting in batch]) - self._loop().time()
@@ -117,8 +118,8 @@ class AutoBatcher:
 
             def request(queue: MessageQueue) -> RemotingCommand:
                 if body is None:  # a lone message: a plain send
-                    return send_request(config, queue, first.body, first.properties, 0, first.flag)
-                return send_request(config, queue, body, "", 0, 0, batch=True)
+                    return send_request(settings, queue, first.body, first.properties, 0, first.flag)
+                return send_request(settings, queue, body, "", 0, 0, batch=True)
 
             try:
                 if remaining <= 0:

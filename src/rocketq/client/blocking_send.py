@@ -114,7 +114,7 @@ class BlockingSender:
         error: Exception
         try:
             response = connection.invoke(
-                command, min(total_s, attempt_timeout(config, total_s, retries, marked)), began
+                command, min(total_s, attempt_timeout(config.send_attempt_timeout_s, total_s, retries, marked)), began
             )
             return producer._answered(queue, address, unique_id, response, began)
         except RemotingError as exc:  # no answer

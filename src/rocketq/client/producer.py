@@ -23,7 +23,6 @@ import contextlib
 import dataclasses
 import logging
 import time
-import zlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -43,11 +42,10 @@ from rocketq.client.latency import LatencyFaultTolerance, select_queue
 from rocketq.client.message import Message, MessageQueue, SendResult
 from rocketq.client.route import TopicPublishInfo, lookup_publish_info, publish_info
 from rocketq.client.send_accumulator import coalescible
-from rocketq.client.send_checks import batch_body, checked_text, send_request
+from rocketq.client.send_checks import SendSettings, batch_body, prepared_message, send_request
 from rocketq.client.send_outcome import FirstAttempt, attempt_timeout, send_result, worth_retrying
 from rocketq.client.unique_id import UniqueIdGenerator
-from rocketq.common.message import Property, java_string_hash
-from rocketq.common.record import SysFlag
+from rocketq.common.message import java_string_hash
 from rocketq.protocol import RemotingCommand
 from rocketq.remoting import ConnectionClosedError, RemotingError, RemotingTimeoutError, RequestHandler
 
@@ -73,6 +71,7 @@ class Producer:
         if namesrv_addr is not None:
             config = dataclasses.replace(config, client=dataclasses.replace(config.client, namesrv_addr=namesrv_addr))
         self.config = config
+        self._settings = SendSettings(config)
         self._instance: ClientInstance | None = None
         self._publish: dict[str, TopicPublishInfo] = {}
         self._fault = LatencyFaultTolerance()
@@ -173,7 +172,7 @@ class Producer:
         return list((await self._publish_info(topic)).queues)
 
     def _select_queue(self, info: TopicPublishInfo, last_broker: str | None) -> MessageQueue:
-        fault = self._fault if self.config.send_latency_fault_enable else None
+        fault = self._fault if self._settings.latency_fault else None
         return select_queue(info.queues, info.next_index(), last_broker, fault)
 
     # -- message preparation ----------------------------------------------------------------------------
@@ -188,27 +187,10 @@ class Producer:
         extra: dict[str, str] | None = None,
         now_ms: int | None = None,
     ) -> tuple[bytes, str, int, str]:
-        """(body, properties text, sys_flag, unique id) as they go on the wire (``extra``: properties the
-        client adds, a transaction's; ``now_ms``: the wall clock in ms when the caller has read it). An
-        idempotent send keeps its unique id in ``message.properties``: a later send of the same message is
-        a repeat of it."""
-        if now_ms is None:
-            now_ms = int(time.time() * 1000)
-        fresh_id = self._unique_ids().next_id(now_ms)
-        text, unique_id = checked_text(message, self.config.max_message_size, self._valid_topics, fresh_id, extra)
-        if idempotent:
-            message.properties[Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = unique_id
-        body, sys_flag = message.body, 0
-        prepared = message.properties.get(Property.TRANSACTION_PREPARED)
-        if extra is not None:
-            prepared = extra.get(Property.TRANSACTION_PREPARED, prepared)
-        if prepared == "true":  # a half message, as Java marks it
-            sys_flag = SysFlag.TRANSACTION_PREPARED_TYPE
-        if len(body) > self.config.compress_msg_body_over_howmuch:
-            compressed = zlib.compress(body, self.config.compress_level)
-            if len(compressed) < len(body):
-                body, sys_flag = compressed, sys_flag | SysFlag.COMPRESSED
-        return body, text, sys_flag, unique_id
+        """(body, properties text, sys_flag, unique id) as they go on the wire: ``prepared_message``
+        with this producer's settings, unique ids and checked topics."""
+        ids = self._unique_ids()
+        return prepared_message(message, self._settings, ids, self._valid_topics, idempotent, extra, now_ms)
 
     async def _address(self, queue: MessageQueue) -> str:
         address = self.instance.master_address(queue.broker_name)
@@ -271,21 +253,59 @@ class Producer:
     ) -> SendResult:
         """Send and wait for the broker's answer, retrying on another broker when it fails (on the same
         one after a timeout when idempotent). ``idempotent``: None follows ``ProducerConfig.idempotent``."""
-        return await self._send_single(message, timeout, self.config.retry_times_when_send_failed, idempotent)
+        return await self._send_single(message, timeout, self._settings.retries, idempotent)
 
     async def _send_single(
         self, message: Message, timeout: float | None, retries: int, idempotent: bool | None
     ) -> SendResult:
-        """``send``'s path: alone, as ``_send_message``, or with auto-batching a plain message made while
-        a request to its topic is in flight waits (validated first) for the next batch of that topic."""
+        """``send``'s path (and ``send_async``'s). The common case (the topic's route cached, the queue's
+        broker connected) makes its first attempt in this one coroutine: the request written straight to
+        the connection, whose future it awaits (``Connection.request``). A failed attempt is followed by
+        ``_send_with_retries``'s, within the send's deadline, as after a blocking caller's first attempt.
+        Anything else goes alone as ``_send_message``, or, auto-batched, waits for the next batch of its
+        topic (``AutoBatcher.send``), whose count of requests in flight a plain message sent here joins."""
+        settings = self._settings
+        marked = settings.idempotent if idempotent is None else idempotent
+        topic = message.topic
         batcher = self._batcher
-        if (
-            batcher is None
-            or self._idempotent(idempotent)
-            or not coalescible(message, self.config.compress_msg_body_over_howmuch)
-        ):
-            return await self._send_message(message, timeout, retries, idempotent)
-        return await batcher.send(message, timeout, retries)
+        coalesce = batcher is not None and not marked and coalescible(message, settings.compress_over)
+        instance = self._instance
+        info = self._cached_publish_info(topic)
+        if instance is None or info is None or (batcher is not None and coalesce and batcher.busy(topic)):
+            if batcher is None or not coalesce:
+                return await self._send_message(message, timeout, retries, idempotent)
+            return await batcher.send(message, timeout, retries)
+        accumulator = batcher.accumulator if batcher is not None and coalesce else None
+        if accumulator is not None:
+            accumulator.started(topic)
+        try:
+            request, unique_id = self._message_request(message, marked)
+            queue = self._select_queue(info, None)
+            address = instance.master_address(queue.broker_name)
+            connection = None if address is None else instance.remoting.open_connection(address)
+            if connection is None or address is None:  # the general attempt finds the broker, connects
+                return await self._send_with_retries(topic, request, unique_id, timeout, retries, marked)
+            command = request(queue)
+            sign = instance.sign
+            if sign is not None:
+                sign(command)
+            total_s = timeout or settings.send_msg_timeout_s
+            began = time.monotonic()  # the attempt's start and the send's deadline's
+            error: Exception
+            try:
+                attempt_s = min(total_s, attempt_timeout(settings.send_attempt_timeout_s, total_s, retries, marked))
+                response = await connection.request(command, attempt_s)
+                return self._answered(queue, address, unique_id, response, began)
+            except RemotingError as exc:  # no answer
+                self._attempt_failed(queue, began)
+                error = exc
+            except BrokerResponseError as exc:  # refused (its latency noted by _answered)
+                error = exc
+            first = FirstAttempt(queue, error, began + total_s)
+            return await self._send_with_retries(topic, request, unique_id, timeout, retries, marked, None, first)
+        finally:
+            if accumulator is not None:
+                accumulator.finished(topic)
 
     async def _send_message(
         self,
@@ -311,7 +331,7 @@ class Producer:
         def request(queue: MessageQueue) -> RemotingCommand:
             nonlocal born_ms
             command = send_request(
-                self.config, queue, body, properties, sys_flag, message.flag, idempotent=marked, born_ms=born_ms
+                self._settings, queue, body, properties, sys_flag, message.flag, idempotent=marked, born_ms=born_ms
             )
             born_ms = None
             return command
@@ -337,7 +357,7 @@ class Producer:
         total_s = timeout or self.config.send_msg_timeout_s
         now = time.monotonic()  # read once per attempt: the deadline's, the attempt's start
         deadline = now + total_s if first is None else first.deadline
-        attempt_s = attempt_timeout(self.config, total_s, retries, idempotent)
+        attempt_s = attempt_timeout(self.config.send_attempt_timeout_s, total_s, retries, idempotent)
         queue: MessageQueue | None = fixed_queue
         last_error: Exception | None = None
         attempts = 0
@@ -417,7 +437,7 @@ class Producer:
         info = await self._publish_info(message.topic)
         queue = self._select_queue(info, None)
         request = send_request(
-            self.config, queue, body, properties, sys_flag, message.flag, oneway=True, idempotent=marked
+            self._settings, queue, body, properties, sys_flag, message.flag, oneway=True, idempotent=marked
         )
         address = await self._address(queue)
         try:
@@ -474,7 +494,7 @@ class Producer:
         body, ids = self._batch_body(messages, marked)
 
         def request(target: MessageQueue) -> RemotingCommand:
-            return send_request(self.config, target, body, "", 0, 0, batch=True, idempotent=marked)
+            return send_request(self._settings, target, body, "", 0, 0, batch=True, idempotent=marked)
 
         topic = messages[0].topic
         if queue is not None and queue.topic != topic:

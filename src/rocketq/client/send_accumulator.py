@@ -19,18 +19,21 @@ turns the batch's answer into each send's own ``SendResult``.
 from __future__ import annotations
 
 import asyncio
+from typing import Final
 
 from rocketq.client.message import Message, MessageQueue, SendResult
 from rocketq.common.message import Property
 from rocketq.protocol.batch import ITEM_OVERHEAD
 
-_NOT_COALESCED_PROPERTIES = (
-    Property.DELAY_TIME_LEVEL,
-    Property.TRANSACTION_PREPARED,
-    "__STARTDELIVERTIME",  # the timer properties of RocketMQ 4.x (Aliyun) and 5.x: a delivery time
-    "TIMER_DELIVER_MS",
-    "TIMER_DELAY_SEC",
-    "TIMER_DELAY_MS",
+_NOT_COALESCED_PROPERTIES: Final = frozenset(
+    {
+        Property.DELAY_TIME_LEVEL,
+        Property.TRANSACTION_PREPARED,
+        "__STARTDELIVERTIME",  # the timer properties of RocketMQ 4.x (Aliyun) and 5.x: a delivery time
+        "TIMER_DELIVER_MS",
+        "TIMER_DELAY_SEC",
+        "TIMER_DELAY_MS",
+    }
 )
 
 
@@ -43,7 +46,7 @@ def coalescible(message: Message, compress_over: int) -> bool:
     properties = message.properties
     if not properties:
         return True
-    return not any(name in properties for name in _NOT_COALESCED_PROPERTIES)
+    return _NOT_COALESCED_PROPERTIES.isdisjoint(properties)
 
 
 def item_size(body: bytes, properties: str) -> int:

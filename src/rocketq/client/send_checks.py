@@ -5,8 +5,9 @@ wrong."""
 from __future__ import annotations
 
 import time
+import zlib
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, final
 
 from librt.strings import BytesWriter
 
@@ -22,6 +23,7 @@ from rocketq.common.message import (
     encode_properties,
 )
 from rocketq.common.names import NOT_SENDABLE_TOPICS, empty_property_problem, separator_problem, topic_name_problem
+from rocketq.common.record import SysFlag
 from rocketq.protocol import ONEWAY_FLAG, RemotingCommand, RequestCode
 from rocketq.protocol.batch import write_item
 from rocketq.protocol.headers import IDEMPOTENT_SEND_FIELD
@@ -97,6 +99,67 @@ def checked_text(
         properties.update(extra)
     unique_id = properties.setdefault(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, fresh_id)
     return properties_text(properties), unique_id
+
+
+_DECIMALS: Final = tuple(str(number) for number in range(1024))
+"""The decimal text of 0-1023, made once: a send request has four such fields (queue numbers, flags)."""
+
+
+def _decimal(number: int) -> str:
+    return _DECIMALS[number] if 0 <= number < 1024 else str(number)
+
+
+@final
+class SendSettings:
+    """The settings of a ``ProducerConfig`` that every send reads, read once when the producer is made
+    (the config is a frozen dataclass). Compiled, this is a native object: each read is a field load,
+    where a read of the config's own attribute is a generic attribute lookup (a dozen per send)."""
+
+    def __init__(self, config: ProducerConfig) -> None:
+        self.group = config.group
+        self.create_topic_key = config.create_topic_key
+        self.queue_nums = _decimal(config.default_topic_queue_nums)
+        self.send_msg_timeout_s = config.send_msg_timeout_s
+        self.send_attempt_timeout_s = config.send_attempt_timeout_s
+        self.retries = config.retry_times_when_send_failed
+        self.idempotent = config.idempotent
+        self.compress_over = config.compress_msg_body_over_howmuch
+        self.compress_level = config.compress_level
+        self.max_message_size = config.max_message_size
+        self.latency_fault = config.send_latency_fault_enable
+
+
+def prepared_message(
+    message: Message,
+    settings: SendSettings,
+    unique_ids: UniqueIdGenerator,
+    valid_topics: set[str],
+    idempotent: bool = False,
+    extra: dict[str, str] | None = None,
+    now_ms: int | None = None,
+) -> tuple[bytes, str, int, str]:
+    """(body, properties text, sys_flag, unique id) of ``message`` as a producer with ``settings`` sends
+    it (checked by ``checked_text``; ``extra``: properties the client adds, a transaction's; ``now_ms``:
+    the wall clock in ms when the caller has read it). An idempotent send keeps its unique id in
+    ``message.properties``: a later send of the same message is a repeat of it. Bodies over the
+    settings' threshold are compressed when that makes them smaller."""
+    if now_ms is None:
+        now_ms = int(time.time() * 1000)
+    fresh_id = unique_ids.next_id(now_ms)
+    text, unique_id = checked_text(message, settings.max_message_size, valid_topics, fresh_id, extra)
+    if idempotent:
+        message.properties[Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = unique_id
+    body, sys_flag = message.body, 0
+    prepared = message.properties.get(Property.TRANSACTION_PREPARED)
+    if extra is not None:
+        prepared = extra.get(Property.TRANSACTION_PREPARED, prepared)
+    if prepared == "true":  # a half message, as Java marks it
+        sys_flag = SysFlag.TRANSACTION_PREPARED_TYPE
+    if len(body) > settings.compress_over:
+        compressed = zlib.compress(body, settings.compress_level)
+        if len(compressed) < len(body):
+            body, sys_flag = compressed, sys_flag | SysFlag.COMPRESSED
+    return body, text, sys_flag, unique_id
 
 
 _TAGS_ENTRY = Property.TAGS + NAME_VALUE_SEPARATOR
@@ -191,16 +254,8 @@ def batch_body(
     return body, ids
 
 
-_DECIMALS: Final = tuple(str(number) for number in range(1024))
-"""The decimal text of 0-1023, made once: a send request has four such fields (queue numbers, flags)."""
-
-
-def _decimal(number: int) -> str:
-    return _DECIMALS[number] if 0 <= number < 1024 else str(number)
-
-
 def send_request(
-    config: ProducerConfig,
+    settings: SendSettings,
     queue: MessageQueue,
     body: bytes,
     properties: str,
@@ -212,12 +267,12 @@ def send_request(
     idempotent: bool = False,
     born_ms: int | None = None,
 ) -> RemotingCommand:
-    """The SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) request of a producer with ``config`` for ``body``
+    """The SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) request of a producer with ``settings`` for ``body``
     to ``queue``, born at ``born_ms`` (ms since the epoch), or now."""
     # SendMessageRequestHeaderV2's fields written out (keys a..m), built here in compiled code (the
     # header's own to_ext_fields is interpreted); tests/client/test_written_headers.py holds them equal.
-    group, topic, create_topic_key = config.group, queue.topic, config.create_topic_key
-    queue_nums, queue_id = _decimal(config.default_topic_queue_nums), _decimal(queue.queue_id)
+    group, topic, create_topic_key = settings.group, queue.topic, settings.create_topic_key
+    queue_nums, queue_id = settings.queue_nums, _decimal(queue.queue_id)
     sys_flag_text, flag_text = _decimal(sys_flag), _decimal(flag)
     born = str(int(time.time() * 1000) if born_ms is None else born_ms)
     batch_text = "true" if batch else "false"

@@ -5,7 +5,6 @@ here, so a send's result does not depend on the thread that made it."""
 
 from __future__ import annotations
 
-from rocketq.client.config import ProducerConfig
 from rocketq.client.errors import BrokerResponseError, MQClientError, broker_error
 from rocketq.client.message import MessageQueue, SendResult, SendStatus
 from rocketq.protocol import RemotingCommand, ResponseCode
@@ -48,12 +47,13 @@ def send_result(response: RemotingCommand, queue: MessageQueue, unique_id: str, 
     return SendResult(status, unique_id, fields.get("msgId", ""), queue, int(fields.get("queueOffset", -1)))
 
 
-def attempt_timeout(config: ProducerConfig, total_s: float, retries: int, idempotent: bool) -> float:
-    """How long one attempt of a send may wait for its answer: ``send_attempt_timeout_s`` when set; else
+def attempt_timeout(send_attempt_timeout_s: float | None, total_s: float, retries: int, idempotent: bool) -> float:
+    """How long one attempt of a send may wait for its answer: ``send_attempt_timeout_s`` (the producer
+    config's) when set; else
     the whole send timeout ``total_s``, or for an idempotent send an equal share of it per attempt (a
     timed-out attempt then leaves time for a retry, which the broker recognises as a repeat)."""
-    if config.send_attempt_timeout_s is not None:
-        return config.send_attempt_timeout_s
+    if send_attempt_timeout_s is not None:
+        return send_attempt_timeout_s
     return total_s / (1 + retries) if idempotent else total_s
 
 

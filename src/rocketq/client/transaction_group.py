@@ -80,7 +80,7 @@ class TransactionGroup:
             raise ValidationError("a transactional message cannot be delayed")
         tagged = dataclasses.replace(message, properties={**message.properties, **self._properties(part)})
         body, properties, sys_flag, unique_id = producer._prepare(tagged)
-        request = send_request(producer.config, queue, body, properties, sys_flag, message.flag)
+        request = send_request(producer._settings, queue, body, properties, sys_flag, message.flag)
         return await producer._send_once(queue, request, unique_id, timeout or producer.config.send_msg_timeout_s)
 
     async def send_batch(
@@ -94,7 +94,7 @@ class TransactionGroup:
         body, ids = producer._batch_body(messages)
         properties = properties_text(self._properties(part))
         request = send_request(
-            producer.config, queue, body, properties, SysFlag.TRANSACTION_PREPARED_TYPE, 0, batch=True
+            producer._settings, queue, body, properties, SysFlag.TRANSACTION_PREPARED_TYPE, 0, batch=True
         )
         timeout_s = timeout or producer.config.send_msg_timeout_s
         return await producer._send_once(queue, request, ",".join(ids), timeout_s)

@@ -50,6 +50,11 @@ class RemotingClient:
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
 
+    def open_connection(self, address: str) -> Connection | None:
+        """The open connection to ``address``, or None when there is none yet (``connection`` makes it)."""
+        existing = self._connections.get(address)
+        return existing if existing is not None and existing.is_open else None
+
     async def connection(self, address: str) -> Connection:
         """The open connection to ``address``, connecting once when there is none."""
         existing = self._connections.get(address)

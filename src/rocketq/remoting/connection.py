@@ -16,10 +16,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import math
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, TypeVar, cast, overload
+from typing import Any, Final, TypeVar, cast, final, overload
 
 from rocketq.protocol import (
     ONEWAY_FLAG,
@@ -63,6 +64,24 @@ def next_opaque() -> int:
     return next(_opaques) & 0x7FFFFFFF
 
 
+DEADLINE_SLACK: Final = 0.001
+"""A request whose deadline is this close (s) when its connection's timer fires has expired: the loop's
+clock and its timers count whole milliseconds, so a timer may fire just before the deadline it was set
+for."""
+
+
+@final
+class Outstanding:
+    """A request waiting for its response: the future it completes, and when (the loop's clock) it fails
+    with ``RemotingTimeoutError(code, timeout_s)`` instead."""
+
+    def __init__(self, future: asyncio.Future[Any], deadline: float, code: int, timeout_s: float) -> None:
+        self.future = future
+        self.deadline = deadline
+        self.code = code
+        self.timeout_s = timeout_s
+
+
 class Connection(asyncio.BufferedProtocol):
     """Thread safety: use from its event loop only.
 
@@ -89,7 +108,7 @@ class Connection(asyncio.BufferedProtocol):
             self._decoder = FrameDecoder(max_frame_size=max_frame_size, body_chunk=SERVER_BODY_CHUNK)
         else:
             self._decoder = FrameDecoder(max_frame_size=max_frame_size, receive_buffer=CLIENT_RECEIVE_BUFFER)
-        self._pending: dict[int, asyncio.Future[Any]] = {}  # a response, or what its reader made of it
+        self._pending: dict[int, Outstanding] = {}  # by opaque; see request
         self._readers: dict[int, Callable[[RemotingCommand], Any]] = {}  # see invoke's ``read``
         self._transport: asyncio.Transport | None = None
         # the loop it is used from, kept: asyncio.get_running_loop() makes a getpid system call (its
@@ -111,6 +130,8 @@ class Connection(asyncio.BufferedProtocol):
         self.backpressure_episodes = 0  # times the answers backed up
         self._corked: list[Body] | None = None  # writes gathered for one transport call (see send)
         self._corked_bytes = 0
+        self._timer: asyncio.TimerHandle | None = None  # the requests' one timer (see request)
+        self._timer_at = math.inf  # when it fires (the loop's clock), inf when not armed
 
     # -- asyncio.Protocol -----------------------------------------------------------------------------
 
@@ -261,18 +282,22 @@ class Connection(asyncio.BufferedProtocol):
 
     def _dispatch(self, command: RemotingCommand) -> None:
         if command.flag & RESPONSE_FLAG:  # (the flag, not the property: this path is compiled)
-            future = self._pending.pop(command.opaque, None)
-            if future is None:
-                log.debug("response opaque=%d from %s matches no request", command.opaque, self.remote_address)
-            elif not future.done():  # (a request that timed out or was cancelled is not read)
-                read = self._readers.pop(command.opaque, None) if self._readers else None
-                if read is None:
-                    future.set_result(command)
-                else:
-                    try:
-                        future.set_result(read(command))
-                    except Exception as exc:  # the caller's to handle, as the caller's own code
-                        future.set_exception(exc)
+            opaque = command.opaque
+            outstanding = self._pending.pop(opaque, None)
+            if outstanding is None:
+                log.debug("response opaque=%d from %s matches no request", opaque, self.remote_address)
+                return
+            read = self._readers.pop(opaque, None) if self._readers else None
+            future = outstanding.future
+            if future.done():  # (a request that timed out or was cancelled is not read)
+                return
+            if read is None:
+                future.set_result(command)
+            else:
+                try:
+                    future.set_result(read(command))
+                except Exception as exc:  # the caller's to handle, as the caller's own code
+                    future.set_exception(exc)
         else:
             self._on_request(command, self)
 
@@ -283,11 +308,13 @@ class Connection(asyncio.BufferedProtocol):
             self._budget.release(self)
             self._budget_reported = 0
         reason = f"connection lost: {exc}" if exc else "connection closed"
-        for future in self._pending.values():
+        for outstanding in self._pending.values():
+            future = outstanding.future
             if not future.done():
                 future.set_exception(ConnectionClosedError(self.remote_address, reason))
         self._pending.clear()
         self._readers.clear()
+        self._disarm()
         if not self.closed.done():
             self.closed.set_result(None)
         if self._on_close is not None:
@@ -353,41 +380,92 @@ class Connection(asyncio.BufferedProtocol):
     async def invoke(
         self, command: RemotingCommand, timeout_s: float, read: Callable[[RemotingCommand], Any] | None = None
     ) -> Any:
-        """Send a request and wait for its response (RemotingTimeoutError after ``timeout_s``).
+        """Send a request and wait for its response (RemotingTimeoutError after ``timeout_s``): ``request``
+        awaited, its entry dropped when the wait is cancelled.
 
         With ``read``, the result is ``read(response)`` (or what it raised), called in the read that
         brought the response (``buffer_updated``), before this coroutine resumes: what ``read`` does
         is not queued behind other tasks the loop has ready. It is not called for a response that comes
         after the timeout or a cancellation, and must not wait on anything."""
+        opaque = command.opaque
+        future = self.request(command, timeout_s, read)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            self._pending.pop(opaque, None)
+            self._readers.pop(opaque, None)
+            raise
+
+    def request(
+        self, command: RemotingCommand, timeout_s: float, read: Callable[[RemotingCommand], Any] | None = None
+    ) -> asyncio.Future[Any]:
+        """Send a request; returns the future of its response (``read(response)`` with ``read``, as for
+        ``invoke``), which fails with RemotingTimeoutError after ``timeout_s`` or ConnectionClosedError
+        when the connection is lost first. Raises ConnectionClosedError when it is closed already.
+
+        A caller that awaits the future itself (no coroutine of ``invoke`` in between) and is cancelled
+        leaves the request's entry until its response or its deadline, whichever comes first.
+
+        One timer per connection, not one per request: it is armed for the earliest deadline of the
+        requests in flight (a request only re-arms it when its own deadline comes earlier, which a
+        request with the usual timeout, made after the others, never does). When it fires it fails the
+        requests past their deadline, drops those whose waiter is gone and arms itself for the next."""
         loop = self._loop
-        future: asyncio.Future[Any] = loop.create_future()
-        pending = self._pending
-        if pending and self._corked is None:
+        if self._pending and self._corked is None:
             # Others are in flight, so their answers wake this loop anyway: the requests made until
             # the loop's next turn leave together, in one write.
             self._cork()
             loop.call_soon(self._uncork)
+        self.send(command)  # (first: a request that could not be written is not waited for)
+        if self._transport is None:  # lost while writing it: nothing would answer or fail its future
+            raise ConnectionClosedError(self.remote_address, "connection lost while writing the request")
+        future: asyncio.Future[Any] = loop.create_future()
         opaque = command.opaque
-        pending[opaque] = future
+        deadline = loop.time() + timeout_s
+        self._pending[opaque] = Outstanding(future, deadline, command.code, timeout_s)
         if read is not None:
             self._readers[opaque] = read
-        timer: asyncio.TimerHandle | None = None
-        try:
-            self.send(command)
-            # One timer handle per call: cheaper than ``asyncio.timeout`` on a path every request takes.
-            # Made once the request is written: the write (the request's latency) does not wait for it.
-            timer = loop.call_later(timeout_s, self._expire, future, command.code, timeout_s)
-            return await future
-        finally:
-            if timer is not None:
-                timer.cancel()
-            pending.pop(opaque, None)
-            if read is not None:
-                self._readers.pop(opaque, None)
+        if deadline < self._timer_at:
+            self._arm(deadline)
+        return future
 
-    def _expire(self, future: asyncio.Future[Any], code: int, timeout_s: float) -> None:
-        if not future.done():
-            future.set_exception(RemotingTimeoutError(self.remote_address, code, timeout_s))
+    def _arm(self, deadline: float) -> None:
+        timer = self._timer
+        if timer is not None:
+            timer.cancel()
+        self._timer = self._loop.call_at(deadline, self._expire)
+        self._timer_at = deadline
+
+    def _disarm(self) -> None:
+        timer = self._timer
+        if timer is not None:
+            timer.cancel()
+        self._timer = None
+        self._timer_at = math.inf
+
+    def _expire(self) -> None:
+        """The timer fired: fail the requests past their deadline (RemotingTimeoutError), drop those
+        whose waiter is gone, and arm the timer for the earliest deadline left."""
+        self._timer = None
+        self._timer_at = math.inf
+        pending = self._pending
+        now = self._loop.time() + DEADLINE_SLACK
+        ended: list[int] = []
+        earliest = math.inf
+        for opaque, outstanding in pending.items():
+            deadline = outstanding.deadline
+            if deadline <= now or outstanding.future.done():
+                ended.append(opaque)
+            elif deadline < earliest:
+                earliest = deadline
+        for opaque in ended:
+            outstanding = pending.pop(opaque)
+            self._readers.pop(opaque, None)
+            future = outstanding.future
+            if not future.done():
+                future.set_exception(RemotingTimeoutError(self.remote_address, outstanding.code, outstanding.timeout_s))
+        if earliest != math.inf and self.is_open:
+            self._arm(earliest)
 
     def oneway(self, command: RemotingCommand) -> None:
         """Send a request with the oneway bit set; no response is expected."""

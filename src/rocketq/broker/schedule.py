@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 
 from rocketq.broker.context import BrokerContext
 from rocketq.common.message import SCHEDULE_TOPIC, Property, decode_properties, encode_properties
@@ -31,7 +30,8 @@ class ScheduleService:
         self._levels = len(self._store.config.delay_levels_ms())
         self._path = context.config.store_path_root_dir / "config" / "delayOffset.json"
         self.offsets: dict[int, int] = {}
-        self.delivered = 0
+        self.delivered = 0  # messages delivered to their real topic since the start
+        self.passes = 0  # delivery passes over every level since the start
 
     def load(self) -> None:
         document = read_json(self._path) or {}
@@ -41,17 +41,23 @@ class ScheduleService:
         write_json_atomically(self._path, {"offsetTable": {str(k): v for k, v in sorted(self.offsets.items())}})
 
     async def run(self) -> None:
-        last_persist = time.monotonic()
+        """Deliver what is due every ``POLL_INTERVAL_S`` and persist the progress every
+        ``PERSIST_INTERVAL_S``, both on the broker's clock (``BrokerContext.clock``), so a test's
+        ``FakeClock`` decides when a delayed message is due."""
+        clock = self._context.clock
+        last_persist = clock.time()
         while True:
+            now_ms = int(clock.time() * 1000)
             for level in range(1, self._levels + 1):
                 try:
-                    self.deliver_due(level, int(time.time() * 1000))
+                    self.deliver_due(level, now_ms)
                 except Exception:
                     log.exception("delay level %d: delivery failed; retrying", level)
-            if time.monotonic() - last_persist >= PERSIST_INTERVAL_S:
+            self.passes += 1
+            if clock.time() - last_persist >= PERSIST_INTERVAL_S:
                 await asyncio.to_thread(self.persist)
-                last_persist = time.monotonic()
-            await asyncio.sleep(POLL_INTERVAL_S)
+                last_persist = clock.time()
+            await clock.sleep(POLL_INTERVAL_S)
 
     def deliver_due(self, level: int, now_ms: int) -> int:
         """Deliver every message of ``level`` due by ``now_ms``, in order; returns how many."""

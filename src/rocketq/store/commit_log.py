@@ -240,7 +240,10 @@ class CommitLog:
             for (message, _, _, size), physical, queue_offset in zip(
                 encoded, physical_offsets, queue_offsets, strict=True
             ):
-                descriptions.add_put(message, physical, size, store_timestamp, queue_offset)
+                descriptions.add_put(
+                    message.topic, message.queue_id, physical, size, store_timestamp, queue_offset,
+                    message.sys_flag, message.properties,
+                )  # fmt: skip
         return PutMessageResult(
             status=_PUT_OK,
             physical_offsets=cast(list[PhysicalOffset], physical_offsets),
@@ -300,32 +303,25 @@ class CommitLog:
         lengths = (body_length, topic_length, properties_length)
         packer = rec.RECORD_STRUCTS.get(lengths) or rec.record_struct(body_length, topic_length, properties_length)
         physical = mapped.start_offset + position
-        if not self.staged:
-            packer.pack_into(
-                mapped.buffer, position, size, rec.MESSAGE_MAGIC, crc32(body) & 0x7FFFFFFF, queue_id, flag,
-                queue_offset, physical, sys_flag, born_timestamp, born_host, store_timestamp, store_host,
-                reconsume_times, prepared_transaction_offset, body_length, body, topic_length, topic_bytes,
-                properties_length, properties,
-            )  # fmt: skip
-        else:
-            record = packer.pack(
-                size, rec.MESSAGE_MAGIC, crc32(body) & 0x7FFFFFFF, queue_id, flag, queue_offset, physical, sys_flag,
-                born_timestamp, born_host, store_timestamp, store_host, reconsume_times,
-                prepared_transaction_offset, body_length, body, topic_length, topic_bytes, properties_length,
-                properties,
-            )  # fmt: skip
+        staged = self.staged  # (SYNC_FLUSH: packed apart, then written with pwrite instead of through the map)
+        target: bytearray | memoryview = bytearray(size) if staged else mapped.buffer
+        packer.pack_into(
+            target, 0 if staged else position, size, rec.MESSAGE_MAGIC, crc32(body) & 0x7FFFFFFF, queue_id, flag,
+            queue_offset, physical, sys_flag, born_timestamp, born_host, store_timestamp, store_host,
+            reconsume_times, prepared_transaction_offset, body_length, body, topic_length, topic_bytes,
+            properties_length, properties,
+        )  # fmt: skip
+        if staged:
             try:
-                mapped.write_at(position, record)
+                mapped.write_at(position, target)
             except BaseException:
                 table[key] = queue_offset
                 raise
         mapped.wrote_position = position + size
         descriptions = self.descriptions
         if descriptions.room_for(1):
-            descriptions.appended.append(
-                descriptions.describe(
-                    topic, queue_id, physical, size, store_timestamp, queue_offset, sys_flag, properties_text
-                )
+            descriptions.add_put(
+                topic, queue_id, physical, size, store_timestamp, queue_offset, sys_flag, properties_text
             )
         return PutMessageResult(
             status=_PUT_OK,

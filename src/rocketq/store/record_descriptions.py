@@ -8,7 +8,7 @@ from collections import deque
 from collections.abc import Sequence
 
 from rocketq.common.message import KEY_SEPARATOR, SCHEDULE_TOPIC, Property, find_property, tags_hash_code
-from rocketq.store.results import DispatchRequest, MessageToStore
+from rocketq.store.results import DispatchRequest
 
 _UNIQ_KEY = Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 _TAGS_CODES_KEPT = 100_000  # tag texts whose hash codes are remembered
@@ -70,20 +70,20 @@ class RecordDescriptions:
         return len(self.appended) + count <= APPENDED_MAX
 
     def add_put(
-        self, message: MessageToStore, physical: int, size: int, store_timestamp: int, queue_offset: int
+        self,
+        topic: str,
+        queue_id: int,
+        physical: int,
+        size: int,
+        store_timestamp: int,
+        queue_offset: int,
+        sys_flag: int,
+        properties: str,
     ) -> None:
-        """Leave the description of the record a put just published (call ``room_for`` first)."""
+        """Leave the description (``describe``) of the record a put just published (call ``room_for``
+        first)."""
         self.appended.append(
-            self.describe(
-                message.topic,
-                message.queue_id,
-                physical,
-                size,
-                store_timestamp,
-                queue_offset,
-                message.sys_flag,
-                message.properties,
-            )
+            self.describe(topic, queue_id, physical, size, store_timestamp, queue_offset, sys_flag, properties)
         )
 
     def take(self, from_offset: int, end_offset: int, max_records: int) -> list[DispatchRequest]:

@@ -4,8 +4,10 @@ stores the same message inside a batch: the CommitLog records, the ConsumeQueue 
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -116,3 +118,31 @@ def _found(store: MessageStore, key: str) -> list[int]:
     for topic in ("TopicA", "TopicB", "主题"):
         found += [record.physical_offset for record in store.query_message(topic, key, 64)]
     return sorted(found)
+
+
+@pytest.mark.parametrize(
+    ("change", "status"),
+    [
+        ({"body": bytes(3000)}, "MESSAGE_ILLEGAL"),  # over the maximum message size
+        ({"properties": "a\x01" + "x" * 40_000}, "PROPERTIES_SIZE_EXCEEDED"),
+        ({"topic": "T" * 128}, "MESSAGE_ILLEGAL"),  # a new topic: its name is checked on the general path
+    ],
+)
+def test_a_message_put_alone_is_refused_as_in_a_batch(change: dict[str, Any], status: str) -> None:
+    """What ``append_one`` hands to the general path is refused there, as in a batch: same status and
+    remark, nothing written (the next message is stored at offset 0 in both)."""
+    plain = MessageToStore(
+        topic="TopicA", queue_id=0, body=b"ok", properties="", born_host=bytes(8), store_host=bytes(8)
+    )
+    refused = dataclasses.replace(plain, **change)
+    with tempfile.TemporaryDirectory() as directory:
+        config = {"max_message_size": 2048}
+        with (
+            MessageStore(small_config(Path(directory) / "alone", **config)) as alone,
+            MessageStore(small_config(Path(directory) / "batch", **config)) as batch,
+        ):
+            one = put_alone(alone, refused, True)
+            together = batch.put_messages([plain, refused])
+            assert one.status.value == together.status.value == status
+            assert one.remark == together.remark
+            assert put_alone(alone, plain, True).physical_offsets == [0]

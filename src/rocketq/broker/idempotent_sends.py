@@ -16,7 +16,8 @@ How a repeat is recognised, in order:
    crash, since recovery re-indexes the CommitLog) is found there and the answer rebuilt from its
    record. The index is searched by store time, so the window also holds across restarts.
 
-Sends without the mark take none of this: the wrapper hands them on to the send handler at once.
+Sends without the mark take none of this: the send handler (``rocketq.broker.handlers.send``) hands
+only marked ones to ``IdempotentSends.send_once``, and stores the others itself.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ from rocketq.store import MessageStore
 
 log = logging.getLogger(__name__)
 
-SEND_CODES = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
 STORED_CODES = frozenset(
     {
         ResponseCode.SUCCESS,
@@ -92,24 +92,15 @@ class IdempotentSends:
 
     # -- the request path -------------------------------------------------------------------------------
 
-    def wrap(self, handlers: dict[int, object]) -> None:
-        """Put this window in front of the send handlers of ``handlers`` (a broker's handler table)."""
-        for code in SEND_CODES:
-            inner = handlers.get(code)
-            if inner is not None:
-                handlers[code] = self._wrapped(inner)  # type: ignore[arg-type]
+    def marks(self, request: RemotingCommand) -> bool:
+        """Whether ``request`` (a send) is one this window takes: marked idempotent, the window on."""
+        return self.window_ms > 0 and request.ext_fields.get(IDEMPOTENT_SEND_FIELD) in _TRUE
 
-    def _wrapped(self, inner: ServerHandler) -> ServerHandler:
-        def handle(request: RemotingCommand, connection: Connection) -> object:
-            if self.window_ms <= 0 or request.ext_fields.get(IDEMPOTENT_SEND_FIELD) not in _TRUE:
-                return inner(request, connection)  # a plain send: handled as it is, nothing added
-            return self._send_once(inner, request, connection)
-
-        return handle  # type: ignore[return-value]
-
-    async def _send_once(
+    async def send_once(
         self, inner: ServerHandler, request: RemotingCommand, connection: Connection
     ) -> RemotingCommand | None:
+        """The answer to a send this window ``marks``: the first store's when it is a repeat, else
+        ``inner``'s (the send handler's, which stores it)."""
         try:
             identity = identity_of(request)
         except ValueError as exc:

@@ -120,11 +120,10 @@ def put_or_wait(
         result = context.store.put_batch(batch, dispatch=False)
     else:
         result = context.store.put_messages(plain, dispatch=False)
-    context.dispatch.request(at_once=not waits)
     if waits and batch is not None:
+        context.dispatch.request(at_once=False)
         return _logged(context.flush_waits.wait(result), topic)
-    _log_refused(result, topic)
-    return result
+    return _put_now(context, result, topic)
 
 
 def put_one_now(
@@ -141,11 +140,17 @@ def put_one_now(
 ) -> PutMessageResult:
     """``put_or_wait`` of one message that waits for nothing, given by its fields (no message object:
     ``MessageStore.put_one``), stored by this broker (its ``store_host``): a send's common case."""
-    context.grouped_puts.put_pending()
+    context.grouped_puts.put_pending()  # (as put_or_wait: after the gathered puts)
     result = context.store.put_one(
         topic, queue_id, body, properties, flag, sys_flag, born_timestamp, born_host, context.store_host,
         reconsume_times, 0, False,
     )  # fmt: skip
+    return _put_now(context, result, topic)
+
+
+def _put_now(context: BrokerContext, result: PutMessageResult, topic: str) -> PutMessageResult:
+    """The end of a put that waits for nothing (``put_or_wait``'s, ``put_one_now``'s): what it appended
+    dispatched at once (its arrival answers held pulls in this loop turn), a refusal logged."""
     context.dispatch.request(at_once=True)
     if result.status is not _PUT_OK:
         _log_refused(result, topic)

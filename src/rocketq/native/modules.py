@@ -55,6 +55,7 @@ COMPILED_MODULES: Final = (
     "rocketq.remoting.tasks",  # every request a server reads starts through start_eagerly
     "rocketq.remoting.server",
     "rocketq.store.commit_log",
+    "rocketq.store.commit_log_scan",  # CommitLog's base class (the dispatcher's scans)
     "rocketq.store.consume_queue",
     "rocketq.store.disk_space",  # every put reads whether the disk refuses it
     "rocketq.store.dispatch_apply",

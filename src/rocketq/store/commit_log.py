@@ -8,89 +8,47 @@ topic/queue, at append time (RocketMQ's ``topicQueueTable``).
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from typing import Final, cast
 from zlib import crc32
 
-import numpy as np
-
 from rocketq.common import record as rec
 from rocketq.common.offsets import PhysicalOffset, QueueOffset
-from rocketq.store import compiled_append, compiled_dispatch
+from rocketq.store import compiled_append
+from rocketq.store.commit_log_scan import ColumnBatch, LogReads
 from rocketq.store.config import StoreConfig
 from rocketq.store.mapped_file import DiskFullError, MappedFile
-from rocketq.store.mapped_file_queue import MappedFileQueue
-from rocketq.store.record_descriptions import RecordDescriptions
-from rocketq.store.results import (
-    BatchToStore,
-    DispatchRequest,
-    MeasuredBatch,
-    MessageToStore,
-    PutMessageResult,
-    PutStatus,
-)
+from rocketq.store.results import BatchToStore, MeasuredBatch, MessageToStore, PutMessageResult, PutStatus
 from rocketq.store.staging import Segment, Staging, write_and_publish
 from rocketq.store.wire_batches import WireBatches
 
-log = logging.getLogger(__name__)
+__all__ = ["ColumnBatch", "CommitLog"]  # (ColumnBatch: the compiled scan's records, from commit_log_scan)
 
 _TXN_MASK = rec.SysFlag.TRANSACTION_MASK
 _PUT_OK: Final = PutStatus.PUT_OK  # read per put, bound once (see rocketq.native.modules on enum members)
-_BLANK_FIRST_BYTE = (rec.BLANK_MAGIC & 0xFFFFFFFF) >> 24
 _NO_QUEUE_OFFSET = rec.NOT_QUEUED_TRANSACTIONS
-
-_DISPATCH_FIELDS = rec.head_reader(  # the record header fields the dispatcher needs
-    "total_size",
-    "magic_code",
-    "queue_id",
-    "queue_offset",
-    "physical_offset",
-    "sys_flag",
-    "store_timestamp",
-    "body_length",
-)
 
 _Encoded = tuple[MessageToStore, bytes, bytes, int]  # message, topic, properties, record size
 
 
-@dataclass(frozen=True, slots=True)
-class ColumnBatch:
-    """Records parsed by the compiled scan: ``rows`` (``compiled_dispatch.ROW`` columns, topics as indexes
-    into ``topics``) and the index keys' hashes with the row number of their record."""
-
-    rows: np.ndarray
-    key_hashes: np.ndarray
-    key_records: np.ndarray
-    topics: list[str]
-
-
-class CommitLog:
-    """Appends and reads records. ``append`` must be called with ``put_lock`` held (one writer)."""
+class CommitLog(LogReads):
+    """Appends records (and reads them: ``LogReads``). The appends must be called with ``put_lock`` held
+    (one writer)."""
 
     def __init__(self, config: StoreConfig) -> None:
-        self.config = config
-        self.files = MappedFileQueue(config.commit_log_dir, config.mapped_file_size_commit_log)
+        super().__init__(config)
         self.queue_offsets: dict[tuple[str, int], int] = {}
         self.put_lock = threading.Lock()
         self.topic_bytes: dict[str, bytes] = {}  # encoded topic names, checked (1..127 bytes)
-        self._topic_text: dict[bytes, str] = {}  # the dispatcher's topic names by their bytes
-        self._compiled_scan = compiled_dispatch.load() if config.compiled_dispatch else None
         kernels = compiled_append.load() if config.compiled_dispatch else None
         self.wire_batches = WireBatches(self, kernels) if kernels is not None else None
-        self._topic_table = compiled_dispatch.TopicTable()
         # SYNC_FLUSH appends are written with pwrite from a staging buffer, not stored through the map,
         # which would cost every fsync a TLB shootdown per page (see ``staging``). ASYNC_FLUSH ones go
         # through the map: their pages are cleaned once per write-behind flush, not once per put, and a
         # pwrite per put (which releases the GIL) cost single puts up to four fifths of their rate.
         self.staged = config.sync_flush
         self.staging = Staging()  # appends hold put_lock: one scratch buffer is enough
-        self.descriptions = RecordDescriptions(config.delay_levels_ms())
-        """The records ``append`` wrote, as the dispatcher needs them (``descriptions.take``): what the
-        put knows already is not read back and parsed again. The put and the scan describe each record
-        with the same ``descriptions.describe``."""
 
     # -- append ---------------------------------------------------------------------------------------
 
@@ -158,18 +116,11 @@ class CommitLog:
         """Append records; returns offsets. Raises DiskFullError before writing when files can't grow
         (or when a write finds the disk full; nothing is stored then either).
 
-        The hot path of every put: one struct pack per record (into the map, or with ``staged`` into
+        The general path (``append_one`` takes the common single message first; its caller comes here
+        for the rest): one struct pack per record (into the map, or with ``staged`` into
         the staging buffer, then one ``pwrite`` per file the batch reaches), nothing else per message but
         the queue-offset counter and three list appends.
         """
-        if len(messages) == 1:
-            one = messages[0]
-            result = self.append_one(
-                one.topic, one.queue_id, one.body, one.properties, one.flag, one.sys_flag, one.born_timestamp,
-                one.born_host, one.store_host, one.reconsume_times, one.prepared_transaction_offset, store_timestamp,
-            )  # fmt: skip
-            if result is not None:
-                return result
         encoded = self.encode(messages)
         if isinstance(encoded, PutMessageResult):
             return encoded
@@ -278,8 +229,8 @@ class CommitLog:
         """``append`` of one message given by its fields (``MessageToStore``'s), in the common case (a
         known topic, a record that fits in the current file, not a transaction half): the record packed
         into the file's memory at once, its description left for the dispatcher. None otherwise (the
-        caller appends it through ``append``, which refuses it or rolls to the next file). ``append``
-        of a single message comes here first: this is the path of every such record."""
+        caller appends it through ``append``, which refuses it or rolls to the next file). A message put
+        alone (``StorePuts.put_one``) comes here first: this is the path of every such record."""
         topic_bytes = self.topic_bytes.get(topic)
         mapped = self.files.last_file()
         if topic_bytes is None or mapped is None or sys_flag & _TXN_MASK in _NO_QUEUE_OFFSET:
@@ -340,177 +291,6 @@ class CommitLog:
         """``WireBatches.append`` (``measured`` came from ``measure_batch``)."""
         assert self.wire_batches is not None, "measure_batch returns None without the compiled append"
         return self.wire_batches.append(measured, store_timestamp)
-
-    # -- read -----------------------------------------------------------------------------------------
-
-    @property
-    def min_offset(self) -> int:
-        return self.files.min_offset
-
-    @property
-    def max_offset(self) -> int:
-        return self.files.max_offset
-
-    def pin(self, offset: int) -> MappedFile | None:
-        """The file holding ``offset``, held for reading (the caller releases it), or None."""
-        mapped = self.files.find(offset)
-        if mapped is None or not mapped.hold():
-            return None
-        return mapped
-
-    def read_record(self, offset: int) -> rec.StoredRecord | None:
-        """Decode the record at ``offset`` (a copy), or None when there is no valid record there."""
-        mapped = self.pin(offset)
-        if mapped is None:
-            return None
-        try:
-            position = offset - mapped.start_offset
-            if position >= mapped.wrote_position:
-                return None
-            try:
-                rec.check_record(mapped.buffer, position, mapped.wrote_position, check_crc=True)
-            except rec.RecordFormatError:
-                return None
-            return rec.decode_record(mapped.buffer, position)
-        finally:
-            mapped.release()
-
-    # -- dispatch scanning ----------------------------------------------------------------------------
-
-    @property
-    def has_columnar_scan(self) -> bool:
-        return self._compiled_scan is not None
-
-    def scan_columns(self, from_offset: int, max_records: int) -> tuple[ColumnBatch | None, int]:
-        """Up to ``max_records`` records from ``from_offset`` through the compiled scan, as columns
-        (``compiled_dispatch``), and the offset after them. None (and ``from_offset``) when there is
-        no compiled scan or the record at ``from_offset`` is one for ``scan``."""
-        columns = self._compiled_scan
-        if columns is None:
-            return None, from_offset
-        mapped = self.pin(from_offset)
-        if mapped is None:
-            return None, from_offset
-        data = np.frombuffer(mapped.buffer, dtype=np.uint8)
-        try:
-            position = from_offset - mapped.start_offset
-            end = mapped.wrote_position
-            table = self._topic_table
-            max_records = min(max_records, (end - position) // rec.HEAD_SIZE + 1)  # records are longer than a head
-            rows = np.empty((max_records, len(compiled_dispatch.ROW)), dtype=np.int64)
-            key_space = max_records * 2 + compiled_dispatch.MAX_KEYS_PER_RECORD
-            key_hashes = np.empty(key_space, dtype=np.int64)
-            key_records = np.empty(key_space, dtype=np.int64)
-            count = keys = 0
-            while True:
-                found, position, found_keys, reason = columns(
-                    data, position, end, max_records - count, table.bytes, table.lengths, len(table.names),
-                    rows[count:], key_hashes[keys:], key_records[keys:], count,
-                )  # fmt: skip
-                count += found
-                keys += found_keys
-                if reason != compiled_dispatch.NEW_TOPIC:
-                    break
-                body_length = _DISPATCH_FIELDS.unpack_from(mapped.buffer, position)[-1]
-                topic_at = position + rec.HEAD_SIZE + body_length
-                table.add(bytes(mapped.buffer[topic_at + 1 : topic_at + 1 + mapped.buffer[topic_at]]))
-            if not count:
-                return None, from_offset
-            batch = ColumnBatch(rows[:count], key_hashes[:keys], key_records[:keys], table.names)
-            return batch, mapped.start_offset + position
-        finally:
-            del data
-            mapped.release()
-
-    def scan(self, from_offset: int, max_records: int) -> tuple[list[DispatchRequest], int]:
-        """Parse up to ``max_records`` records from ``from_offset``; return them and the next offset.
-
-        Stops at the write position. Fillers move the scan to the next file.
-        """
-        requests: list[DispatchRequest] = []
-        offset = from_offset
-        while len(requests) < max_records:
-            mapped = self.pin(offset)
-            if mapped is None:
-                last = self.files.last_file()
-                if last is not None and offset < last.start_offset:
-                    first = self.files.first_file()
-                    # Behind the oldest file (deleted): jump ahead to the oldest data.
-                    if first is not None and offset < first.start_offset:
-                        offset = first.start_offset
-                        continue
-                return requests, offset
-            try:
-                offset = self._scan_file(mapped, offset, max_records, requests)
-            finally:
-                mapped.release()
-            if offset - mapped.start_offset < mapped.file_size:
-                return requests, offset
-        return requests, offset
-
-    def _scan_file(self, mapped: MappedFile, offset: int, max_records: int, out: list[DispatchRequest]) -> int:
-        """Parse records into ``out``, one small unpack and one copy per record (the dispatcher's path for
-        short batches and for the records the compiled scan leaves)."""
-        buffer = mapped.buffer
-        position = offset - mapped.start_offset
-        end = mapped.wrote_position
-        base = mapped.start_offset
-        unpack = _DISPATCH_FIELDS.unpack_from
-        file_size = mapped.file_size
-        topics = self._topic_text
-        append = out.append
-        while position < end and len(out) < max_records:
-            # A slave's log may end inside a record until its master sends the rest: stop before it.
-            if end - position < rec.SIZE_AND_MAGIC.size:
-                return base + position
-            if file_size - position < rec.HEAD_SIZE or buffer[position + 4] == _BLANK_FIRST_BYTE:
-                _, magic = rec.SIZE_AND_MAGIC.unpack_from(buffer, position)
-                if magic == rec.BLANK_MAGIC:
-                    return mapped.end_offset
-            if end - position < rec.HEAD_SIZE:
-                return base + position
-            total, magic, queue_id, queue_offset, physical, sys_flag, store_timestamp, body_length = unpack(
-                buffer, position
-            )
-            if magic != rec.MESSAGE_MAGIC or total <= 0:
-                log.error("%s: unexpected bytes at %d while dispatching", mapped.path, base + position)
-                return base + position
-            if position + total > end:
-                return base + position
-            topic_at = position + rec.HEAD_SIZE + body_length
-            tail = bytes(buffer[topic_at : position + total])  # topic length, topic, properties: one copy
-            topic_end = 1 + tail[0]
-            raw_topic = tail[1:topic_end]
-            topic = topics.get(raw_topic)
-            if topic is None:
-                topic = topics[raw_topic] = raw_topic.decode()
-            append(
-                self.descriptions.describe(
-                    topic,
-                    queue_id,
-                    physical,
-                    total,
-                    store_timestamp,
-                    queue_offset,
-                    sys_flag,
-                    tail[topic_end + 2 :].decode(),
-                )
-            )
-            position += total
-        return base + position
-
-    def records(self, from_offset: int) -> Iterator[tuple[int, rec.StoredRecord]]:
-        """Every record from ``from_offset`` to the end, decoded (for tools and tests)."""
-        offset = from_offset
-        while True:
-            batch, next_offset = self.scan(offset, 1024)
-            for request in batch:
-                record = self.read_record(request.commit_log_offset)
-                if record is not None:
-                    yield request.commit_log_offset, record
-            if next_offset == offset:
-                return
-            offset = next_offset
 
     def close(self) -> None:
         self.descriptions.clear()

@@ -35,6 +35,8 @@ from rocketq.store.queue_table import QueueTable, gets_no_entry, queues_of
 from rocketq.store.results import BatchToStore, MeasuredBatch, MessageToStore, PutMessageResult, PutStatus
 from rocketq.store.store_reads import StoreReads
 
+_NOT_RUNNING = "store is not running"
+
 
 class StorePuts(StoreReads):
     """Puts of a store: appends, their ConsumeQueue room, their dispatch and their fsync."""
@@ -107,25 +109,38 @@ class StorePuts(StoreReads):
         dispatch: bool,
     ) -> PutMessageResult:
         """``put_messages`` of one message given by its fields (``MessageToStore``'s, in its order), so a
-        send of one message makes no message object: ``CommitLog.append_one`` writes it (``append`` when
-        that declines). ``put_messages`` of one message comes here."""
-
-        def append(store_timestamp: int) -> PutMessageResult:
-            appended = commit_log.append_one(
-                topic, queue_id, body, properties, flag, sys_flag, born_timestamp, born_host, store_host,
-                reconsume_times, prepared_transaction_offset, store_timestamp,
-            )  # fmt: skip
-            if appended is not None:
-                return appended
-            message = MessageToStore(
-                topic=topic, queue_id=queue_id, body=body, properties=properties, flag=flag, sys_flag=sys_flag,
-                born_timestamp=born_timestamp, born_host=born_host, store_host=store_host,
-                reconsume_times=reconsume_times, prepared_transaction_offset=prepared_transaction_offset,
-            )  # fmt: skip
-            return commit_log.append((message,), store_timestamp)
-
+        send of one message makes no message object: ``CommitLog.append_one`` writes it (the general
+        ``CommitLog.append`` when that declines: a new topic, a file to roll, a transaction half).
+        ``put_messages`` of one message comes here. ``_put`` with the append written in (no closure
+        made and called per message): the same steps, in the same order."""
+        refusal = self._admit()
+        if refusal is not None:
+            return refusal
+        began = time.perf_counter()
         commit_log = self.commit_log
-        return self._put(1, None if gets_no_entry(sys_flag) else topic, queue_id, (), append, dispatch)
+        with commit_log.put_lock:
+            if not self._open:
+                return PutMessageResult(status=PutStatus.SERVICE_NOT_AVAILABLE, remark=_NOT_RUNNING)
+            store_timestamp = int(time.time() * 1000)
+            try:
+                if not gets_no_entry(sys_flag):
+                    self._reserve(topic, queue_id, 1)
+                result = commit_log.append_one(
+                    topic, queue_id, body, properties, flag, sys_flag, born_timestamp, born_host, store_host,
+                    reconsume_times, prepared_transaction_offset, store_timestamp,
+                )  # fmt: skip
+                if result is None:
+                    message = MessageToStore(
+                        topic=topic, queue_id=queue_id, body=body, properties=properties, flag=flag,
+                        sys_flag=sys_flag, born_timestamp=born_timestamp, born_host=born_host, store_host=store_host,
+                        reconsume_times=reconsume_times, prepared_transaction_offset=prepared_transaction_offset,
+                    )  # fmt: skip
+                    result = commit_log.append((message,), store_timestamp)
+            except DiskFullError as exc:
+                return PutMessageResult(status=PutStatus.DISK_FULL, remark=self.space.allocation_failed(exc))
+            if result.ok:
+                self._last_store_timestamp = store_timestamp
+        return self._appended(result, 1, began, dispatch)
 
     def measure_batch(self, batch: BatchToStore, *, max_body_size: int | None = None) -> MeasuredBatch | None:
         """Check a producer's wire batch for ``put_batch``: its record sizes and whether it asks to
@@ -172,19 +187,19 @@ class StorePuts(StoreReads):
         append: Callable[[int], PutMessageResult],
         dispatch: bool,
     ) -> PutMessageResult:
-        """Every put goes through here: refused while the disk is full; else, before its ``count``
-        records are appended, the ConsumeQueue files that ``count`` more entries of its queue (and of
-        the queues in ``spread``, for a batch spread over queues) land in are made
-        (``ConsumeQueue.reserve``; ``count`` is an upper bound: transaction halves get no entry). So
-        an acknowledged message is one consumers can read; DISK_FULL when either cannot get space."""
-        if self.space.refusal is not None:
-            refusal = self.space.admit()
-            if refusal is not None:
-                return PutMessageResult(status=PutStatus.DISK_FULL, remark=refusal)
+        """Every put but ``put_one`` (which writes these steps out) goes through here: refused while the
+        disk is full; else, before its ``count`` records are appended, the ConsumeQueue files that
+        ``count`` more entries of its queue (and of the queues in ``spread``, for a batch spread over
+        queues) land in are made (``ConsumeQueue.reserve``; ``count`` is an upper bound: transaction
+        halves get no entry). So an acknowledged message is one consumers can read; DISK_FULL when
+        either cannot get space."""
+        refusal = self._admit()
+        if refusal is not None:
+            return refusal
         began = time.perf_counter()
         with self.commit_log.put_lock:
             if not self._open:
-                return PutMessageResult(status=PutStatus.SERVICE_NOT_AVAILABLE, remark="store is not running")
+                return PutMessageResult(status=PutStatus.SERVICE_NOT_AVAILABLE, remark=_NOT_RUNNING)
             store_timestamp = int(time.time() * 1000)
             try:
                 if topic is not None:
@@ -196,6 +211,18 @@ class StorePuts(StoreReads):
                 return PutMessageResult(status=PutStatus.DISK_FULL, remark=self.space.allocation_failed(exc))
             if result.ok:
                 self._last_store_timestamp = store_timestamp
+        return self._appended(result, count, began, dispatch)
+
+    def _admit(self) -> PutMessageResult | None:
+        """DISK_FULL while the disk has no room for puts (``DiskSpace``), else None."""
+        if self.space.refusal is not None:
+            refusal = self.space.admit()
+            if refusal is not None:
+                return PutMessageResult(status=PutStatus.DISK_FULL, remark=refusal)
+        return None
+
+    def _appended(self, result: PutMessageResult, count: int, began: float, dispatch: bool) -> PutMessageResult:
+        """After a put's append (the put lock released): its statistics, its dispatch and its fsync wanted."""
         if not result.ok:
             return result
         self._put_messages += count

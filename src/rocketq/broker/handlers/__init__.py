@@ -42,6 +42,4 @@ def handler_table(context: BrokerContext) -> HandlerTable:
     )
     for module in modules:
         table.update(module.handlers(context))
-    if context.idempotent_sends is not None:  # rocketq-only: sends marked idempotent are stored once
-        context.idempotent_sends.wrap(table)
     return table  # type: ignore[return-value]

@@ -27,7 +27,7 @@ from rocketq.broker.message_put import (
     response_code,
 )
 from rocketq.broker.retry import V3_4_9
-from rocketq.broker.send_request import SendTopics, send_header
+from rocketq.broker.send_request import SendTopics, SendValues, send_header, send_values
 from rocketq.broker.topic_config import is_writeable, topic_name_problem_in_cluster
 from rocketq.broker.transactions.half import batch_transaction_problem, make_half, transaction_of_batch
 from rocketq.common.group_topics import DEFAULT_MAX_RECONSUME_TIMES, RETRY_PREFIX
@@ -48,7 +48,6 @@ from rocketq.protocol import (
     RemotingCommand,
     RequestCode,
     ResponseCode,
-    SendMessageRequestHeader,
     TopicConfig,
     decode_batch,
 )
@@ -58,6 +57,7 @@ from rocketq.protocol.command import (
     takes_templated_header,
     templated_response,
 )
+from rocketq.protocol.headers import IDEMPOTENT_SEND_FIELD
 from rocketq.remoting import Connection, ServerHandler
 from rocketq.store import BatchToStore, MessageToStore, PutMessageResult
 
@@ -137,13 +137,25 @@ coroutine is made), else a coroutine that waits (for the fsync, a slave, a trans
 
 def handlers(context: BrokerContext) -> dict[int, ServerHandler]:
     send_topics = SendTopics(context.topics)
+    idempotent_sends = context.idempotent_sends
 
-    def handle_send(request: RemotingCommand, connection: Connection) -> Answer:
+    def handle_send(
+        request: RemotingCommand, connection: Connection
+    ) -> Answer | Coroutine[Any, Any, RemotingCommand | None]:
+        """A send request straight from its frame: a send marked idempotent goes through the broker's
+        idempotent window (``IdempotentSends.send_once``, which stores it through ``send``), any other
+        to ``send`` at once (its mark is one dict lookup)."""
+        fields = request.ext_fields
+        if idempotent_sends is not None and IDEMPOTENT_SEND_FIELD in fields and idempotent_sends.marks(request):
+            return idempotent_sends.send_once(send, request, connection)
+        return send(request, connection)
+
+    def send(request: RemotingCommand, connection: Connection) -> Answer:
         try:
-            header = send_header(request)
+            values = send_values(request)
         except RemoteProtocolError as exc:
             return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
-        return _send(context, request, connection, header, send_topics)
+        return _send(context, request, connection, values, send_topics)
 
     return {
         RequestCode.SEND_MESSAGE: handle_send,
@@ -153,12 +165,11 @@ def handlers(context: BrokerContext) -> dict[int, ServerHandler]:
 
 
 def _sendable_topic(
-    context: BrokerContext, request: RemotingCommand, header: SendMessageRequestHeader, cluster_name: str
+    context: BrokerContext, request: RemotingCommand, topic: str, cluster_name: str
 ) -> TopicConfig | RemotingCommand:
     """The config of the send's topic (made when a retry topic, or an unknown one with auto-creation on,
     is missing), or the refusal when it is no valid name, one of the broker's own, unknown or not
     writable (``SendTopics`` remembers the topics that pass)."""
-    topic = header.topic
     problem = topic_name_problem_in_cluster(topic, cluster_name)
     if problem:
         return reply(request, ResponseCode.SYSTEM_ERROR, problem)
@@ -171,6 +182,7 @@ def _sendable_topic(
             queues = group_config.retry_queue_nums if group_config else 1
             topic_config, _ = context.topics.create_system_topic(topic, max(1, queues))
         elif context.config.auto_create_topic_enable:
+            header = send_header(request)  # (its default topic: a new topic's template)
             topic_config = context.topics.create_in_send(topic, header.default_topic, header.default_topic_queue_nums)
         if topic_config is None:
             return reply(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
@@ -184,62 +196,60 @@ def _send(
     context: BrokerContext,
     request: RemotingCommand,
     connection: Connection,
-    header: SendMessageRequestHeader,
+    values: SendValues,
     send_topics: SendTopics,
 ) -> Answer:
+    topic, queue_id, sys_flag, born_timestamp, flag, header_properties, reconsume, batch_header, max_reconsume = values
     config = context.config
     if not context.is_master:
         return reply(request, ResponseCode.SERVICE_NOT_AVAILABLE, f"broker {config.broker_name} is a slave")
-    topic = header.topic
     cluster_name = config.broker_cluster_name
     topic_config = send_topics.get(topic, cluster_name)
     if topic_config is None:
-        checked = _sendable_topic(context, request, header, cluster_name)
+        checked = _sendable_topic(context, request, topic, cluster_name)
         if isinstance(checked, RemotingCommand):
             return checked
         topic_config = checked
         send_topics.remember(topic, topic_config, cluster_name)
-    queue_id = header.queue_id
     if queue_id < 0:
         queue_id = random.randrange(topic_config.write_queue_nums)
     if queue_id >= max(topic_config.read_queue_nums, topic_config.write_queue_nums):
         return reply(request, ResponseCode.SYSTEM_ERROR, f"queueId[{queue_id}] is illegal, topic {topic_config}")
 
-    reconsume_times = header.reconsume_times or 0
+    reconsume_times = reconsume or 0
     dead_letter = False
     if topic.startswith(RETRY_PREFIX):
         group = topic[len(RETRY_PREFIX) :]
         group_config = context.groups.find(group)
         max_times = group_config.retry_max_times if group_config else DEFAULT_MAX_RECONSUME_TIMES
-        if request.version >= V3_4_9 and header.max_reconsume_times is not None:
-            max_times = header.max_reconsume_times
+        if request.version >= V3_4_9 and max_reconsume is not None:
+            max_times = max_reconsume
         if reconsume_times >= max_times:
             topic = dead_letter_topic(context, group).topic_name
             queue_id, dead_letter = 0, True
             log.info("message of group %s reached %d retries: stored in %s", group, reconsume_times, topic)
 
-    is_batch = request.code == _SEND_BATCH_MESSAGE or header.batch
+    is_batch = request.code == _SEND_BATCH_MESSAGE or batch_header
     body = bytes(request.body)
     plain_suffix = stored_properties_suffix(cluster_name)
-    sys_flag = header.sys_flag
     if not (is_batch or dead_letter):  # one message: the path of a plain one that waits for nothing
-        properties_text = header.properties or ""
+        properties_text = header_properties or ""
         plain = plain_stored_properties(properties_text, plain_suffix)
         if plain is not None and len(body) <= config.max_message_size and not _waits(context, properties_text):
             result = put_one_now(
-                context, topic, queue_id, body, plain, header.flag, sys_flag, header.born_timestamp,
+                context, topic, queue_id, body, plain, flag, sys_flag, born_timestamp,
                 born_host_of(connection), reconsume_times,
             )  # fmt: skip
             return _response(context, request, result, topic, queue_id)
     stored_sys_flag = sys_flag & ~SysFlag.INNER_BATCH if is_batch else sys_flag
     # a transactional batch (rocketq): its header's properties say so and name its transaction group
-    transaction = transaction_of_batch(header.properties) if is_batch and header.properties else None
+    transaction = transaction_of_batch(header_properties) if is_batch and header_properties else None
     if transaction is not None:
         refusal = batch_transaction_problem(transaction, dead_letter, config.reject_transaction_message)
         if refusal is None and context.transactions is not None:
             storing = context.transactions.store_batch(
                 topic, queue_id, body, transaction, broker_suffix=plain_suffix, sys_flag=stored_sys_flag,
-                born_timestamp=header.born_timestamp, born_host=born_host_of(connection),
+                born_timestamp=born_timestamp, born_host=born_host_of(connection),
                 reconsume_times=reconsume_times,
             )  # fmt: skip
             return _transaction_stored(context, request, storing, topic, queue_id)
@@ -247,7 +257,7 @@ def _send(
     if is_batch and not dead_letter:  # the common batch: written from its wire body, no decoding
         batch = BatchToStore(
             topic=topic, queue_id=queue_id, items=body, properties_suffix=plain_suffix, sys_flag=stored_sys_flag,
-            born_timestamp=header.born_timestamp, born_host=born_host_of(connection), store_host=context.store_host,
+            born_timestamp=born_timestamp, born_host=born_host_of(connection), store_host=context.store_host,
             reconsume_times=reconsume_times,
         )  # fmt: skip
         measured = context.store.measure_batch(batch, max_body_size=config.max_message_size)
@@ -262,7 +272,7 @@ def _send(
         return reply(request, ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {exc}")
     # (a single message as a plain tuple: a NamedTuple's constructor runs interpreted)
     bodies: list[BatchItem] | list[tuple[bytes, str, int]] = (
-        items if items is not None else [(body, header.properties or "", header.flag)]
+        items if items is not None else [(body, header_properties or "", flag)]
     )
     if not bodies:
         return reply(request, ResponseCode.MESSAGE_ILLEGAL, "empty batch")
@@ -322,7 +332,7 @@ def _send(
                 properties=stored,
                 flag=flag,
                 sys_flag=message_sys_flag,
-                born_timestamp=header.born_timestamp,
+                born_timestamp=born_timestamp,
                 born_host=born_host,
                 store_host=store_host,
                 reconsume_times=reconsume_times,

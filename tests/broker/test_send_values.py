@@ -1,0 +1,94 @@
+"""The send handler reads a send request's header values straight from its extFields (``send_values``)
+instead of converting them into a header object: for every extFields map, the values it reads are the
+ones the header's conversion (``parse_send_message_header``) gives, and a header that conversion refuses
+is refused with the same error."""
+
+from __future__ import annotations
+
+import msgspec
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from rocketq.broker.send_request import SendValues, send_values
+from rocketq.protocol import RemoteProtocolError, RemotingCommand, RequestCode
+from rocketq.protocol.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2, parse_send_message_header
+
+CODES = [RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE]
+
+NUMBERS = st.one_of(
+    st.integers(-(2**63), 2**63 - 1).map(str),  # the plain forms clients send
+    st.integers(-(10**20), 10**20).map(str),
+    st.sampled_from(["0", "-0", "007", "+5", " 5", "5 ", "1.0", "1.5", "1e3", "1_000", "0x10", "", "-", "١٢", "x"]),
+)
+BOOLEANS = st.sampled_from(["true", "false", "True", "FALSE", "1", "0", "yes", ""])
+TEXTS = st.text(max_size=8)
+
+FIELDS = {  # each field's values: plain ones, odd ones the conversion may still read, and wrong ones
+    "producer_group": TEXTS,
+    "topic": TEXTS,
+    "default_topic": TEXTS,
+    "default_topic_queue_nums": NUMBERS,
+    "queue_id": NUMBERS,
+    "sys_flag": NUMBERS,
+    "born_timestamp": NUMBERS,
+    "flag": NUMBERS,
+    "properties": TEXTS,
+    "reconsume_times": NUMBERS,
+    "unit_mode": BOOLEANS,
+    "max_reconsume_times": NUMBERS,
+    "batch": BOOLEANS,
+}
+REQUIRED = {"producer_group", "topic", "default_topic", "default_topic_queue_nums", "queue_id", "sys_flag"}
+REQUIRED |= {"born_timestamp", "flag"}
+
+
+def wire_names(code: int) -> dict[str, str]:
+    header_type = SendMessageRequestHeader if code == RequestCode.SEND_MESSAGE else SendMessageRequestHeaderV2
+    return {field.name: field.encode_name for field in msgspec.structs.fields(header_type)}
+
+
+@st.composite
+def requests(draw: st.DrawFn) -> RemotingCommand:
+    code = draw(st.sampled_from(CODES))
+    names = wire_names(code)
+    fields: dict[str, str] = {}
+    for name, values in FIELDS.items():
+        present = draw(st.integers(0, 9)) > (0 if name in REQUIRED else 4)  # (sometimes a required one missing)
+        if present:
+            fields[names[name]] = draw(values)
+    if draw(st.booleans()):  # another request's field, or the idempotent mark: ignored
+        fields[draw(st.sampled_from(["rqIdempotent", "zz", "topic", "b"]))] = draw(TEXTS)
+    return RemotingCommand(code=code, ext_fields=fields)
+
+
+def header_values(request: RemotingCommand) -> SendValues:
+    header = parse_send_message_header(request.code, request.ext_fields)
+    return (
+        header.topic, header.queue_id, header.sys_flag, header.born_timestamp, header.flag, header.properties,
+        header.reconsume_times, header.batch, header.max_reconsume_times,
+    )  # fmt: skip
+
+
+def outcome(read: object, request: RemotingCommand) -> object:
+    try:
+        return ("values", read(request))  # type: ignore[operator]
+    except RemoteProtocolError as exc:
+        return ("refused", str(exc))
+
+
+V2_PLAIN = {"a": "g", "b": "T", "c": "TBW102", "d": "4", "e": "1", "f": "0", "g": "1700000000000", "h": "0"}
+
+
+@settings(max_examples=600, deadline=None)
+@given(request=requests())
+@example(request=RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields={**V2_PLAIN, "i": "a\x01b", "m": "true"}))
+@example(request=RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields={**V2_PLAIN, "e": "01"}))
+@example(request=RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields={**V2_PLAIN, "j": "1e1", "k": "1"}))
+def test_values_read_from_the_fields_are_the_headers(request: RemotingCommand) -> None:
+    assert outcome(send_values, request) == outcome(header_values, request)
+
+
+def test_a_plain_v2_header_is_read_as_sent() -> None:
+    fields = {**V2_PLAIN, "i": "KEYS\x01k", "j": "3", "l": "16", "m": "false", "e": "-1", "h": "-7"}
+    request = RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields=fields)
+    assert send_values(request) == ("T", -1, 0, 1_700_000_000_000, -7, "KEYS\x01k", 3, False, 16)

@@ -46,6 +46,9 @@ def _wire_names(header_type: type[SendMessageRequestHeader]) -> _WireNames:
 _V2_NAMES: Final = _wire_names(SendMessageRequestHeaderV2)
 _LONG_NAMES: Final = _wire_names(SendMessageRequestHeader)
 _INT64_LIMIT: Final = 2**63
+_SMALL_NUMBERS: Final = {str(number): number for number in range(-1, 4096)}
+"""The numbers a send header repeats (queue ids, flags, queue counts, retry counts) by their text: read
+with one dict lookup instead of ``int`` and ``str``, which cost about 1,300 instructions a number."""
 
 
 def _decimal(text: str) -> int | None:
@@ -54,6 +57,9 @@ def _decimal(text: str) -> int | None:
     number; None for any other text (some of which that conversion reads too, such as ``1e3``: the
     caller leaves those to it). (``int`` and ``str`` of ints are primitives of compiled code; a string
     method such as ``isdigit`` would be a generic call.)"""
+    small = _SMALL_NUMBERS.get(text)
+    if small is not None:
+        return small
     try:
         value = int(text)
     except ValueError:

@@ -57,9 +57,7 @@ class MessageStore(StorePuts):
         commit_log = CommitLog(config)
         index = IndexService(config, commit_log, clock) if config.message_index_enable else None
         space = DiskSpace(config, clock)
-        super().__init__(
-            config, commit_log, QueueTable(config), index, space, self._on_commit_log_flushed, wall_clock
-        )
+        super().__init__(config, commit_log, QueueTable(config), index, space, self._on_commit_log_flushed, wall_clock)
         self._clock = clock
         self.checkpoint = StoreCheckpoint(config.checkpoint_path)
         self.epochs = EpochFile(config.epochs_path)  # who wrote which stretch of the log (``epochs``)

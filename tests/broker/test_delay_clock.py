@@ -38,7 +38,10 @@ async def test_a_delayed_message_is_due_when_the_brokers_clock_says_so(tmp_path:
         arrived: list[MessageExt] = []
         try:
             await poll_until(
-                consumer, arrived, lambda: any(m.body == b"in five seconds" for m in arrived), "the delayed message"
+                consumer,
+                arrived.extend,
+                lambda: any(m.body == b"in five seconds" for m in arrived),
+                "the delayed message",
             )
         finally:
             await consumer.aclose()

@@ -61,20 +61,20 @@ async def send(cluster: LocalCluster, count: int, prefix: str = "m", topic: str 
 
 async def poll_until(
     consumer: PullConsumer,
-    got: list[MessageExt],
+    keep: Callable[[list[MessageExt]], object],
     done: Callable[[], bool],
     what: str,
     *,
     poll_s: float = 0.2,
     timeout_s: float = 15.0,
 ) -> None:
-    """Poll ``consumer`` into ``got`` until ``done()``. The deadline only bounds a hang (what the test
-    asserts is what arrived, never when): past it, AssertionError names ``what`` and what did arrive."""
+    """Poll ``consumer``, handing each batch to ``keep``, until ``done()``. The deadline only bounds a
+    hang (what the test asserts is what arrived, never when): past it, AssertionError names ``what``."""
     deadline = time.monotonic() + timeout_s
     while not done():
         if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not polled within {timeout_s:g} s ({len(got)} messages polled)")
-        got.extend(await consumer.poll(poll_s))
+            raise AssertionError(f"{what}: not polled within {timeout_s:g} s")
+        keep(await consumer.poll(poll_s))
 
 
 SCHEDULE_STEP_S = 0.1  # each nudge of a fake clock: the schedule service's poll interval

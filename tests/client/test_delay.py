@@ -40,7 +40,9 @@ async def test_level_two_waits_five_seconds_even_across_a_restart(tmp_path: Path
         await consumer.start()
         arrived: list[MessageExt] = []
         try:
-            await poll_until(consumer, arrived, lambda: any(m.body != b"warm-up" for m in arrived), "the delayed one")
+            await poll_until(
+                consumer, arrived.extend, lambda: any(m.body != b"warm-up" for m in arrived), "the delayed one"
+            )
         finally:
             await consumer.aclose()
     delayed = [m for m in arrived if m.body == b"in five seconds"]

@@ -73,6 +73,8 @@ async def test_a_pull_consumer_subscribed_before_its_topic_polls_its_messages(cl
     await consumer.start()
     bodies = await first_ticks(clock, PARKED["pull"], cluster)
     polled: list[MessageExt] = []
-    await poll_until(consumer, polled, lambda: len(polled) >= len(bodies), "the messages of the topic made later")
+    await poll_until(
+        consumer, polled.extend, lambda: len(polled) >= len(bodies), "the messages of the topic made later"
+    )
     assert sorted(m.body for m in polled) == sorted(bodies)
     await consumer.aclose()

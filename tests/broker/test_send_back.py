@@ -88,6 +88,7 @@ async def test_retry_after_the_delay_then_dead_letter(broker: Broker, client: Re
     sent_back_at = clock.time()
     back = await client.invoke(broker.address, send_back_request(offset, "CG_RETRY"), 3)
     assert back.code == ResponseCode.SUCCESS, back.remark
+    clock.advance(sent_back_at + 0.15 - clock.time())
     await schedule_pass(clock, schedule, limit=sent_back_at + 0.25)
     assert await stored_record(broker, client, "%RETRY%CG_RETRY") is None  # level 3 + 0 = 300 ms: not yet
     clock.advance(sent_back_at + 0.3 - clock.time())

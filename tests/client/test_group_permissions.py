@@ -132,5 +132,5 @@ async def test_clustering_members_of_a_group_without_broadcast_consume(cluster: 
     consumer.subscribe(TOPIC)
     await consumer.start()
     bodies = await send(cluster, 16)
-    await eventually(lambda: sorted(m.body for m in got) == sorted(bodies), timeout_s=5)
+    await eventually(lambda: sorted(m.body for m in got) == sorted(bodies), what="the messages")
     await consumer.aclose()

@@ -61,24 +61,25 @@ def tries(refused: Refusals) -> Counter[tuple[str, int]]:
     return Counter((broker, queue_id) for broker, queue_id, _ in refused)
 
 
-async def settled(clock: FakeClock) -> None:
-    """Wait until every queue's retry and the consumer's periodic tasks are asleep on the clock (what its
-    last move woke has run; a clustering consumer's retry-topic queues, refused too, wait as well)."""
-    await eventually(lambda: clock.sleepers >= PERIODIC + QUEUES, what="every queue waiting on the clock")
+async def settled(clock: FakeClock, waiting: int) -> None:
+    """Wait until ``waiting`` refused queues and the consumer's periodic tasks are all asleep on the
+    clock (what its last move woke has run)."""
+    await eventually(lambda: clock.sleepers >= PERIODIC + waiting, what="every refused queue waiting on the clock")
 
 
-async def assert_backed_off(clock: FakeClock, refused: Refusals) -> None:
+async def assert_backed_off(clock: FakeClock, refused: Refusals, waiting: int) -> None:
     """Each refused queue waits ``RETRY_DELAY_S`` on the consumer's clock before it pulls again: none
-    before the clock moved that far, each once when it did (no spinning, no waiting on real time)."""
+    before the clock moved that far, each once when it did (no spinning, no waiting on real time).
+    ``waiting``: the queues refused, TOPIC's and a clustering consumer's retry topic's (one a broker)."""
     await eventually(lambda: len(tries(refused)) == QUEUES, what="a refused pull of every queue")
-    await settled(clock)
+    await settled(clock, waiting)
     assert set(tries(refused).values()) == {1}
     clock.advance(RETRY_DELAY_S * 0.9)
-    await settled(clock)
+    await settled(clock, waiting)
     assert set(tries(refused).values()) == {1}  # short of the delay: no queue asked again
     clock.advance(RETRY_DELAY_S * 0.1)
     await eventually(lambda: set(tries(refused).values()) == {2}, what="every queue asking again")
-    await settled(clock)
+    await settled(clock, waiting)
     assert set(tries(refused).values()) == {2}  # once each
 
 
@@ -93,7 +94,7 @@ async def test_a_group_that_may_not_consume_is_refused_until_enabled(cluster: Lo
     consumer.subscribe(TOPIC)
     await consumer.start()
     bodies = await send(cluster, 16)
-    await assert_backed_off(clock, refused)
+    await assert_backed_off(clock, refused, QUEUES + 2)
     assert got == []  # every pull was refused
     assert {remark for *_, remark in refused} == {"subscription group no permission, Off"}
 
@@ -115,7 +116,7 @@ async def test_broadcasting_is_refused_when_the_group_disables_it(cluster: Local
     broadcasting.subscribe(TOPIC)
     await broadcasting.start()
     bodies = await send(cluster, 16)
-    await assert_backed_off(clock, refused)
+    await assert_backed_off(clock, refused, QUEUES)
     assert got == []  # every pull was refused
     assert {remark for *_, remark in refused} == {"the consumer group[NoBroadcast] can not consume by broadcast way"}
 

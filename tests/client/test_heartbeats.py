@@ -50,6 +50,9 @@ async def test_heartbeat_carries_tag_hash_codes_and_a_version_fixed_per_subscrip
     await consumer.start()
     await eventually(lambda: of_topic(received, TOPIC), what="the heartbeat of the start")
     for period in range(2):  # two periodic heartbeats repeat it
+        # (each move once the consumer's periodic tasks are all asleep on the clock again: the client's
+        # route poll and heartbeat, the consumer's offset persist, rebalance and overdue-call watch)
+        await eventually(lambda: clock.sleepers >= 5, what="the consumer's periodic tasks asleep on the clock")
         sent = len(of_topic(received, TOPIC))
         clock.advance(client.heartbeat_broker_interval_s)
         await eventually(lambda n=sent: len(of_topic(received, TOPIC)) > n, what=f"periodic heartbeat {period + 1}")

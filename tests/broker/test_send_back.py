@@ -1,9 +1,9 @@
-"""CONSUMER_SEND_MSG_BACK (36): retries through the schedule service, then the dead-letter queue."""
+"""CONSUMER_SEND_MSG_BACK (36): retries through the schedule service, then the dead-letter queue. The
+broker runs on a ``FakeClock``: a retry is due when the test moves it past the level's delay, and a dead
+letter, never delayed, is there while it stands still."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -17,8 +17,10 @@ from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketq.protocol.bodies import SubscriptionGroupConfigBody
 from rocketq.protocol.headers import ConsumerSendMsgBackRequestHeader
 from rocketq.remoting import RemotingClient
+from rocketq.testing import FakeClock
 from rocketq.testing.cluster import wait_dispatched
 
+from ..client.helpers import schedule_pass
 from .conftest import broker_config
 from .raw import pull_request, records, request, send_request
 
@@ -26,8 +28,13 @@ LEVELS = "100ms 200ms 300ms 400ms 500ms 600ms"
 
 
 @pytest.fixture
-async def broker(tmp_path: Path) -> AsyncIterator[Broker]:
-    async with Broker(broker_config(tmp_path / "broker", message_delay_level=LEVELS)) as running:
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+async def broker(tmp_path: Path, clock: FakeClock) -> AsyncIterator[Broker]:
+    async with Broker(broker_config(tmp_path / "broker", message_delay_level=LEVELS), clock=clock) as running:
         yield running
 
 
@@ -45,15 +52,21 @@ def send_back_request(
     return request(RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext_fields(), version=version)
 
 
-async def wait_for_record(broker: Broker, client: RemotingClient, topic: str, timeout_s: float = 3) -> StoredRecord:
-    async with asyncio.timeout(timeout_s):
-        while True:
-            await wait_dispatched(broker)
-            response = await client.invoke(broker.address, pull_request(topic, 0, 0), 3)
-            if response.code == ResponseCode.SUCCESS:
-                (record,) = records(response)
-                return record
-            await asyncio.sleep(0.02)
+async def stored_record(broker: Broker, client: RemotingClient, topic: str) -> StoredRecord | None:
+    """The one record of ``topic``'s queue 0 once the broker has indexed what it stored; None without."""
+    await wait_dispatched(broker)
+    response = await client.invoke(broker.address, pull_request(topic, 0, 0), 3)
+    if response.code != ResponseCode.SUCCESS:
+        return None
+    (record,) = records(response)
+    return record
+
+
+async def record_now(broker: Broker, client: RemotingClient, topic: str) -> StoredRecord:
+    """The one record of ``topic``, there without the broker's clock moving."""
+    record = await stored_record(broker, client, topic)
+    assert record is not None, f"nothing in {topic}"
+    return record
 
 
 async def send_original(broker: Broker, client: RemotingClient) -> tuple[str, int]:
@@ -65,16 +78,24 @@ async def send_original(broker: Broker, client: RemotingClient) -> tuple[str, in
     return message_id, parse_offset_message_id(message_id)[2]
 
 
-async def test_retry_after_the_delay_then_dead_letter(broker: Broker, client: RemotingClient) -> None:
+async def test_retry_after_the_delay_then_dead_letter(broker: Broker, client: RemotingClient, clock: FakeClock) -> None:
     message_id, offset = await send_original(broker, client)
     original = broker.store.lookup_message(offset)
     assert original is not None
 
-    started = time.monotonic()
+    schedule = broker.schedule
+    assert schedule is not None
+    sent_back_at = clock.time()
     back = await client.invoke(broker.address, send_back_request(offset, "CG_RETRY"), 3)
     assert back.code == ResponseCode.SUCCESS, back.remark
-    retry = await wait_for_record(broker, client, "%RETRY%CG_RETRY")
-    assert time.monotonic() - started >= 0.25  # level 3 + 0 = 300 ms
+    clock.advance(sent_back_at + 0.15 - clock.time())
+    await schedule_pass(clock, schedule, limit=sent_back_at + 0.25)
+    assert await stored_record(broker, client, "%RETRY%CG_RETRY") is None  # level 3 + 0 = 300 ms: not yet
+    clock.advance(sent_back_at + 0.3 - clock.time())
+    await schedule_pass(clock, schedule)
+    if schedule.delivered == 0:  # (the pass that ran may have begun before the move)
+        await schedule_pass(clock, schedule)
+    retry = await record_now(broker, client, "%RETRY%CG_RETRY")
     assert retry.topic == "%RETRY%CG_RETRY" and retry.body == b"payload" and retry.reconsume_times == 1
     assert retry.born_timestamp == original.born_timestamp and retry.born_host == original.born_host
     properties = decode_properties(retry.properties)
@@ -87,7 +108,7 @@ async def test_retry_after_the_delay_then_dead_letter(broker: Broker, client: Re
     # The retry fails too; with at most one reconsumption it becomes a dead letter, undelayed.
     dead_back = send_back_request(retry.physical_offset, "CG_RETRY", max_reconsume_times=1)
     assert (await client.invoke(broker.address, dead_back, 3)).code == ResponseCode.SUCCESS
-    dead = await wait_for_record(broker, client, "%DLQ%CG_RETRY", timeout_s=0.2)
+    dead = await record_now(broker, client, "%DLQ%CG_RETRY")
     assert dead.reconsume_times == 2 and dead.body == b"payload"
     dead_properties = decode_properties(dead.properties)
     assert dead_properties["RETRY_TOPIC"] == "TopicA" and dead_properties["ORIGIN_MESSAGE_ID"] == message_id
@@ -99,7 +120,7 @@ async def test_negative_delay_level_goes_straight_to_the_dlq(broker: Broker, cli
     _, offset = await send_original(broker, client)
     back = await client.invoke(broker.address, send_back_request(offset, "CG_DEAD", delay_level=-1), 3)
     assert back.code == ResponseCode.SUCCESS
-    dead = await wait_for_record(broker, client, "%DLQ%CG_DEAD", timeout_s=0.2)
+    dead = await record_now(broker, client, "%DLQ%CG_DEAD")
     assert dead.reconsume_times == 1 and decode_properties(dead.properties)["RETRY_TOPIC"] == "TopicA"
     assert broker.topics.get("%RETRY%CG_DEAD") is None
 
@@ -114,7 +135,7 @@ async def test_group_max_applies_to_old_clients(broker: Broker, client: Remoting
     # A C++ client (version 63 < 121) cannot raise the group's maximum through the header.
     back = send_back_request(offset, "CG_OLD", max_reconsume_times=16, version=63)
     assert (await client.invoke(broker.address, back, 3)).code == ResponseCode.SUCCESS
-    dead = await wait_for_record(broker, client, "%DLQ%CG_OLD", timeout_s=0.2)
+    dead = await record_now(broker, client, "%DLQ%CG_OLD")
     assert dead.reconsume_times == 1
 
 

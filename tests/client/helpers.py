@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Protocol, TypeVar
 
+from rocketq.broker.schedule import ScheduleService
 from rocketq.client import ClientConfig, ConsumeFromWhere, ConsumerConfig, Message, Producer, PullConsumer, PushConsumer
-from rocketq.testing import LocalCluster
+from rocketq.client.message import MessageExt
+from rocketq.testing import FakeClock, LocalCluster
 
 TOPIC = "Orders"
 """Created by the ``cluster`` fixture with four queues on each of its two brokers."""
@@ -54,3 +57,37 @@ async def send(cluster: LocalCluster, count: int, prefix: str = "m", topic: str 
         for body in bodies:
             await producer.send(Message(topic, body, keys=body.decode()))
     return bodies
+
+
+async def poll_until(
+    consumer: PullConsumer,
+    keep: Callable[[list[MessageExt]], object],
+    done: Callable[[], bool],
+    what: str,
+    *,
+    poll_s: float = 0.2,
+    timeout_s: float = 15.0,
+) -> None:
+    """Poll ``consumer``, handing each batch to ``keep``, until ``done()``. The deadline only bounds a
+    hang (what the test asserts is what arrived, never when): past it, AssertionError names ``what``."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not polled within {timeout_s:g} s")
+        keep(await consumer.poll(poll_s))
+
+
+SCHEDULE_STEP_S = 0.1  # each nudge of a fake clock: the schedule service's poll interval
+
+
+async def schedule_pass(clock: FakeClock, schedule: ScheduleService, limit: float = float("inf")) -> None:
+    """Nudge ``clock`` on, ``SCHEDULE_STEP_S`` at a time and never past ``limit``, until the broker's
+    schedule service has made a delivery pass (its sleep on the clock ends only when the clock moves; a
+    nudge that came while it was between passes needs another)."""
+    passes = schedule.passes
+    deadline = time.monotonic() + 15.0  # (a bound on a hang, not a timing)
+    while schedule.passes == passes:
+        if clock.time() + SCHEDULE_STEP_S <= limit:
+            clock.advance(SCHEDULE_STEP_S)
+        assert time.monotonic() < deadline, "the schedule service made no delivery pass"
+        await asyncio.sleep(0.05)

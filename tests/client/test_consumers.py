@@ -24,10 +24,10 @@ from rocketq.client.admin import AdminClient
 from rocketq.client.consumer_core import ConsumerCore
 from rocketq.client.errors import MQClientError
 from rocketq.client.message import MessageExt, MessageQueue
-from rocketq.testing import LocalCluster, eventually
+from rocketq.testing import FakeClock, LocalCluster, eventually
 
 from .broker_taps import pulled_with
-from .helpers import TOPIC, consumer_config, opened, send
+from .helpers import TOPIC, consumer_config, opened, poll_until, send
 from .sentinels import send_sentinels
 
 
@@ -70,14 +70,20 @@ async def test_group_members_share_queues_and_rebalance(cluster: LocalCluster) -
 
 
 async def test_a_member_joining_is_rebalanced_at_once_not_at_the_next_period(cluster: LocalCluster) -> None:
-    """With a 60 s rebalance period, only the broker's NOTIFY_CONSUMER_IDS_CHANGED can make the first
-    member give up half its queues within a couple of seconds of the second one's start."""
-    members = [opened(PushConsumer(consumer_config(cluster, "N", rebalance_interval_s=60.0), lambda ms: None))]
+    """The members' clock never moves, so no periodic rebalance runs: only the broker's
+    NOTIFY_CONSUMER_IDS_CHANGED can make the first member give up half its queues."""
+    clock = FakeClock()
+
+    def config(n: int) -> ConsumerConfig:
+        client = ClientConfig(namesrv_addr=cluster.namesrv_addr, instance_name=f"n{n}", clock=clock)
+        return consumer_config(cluster, "N", client=client, rebalance_interval_s=60.0)
+
+    members = [opened(PushConsumer(config(0), lambda ms: None))]
     members[0].subscribe(TOPIC)
     await members[0].start()
     total = len([q for q in members[0].assigned_queues if q.topic == TOPIC])
     assert total == 8  # two brokers, four queues each
-    members.append(opened(PushConsumer(consumer_config(cluster, "N", rebalance_interval_s=60.0), lambda ms: None)))
+    members.append(opened(PushConsumer(config(1), lambda ms: None)))
     members[1].subscribe(TOPIC)
     await members[1].start()
 
@@ -85,7 +91,7 @@ async def test_a_member_joining_is_rebalanced_at_once_not_at_the_next_period(clu
         owned = [{q for q in m.assigned_queues if q.topic == TOPIC} for m in members]
         return len(owned[0]) == len(owned[1]) == total // 2 and not owned[0] & owned[1]
 
-    await eventually(split, timeout_s=30)  # well before the 60 s rebalance period: the notification did it
+    await eventually(split, what="the queues split between the members")  # (a bound on a hang only)
     for member in members:
         await member.aclose()
 
@@ -122,21 +128,19 @@ async def test_a_pull_consumer_subscribing_again_with_other_tags_gets_the_new_on
     retagged = pulled_with(cluster.brokers, "RETAGP", TOPIC, "TagB")
     got: list[bytes] = []
 
-    async def poll_until(*bodies: bytes) -> None:
-        deadline = time.monotonic() + 15
-        while not set(bodies) <= set(got) and time.monotonic() < deadline:
-            got.extend(m.body for m in await consumer.poll(0.2))
+    async def poll_for(*bodies: bytes) -> None:  # (what arrived is asserted below, not when)
+        await poll_until(consumer, lambda ms: got.extend(m.body for m in ms), lambda: set(bodies) <= set(got), "tags")
 
     async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
         await producer.send(Message(TOPIC, b"a1", tags="TagA"))
         await producer.send(Message(TOPIC, b"b1", tags="TagB"))
-        await poll_until(b"a1")
+        await poll_for(b"a1")
         consumer.subscribe(TOPIC, "TagB")
         await eventually(lambda: len(retagged) == 8)  # pulls held with the old filter returned (0.5 s here)
         await producer.send(Message(TOPIC, b"a2", tags="TagA"))
         await producer.send(Message(TOPIC, b"b2", tags="TagB"))
     sentinels = await send_sentinels(cluster, TOPIC, tags="TagB")  # after a2 on its queue: nothing else comes
-    await poll_until(*sentinels)
+    await poll_for(*sentinels)
     assert got[0] == b"a1" and sorted(got[1:]) == sorted([b"b2", *sentinels])
     await consumer.aclose()
 
@@ -272,9 +276,9 @@ async def test_async_listener_runs_in_its_own_task(cluster: LocalCluster) -> Non
     consumer.subscribe(TOPIC)
     await consumer.start()
     first = await send(cluster, 8, "first")
-    await eventually(lambda: set(first) <= set(timed_out), timeout_s=4)
+    await eventually(lambda: set(first) <= set(timed_out), what="the first messages' listener timeouts")
     second = await send(cluster, 8, "second")  # the queues are still being pulled
-    await eventually(lambda: set(second) <= set(seen), timeout_s=4)
+    await eventually(lambda: set(second) <= set(seen), what="the second messages")
     await consumer.aclose()
 
 
@@ -343,9 +347,7 @@ async def test_pull_consumer_subscribe_poll_commit(cluster: LocalCluster) -> Non
     consumer.subscribe(TOPIC)
     await consumer.start()
     got: list[bytes] = []
-    deadline = time.monotonic() + 10
-    while len(got) < 50 and time.monotonic() < deadline:
-        got.extend(m.body for m in await consumer.poll(1.0))
+    await poll_until(consumer, lambda ms: got.extend(m.body for m in ms), lambda: len(got) >= 50, "the 50 messages")
     assert sorted(got) == sorted(bodies)
     assert await consumer.poll(0.2) == []
     await consumer.commit()
@@ -447,13 +449,11 @@ async def test_a_reset_by_time_moves_a_running_orderly_or_pull_consumer_back(clu
     consumer.subscribe(TOPIC)
     await consumer.start()
 
-    async def collect(count: int) -> None:
-        deadline = time.monotonic() + 15
-        while len(got) < count and time.monotonic() < deadline:
-            if isinstance(consumer, PullConsumer):
-                got.extend(await consumer.poll(0.2))
-            else:
-                await asyncio.sleep(0.05)
+    async def collect(count: int) -> None:  # (the waits bound a hang only: what arrived is asserted)
+        if isinstance(consumer, PullConsumer):
+            await poll_until(consumer, got.extend, lambda: len(got) >= count, f"{count} messages")
+        else:
+            await eventually(lambda: len(got) >= count, what=f"{count} messages")
         assert len(got) == count
 
     await collect(12)

@@ -1,30 +1,36 @@
 """A subscription group's consumeEnable and consumeBroadcastEnable (``rocketq admin updateSubGroup``), end to end:
 the broker refuses the pulls with NO_PERMISSION, consumers wait ``pull_time_delay_when_exception_s`` before
-each retry (no spinning, no crash) and consume everything once the group is allowed again."""
+each retry (no spinning, no crash) and consume everything once the group is allowed again. The consumers
+run on a ``FakeClock``: the test moves it past the retry delay, so a slow machine cannot change what is
+seen."""
 
 from __future__ import annotations
 
-import itertools
-import time
+from collections import Counter
 from pathlib import Path
 
-from rocketq.client import MessageModel, PushConsumer
+from rocketq.client import ClientConfig, ConsumerConfig, MessageModel, PushConsumer
 from rocketq.client.admin import AdminClient
 from rocketq.client.message import MessageExt
 from rocketq.protocol import PullMessageRequestHeader, RemotingCommand, RequestCode, ResponseCode
 from rocketq.protocol.bodies import SubscriptionGroupConfigBody
-from rocketq.testing import LocalCluster, eventually
+from rocketq.testing import FakeClock, LocalCluster, eventually
 
 from .broker_taps import tap
 from .helpers import TOPIC, consumer_config, opened, send
 
 RETRY_DELAY_S = 0.5
 QUEUES = 8  # TOPIC's queues over both brokers
+PERIODIC = 5
+"""The periodic tasks of a push consumer asleep on its clock: its client's route poll and heartbeat, its
+offset persist and rebalance, its watch on overdue listener calls."""
+
+Refusals = list[tuple[str, int, str]]
 
 
-def refusals(cluster: LocalCluster, group: str) -> list[tuple[float, str, int, str]]:
-    """(time, broker, queue id, remark) of every NO_PERMISSION answer to ``group``'s pulls of TOPIC."""
-    refused: list[tuple[float, str, int, str]] = []
+def refusals(cluster: LocalCluster, group: str) -> Refusals:
+    """(broker, queue id, remark) of every NO_PERMISSION answer to ``group``'s pulls of TOPIC."""
+    refused: Refusals = []
     for broker in cluster.brokers:
 
         def seen(
@@ -34,7 +40,7 @@ def refusals(cluster: LocalCluster, group: str) -> list[tuple[float, str, int, s
             if header.consumer_group != group or header.topic != TOPIC:
                 return
             if response is not None and response.code == ResponseCode.NO_PERMISSION:
-                refused.append((time.monotonic(), name, header.queue_id, response.remark or ""))
+                refused.append((name, header.queue_id, response.remark or ""))
 
         tap(broker, RequestCode.PULL_MESSAGE, seen)
     return refused
@@ -45,53 +51,56 @@ async def set_group(cluster: LocalCluster, group: str, **settings: bool) -> None
         await admin.update_subscription_group(SubscriptionGroupConfigBody(group_name=group, **settings))
 
 
-def per_queue(refused: list[tuple[float, str, int, str]]) -> dict[tuple[str, int], list[float]]:
-    """When each queue's pulls were refused."""
-    times: dict[tuple[str, int], list[float]] = {}
-    for at, broker, queue_id, _ in refused:
-        times.setdefault((broker, queue_id), []).append(at)
-    return times
+def clocked(cluster: LocalCluster, group: str, clock: FakeClock, **overrides: object) -> ConsumerConfig:
+    client = ClientConfig(namesrv_addr=cluster.namesrv_addr, instance_name=f"perm-{group}", clock=clock)
+    return consumer_config(cluster, group, client=client, pull_time_delay_when_exception_s=RETRY_DELAY_S, **overrides)
 
 
-def retried_everywhere(refused: list[tuple[float, str, int, str]]) -> bool:
-    """Every queue was refused and retried at least twice."""
-    times = per_queue(refused)
-    return len(times) == QUEUES and all(len(at) >= 3 for at in times.values())
+def tries(refused: Refusals) -> Counter[tuple[str, int]]:
+    """How many pulls of each queue were refused."""
+    return Counter((broker, queue_id) for broker, queue_id, _ in refused)
 
 
-def assert_backed_off(refused: list[tuple[float, str, int, str]], since: float) -> None:
-    """Each queue was retried at most once per RETRY_DELAY_S (plus its first try) since ``since``. The
-    consumer's wait is a lower bound: a slow machine spaces the retries further apart, never closer."""
-    window_s = time.monotonic() - since
-    times = per_queue(list(refused))
-    assert len(times) == QUEUES
-    for at in times.values():
-        assert len(at) <= window_s / RETRY_DELAY_S + 2, at
-        gaps = [later - earlier for earlier, later in itertools.pairwise(at)]
-        assert all(gap >= RETRY_DELAY_S * 0.8 for gap in gaps), gaps
+async def settled(clock: FakeClock, waiting: int) -> None:
+    """Wait until ``waiting`` refused queues and the consumer's periodic tasks are all asleep on the
+    clock (what its last move woke has run)."""
+    await eventually(lambda: clock.sleepers >= PERIODIC + waiting, what="every refused queue waiting on the clock")
+
+
+async def assert_backed_off(clock: FakeClock, refused: Refusals, waiting: int) -> None:
+    """Each refused queue waits ``RETRY_DELAY_S`` on the consumer's clock before it pulls again: none
+    before the clock moved that far, each once when it did (no spinning, no waiting on real time).
+    ``waiting``: the queues refused, TOPIC's and a clustering consumer's retry topic's (one a broker)."""
+    await eventually(lambda: len(tries(refused)) == QUEUES, what="a refused pull of every queue")
+    await settled(clock, waiting)
+    assert set(tries(refused).values()) == {1}
+    clock.advance(RETRY_DELAY_S * 0.9)
+    await settled(clock, waiting)
+    assert set(tries(refused).values()) == {1}  # short of the delay: no queue asked again
+    clock.advance(RETRY_DELAY_S * 0.1)
+    await eventually(lambda: set(tries(refused).values()) == {2}, what="every queue asking again")
+    await settled(clock, waiting)
+    assert set(tries(refused).values()) == {2}  # once each
 
 
 async def test_a_group_that_may_not_consume_is_refused_until_enabled(cluster: LocalCluster) -> None:
     await set_group(cluster, "Off", consume_enable=False)
     refused = refusals(cluster, "Off")
     got: list[bytes] = []
+    clock = FakeClock()
     consumer = opened(
-        PushConsumer(
-            consumer_config(cluster, "Off", pull_time_delay_when_exception_s=RETRY_DELAY_S),
-            lambda messages: got.extend(m.body for m in messages),
-        )
+        PushConsumer(clocked(cluster, "Off", clock), lambda messages: got.extend(m.body for m in messages))
     )
     consumer.subscribe(TOPIC)
-    since = time.monotonic()
     await consumer.start()
     bodies = await send(cluster, 16)
-    await eventually(lambda: retried_everywhere(refused))
+    await assert_backed_off(clock, refused, QUEUES + 2)
     assert got == []  # every pull was refused
-    assert refused and {remark for *_, remark in refused} == {"subscription group no permission, Off"}
-    assert_backed_off(refused, since)
+    assert {remark for *_, remark in refused} == {"subscription group no permission, Off"}
 
     await set_group(cluster, "Off", consume_enable=True)
-    await eventually(lambda: sorted(got) == sorted(bodies))
+    clock.advance(RETRY_DELAY_S)
+    await eventually(lambda: sorted(got) == sorted(bodies), what="the messages once the group may consume")
     await consumer.aclose()
 
 
@@ -99,27 +108,21 @@ async def test_broadcasting_is_refused_when_the_group_disables_it(cluster: Local
     await set_group(cluster, "NoBroadcast", consume_broadcast_enable=False)
     refused = refusals(cluster, "NoBroadcast")
     got: list[bytes] = []
-    config = consumer_config(
-        cluster,
-        "NoBroadcast",
-        message_model=MessageModel.BROADCASTING,
-        offset_store_dir=tmp_path / "offsets",
-        pull_time_delay_when_exception_s=RETRY_DELAY_S,
+    clock = FakeClock()
+    config = clocked(
+        cluster, "NoBroadcast", clock, message_model=MessageModel.BROADCASTING, offset_store_dir=tmp_path / "offsets"
     )
     broadcasting = opened(PushConsumer(config, lambda messages: got.extend(m.body for m in messages)))
     broadcasting.subscribe(TOPIC)
-    since = time.monotonic()
     await broadcasting.start()
     bodies = await send(cluster, 16)
-    await eventually(lambda: retried_everywhere(refused))
+    await assert_backed_off(clock, refused, QUEUES)
     assert got == []  # every pull was refused
-    assert refused and {remark for *_, remark in refused} == {
-        "the consumer group[NoBroadcast] can not consume by broadcast way"
-    }
-    assert_backed_off(refused, since)
+    assert {remark for *_, remark in refused} == {"the consumer group[NoBroadcast] can not consume by broadcast way"}
 
     await set_group(cluster, "NoBroadcast", consume_broadcast_enable=True)
-    await eventually(lambda: sorted(got) == sorted(bodies))
+    clock.advance(RETRY_DELAY_S)
+    await eventually(lambda: sorted(got) == sorted(bodies), what="the messages once the group may broadcast")
     await broadcasting.aclose()
 
 
@@ -130,5 +133,5 @@ async def test_clustering_members_of_a_group_without_broadcast_consume(cluster: 
     consumer.subscribe(TOPIC)
     await consumer.start()
     bodies = await send(cluster, 16)
-    await eventually(lambda: sorted(m.body for m in got) == sorted(bodies), timeout_s=5)
+    await eventually(lambda: sorted(m.body for m in got) == sorted(bodies), what="the messages")
     await consumer.aclose()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from rocketq.broker.server import Broker
@@ -10,7 +11,7 @@ from rocketq.client.admin import AdminClient
 from rocketq.protocol import HeartbeatData, RemotingCommand, RequestCode
 from rocketq.protocol.bodies import SubscriptionData
 from rocketq.protocol.headers import UnregisterClientRequestHeader
-from rocketq.testing import LocalCluster, eventually
+from rocketq.testing import FakeClock, LocalCluster, eventually
 
 from .broker_taps import tap
 from .helpers import TOPIC, consumer_config, opened
@@ -41,14 +42,20 @@ async def test_heartbeat_carries_tag_hash_codes_and_a_version_fixed_per_subscrip
     """Like Java's SubscriptionData: ``codeSet`` holds each tag's ``String.hashCode`` and ``subVersion``
     is stamped when the subscription is made, so every heartbeat repeats it until it changes."""
     received = record_heartbeats(cluster, "HB")
-    client = ClientConfig(
-        namesrv_addr=cluster.namesrv_addr, instance_name=f"hb{time.monotonic_ns()}", heartbeat_broker_interval_s=0.1
-    )
+    clock = FakeClock()  # each heartbeat period passes when the test moves it on
+    client = ClientConfig(namesrv_addr=cluster.namesrv_addr, instance_name=f"hb{time.monotonic_ns()}", clock=clock)
     before = int(time.time() * 1000)
     consumer = opened(PushConsumer(consumer_config(cluster, "HB", client=client), lambda messages: None))
     consumer.subscribe(TOPIC, "TagA || TagB")
     await consumer.start()
-    await eventually(lambda: len(of_topic(received, TOPIC)) >= 3)
+    await eventually(lambda: of_topic(received, TOPIC), what="the heartbeat of the start")
+    for period in range(2):  # two periodic heartbeats repeat it
+        # (each move once the consumer's periodic tasks are all asleep on the clock again: the client's
+        # route poll and heartbeat, the consumer's offset persist, rebalance and overdue-call watch)
+        await eventually(lambda: clock.sleepers >= 5, what="the consumer's periodic tasks asleep on the clock")
+        sent = len(of_topic(received, TOPIC))
+        clock.advance(client.heartbeat_broker_interval_s)
+        await eventually(lambda n=sent: len(of_topic(received, TOPIC)) > n, what=f"periodic heartbeat {period + 1}")
 
     heartbeats = of_topic(received, TOPIC)
     first = heartbeats[0]
@@ -78,14 +85,26 @@ async def test_a_closing_member_unregisters_and_the_others_take_its_queues_at_on
     """aclose() sends UNREGISTER_CLIENT while its connections are still open: each broker drops the
     member from the group then, not when the connection closes, and tells the remaining member
     (NOTIFY_CONSUMER_IDS_CHANGED), which takes every queue without waiting for its next rebalance."""
+    clock = FakeClock()  # never moved: no periodic rebalance happens, only those the brokers ask for
+    client = ClientConfig(namesrv_addr=cluster.namesrv_addr, clock=clock)
     members = [
-        opened(PushConsumer(consumer_config(cluster, "Leave", rebalance_interval_s=60.0), lambda messages: None))
-        for _ in range(2)
+        opened(
+            PushConsumer(
+                consumer_config(
+                    cluster,
+                    "Leave",
+                    client=dataclasses.replace(client, instance_name=f"leave{n}"),
+                    rebalance_interval_s=60.0,
+                ),
+                lambda messages: None,
+            )
+        )
+        for n in range(2)
     ]
     for consumer in members:
         consumer.subscribe(TOPIC)
         await consumer.start()
-    await eventually(lambda: [len(topic_queues(m)) for m in members] == [4, 4], timeout_s=5)
+    await eventually(lambda: [len(topic_queues(m)) for m in members] == [4, 4], what="the queues shared")
     leaving, staying = members
 
     unregistered: list[tuple[str, list[str], bool]] = []  # broker, the group's members then, connection open
@@ -104,5 +123,6 @@ async def test_a_closing_member_unregisters_and_the_others_take_its_queues_at_on
         ("broker-a", [staying.client_id], True),
         ("broker-b", [staying.client_id], True),
     ]
-    # the rebalance period is 60 s: only the brokers' notification moves the queues this soon
-    await eventually(lambda: len(topic_queues(staying)) == 8, timeout_s=30)
+    # the members' clock stands still, so no periodic rebalance runs: only the brokers' notification can
+    # move the queues (the wait bounds a hang only)
+    await eventually(lambda: len(topic_queues(staying)) == 8, what="the leaving member's queues taken over")

@@ -10,7 +10,7 @@ from rocketq.client import Message, MessageQueue, Producer, PullConsumer, PushCo
 from rocketq.client.admin import AdminClient
 from rocketq.testing import LocalCluster, eventually
 
-from .helpers import TOPIC, consumer_config, opened, send
+from .helpers import TOPIC, consumer_config, opened, poll_until, send
 
 OTHER = "Invoices"
 
@@ -55,17 +55,13 @@ async def test_a_paused_queue_is_neither_fetched_nor_returned_by_poll_until_resu
                 await producer.send_orderly(Message(TOPIC, name(queue, number)), selector=lambda qs, m, a: a, arg=queue)
     got: list[bytes] = []
     expected = sorted(name(q, n) for q in queues[1:] for n in range(3))
-    deadline = time.monotonic() + 15
-    while not set(expected) <= set(got) and time.monotonic() < deadline:
-        got.extend(m.body for m in await consumer.poll(0.2))
+    await poll_until(consumer, lambda ms: got.extend(m.body for m in ms), lambda: set(expected) <= set(got), "unpaused")
     # one more poll for the paused queue's to (wrongly) come: a slow machine brings fewer, never a false failure
     got.extend(m.body for m in await consumer.poll(0.5))
     assert sorted(got) == expected  # all but the paused queue's
     consumer.resume([paused])
     late: list[bytes] = []
-    deadline = time.monotonic() + 5
-    while len(late) < 3 and time.monotonic() < deadline:
-        late.extend(m.body for m in await consumer.poll(0.2))
+    await poll_until(consumer, lambda ms: late.extend(m.body for m in ms), lambda: len(late) >= 3, "resumed")
     assert late == [name(paused, n) for n in range(3)]
     await consumer.aclose()
 

@@ -4,7 +4,6 @@ broker's check-back driven by a fake clock (one check round per advance of the c
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import subprocess
@@ -25,6 +24,7 @@ from rocketq.client import (
 from rocketq.client.admin import AdminClient
 from rocketq.common.message import CHECK_MAX_TOPIC
 from rocketq.protocol import ResponseCode
+from rocketq.remoting import Connection
 from rocketq.testing import FakeClock, LocalCluster, ThreadedCluster, eventually
 
 from .transaction_helpers import bodies, end_again, visible
@@ -57,6 +57,12 @@ def pending(cluster: LocalCluster) -> int:
     transactions = cluster.brokers[0].transactions
     assert transactions is not None
     return sum(row["messages"] for row in transactions.pending_summary().values())
+
+
+def producer_connections(cluster: LocalCluster) -> int:
+    """How many open connections of producers of GROUP the first broker knows."""
+    channels = cluster.brokers[0].clients.producers.get(GROUP, {}).values()
+    return sum(1 for channel in channels if isinstance(channel.channel, Connection) and channel.channel.is_open)
 
 
 def never_checked(message: MessageExt) -> TransactionState:
@@ -189,16 +195,16 @@ async def test_a_killed_producer_is_resolved_by_another_of_its_group(cluster: Lo
         child.send_signal(signal.SIGKILL)
         child.wait(10)
     assert pending(cluster) == 1
+    # the broker checks with an open connection of the group: the dead producer's once it has seen it
+    # close, the live one's once it has registered; then one round is enough
+    await eventually(lambda: producer_connections(cluster) == 0, what="the killed producer's connection closed")
     async with TransactionProducer(
         local_transaction=lambda m, a: TransactionState.UNKNOWN, check=lambda m: TransactionState.COMMIT, group=GROUP,
         namesrv_addr=cluster.namesrv_addr,
     ):  # fmt: skip
-        for rounds in range(1, 6):  # a round may still pick the dead producer's channel: then the next one
-            await check_round(cluster, clock, rounds)
-            with contextlib.suppress(AssertionError):
-                await eventually(lambda: pending(cluster) == 0, timeout_s=3)
-                break
-        assert pending(cluster) == 0, "no live producer of the group answered"
+        await eventually(lambda: producer_connections(cluster) == 1, what="the live producer registered")
+        await check_round(cluster, clock, 1)
+        await eventually(lambda: pending(cluster) == 0, what="the live producer's answer to the check")
     await cluster.wait_dispatched()
     assert bodies(await visible(cluster, TOPIC)) == [b"from a producer that died"]
 

@@ -52,8 +52,9 @@ class BrokerParts:
 
     def __init__(self, config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK, config_file: Path | None = None) -> None:
         """``clock``: wall-clock time, for what depends on it (the transaction check-back, the idempotent-send
-        window, filter data); tests pass a ``rocketq.testing.FakeClock``. ``config_file``: the broker.conf
-        ``config`` was read from, where settings changed at run time (UPDATE_BROKER_CONFIG) are written."""
+        window, filter data, the store time of each record put, so when a delayed message is due); tests
+        pass a ``rocketq.testing.FakeClock``. ``config_file``: the broker.conf ``config`` was read from,
+        where settings changed at run time (UPDATE_BROKER_CONFIG) are written."""
         self.own_broker_id = config.broker_id  # with failover: its number while it follows (0 while it leads)
         self.master_role = config.broker_role  # with failover: the kind of master it is while it leads
         if config.failover_enable:  # every broker of the group starts following; etcd says who leads
@@ -62,7 +63,7 @@ class BrokerParts:
         self.config = config
         self.config_file = config_file
         self.clock = clock
-        self.store = MessageStore(config.store_config())
+        self.store = MessageStore(config.store_config(), wall_clock=clock.time)
         root = config.store_path_root_dir / "config"
         self.topics = TopicConfigManager(
             root / "topics.json",

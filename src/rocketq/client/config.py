@@ -25,7 +25,8 @@ class ClientConfig:
     access_key: str = ""
     secret_key: str = field(default="", repr=False)
     # what the periodic work (route polls, heartbeats, rebalancing, offset commits, lock renewal, the
-    # consume-timeout scan) reads and sleeps on; tests give a rocketq.testing.FakeClock
+    # consume-timeout scan, a queue's wait after a failed pull) reads and sleeps on; tests give a
+    # rocketq.testing.FakeClock
     clock: Clock = field(default=SYSTEM_CLOCK, repr=False, compare=False)
 
     def __post_init__(self) -> None:

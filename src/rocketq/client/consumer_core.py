@@ -473,7 +473,7 @@ class ConsumerCore:
             level = logging.WARNING if isinstance(exc, BrokerResponseError) else logging.INFO
             delay = config.pull_time_delay_when_exception_s
             log.log(level, "pull of %s failed: %s; retrying in %.1fs", queue, exc, delay)
-            await asyncio.sleep(delay)
+            await config.client.clock.sleep(delay)
             return None
 
     async def send_back(self, message: MessageExt, delay_level: int = 0) -> bool:

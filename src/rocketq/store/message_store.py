@@ -44,12 +44,20 @@ log = logging.getLogger(__name__)
 
 
 class MessageStore(StorePuts):
-    def __init__(self, config: StoreConfig, *, clock: Callable[[], float] = time.monotonic) -> None:
-        """``clock``: monotonic seconds, for how often a refused put looks at the disk again."""
+    def __init__(
+        self,
+        config: StoreConfig,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        """``clock``: monotonic seconds, for how often a refused put looks at the disk again.
+        ``wall_clock``: seconds since the epoch, the store time of each record put (a broker gives its
+        clock's, so a test's fake clock decides when a delayed message is due)."""
         commit_log = CommitLog(config)
         index = IndexService(config, commit_log, clock) if config.message_index_enable else None
         space = DiskSpace(config, clock)
-        super().__init__(config, commit_log, QueueTable(config), index, space, self._on_commit_log_flushed)
+        super().__init__(config, commit_log, QueueTable(config), index, space, self._on_commit_log_flushed, wall_clock)
         self._clock = clock
         self.checkpoint = StoreCheckpoint(config.checkpoint_path)
         self.epochs = EpochFile(config.epochs_path)  # who wrote which stretch of the log (``epochs``)

@@ -49,10 +49,13 @@ class StorePuts(StoreReads):
         index: IndexService | None,
         space: DiskSpace,
         on_commit_log_flushed: Callable[[int], None],
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        """``on_commit_log_flushed``: told the store time of the newest record each CommitLog flush covers."""
+        """``on_commit_log_flushed``: told the store time of the newest record each CommitLog flush covers.
+        ``wall_clock``: seconds since the epoch, each record's store time (a broker gives its clock's)."""
         super().__init__(commit_log, table, index)
         self.config = config
+        self._wall_clock = wall_clock
         self._sync_flush = config.sync_flush
         self.space = space
         self.dispatcher = Dispatcher(commit_log, self.consume_queue, index, config.dispatch_interval_ms / 1000)
@@ -121,7 +124,7 @@ class StorePuts(StoreReads):
         with commit_log.put_lock:
             if not self._open:
                 return PutMessageResult(status=PutStatus.SERVICE_NOT_AVAILABLE, remark=_NOT_RUNNING)
-            store_timestamp = int(time.time() * 1000)
+            store_timestamp = int(self._wall_clock() * 1000)
             try:
                 if not gets_no_entry(sys_flag):
                     self._reserve(topic, queue_id, 1)
@@ -200,7 +203,7 @@ class StorePuts(StoreReads):
         with self.commit_log.put_lock:
             if not self._open:
                 return PutMessageResult(status=PutStatus.SERVICE_NOT_AVAILABLE, remark=_NOT_RUNNING)
-            store_timestamp = int(time.time() * 1000)
+            store_timestamp = int(self._wall_clock() * 1000)
             try:
                 if topic is not None:
                     self._reserve(topic, queue_id, count)

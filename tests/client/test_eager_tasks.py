@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import weakref
 from typing import Any
 
 import pytest
@@ -69,6 +70,20 @@ async def test_a_task_kept_by_the_coroutine_is_its_own_and_finishes() -> None:
     await first
     await second
     assert first.done() and second.done()
+
+
+async def test_a_task_the_coroutine_keeps_a_weak_reference_to_is_its_own_and_finishes() -> None:
+    kept: list[weakref.ref[asyncio.Task[Any]]] = []
+
+    async def work() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        kept.append(weakref.ref(task))
+
+    task = starter().start(work())
+    assert task is not None and kept[0]() is task
+    await task
+    assert task.done()
 
 
 async def test_a_callback_added_to_the_task_is_called_once_it_finishes() -> None:

@@ -13,8 +13,9 @@ enters ``asyncio.timeout`` before its first wait has the timeout cancel that Tas
 way would be. The usual listener never waits: its batch is over when its first step is. For it, making
 a Task (about 9,000 instructions with uvloop, and a step on the loop's next turn to end it) would buy
 nothing, so the Task current during the step is a *spare*, kept for the next batch, as long as nothing
-can tell: the step left no reference to it behind (its reference count is what it was), added no
-callback to it and did not cancel it. Otherwise, or when the step waits, the spare becomes that batch's
+can tell: the step left no reference to it behind (its reference counts, strong and weak, are what
+they were), added no callback to it and did not cancel it (a name it gave the Task stays with the
+spare: names are for display). Otherwise, or when the step waits, the spare becomes that batch's
 Task: it carries the coroutine on (or just ends, one loop turn later, as a Task whose coroutine ended in
 its first step would), and the next batch gets a new spare. The spare waits on a future of its own
 until it is handed a coroutine, and is cancelled by ``close``.
@@ -29,6 +30,7 @@ import asyncio
 import contextvars
 import sys
 import types
+import weakref
 from asyncio import tasks
 from collections.abc import Callable, Coroutine, Generator
 from typing import Any, Final
@@ -38,6 +40,7 @@ _current_task: Final = tasks.current_task
 _enter_task: Final = tasks._enter_task
 _leave_task: Final = tasks._leave_task
 _references: Final = sys.getrefcount
+_weak_references: Final = weakref.getweakrefcount
 _copy_context: Final = contextvars.copy_context
 
 _DONE: Final = object()
@@ -71,7 +74,7 @@ class ListenerTasks:
         caller = _current_task(loop)
         if caller is not None:
             _leave_task(loop, caller)
-        references = _references(task)
+        references, weak_references = _references(task), _weak_references(task)
         _enter_task(loop, task)
         try:
             outcome = context.run(_first_step, coroutine)
@@ -80,7 +83,13 @@ class ListenerTasks:
         _leave_task(loop, task)
         if caller is not None:
             _enter_task(loop, caller)
-        if outcome is _DONE and _references(task) == references and _unseen(task) and not self._closed:
+        if (
+            outcome is _DONE
+            and _references(task) == references
+            and _weak_references(task) == weak_references
+            and _unseen(task)
+            and not self._closed
+        ):
             return None  # the usual batch: over, and the spare is as it was
         self._spare = self._handoff = None
         handoff.coroutine, handoff.outcome, handoff.context = coroutine, outcome, context

@@ -1,20 +1,27 @@
-"""``start_in_task``: the first step runs before it returns, as the new Task, and the Task then behaves
-as one made with ``create_task`` (result, exception, cancellation, timeouts, context)."""
+"""``ListenerTasks``: the first step runs before ``start`` returns, as the current task; a coroutine that
+waits is carried on by that Task, which then behaves as one made with ``create_task`` (result,
+exception, cancellation, timeouts, context); one that ends in its first step leaves no Task behind
+unless something could tell (it kept the Task, added a callback to it, cancelled it)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import weakref
+from typing import Any
 
 import pytest
 
-from rocketq.client.eager_tasks import start_in_task
+from rocketq.client.eager_tasks import ListenerTasks
 
 VAR: contextvars.ContextVar[str] = contextvars.ContextVar("VAR", default="caller")
 
 
-@pytest.mark.parametrize("loop_given", [False, True])
-async def test_first_step_runs_at_once_as_the_new_task(loop_given: bool) -> None:
+def starter() -> ListenerTasks:
+    return ListenerTasks(asyncio.get_running_loop())
+
+
+async def test_first_step_runs_at_once_as_the_task_that_carries_it_on() -> None:
     seen: list[object] = []
     release = asyncio.Event()
 
@@ -24,32 +31,93 @@ async def test_first_step_runs_at_once_as_the_new_task(loop_given: bool) -> None
         seen.append(asyncio.current_task())
 
     caller = asyncio.current_task()
-    task = start_in_task(work(), asyncio.get_running_loop() if loop_given else None)
-    assert task.get_loop() is asyncio.get_running_loop()
-    assert seen == [task]  # ran before start_in_task returned, as its own Task
+    task = starter().start(work())
+    assert task is not None and task.get_loop() is asyncio.get_running_loop()
+    assert seen == [task]  # ran before start returned, as its own Task
     assert asyncio.current_task() is caller
     release.set()
     await task
-    assert seen == [task, task]
+    assert seen == [task, task] and task.result() is None
 
 
-async def test_a_coroutine_that_never_waits_finishes_in_its_first_step() -> None:
-    done: list[int] = []
+async def test_coroutines_that_never_wait_leave_no_task_and_run_as_one_spare() -> None:
+    seen: list[int] = []
+    tasks = starter()
+
+    async def work(number: int) -> None:
+        current = asyncio.current_task()
+        assert isinstance(current, asyncio.Task)  # a real Task
+        seen.append(id(current))
+        del current
+
+    for number in range(3):
+        assert tasks.start(work(number)) is None
+    assert len(seen) == 3 and len(set(seen)) == 1  # the same spare Task was current for each
+    assert tasks.close() is not None
+
+
+async def test_a_task_kept_by_the_coroutine_is_its_own_and_finishes() -> None:
+    kept: list[asyncio.Task[Any] | None] = []
+    tasks = starter()
 
     async def work() -> None:
-        done.append(1)
+        kept.append(asyncio.current_task())
 
-    task = start_in_task(work())
-    assert done == [1]
+    first = tasks.start(work())
+    assert first is not None and kept == [first]
+    second = tasks.start(work())
+    assert second is not None and second is not first and kept == [first, second]
+    await first
+    await second
+    assert first.done() and second.done()
+
+
+async def test_a_task_the_coroutine_keeps_a_weak_reference_to_is_its_own_and_finishes() -> None:
+    kept: list[weakref.ref[asyncio.Task[Any]]] = []
+
+    async def work() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        kept.append(weakref.ref(task))
+
+    task = starter().start(work())
+    assert task is not None and kept[0]() is task
     await task
-    assert task.done() and task.exception() is None
+    assert task.done()
+
+
+async def test_a_callback_added_to_the_task_is_called_once_it_finishes() -> None:
+    called: list[str] = []
+
+    async def work() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        task.add_done_callback(lambda _: called.append("done"))
+
+    task = starter().start(work())
+    assert task is not None and called == []
+    await task
+    await asyncio.sleep(0)  # (done callbacks are scheduled)
+    assert called == ["done"]
+
+
+async def test_a_timeout_entered_and_left_in_the_first_step_leaves_no_task() -> None:
+    async def work() -> None:
+        async with asyncio.timeout(10):
+            pass
+
+    tasks = starter()
+    assert tasks.start(work()) is None
+    assert tasks.start(work()) is None
+    tasks.close()
 
 
 async def test_an_exception_of_the_first_step_is_the_tasks() -> None:
     async def work() -> None:
         raise ValueError("boom")
 
-    task = start_in_task(work())
+    task = starter().start(work())
+    assert task is not None
     with pytest.raises(ValueError, match="boom"):
         await task
 
@@ -68,7 +136,9 @@ async def test_a_first_step_that_raises_a_stop_iteration_or_a_base_exception_is_
     async def exits() -> None:
         raise Stop
 
-    stopped, exited = start_in_task(stops()), start_in_task(exits())
+    tasks = starter()
+    stopped, exited = tasks.start(stops()), tasks.start(exits())
+    assert stopped is not None and exited is not None and stopped is not exited
     with pytest.raises(RuntimeError, match="StopIteration"):
         await stopped
     with pytest.raises(Stop):
@@ -87,8 +157,8 @@ async def test_a_first_step_that_waits_on_a_done_future_carries_on_with_its_valu
         values.append(8)
         return 9
 
-    task = start_in_task(work())  # type: ignore[arg-type]  # (its value is not the Task's)
-    assert values == [7]
+    task = starter().start(work())  # type: ignore[arg-type]  # (its value is not the Task's)
+    assert task is not None and values == [7]
     await task
     assert values == [7, 8] and task.result() is None
 
@@ -105,7 +175,8 @@ async def test_a_timeout_entered_in_the_first_step_cancels_only_its_own_task() -
             outcome.append("timed out")
 
     async def caller() -> str:
-        task = start_in_task(work())
+        task = starter().start(work())
+        assert task is not None
         await task
         return "caller carried on"
 
@@ -124,8 +195,8 @@ async def test_cancelling_the_task_reaches_the_coroutine_where_it_waits() -> Non
         finally:
             cleaned.append("finally")
 
-    task = start_in_task(work())
-    assert started.is_set()
+    task = starter().start(work())
+    assert task is not None and started.is_set()
     await asyncio.sleep(0)  # the Task takes over the wait
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -133,12 +204,68 @@ async def test_cancelling_the_task_reaches_the_coroutine_where_it_waits() -> Non
     assert cleaned == ["finally"]
 
 
-async def test_the_coroutine_runs_in_a_copy_of_the_callers_context() -> None:
+@pytest.mark.parametrize("waits", [False, True])
+async def test_a_coroutine_that_cancels_its_own_task_has_it_cancelled(waits: bool) -> None:
+    """Cancelled in its first step, by itself: the Task ends cancelled, and a coroutine that then waits
+    gets the cancellation where it waits."""
+    cleaned: list[str] = []
+    tasks = starter()
+    await asyncio.sleep(0)  # (a spare that already waits, and one not yet started, below)
+
     async def work() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+        del task
+        if waits:
+            try:
+                await asyncio.Event().wait()
+            finally:
+                cleaned.append("finally")
+
+    for _ in range(2):
+        task = tasks.start(work())
+        assert task is not None
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert task.cancelled()
+    assert cleaned == (["finally", "finally"] if waits else [])
+
+
+async def test_each_coroutine_runs_in_a_copy_of_the_callers_context() -> None:
+    tasks = starter()
+
+    async def never_waits() -> None:
+        assert VAR.get() == "caller"
+        VAR.set("first batch")
+
+    async def waits() -> None:
         assert VAR.get() == "caller"
         VAR.set("task")
         await asyncio.sleep(0)
         assert VAR.get() == "task"
 
-    await start_in_task(work())
+    assert tasks.start(never_waits()) is None
+    assert tasks.start(never_waits()) is None  # (it asserts the first one's value is not seen)
+    task = tasks.start(waits())
+    assert task is not None
+    await task
     assert VAR.get() == "caller"
+
+
+async def test_after_close_every_coroutine_leaves_its_task() -> None:
+    tasks = starter()
+    ran: list[int] = []
+
+    async def work() -> None:
+        ran.append(1)
+
+    assert tasks.start(work()) is None
+    spare = tasks.close()
+    assert spare is not None
+    with pytest.raises(asyncio.CancelledError):
+        await spare
+    task = tasks.start(work())
+    assert task is not None and ran == [1, 1]
+    await task
+    assert task.done() and not task.cancelled()

@@ -16,7 +16,7 @@ from typing import Any
 from rocketq.client.config import ConsumerConfig
 from rocketq.client.consume_threads import ConsumeThreads
 from rocketq.client.consumer_core import ConsumerCore
-from rocketq.client.eager_tasks import start_in_task
+from rocketq.client.eager_tasks import ListenerTasks
 from rocketq.client.listener import CallTimes, Failed, Listener, listener_batches, worker_parts
 from rocketq.client.listener_calls import ListenerCalls, ListenerRun
 from rocketq.client.listener_slots import ListenerSlots
@@ -50,15 +50,21 @@ class ConsumeService:
         # the consumer's event loop, kept at the first batch: asyncio.get_running_loop() makes a getpid
         # system call (its fork check, Python 3.11), which every pulled batch would pay
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._listener_tasks: ListenerTasks | None = None  # starts a coroutine listener's batches at once
 
     def set_listener(self, listener: Listener) -> None:
         self.listener = listener
         self.listener_is_async = inspect.iscoroutinefunction(listener)
 
     async def wait_for_running(self, timeout_s: float) -> None:
-        """Let the batches being consumed finish, for ``timeout_s`` at most."""
-        if self._consume_tasks or self._on_thread:
-            await asyncio.wait(self._consume_tasks | self._on_thread, timeout=timeout_s)
+        """Let the batches being consumed finish, for ``timeout_s`` at most (and the spare Task that
+        batches of a coroutine listener start in end: ``ListenerTasks``)."""
+        spare = None if self._listener_tasks is None else self._listener_tasks.close()
+        running: set[asyncio.Future[Any]] = self._consume_tasks | self._on_thread
+        if spare is not None:
+            running.add(spare)
+        if running:
+            await asyncio.wait(running, timeout=timeout_s)
 
     def close(self) -> None:
         """Stop the consume threads."""
@@ -66,8 +72,9 @@ class ConsumeService:
 
     def dispatch(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
         """Consume a pulled batch in its own task (a plain-function listener runs on a consume thread).
-        A coroutine listener's task starts at once (``start_in_task``): the listener runs before the
-        caller goes on, not after whatever else the loop has ready (such as a producer's next send)."""
+        A coroutine listener's batch starts at once (``ListenerTasks``): the listener runs before the
+        caller goes on, not after whatever else the loop has ready (such as a producer's next send),
+        and a batch that is over in that first step leaves no Task behind."""
         if self.listener_is_async:
             self._track(self._consume(process, messages), eager=True)
         else:  # consume threads are woken now, while the loop goes on to send the queue's next pull
@@ -91,7 +98,15 @@ class ConsumeService:
         loop = self._loop
         if loop is None:
             loop = self._loop = asyncio.get_running_loop()
-        task = start_in_task(consuming, loop) if eager else loop.create_task(consuming)
+        if eager:
+            starter = self._listener_tasks
+            if starter is None:
+                starter = self._listener_tasks = ListenerTasks(loop)
+            task = starter.start(consuming)
+            if task is None:  # over in its first step (the usual batch)
+                return
+        else:
+            task = loop.create_task(consuming)
         self._consume_tasks.add(task)
         task.add_done_callback(self._consume_tasks.discard)
 

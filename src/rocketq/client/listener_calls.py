@@ -12,11 +12,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import Final
 
 from rocketq.client.consume_stats import ConsumerStats
 from rocketq.client.consumer_core import ConsumerCore
 from rocketq.client.listener import CallTimes, Failed, ListenerResult, retry_level
-from rocketq.client.message import MessageExt
+from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.process_queue import ProcessQueue
 
 log = logging.getLogger(__name__)
@@ -34,12 +35,16 @@ class CallSlot:
     __slots__ = ("current", "given_up", "process", "rearmed", "seen", "seen_at")
 
     def __init__(self, process: ProcessQueue, *, rearmed: bool = False) -> None:
-        self.process = process
+        self.process: ProcessQueue = process
         self.current: list[MessageExt] | None = None
         self.seen: list[MessageExt] | None = None  # the batch the watcher saw here last, since ``seen_at``
         self.seen_at = 0.0
         self.given_up: list[MessageExt] | None = None  # the call already given up
         self.rearmed = rearmed  # messages the broker did not take back: not a run, closed when due
+
+
+_NO_QUEUE: Final = ProcessQueue(MessageQueue("", "", -1), -1, dropped=True)
+"""The queue of a ``ListenerRun`` over messages of no queue (never watched)."""
 
 
 class ListenerCalls:
@@ -69,6 +74,10 @@ class ListenerCalls:
         slot = CallSlot(process)
         self._slots.add(slot)
         return slot
+
+    def watch(self, slot: CallSlot) -> None:
+        """Watch ``slot`` (a ``ListenerRun``, its own slot) until it is closed."""
+        self._slots.add(slot)
 
     def close(self, slot: CallSlot) -> None:
         self._slots.discard(slot)
@@ -121,7 +130,7 @@ class ListenerCalls:
                 core.offsets.update(process.queue, offset)
 
 
-class ListenerRun:
+class ListenerRun(CallSlot):
     """The bookkeeping of one run of listener calls over a pulled batch's sub-batches, the same whether
     a consume thread calls a plain function or a task awaits a coroutine (``PushConsumer._run_listener``
     and ``_call_listener``): ``starting(batch)`` before each call (False: the queue was dropped, stop and
@@ -129,21 +138,23 @@ class ListenerRun:
     ``returned(batch, result)``; ``close()`` in a ``finally``, and ``failed`` holds what to retry.
 
     A run over a ``process``'s messages is watched by ``calls``, so that an overdue call can be given
-    up; ``times`` learns how long the calls took."""
+    up (the run is its own ``CallSlot``); ``times`` learns how long the calls took."""
 
-    __slots__ = ("_calls", "_count", "_process", "_slot", "_started", "_stats", "_taken", "_times", "_topic", "failed")
+    __slots__ = ("_calls", "_count", "_process", "_started", "_stats", "_taken", "_times", "_topic", "failed")
 
     def __init__(
         self, calls: ListenerCalls, times: CallTimes, process: ProcessQueue | None, stats: ConsumerStats | None = None
     ) -> None:
         """``stats``: where the run's messages, failures and time are counted (per topic)."""
+        super().__init__(_NO_QUEUE if process is None else process)
         self._calls = calls
         self._times = times
         self._stats = stats
         self._taken = 0  # messages given to the listener
         self._topic = ""
-        self._process = process
-        self._slot = calls.open(process) if process is not None else None
+        self._process = process  # None: not a queue's messages, not watched
+        if process is not None:
+            calls.watch(self)
         self._count = 0
         self._started = time.monotonic()
         self.failed: Failed = []  # the sub-batches to retry, each with its delay level
@@ -157,8 +168,7 @@ class ListenerRun:
         self._count += 1
         self._taken += len(batch)
         self._topic = batch[0].topic
-        if self._slot is not None:
-            self._slot.current = batch
+        self.current = batch
         return True
 
     def raised(self, batch: list[MessageExt]) -> ListenerResult:
@@ -179,8 +189,8 @@ class ListenerRun:
         if self._stats is not None and self._taken:
             failed = sum(len(batch) for batch, _ in self.failed)
             self._stats.consumed(self._topic, self._taken - failed, failed, spent)
-        if self._slot is not None:
-            self._calls.close(self._slot)
+        if self._process is not None:
+            self._calls.close(self)
 
 
 async def _send_back(core: ConsumerCore, message: MessageExt) -> bool:

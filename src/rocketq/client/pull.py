@@ -118,8 +118,10 @@ def pull_outcome(response: RemotingCommand, address: str) -> tuple[PullStatus, i
     if status is None:
         raise broker_error(response.code, response.remark, address)
     fields = response.ext_fields
-    try:
-        next_begin, low, high = [int(fields.get(name, 0)) for name in ("nextBeginOffset", "minOffset", "maxOffset")]
+    try:  # (three reads written out: no list or tuple made to be unpacked)
+        next_begin = int(fields.get("nextBeginOffset", 0))
+        low = int(fields.get("minOffset", 0))
+        high = int(fields.get("maxOffset", 0))
     except ValueError as exc:
         raise MQClientError(f"malformed pull response from {address}: {exc}") from exc
     return status, next_begin, low, high

@@ -41,8 +41,8 @@ def start_eagerly(coroutine: Coroutine[Any, Any, Any], *, name: str | None = Non
 
 
 async def resume(coroutine: Coroutine[Any, Any, T], waiting_on: Any) -> T:
-    """Carry ``coroutine`` on from a first step run outside a Task (``start_eagerly`` here,
-    ``rocketq.client.eager_tasks``), ``waiting_on`` being what that step waits on; returns its value.
+    """Carry ``coroutine`` on from a first step run outside a Task (``start_eagerly`` here),
+    ``waiting_on`` being what that step waits on; returns its value.
     (An ``async def``, so that interpreted callers can await it when this module is compiled.)"""
     return await _carry_on(coroutine, waiting_on)
 

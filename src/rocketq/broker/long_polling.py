@@ -74,12 +74,14 @@ class LongPolling:
     def hold(self, topic: str, queue_id: int, entry: Hold, timeout_s: float) -> None:
         """Answer ``entry`` once the queue's max offset passes its offset (now, if it already has), or
         with ``arrived`` False once the broker's clock is ``timeout_s`` on."""
+        # (the clock first: an interpreted clock may let the dispatcher's thread run, which must not
+        # come between the check and the pull's joining the waiters)
+        deadline = self._clock.time() + timeout_s
         if self._max_offset(topic, queue_id) > entry.offset:  # arrived between the pull's read and now
             _answer(entry, True, None)
             return
         key = entry.key = (topic, queue_id)
         entry.waiting = True
-        deadline = self._clock.time() + timeout_s
         self._placed += 1
         deadlines = self._deadlines
         heapq.heappush(deadlines, (deadline, self._placed, entry))

@@ -58,6 +58,7 @@ COMPILED_MODULES: Final = (
     "rocketq.store.commit_log_scan",  # CommitLog's base class (the dispatcher's scans)
     "rocketq.store.consume_queue",
     "rocketq.store.disk_space",  # every put reads whether the disk refuses it
+    "rocketq.store.dispatch",  # a lone put's dispatch on the loop (one batch per call; its thread: dispatch_thread)
     "rocketq.store.dispatch_apply",
     "rocketq.store.flush",
     "rocketq.store.index_file",

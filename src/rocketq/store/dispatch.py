@@ -15,8 +15,10 @@ was: the thread tries the batch again every ``RETRY_INTERVAL_S`` (nothing is ski
 left empty), and logs the failure once per episode, not once per try. Dispatching on a caller's
 thread (``try_dispatch_until``) never raises: a failure there is left to the thread.
 
-The work on each batch read (ConsumeQueue writes, listeners, index) is ``DispatchApplier``'s, which is
-compiled; this module keeps the thread and the walk along the CommitLog, which stay interpreted.
+The work on each batch (ConsumeQueue writes, listeners, index) is ``DispatchApplier``'s. This module is
+compiled, one batch per call (``dispatch_batch``), so a lone put's dispatch on the event loop
+(``try_dispatch_until``) runs no interpreted code; the thread and its walk over a backlog, batch after
+batch, stay interpreted (``rocketq.store.dispatch_thread``: see ``rocketq.native.modules``).
 """
 
 from __future__ import annotations
@@ -25,17 +27,14 @@ import logging
 import threading
 from collections.abc import Callable
 
+from rocketq.store import dispatch_thread
 from rocketq.store.commit_log import CommitLog
 from rocketq.store.consume_queue import ConsumeQueue
-from rocketq.store.dispatch_apply import ArrivalListener, DispatchApplier
+from rocketq.store.dispatch_apply import BATCH_RECORDS, ArrivalListener, DispatchApplier
 from rocketq.store.index_service import IndexService
 from rocketq.store.mapped_file import DiskFullError
 
 log = logging.getLogger(__name__)
-
-BATCH_RECORDS = 4096
-RETRY_INTERVAL_S = 0.5
-"""How long the thread waits before trying a failed batch again."""
 
 
 class Dispatcher:
@@ -78,7 +77,9 @@ class Dispatcher:
     def start(self) -> None:
         """Start the thread (again after ``stop``: the store restarts it after cutting its log back)."""
         self._stopping = self._pending = False
-        self._worker_thread = threading.Thread(target=self._run, name="rocketq-dispatch", daemon=True)
+        self._worker_thread = threading.Thread(
+            target=dispatch_thread.run, args=(self,), name="rocketq-dispatch", daemon=True
+        )
         self._worker_thread.start()
 
     def wake(self) -> None:
@@ -87,23 +88,23 @@ class Dispatcher:
             self._pending = True
             self._wakeup.notify()
 
-    def _run(self) -> None:
-        while True:
-            with self._wakeup:
-                if not self._pending and not self._stopping:
-                    self._wakeup.wait(self._interval)
-                self._pending = False
-                stopping = self._stopping
-            try:
-                self.dispatch_until(self._commit_log.max_offset)
-                self.catch_up_index()
-            except Exception as exc:
-                self._failed(exc)
-                if not stopping:
-                    with self._wakeup:
-                        self._wakeup.wait(RETRY_INTERVAL_S)
-            if stopping:
-                return
+    def next_wake(self) -> bool:
+        """The thread's wait for a ``wake`` (or the interval, or ``stop``); True when it should stop
+        after this pass."""
+        with self._wakeup:
+            if not self._pending and not self._stopping:
+                self._wakeup.wait(self._interval)
+            self._pending = False
+            return self._stopping
+
+    def wait_retry(self) -> None:
+        """The thread's pause before trying a failed batch again."""
+        with self._wakeup:
+            self._wakeup.wait(dispatch_thread.RETRY_INTERVAL_S)
+
+    def commit_log_end(self) -> int:
+        """Where the CommitLog ends: what the thread dispatches up to."""
+        return self._commit_log.max_offset
 
     def catch_up_index(self) -> bool:
         """Index the keys kept for later (a lone put's, ``IndexService.build``), then what the index
@@ -118,7 +119,7 @@ class Dispatcher:
         with self._dispatch_lock:
             return self._index.catch_up(self.dispatched_offset)
 
-    def _failed(self, error: Exception) -> None:
+    def failed(self, error: Exception) -> None:
         """Log a failure once per episode (with its traceback when it is not a full disk)."""
         if self.failing is not None:
             return
@@ -132,7 +133,7 @@ class Dispatcher:
         """Dispatch every record below ``end_offset``; returns how many records were dispatched.
         Raises what a batch raised (``dispatched_offset`` stays at that batch)."""
         with self._dispatch_lock:
-            count = self._dispatch_until(end_offset)
+            count = dispatch_thread.walk(self, end_offset)
         if self.failing is not None:
             log.warning("dispatch resumed at offset %d (%s is over)", self.dispatched_offset, self.failing)
             self.failing = None
@@ -144,48 +145,43 @@ class Dispatcher:
         the pulls waiting for it."""
         if self.failing is not None or not self._dispatch_lock.acquire(blocking=False):
             return False
-        try:
-            self._dispatch_until(end_offset)
+        try:  # (short: the caller dispatches at most a few batches here)
+            while self.dispatched_offset < end_offset and self.dispatch_batch(end_offset) >= 0:
+                pass
         except Exception:  # the thread tries again, and logs it
             return False
         finally:
             self._dispatch_lock.release()
         return True
 
-    def _dispatch_until(self, end_offset: int) -> int:
+    def dispatch_batch(self, end_offset: int) -> int:
+        """Dispatch the next batch of records below ``end_offset`` (hold the dispatch lock); returns how
+        many records it dispatched, -1 when it could not move on (the record there is not complete)."""
         applier = self.applier
-        count = 0
         commit_log = self._commit_log
-        while self.dispatched_offset < end_offset:
-            long_stretch = (
-                end_offset - self.dispatched_offset >= self._columnar_min_bytes and commit_log.has_columnar_scan
-            )
-            if not long_stretch:  # the records as their puts described them: nothing to read back
-                known = commit_log.descriptions.take(self.dispatched_offset, end_offset, BATCH_RECORDS)
-                if known:
-                    applier.apply(known)
-                    count += len(known)
-                    last = known[-1]
-                    self.dispatched_offset = last.commit_log_offset + last.size
-                    continue
-            limit = BATCH_RECORDS
-            if long_stretch:  # the compiled scan's columns beat per-record Python over many records
-                batch, next_offset = commit_log.scan_columns(self.dispatched_offset, BATCH_RECORDS)
-                if batch is not None:
-                    commit_log.descriptions.drop_before(next_offset)  # what the scan covered
-                    applier.apply_columns(batch)
-                    count += len(batch.rows)
-                    self.dispatched_offset = next_offset
-                    continue
-                limit = 1  # the compiled scan left the next record (or a filler) to the Python one
-            requests, next_offset = commit_log.scan(self.dispatched_offset, limit)
-            if requests:
-                applier.apply(requests)
-                count += len(requests)
-            if next_offset == self.dispatched_offset:
-                break
-            self.dispatched_offset = next_offset
-        return count
+        start = self.dispatched_offset
+        long_stretch = end_offset - start >= self._columnar_min_bytes and commit_log.has_columnar_scan
+        if not long_stretch:  # the records as their puts described them: nothing to read back
+            applied = applier.apply_described(commit_log.descriptions, start, end_offset)
+            if applied:
+                self.dispatched_offset = applier.described_end
+                return applied
+        limit = BATCH_RECORDS
+        if long_stretch:  # the compiled scan's columns beat per-record Python over many records
+            batch, next_offset = commit_log.scan_columns(start, BATCH_RECORDS)
+            if batch is not None:
+                commit_log.descriptions.drop_before(next_offset)  # what the scan covered
+                applier.apply_columns(batch)
+                self.dispatched_offset = next_offset
+                return len(batch.rows)
+            limit = 1  # the compiled scan left the next record (or a filler) to the Python one
+        requests, next_offset = commit_log.scan(start, limit)
+        if requests:
+            applier.apply(requests)
+        if next_offset == start:
+            return -1
+        self.dispatched_offset = next_offset
+        return len(requests)
 
     def stop(self) -> None:
         """Dispatch everything written so far, then end the thread."""

@@ -21,6 +21,7 @@ from rocketq.store.commit_log import ColumnBatch
 from rocketq.store.consume_queue import ENTRY_SIZE, ConsumeQueue, Entry
 from rocketq.store.ext_writer import ExtWriter
 from rocketq.store.index_service import IndexService, are_indexed, is_indexed
+from rocketq.store.record_descriptions import RecordDescriptions
 from rocketq.store.results import DispatchRequest
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,8 @@ it is the only one this notice brings: a lone put's pass, else None). A listener
 record's place (``commit_log_offset``, ``size``, ``queue_offset``, ``tags_code``) instead of reading
 the ConsumeQueue; it must not keep or change it."""
 
+BATCH_RECORDS = 4096
+"""The most records one dispatch batch takes."""
 _NOT_IN_QUEUE = NOT_QUEUED_TRANSACTIONS
 _TRANSACTION_MASK: Final = SysFlag.TRANSACTION_MASK  # read per record (see rocketq.native.modules on enum members)
 COLUMNAR_MIN_RECORDS = 16
@@ -49,6 +52,31 @@ class DispatchApplier:
         self.dispatched_timestamp = 0  # store time of the newest dispatched record
         self.dispatched_count = 0
         self.ext: ExtWriter | None = None  # filter bit maps (set by MessageStore.set_bit_map_calculator)
+        self.described_end = 0  # where the records ``apply_described`` applied last end
+
+    def apply_described(self, descriptions: RecordDescriptions, from_offset: int, end_offset: int) -> int:
+        """``apply`` of the put records described from ``from_offset`` on, ending by ``end_offset``
+        (``RecordDescriptions.take``, at most ``BATCH_RECORDS``); returns how many (0: the record at
+        ``from_offset`` is not described, the caller scans it) and sets ``described_end`` after the
+        last. A lone put's record, the only one there, is applied as ``apply`` applies one, without
+        the list ``take`` makes."""
+        appended = descriptions.appended
+        if appended and self.ext is None:
+            request = appended[0]
+            if request.commit_log_offset == from_offset and from_offset + request.size == end_offset:
+                appended.popleft()
+                self._apply_one(request)
+                if self._index is not None:  # (its keys indexed later, off the put's turn)
+                    self._index.build((request,), later=True)
+                self.dispatched_count += 1
+                self.described_end = end_offset
+                return 1
+        taken = descriptions.take(from_offset, end_offset, BATCH_RECORDS)
+        if taken:
+            self.apply(taken)
+            last = taken[-1]
+            self.described_end = last.commit_log_offset + last.size
+        return len(taken)
 
     def apply(self, requests: list[DispatchRequest]) -> None:
         """Write one batch of records into the ConsumeQueues, notify the arrival listeners, then index

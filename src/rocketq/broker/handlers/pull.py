@@ -111,28 +111,28 @@ class _ConfigReads:
         self.short_polling_time_mills = config.short_polling_time_mills
 
 
-class _LastConfig:
-    """The ``_ConfigReads`` of the config read last (brokers of one process take turns: a test's
-    master and slave)."""
+class BrokerReads:
+    """One broker's ``_ConfigReads``, remade when its config is replaced (kept by its pull handler:
+    brokers of one process, a test's master and slave, each read their own)."""
 
-    __slots__ = ("reads",)
+    __slots__ = ("_context", "_reads")
 
-    def __init__(self) -> None:
-        self.reads: _ConfigReads | None = None
+    def __init__(self, context: BrokerContext) -> None:
+        self._context = context
+        self._reads = _ConfigReads(context.config)
 
-
-_LAST_CONFIG: Final = _LastConfig()
-
-
-def _config_reads(context: BrokerContext) -> _ConfigReads:
-    config = context.config
-    reads = _LAST_CONFIG.reads
-    if reads is None or reads.config is not config:
-        reads = _LAST_CONFIG.reads = _ConfigReads(config)
-    return reads
+    def current(self) -> _ConfigReads:
+        """The reads of the broker's config as it is now."""
+        config = self._context.config
+        reads = self._reads
+        if reads.config is not config:
+            reads = self._reads = _ConfigReads(config)
+        return reads
 
 
 def handlers(context: BrokerContext) -> dict[int, ServerHandler]:
+    config_reads = BrokerReads(context)
+
     # A plain function, not a coroutine: a pull never waits (a held one is answered by long polling), so
     # the server takes its answer at once, without a coroutine, a context copy and an eager start.
     def handle_pull(request: RemotingCommand, connection: Connection) -> RemotingCommand | None:
@@ -140,7 +140,7 @@ def handlers(context: BrokerContext) -> dict[int, ServerHandler]:
             header = pull_header(request)
         except RemoteProtocolError as exc:
             return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
-        return pull(context, request, header, connection)
+        return pull(context, config_reads, request, header, connection)
 
     return {RequestCode.PULL_MESSAGE: handle_pull}
 
@@ -160,7 +160,11 @@ def pull_header(request: RemotingCommand) -> PullMessageRequestHeader:
 
 
 def pull(
-    context: BrokerContext, request: RemotingCommand, header: PullMessageRequestHeader, connection: Connection
+    context: BrokerContext,
+    config_reads: BrokerReads,
+    request: RemotingCommand,
+    header: PullMessageRequestHeader,
+    connection: Connection,
 ) -> RemotingCommand | None:
     """The response, or None when the pull is held: long polling answers it on ``connection`` later."""
     # header fields read once each (a Struct's attribute is a generic getattr from compiled code)
@@ -231,19 +235,21 @@ def pull(
 
     # held until a message arrives or the client's suspend timeout; without long polling (longPollingEnable=false)
     # for shortPollingTimeMills, as RocketMQ does
-    reads, suspend_ms, offset = _config_reads(context), header.suspend_timeout_millis, header.queue_offset
+    reads, suspend_ms, offset = config_reads.current(), header.suspend_timeout_millis, header.queue_offset
     hold_ms = suspend_ms if reads.long_polling_enable else reads.short_polling_time_mills
     may_hold = bool(sys_flag & FLAG_SUSPEND) and suspend_ms > 0 and hold_ms > 0
     caught_up = offset == context.store.get_max_offset_in_queue(topic, queue_id) > 0
     if not (may_hold and caught_up):  # (a consumer that caught up is held without reading: the common pull)
         code, suggested, next_offset, low, high, records, count, size = _read(
-            context, header, tags_codes, message_filter
+            context, reads, header, tags_codes, message_filter
         )
         if code != _PULL_NOT_FOUND or not may_hold:
             response = pull_answer(request, code, suggested, next_offset, low, high, records)
             _count(context, group, topic, queue_id, count, size, next_offset)
             return response
-    held = HeldPull(context, request, header, connection, tags_codes, message_filter, group, topic, queue_id, offset)
+    held = HeldPull(
+        context, config_reads, request, header, connection, tags_codes, message_filter, group, topic, queue_id, offset
+    )
     context.long_polling.hold(topic, queue_id, held, hold_ms / 1000)
     return None
 
@@ -258,6 +264,7 @@ class HeldPull(Hold):
     written."""
 
     __slots__ = (
+        "config_reads",
         "connection",
         "context",
         "group",
@@ -272,6 +279,7 @@ class HeldPull(Hold):
     def __init__(
         self,
         context: BrokerContext,
+        config_reads: BrokerReads,
         request: RemotingCommand,
         header: PullMessageRequestHeader,
         connection: Connection,
@@ -285,6 +293,7 @@ class HeldPull(Hold):
         super().__init__(offset)
         self.group, self.topic, self.queue_id = group, topic, queue_id  # (the header's, read once)
         self.context = context
+        self.config_reads = config_reads
         self.request = request
         self.header = header
         self.connection = connection
@@ -298,13 +307,14 @@ class HeldPull(Hold):
             return
         context, header, request = self.context, self.header, self.request
         try:
+            reads = self.config_reads.current()
             read = None
             if record is not None and record.queue_offset == self.offset and self.message_filter is None:
                 tags_codes = self.tags_codes
                 if tags_codes is None or record.tags_code in tags_codes:
-                    read = _read_arrived(context, self.topic, self.queue_id, record)
+                    read = _read_arrived(context, reads, self.topic, self.queue_id, record)
             if read is None:
-                read = _read(context, header, self.tags_codes, self.message_filter)
+                read = _read(context, reads, header, self.tags_codes, self.message_filter)
             code, suggested, next_offset, low, high, records, count, size = read
             response = pull_answer(request, code, suggested, next_offset, low, high, records)
         except Exception as exc:
@@ -332,6 +342,7 @@ max offsets, the records (``records_to_write``), how many and their bytes."""
 
 def _read(
     context: BrokerContext,
+    reads: _ConfigReads,
     header: PullMessageRequestHeader,
     tags_codes: frozenset[int] | None,
     message_filter: MessageFilter | None,
@@ -378,10 +389,12 @@ def _read(
             low,
             high,
         )
-    return code, _suggested(context, pulled_to), next_offset, low, high, records, count, size
+    return code, _suggested(context, reads, pulled_to), next_offset, low, high, records, count, size
 
 
-def _read_arrived(context: BrokerContext, topic: str, queue_id: int, record: DispatchRequest) -> _Read | None:
+def _read_arrived(
+    context: BrokerContext, reads: _ConfigReads, topic: str, queue_id: int, record: DispatchRequest
+) -> _Read | None:
     """``_read`` of a pull at ``record``'s queue offset with no filter or one ``record`` passes, from
     the record itself (``StoreReads.get_arrived``); None when the store must be read.
     ``tests/broker/test_held_pull_answer.py`` holds the two answers equal (hypothesis)."""
@@ -391,7 +404,7 @@ def _read_arrived(context: BrokerContext, topic: str, queue_id: int, record: Dis
         return None
     view, low, high = found
     size = record.size
-    return _SUCCESS, _suggested(context, physical), record.queue_offset + 1, low, high, [view], 1, size
+    return _SUCCESS, _suggested(context, reads, physical), record.queue_offset + 1, low, high, [view], 1, size
 
 
 def _count(
@@ -403,10 +416,9 @@ def _count(
     context.pull_counters.record(count)
 
 
-def _suggested(context: BrokerContext, pulled_to: int | None) -> int:
+def _suggested(context: BrokerContext, reads: _ConfigReads, pulled_to: int | None) -> int:
     """The answer's ``suggest_broker_id``, for a read whose last record starts at ``pulled_to`` (None:
-    no record)."""
-    reads = _config_reads(context)
+    no record), by the broker's config as ``reads`` has it."""
     is_slave, slave_read_enable, in_memory_bytes = reads.is_slave, reads.slave_read_enable, reads.in_memory_bytes
     lag_bytes = 0 if pulled_to is None else context.store.commit_log.max_offset - pulled_to
     # whether a slave could take the queue is asked only when the suggestion depends on it

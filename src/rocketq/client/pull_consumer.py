@@ -90,6 +90,7 @@ class PullConsumer:
         )
         self._core.on_reset = self._reset
         self._core.queue_infos = self._queue_infos
+        self._core.store_positions = self._store_positions
         self._states: dict[MessageQueue, _QueueState] = {}
         self._poll_order: list[_QueueState] = []  # ``_states`` by queue: the order poll() looks in
         self._manual: bool | None = None  # True after assign(), False after subscribe()
@@ -98,15 +99,11 @@ class PullConsumer:
         # what the prefetchers buffered, taken by poll() on the loop or by poll_nowait() on another
         # thread: the buffers, their counts and the queues' consumed offsets change under this lock
         self._buffer_lock = threading.Lock()
-        # threads blocked in wait_buffered(), woken under that lock when batches were buffered
-        self._buffer_filled = threading.Condition(self._buffer_lock)
-        self._waiting_threads = 0
+        # one held lock per thread blocked in wait_buffered(): released (under the buffer lock, by the
+        # loop) to wake that thread when batches were buffered
+        self._bells: list[threading.Lock] = []
         self._wake_due = False  # a _wake_threads call is on the loop's ready queue
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
-        # positions poll_nowait() took on another thread, applied to the offset store on the loop
-        self._taken: collections.deque[tuple[MessageQueue, int]] = collections.deque()
-        self._taken_called = False  # a call to apply them is on its way to the loop
         self._started = False
         self._closed = False
         self._commit_task: asyncio.Task[None] | None = None
@@ -234,7 +231,6 @@ class PullConsumer:
         if self._manual is None:  # neither subscribe() nor assign() yet: assign() follows, as in Java's
             self._manual = True  # lite pull consumer (start, fetch_queues, assign)
         self._started = True
-        self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         if self._manual:
             self._core.offsets.open()
@@ -311,7 +307,7 @@ class PullConsumer:
                 with self._buffer_lock:
                     state.buffer(result.next_begin_offset, result.messages)
                     self._buffered += len(result.messages)
-                    if self._waiting_threads and not self._wake_due:
+                    if self._bells and not self._wake_due:
                         # once per loop turn, after the batches its reads brought are buffered
                         self._wake_due = True
                         loop.call_soon(self._wake_threads)
@@ -343,68 +339,69 @@ class PullConsumer:
     def poll_nowait(self) -> list[MessageExt]:
         """The next buffered batch, as ``poll()`` returns it, or [] when none is buffered now. Unlike the
         rest of the consumer it may be called from any thread: the blocking ``SyncPullConsumer.poll``
-        takes a batch with it on the caller's thread, without a hand-over to the loop (the position
-        reaches the offset store on the loop right after)."""
+        takes a batch with it on the caller's thread, without a hand-over to the loop. It moves the
+        queue's consumed position (under the buffer lock) and nothing else: the loop copies the
+        positions into the offset store before it persists them (``_store_positions``), so a take
+        never has to wake the loop."""
         if not self._started:
             raise MQClientError("the consumer is closed" if self._closed else "the consumer is not started")
+        paused = self._paused
         with self._buffer_lock:
             for state in self._poll_order:
-                if state.buffered and state.queue not in self._paused:
+                if state.buffered and state.queue not in paused:
                     next_offset, batch = state.take()
                     self._buffered -= len(batch)
                     state.consumed_offset = next_offset
                     break
             else:
                 return []
-        if self.auto_commit:
-            if threading.get_ident() == self._loop_thread:
-                self._core.offsets.update(state.queue, next_offset)
-            else:
-                self._taken.append((state.queue, next_offset))
-                if not self._taken_called:
-                    self._taken_called = True
-                    assert self._loop is not None  # set by start()
-                    with contextlib.suppress(RuntimeError):  # the loop is closed: the consumer too
-                        self._loop.call_soon_threadsafe(self._apply_taken)
         return user_views(batch)
 
     def wait_buffered(self, timeout: float) -> None:
         """Block this thread until ``poll_nowait()`` may have a batch to take: one is buffered (or a
         paused queue with one is resumed), the consumer is closed, or ``timeout`` seconds have passed.
         For threads other than the consumer's loop (the blocking ``SyncPullConsumer.poll`` waits here
-        between two ``poll_nowait()`` calls): nothing hops into the loop and back to wait; the loop
-        wakes the waiting threads once per turn in which its prefetchers buffered batches, after they
-        have (one wake for all the answers a read brought)."""
+        between two ``poll_nowait()`` calls): nothing hops into the loop and back to wait. The thread
+        waits on a lock of its own (its "bell"), which the loop releases once per turn in which its
+        prefetchers buffered batches, after they have (one wake for all the answers a read brought);
+        the check and the bell's registration are under the buffer lock, so no wake is lost."""
         if threading.get_ident() == self._loop_thread:
             raise RuntimeError("wait_buffered() on the consumer's own loop would block it; await poll()")
+        bell = threading.Lock()
+        bell.acquire()
         with self._buffer_lock:
             if not self._started or self._takeable():
                 return
-            self._waiting_threads += 1
-            try:
-                self._buffer_filled.wait(timeout)
-            finally:
-                self._waiting_threads -= 1
+            self._bells.append(bell)
+        if not bell.acquire(timeout=timeout):
+            with self._buffer_lock:
+                if bell in self._bells:  # (else the loop released it just after the timeout)
+                    self._bells.remove(bell)
 
     def _takeable(self) -> bool:
         """Whether a batch ``poll_nowait()`` would take is buffered (call under the buffer lock)."""
         paused = self._paused
-        return any(state.buffered and state.queue not in paused for state in self._poll_order)
+        for state in self._poll_order:
+            if state.buffered and state.queue not in paused:
+                return True
+        return False
 
     def _wake_threads(self) -> None:
         """Wake the threads in ``wait_buffered()`` to look again."""
         with self._buffer_lock:
             self._wake_due = False
-            if self._waiting_threads:
-                self._buffer_filled.notify_all()
+            bells, self._bells = self._bells, []
+        for bell in bells:
+            bell.release()
 
-    def _apply_taken(self) -> None:
-        """On the loop: the positions ``poll_nowait`` took on other threads, into the offset store."""
-        self._taken_called = False  # before taking: a position added after this calls again
-        taken, update = self._taken, self._core.offsets.update
-        while taken:
-            queue, offset = taken.popleft()
-            update(queue, offset)
+    def _store_positions(self) -> None:
+        """On the loop, with ``auto_commit``: each queue's consumed position (what ``poll`` returned,
+        on whichever thread) into the offset store, before the store persists them."""
+        if self.auto_commit:
+            update = self._core.offsets.update
+            for queue, state in self._states.items():
+                if state.consumed_offset >= 0:
+                    update(queue, state.consumed_offset)
 
     async def __aiter__(self) -> AsyncIterator[MessageExt]:
         """Every message, one at a time (polled in batches); the loop ends once the consumer is closed."""
@@ -471,5 +468,6 @@ class PullConsumer:
     async def _auto_commit(self) -> None:
         while True:
             await self.config.client.clock.sleep(self.config.persist_consumer_offset_interval_s)
+            self._store_positions()
             with contextlib.suppress(Exception):
                 await self._core.offsets.persist_all()

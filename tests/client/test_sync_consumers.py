@@ -266,3 +266,25 @@ def test_positions_polled_on_the_callers_thread_are_committed_by_the_periodic_pe
                     return sum(consumer.committed(q) for q in queues) == 20
 
                 wait_until(persisted, 30, what=f"the positions of {group} committed")
+
+
+def test_a_waiting_sync_poll_gets_a_full_pull_that_no_other_follows(tmp_path: Path) -> None:
+    """While pulls come back full the waiting thread is woken per hand-over's worth of them, not per
+    pull; a full pull that no other follows (the queue has nothing after it) still reaches the waiting
+    poll, after a short wait on the loop's timer, not at the poll's far-off timeout."""
+    with ThreadedCluster(tmp_path) as cluster:
+        cluster.call(create_topics(cluster.namesrv_addr))
+        with SyncProducer(group="SP", namesrv_addr=cluster.namesrv_addr) as producer:
+            queue = producer.fetch_publish_queues(FIRST)[0]
+            sent = [f"full-{i}".encode() for i in range(4)]
+            producer.send_batch([Message(FIRST, body) for body in sent], queue=queue)
+        small = dataclasses.replace(config(cluster, "SyncPullFull"), pull_batch_size=len(sent))
+        with SyncPullConsumer(small) as consumer:
+            consumer.assign([queue])
+            consumer.start()
+            assert poll_all(consumer, len(sent), 10) == sent
+            woken: Future[list[bytes]] = Future()
+            threading.Thread(target=lambda: woken.set_result([m.body for m in consumer.poll(BLOCKED)])).start()
+            time.sleep(0.2)  # (lets it start waiting; the assertion below holds either way)
+            consumer.seek(queue, 0)  # the next pull brings the 4 again: one full pull, then nothing
+            assert woken.result(30) == sent

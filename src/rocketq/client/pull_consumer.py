@@ -33,6 +33,14 @@ log = logging.getLogger(__name__)
 
 PULL_THRESHOLD_FOR_ALL = 10_000  # buffered messages across queues before prefetching pauses
 FLOW_CONTROL_DELAY_S = 0.02  # a paused prefetcher looks again after this
+HANDOVER_PULLS = 8
+"""While pulls come back full (a backlog), a thread waiting in ``wait_buffered`` is woken once this many
+pull batches' worth of messages is buffered, not after each loop turn: every wake of that thread costs
+both threads a hand-over of the GIL and a context switch, which on a quiet host took more than the
+batch's messages. A pull that comes back short (the queue is caught up) wakes it at once."""
+HANDOVER_WAIT_S = 0.002
+"""The longest a waiting thread is left waiting for a hand-over's worth of full pulls (the next pull may
+fail, or its queue pause)."""
 
 
 @dataclass(slots=True)
@@ -103,6 +111,7 @@ class PullConsumer:
         # loop) to wake that thread when batches were buffered
         self._bells: list[threading.Lock] = []
         self._wake_due = False  # a _wake_threads call is on the loop's ready queue
+        self._wake_timer: asyncio.TimerHandle | None = None  # a later one, while full pulls come back
         self._loop_thread = 0
         self._started = False
         self._closed = False
@@ -281,6 +290,7 @@ class PullConsumer:
         core, config, queue = self._core, self.config, state.queue
         loop = asyncio.get_running_loop()
         tags = state.selector.tags()
+        full, handover = config.pull_batch_size, config.pull_batch_size * HANDOVER_PULLS
         limit_bytes = config.pull_threshold_size_for_queue_mib * 1024 * 1024
         while True:
             if (
@@ -303,14 +313,18 @@ class PullConsumer:
             if result.status is PullStatus.OFFSET_ILLEGAL:
                 log.warning("offset %d of %s is illegal; moving to %d", offset, queue, result.next_begin_offset)
             state.next_offset = result.next_begin_offset
-            if result.messages:
+            messages = result.messages
+            if messages:
                 with self._buffer_lock:
-                    state.buffer(result.next_begin_offset, result.messages)
-                    self._buffered += len(result.messages)
+                    state.buffer(result.next_begin_offset, messages)
+                    self._buffered += len(messages)
                     if self._bells and not self._wake_due:
-                        # once per loop turn, after the batches its reads brought are buffered
-                        self._wake_due = True
-                        loop.call_soon(self._wake_threads)
+                        if len(messages) < full or self._buffered >= handover:
+                            # once per loop turn, after the batches its reads brought are buffered
+                            self._wake_due = True
+                            loop.call_soon(self._wake_threads)
+                        elif self._wake_timer is None:
+                            self._wake_timer = loop.call_later(HANDOVER_WAIT_S, self._wake_threads)
                 self._arrived.set()
             elif result.status is not PullStatus.NO_NEW_MSG:
                 with self._buffer_lock:
@@ -390,6 +404,9 @@ class PullConsumer:
         """Wake the threads in ``wait_buffered()`` to look again."""
         with self._buffer_lock:
             self._wake_due = False
+            if self._wake_timer is not None:
+                self._wake_timer.cancel()  # (a no-op when it is the timer calling)
+                self._wake_timer = None
             bells, self._bells = self._bells, []
         for bell in bells:
             bell.release()

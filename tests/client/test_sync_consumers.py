@@ -13,6 +13,7 @@ from rocketq.client import (
     ConsumeFromWhere,
     ConsumerConfig,
     Message,
+    MessageQueue,
     SyncProducer,
     SyncPullConsumer,
     SyncPushConsumer,
@@ -203,7 +204,12 @@ def test_a_sync_poll_returns_what_is_buffered_without_waiting_and_nothing_at_its
             assert consumer.poll(0) == []  # nothing sent yet
             sent = send(cluster, FIRST, 12)
             got: list[bytes] = []
-            wait_until(lambda: got.extend(m.body for m in consumer.poll(0)) or len(got) >= len(sent))
+
+            def took_all() -> bool:
+                got.extend(m.body for m in consumer.poll(0))
+                return len(got) >= len(sent)
+
+            wait_until(took_all)
             assert sorted(got) == sorted(sent)
             ended: Future[list[MessageExt]] = Future()
             threading.Thread(target=lambda: ended.set_result(consumer.poll(0.05)), daemon=True).start()
@@ -261,7 +267,7 @@ def test_positions_polled_on_the_callers_thread_are_committed_by_the_periodic_pe
                 queues = sorted(q for q in consumer.assignment if q.topic == topic)
                 assert sum(consumer.committed(q) for q in queues) <= 0  # nothing persisted yet
 
-                def persisted() -> bool:
+                def persisted(consumer: SyncPullConsumer = consumer, queues: list[MessageQueue] = queues) -> bool:
                     clock.advance(QUIET)  # (each time: the persist may not have been waiting yet)
                     return sum(consumer.committed(q) for q in queues) == 20
 

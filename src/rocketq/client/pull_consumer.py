@@ -395,10 +395,7 @@ class PullConsumer:
     def _takeable(self) -> bool:
         """Whether a batch ``poll_nowait()`` would take is buffered (call under the buffer lock)."""
         paused = self._paused
-        for state in self._poll_order:
-            if state.buffered and state.queue not in paused:
-                return True
-        return False
+        return any(state.buffered and state.queue not in paused for state in self._poll_order)
 
     def _wake_threads(self) -> None:
         """Wake the threads in ``wait_buffered()`` to look again."""

@@ -33,11 +33,11 @@ log = logging.getLogger(__name__)
 
 PULL_THRESHOLD_FOR_ALL = 10_000  # buffered messages across queues before prefetching pauses
 FLOW_CONTROL_DELAY_S = 0.02  # a paused prefetcher looks again after this
-HANDOVER_PULLS = 8
+HANDOVER_PULLS = 32
 """While pulls come back full (a backlog), a thread waiting in ``wait_buffered`` is woken once this many
 pull batches' worth of messages is buffered, not after each loop turn: every wake of that thread costs
-both threads a hand-over of the GIL and a context switch, which on a quiet host took more than the
-batch's messages. A pull that comes back short (the queue is caught up) wakes it at once."""
+both threads a few context switches around the GIL (the waker holds it while it wakes), more than the
+thread's own work on a batch. A pull that comes back short (the queue is caught up) wakes it at once."""
 HANDOVER_WAIT_S = 0.002
 """The longest a waiting thread is left waiting for a hand-over's worth of full pulls (the next pull may
 fail, or its queue pause)."""

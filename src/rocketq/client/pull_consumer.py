@@ -15,6 +15,9 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Final
+
+from mypy_extensions import mypyc_attr
 
 from rocketq.client.config import ConsumerConfig
 from rocketq.client.consumer_core import ConsumerCore
@@ -33,6 +36,8 @@ log = logging.getLogger(__name__)
 
 PULL_THRESHOLD_FOR_ALL = 10_000  # buffered messages across queues before prefetching pauses
 FLOW_CONTROL_DELAY_S = 0.02  # a paused prefetcher looks again after this
+_OFFSET_ILLEGAL: Final = PullStatus.OFFSET_ILLEGAL  # (bound once: see rocketq.native on enum members)
+_NO_NEW_MSG: Final = PullStatus.NO_NEW_MSG
 HANDOVER_PULLS = 32
 """While pulls come back full (a backlog), a thread waiting in ``wait_buffered`` is woken once this many
 pull batches' worth of messages is buffered, not after each loop turn: every wake of that thread costs
@@ -80,6 +85,26 @@ def _by_queue(state: _QueueState) -> MessageQueue:
     return state.queue
 
 
+class _Messages:
+    """``async for`` over a ``PullConsumer``: its polled batches one message at a time, until it is
+    closed (a class, not an async generator, so that the module compiles with mypyc)."""
+
+    def __init__(self, consumer: PullConsumer) -> None:
+        self._consumer = consumer
+        self._batch: collections.deque[MessageExt] = collections.deque()
+
+    def __aiter__(self) -> _Messages:
+        return self
+
+    async def __anext__(self) -> MessageExt:
+        while not self._batch:
+            if not self._consumer.running:
+                raise StopAsyncIteration
+            self._batch.extend(await self._consumer.poll(1.0))
+        return self._batch.popleft()
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)  # users may subclass it; see rocketq.native
 class PullConsumer:
     """Fetches in the background and hands messages over when asked (RocketMQ's lite pull consumer,
     Kafka's consumer): ``await poll(timeout)`` for a batch, or ``async for message in consumer``. Use from
@@ -310,7 +335,7 @@ class PullConsumer:
                 continue
             if generation != state.generation:
                 continue  # a seek happened while this pull was in flight
-            if result.status is PullStatus.OFFSET_ILLEGAL:
+            if result.status is _OFFSET_ILLEGAL:
                 log.warning("offset %d of %s is illegal; moving to %d", offset, queue, result.next_begin_offset)
             state.next_offset = result.next_begin_offset
             messages = result.messages
@@ -326,7 +351,7 @@ class PullConsumer:
                         elif self._wake_timer is None:
                             self._wake_timer = loop.call_later(HANDOVER_WAIT_S, self._wake_threads)
                 self._arrived.set()
-            elif result.status is not PullStatus.NO_NEW_MSG:
+            elif result.status is not _NO_NEW_MSG:
                 with self._buffer_lock:
                     if not state.buffered:  # filtered out: nothing to hand over
                         state.consumed_offset = result.next_begin_offset
@@ -417,11 +442,9 @@ class PullConsumer:
                 if state.consumed_offset >= 0:
                     update(queue, state.consumed_offset)
 
-    async def __aiter__(self) -> AsyncIterator[MessageExt]:
+    def __aiter__(self) -> AsyncIterator[MessageExt]:
         """Every message, one at a time (polled in batches); the loop ends once the consumer is closed."""
-        while self._started:
-            for message in await self.poll(1.0):
-                yield message
+        return _Messages(self)
 
     # -- positions and commits ------------------------------------------------------------------------
 

@@ -102,6 +102,9 @@ class ConsumerCore:
         self.orderly = False  # set by an orderly push consumer
         # the assigned queues' state for GET_CONSUMER_RUNNING_INFO; a push consumer adds its process queues
         self.queue_infos: Callable[[], list[QueueInfo]] = self._plain_queue_infos
+        # called before each periodic persist: a pull consumer copies its queues' consumed positions into
+        # ``offsets`` there (its blocking facade takes batches on another thread, which must not wake the loop)
+        self.store_positions: Callable[[], None] = _no_positions
         # CONSUME_MESSAGE_DIRECTLY: a push consumer's listener on one message; None: it cannot
         self.consume_directly: Callable[[MessageExt], Awaitable[ConsumeMessageDirectlyResult]] | None = None
         self.offsets: OffsetStore = (
@@ -188,6 +191,7 @@ class ConsumerCore:
     async def _persist_loop(self) -> None:
         while True:
             await self.config.client.clock.sleep(self.config.persist_consumer_offset_interval_s)
+            self.store_positions()
             try:
                 await self.offsets.persist_all()
             except Exception as exc:
@@ -497,3 +501,7 @@ class ConsumerCore:
         if response.code != ResponseCode.SUCCESS:
             log.warning("send-back of %s refused: %s %s", message.msg_id, response.code, response.remark)
         return response.code == ResponseCode.SUCCESS
+
+
+def _no_positions() -> None:
+    """``ConsumerCore.store_positions`` of a consumer whose offset store is always up to date."""

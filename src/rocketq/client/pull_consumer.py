@@ -15,6 +15,9 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Final
+
+from mypy_extensions import mypyc_attr
 
 from rocketq.client.config import ConsumerConfig
 from rocketq.client.consumer_core import ConsumerCore
@@ -33,6 +36,16 @@ log = logging.getLogger(__name__)
 
 PULL_THRESHOLD_FOR_ALL = 10_000  # buffered messages across queues before prefetching pauses
 FLOW_CONTROL_DELAY_S = 0.02  # a paused prefetcher looks again after this
+_OFFSET_ILLEGAL: Final = PullStatus.OFFSET_ILLEGAL  # (bound once: see rocketq.native on enum members)
+_NO_NEW_MSG: Final = PullStatus.NO_NEW_MSG
+HANDOVER_PULLS = 32
+"""While pulls come back full (a backlog), a thread waiting in ``wait_buffered`` is woken once this many
+pull batches' worth of messages is buffered, not after each loop turn: every wake of that thread costs
+both threads a few context switches around the GIL (the waker holds it while it wakes), more than the
+thread's own work on a batch. A pull that comes back short (the queue is caught up) wakes it at once."""
+HANDOVER_WAIT_S = 0.002
+"""The longest a waiting thread is left waiting for a hand-over's worth of full pulls (the next pull may
+fail, or its queue pause)."""
 
 
 @dataclass(slots=True)
@@ -72,6 +85,26 @@ def _by_queue(state: _QueueState) -> MessageQueue:
     return state.queue
 
 
+class _Messages:
+    """``async for`` over a ``PullConsumer``: its polled batches one message at a time, until it is
+    closed (a class, not an async generator, so that the module compiles with mypyc)."""
+
+    def __init__(self, consumer: PullConsumer) -> None:
+        self._consumer = consumer
+        self._batch: collections.deque[MessageExt] = collections.deque()
+
+    def __aiter__(self) -> _Messages:
+        return self
+
+    async def __anext__(self) -> MessageExt:
+        while not self._batch:
+            if not self._consumer.running:
+                raise StopAsyncIteration
+            self._batch.extend(await self._consumer.poll(1.0))
+        return self._batch.popleft()
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)  # users may subclass it; see rocketq.native
 class PullConsumer:
     """Fetches in the background and hands messages over when asked (RocketMQ's lite pull consumer,
     Kafka's consumer): ``await poll(timeout)`` for a batch, or ``async for message in consumer``. Use from
@@ -90,6 +123,7 @@ class PullConsumer:
         )
         self._core.on_reset = self._reset
         self._core.queue_infos = self._queue_infos
+        self._core.store_positions = self._store_positions
         self._states: dict[MessageQueue, _QueueState] = {}
         self._poll_order: list[_QueueState] = []  # ``_states`` by queue: the order poll() looks in
         self._manual: bool | None = None  # True after assign(), False after subscribe()
@@ -98,15 +132,12 @@ class PullConsumer:
         # what the prefetchers buffered, taken by poll() on the loop or by poll_nowait() on another
         # thread: the buffers, their counts and the queues' consumed offsets change under this lock
         self._buffer_lock = threading.Lock()
-        # threads blocked in wait_buffered(), woken under that lock when batches were buffered
-        self._buffer_filled = threading.Condition(self._buffer_lock)
-        self._waiting_threads = 0
+        # one held lock per thread blocked in wait_buffered(): released (under the buffer lock, by the
+        # loop) to wake that thread when batches were buffered
+        self._bells: list[threading.Lock] = []
         self._wake_due = False  # a _wake_threads call is on the loop's ready queue
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake_timer: asyncio.TimerHandle | None = None  # a later one, while full pulls come back
         self._loop_thread = 0
-        # positions poll_nowait() took on another thread, applied to the offset store on the loop
-        self._taken: collections.deque[tuple[MessageQueue, int]] = collections.deque()
-        self._taken_called = False  # a call to apply them is on its way to the loop
         self._started = False
         self._closed = False
         self._commit_task: asyncio.Task[None] | None = None
@@ -234,7 +265,6 @@ class PullConsumer:
         if self._manual is None:  # neither subscribe() nor assign() yet: assign() follows, as in Java's
             self._manual = True  # lite pull consumer (start, fetch_queues, assign)
         self._started = True
-        self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         if self._manual:
             self._core.offsets.open()
@@ -285,6 +315,7 @@ class PullConsumer:
         core, config, queue = self._core, self.config, state.queue
         loop = asyncio.get_running_loop()
         tags = state.selector.tags()
+        full, handover = config.pull_batch_size, config.pull_batch_size * HANDOVER_PULLS
         limit_bytes = config.pull_threshold_size_for_queue_mib * 1024 * 1024
         while True:
             if (
@@ -304,19 +335,23 @@ class PullConsumer:
                 continue
             if generation != state.generation:
                 continue  # a seek happened while this pull was in flight
-            if result.status is PullStatus.OFFSET_ILLEGAL:
+            if result.status is _OFFSET_ILLEGAL:
                 log.warning("offset %d of %s is illegal; moving to %d", offset, queue, result.next_begin_offset)
             state.next_offset = result.next_begin_offset
-            if result.messages:
+            messages = result.messages
+            if messages:
                 with self._buffer_lock:
-                    state.buffer(result.next_begin_offset, result.messages)
-                    self._buffered += len(result.messages)
-                    if self._waiting_threads and not self._wake_due:
-                        # once per loop turn, after the batches its reads brought are buffered
-                        self._wake_due = True
-                        loop.call_soon(self._wake_threads)
+                    state.buffer(result.next_begin_offset, messages)
+                    self._buffered += len(messages)
+                    if self._bells and not self._wake_due:
+                        if len(messages) < full or self._buffered >= handover:
+                            # once per loop turn, after the batches its reads brought are buffered
+                            self._wake_due = True
+                            loop.call_soon(self._wake_threads)
+                        elif self._wake_timer is None:
+                            self._wake_timer = loop.call_later(HANDOVER_WAIT_S, self._wake_threads)
                 self._arrived.set()
-            elif result.status is not PullStatus.NO_NEW_MSG:
+            elif result.status is not _NO_NEW_MSG:
                 with self._buffer_lock:
                     if not state.buffered:  # filtered out: nothing to hand over
                         state.consumed_offset = result.next_begin_offset
@@ -343,48 +378,44 @@ class PullConsumer:
     def poll_nowait(self) -> list[MessageExt]:
         """The next buffered batch, as ``poll()`` returns it, or [] when none is buffered now. Unlike the
         rest of the consumer it may be called from any thread: the blocking ``SyncPullConsumer.poll``
-        takes a batch with it on the caller's thread, without a hand-over to the loop (the position
-        reaches the offset store on the loop right after)."""
+        takes a batch with it on the caller's thread, without a hand-over to the loop. It moves the
+        queue's consumed position (under the buffer lock) and nothing else: the loop copies the
+        positions into the offset store before it persists them (``_store_positions``), so a take
+        never has to wake the loop."""
         if not self._started:
             raise MQClientError("the consumer is closed" if self._closed else "the consumer is not started")
+        paused = self._paused
         with self._buffer_lock:
             for state in self._poll_order:
-                if state.buffered and state.queue not in self._paused:
+                if state.buffered and state.queue not in paused:
                     next_offset, batch = state.take()
                     self._buffered -= len(batch)
                     state.consumed_offset = next_offset
                     break
             else:
                 return []
-        if self.auto_commit:
-            if threading.get_ident() == self._loop_thread:
-                self._core.offsets.update(state.queue, next_offset)
-            else:
-                self._taken.append((state.queue, next_offset))
-                if not self._taken_called:
-                    self._taken_called = True
-                    assert self._loop is not None  # set by start()
-                    with contextlib.suppress(RuntimeError):  # the loop is closed: the consumer too
-                        self._loop.call_soon_threadsafe(self._apply_taken)
         return user_views(batch)
 
     def wait_buffered(self, timeout: float) -> None:
         """Block this thread until ``poll_nowait()`` may have a batch to take: one is buffered (or a
         paused queue with one is resumed), the consumer is closed, or ``timeout`` seconds have passed.
         For threads other than the consumer's loop (the blocking ``SyncPullConsumer.poll`` waits here
-        between two ``poll_nowait()`` calls): nothing hops into the loop and back to wait; the loop
-        wakes the waiting threads once per turn in which its prefetchers buffered batches, after they
-        have (one wake for all the answers a read brought)."""
+        between two ``poll_nowait()`` calls): nothing hops into the loop and back to wait. The thread
+        waits on a lock of its own (its "bell"), which the loop releases once per turn in which its
+        prefetchers buffered batches, after they have (one wake for all the answers a read brought);
+        the check and the bell's registration are under the buffer lock, so no wake is lost."""
         if threading.get_ident() == self._loop_thread:
             raise RuntimeError("wait_buffered() on the consumer's own loop would block it; await poll()")
+        bell = threading.Lock()
+        bell.acquire()
         with self._buffer_lock:
             if not self._started or self._takeable():
                 return
-            self._waiting_threads += 1
-            try:
-                self._buffer_filled.wait(timeout)
-            finally:
-                self._waiting_threads -= 1
+            self._bells.append(bell)
+        if not bell.acquire(timeout=timeout):
+            with self._buffer_lock:
+                if bell in self._bells:  # (else the loop released it just after the timeout)
+                    self._bells.remove(bell)
 
     def _takeable(self) -> bool:
         """Whether a batch ``poll_nowait()`` would take is buffered (call under the buffer lock)."""
@@ -395,22 +426,25 @@ class PullConsumer:
         """Wake the threads in ``wait_buffered()`` to look again."""
         with self._buffer_lock:
             self._wake_due = False
-            if self._waiting_threads:
-                self._buffer_filled.notify_all()
+            if self._wake_timer is not None:
+                self._wake_timer.cancel()  # (a no-op when it is the timer calling)
+                self._wake_timer = None
+            bells, self._bells = self._bells, []
+        for bell in bells:
+            bell.release()
 
-    def _apply_taken(self) -> None:
-        """On the loop: the positions ``poll_nowait`` took on other threads, into the offset store."""
-        self._taken_called = False  # before taking: a position added after this calls again
-        taken, update = self._taken, self._core.offsets.update
-        while taken:
-            queue, offset = taken.popleft()
-            update(queue, offset)
+    def _store_positions(self) -> None:
+        """On the loop, with ``auto_commit``: each queue's consumed position (what ``poll`` returned,
+        on whichever thread) into the offset store, before the store persists them."""
+        if self.auto_commit:
+            update = self._core.offsets.update
+            for queue, state in self._states.items():
+                if state.consumed_offset >= 0:
+                    update(queue, state.consumed_offset)
 
-    async def __aiter__(self) -> AsyncIterator[MessageExt]:
+    def __aiter__(self) -> AsyncIterator[MessageExt]:
         """Every message, one at a time (polled in batches); the loop ends once the consumer is closed."""
-        while self._started:
-            for message in await self.poll(1.0):
-                yield message
+        return _Messages(self)
 
     # -- positions and commits ------------------------------------------------------------------------
 
@@ -471,5 +505,6 @@ class PullConsumer:
     async def _auto_commit(self) -> None:
         while True:
             await self.config.client.clock.sleep(self.config.persist_consumer_offset_interval_s)
+            self._store_positions()
             with contextlib.suppress(Exception):
                 await self._core.offsets.persist_all()

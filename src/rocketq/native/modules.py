@@ -29,7 +29,8 @@ instructions).
 
 Modules that define msgspec Structs stay interpreted (mypyc checks the class-body defaults of such
 classes against their declared types, which ``msgspec.field(...)`` is not), as do the numba kernels and
-modules with async generators (which mypyc does not compile: the pull consumer's ``__aiter__``).
+modules with async generators (which mypyc does not compile; the pull consumer's ``__aiter__`` is a
+class for that).
 """
 
 from __future__ import annotations
@@ -119,6 +120,7 @@ COMPILED_MODULES: Final = (
     "rocketq.client.process_queue",
     "rocketq.client.producer",
     "rocketq.client.pull",
+    "rocketq.client.pull_consumer",  # every poll() takes its batch there, on the caller's thread when blocking
     "rocketq.client.push_consumer",
     "rocketq.client.route",
     "rocketq.client.send_accumulator",  # every send made while others are in flight waits here

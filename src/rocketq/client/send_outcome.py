@@ -47,7 +47,8 @@ def send_result(response: RemotingCommand, queue: MessageQueue, unique_id: str, 
     queue_id = fields.get("queueId")
     if queue_id is not None and int(queue_id) != queue.queue_id:  # the broker chose another queue
         queue = MessageQueue(queue.topic, queue.broker_name, int(queue_id))
-    return SendResult(status, unique_id, fields.get("msgId", ""), queue, int(fields.get("queueOffset", -1)))
+    offset = fields.get("queueOffset")  # (a str: int() of it is the compiled string parse)
+    return SendResult(status, unique_id, fields.get("msgId", ""), queue, -1 if offset is None else int(offset))
 
 
 def attempt_timeout(send_attempt_timeout_s: float | None, total_s: float, retries: int, idempotent: bool) -> float:

@@ -35,7 +35,6 @@ from rocketq.client.errors import (
     BrokerResponseError,
     MQClientError,
     MQConnectionError,
-    RouteNotFoundError,
 )
 from rocketq.client.instance import ClientInstance
 from rocketq.client.latency import LatencyFaultTolerance, select_queue
@@ -194,18 +193,6 @@ class Producer:
         ids = self._unique_ids()
         return prepared_message(message, self._settings, ids, self._valid_topics, idempotent, extra, now_ms)
 
-    async def _address(self, queue: MessageQueue) -> str:
-        address = self.instance.master_address(queue.broker_name)
-        if address is None:
-            await self.instance.update_route(queue.topic)
-            address = self.instance.master_address(queue.broker_name)
-        if address is None:  # a queue chosen by the caller, of a topic its broker will create
-            await self.instance.update_broker_addresses()
-            address = self.instance.master_address(queue.broker_name)
-        if address is None:
-            raise RouteNotFoundError(f"broker {queue.broker_name} has no master address")
-        return address
-
     async def _send_once(
         self,
         queue: MessageQueue,
@@ -219,7 +206,7 @@ class Producer:
         instance = self.instance
         address = instance.master_address(queue.broker_name)
         if address is None:  # looked up first: the attempt starts after it
-            address = await self._address(queue)
+            address = await producer_sends.master_address(instance, queue)
             began = None
         if began is None:
             began = time.monotonic()
@@ -451,19 +438,8 @@ class Producer:
     ) -> asyncio.Task[SendResult]:
         """Start a send; returns its task. ``callback(result, error)`` runs on the loop when it ends."""
         retries = self._settings.async_retries
-
-        async def run() -> SendResult:
-            try:
-                result = await self._send_single(message, timeout, retries, idempotent)
-            except Exception as exc:
-                if callback is not None:
-                    callback(None, exc)
-                raise
-            if callback is not None:
-                callback(result, None)
-            return result
-
-        task = asyncio.get_running_loop().create_task(run())
+        run = producer_sends.send_with_callback(self, message, callback, timeout, retries, idempotent)
+        task = asyncio.get_running_loop().create_task(run)
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
         if callback is not None:

@@ -1,14 +1,14 @@
-"""The ``Producer``'s sends other than ``send`` and ``send_async``: oneway, orderly (to a chosen queue)
-and batched, made with the producer's own preparation, routes and attempts. Each function is the body of
-the ``Producer`` method of its name (which documents it), given the producer and its arguments, the
-idempotent choice made (``marked``)."""
+"""The ``Producer``'s sends other than ``send``: oneway, orderly (to a chosen queue) and batched, and
+``send_async``'s coroutine, made with the producer's own preparation, routes and attempts. Each function
+is the body of the ``Producer`` method of its name (which documents it), given the producer and its
+arguments, the idempotent choice made (``marked``); and the lookup of a queue's master address."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from rocketq.client.errors import MQConnectionError, ValidationError
+from rocketq.client.errors import MQConnectionError, RouteNotFoundError, ValidationError
 from rocketq.client.message import Message, MessageQueue, SendResult
 from rocketq.client.send_checks import send_request
 from rocketq.common.message import java_string_hash
@@ -16,7 +16,43 @@ from rocketq.protocol import RemotingCommand
 from rocketq.remoting import RemotingError
 
 if TYPE_CHECKING:
-    from rocketq.client.producer import Producer, QueueSelector
+    from rocketq.client.instance import ClientInstance
+    from rocketq.client.producer import Producer, QueueSelector, SendCallback
+
+
+async def send_with_callback(
+    producer: Producer,
+    message: Message,
+    callback: SendCallback | None,
+    timeout: float | None,
+    retries: int,
+    idempotent: bool | None,
+) -> SendResult:
+    """``Producer.send_async``'s coroutine: the send, then ``callback(result, error)``."""
+    try:
+        result = await producer._send_single(message, timeout, retries, idempotent)
+    except Exception as exc:
+        if callback is not None:
+            callback(None, exc)
+        raise
+    if callback is not None:
+        callback(result, None)
+    return result
+
+
+async def master_address(instance: ClientInstance, queue: MessageQueue) -> str:
+    """The address of ``queue``'s master broker: known, else after the topic's route is looked up
+    again, else after the brokers' addresses are (RouteNotFoundError when there is none)."""
+    address = instance.master_address(queue.broker_name)
+    if address is None:
+        await instance.update_route(queue.topic)
+        address = instance.master_address(queue.broker_name)
+    if address is None:  # a queue chosen by the caller, of a topic its broker will create
+        await instance.update_broker_addresses()
+        address = instance.master_address(queue.broker_name)
+    if address is None:
+        raise RouteNotFoundError(f"broker {queue.broker_name} has no master address")
+    return address
 
 
 async def send_oneway(producer: Producer, message: Message, marked: bool) -> None:
@@ -26,7 +62,7 @@ async def send_oneway(producer: Producer, message: Message, marked: bool) -> Non
     queue = producer._select_queue(info, None)
     settings = producer._settings
     request = send_request(settings, queue, body, properties, sys_flag, message.flag, oneway=True, idempotent=marked)
-    address = await producer._address(queue)
+    address = await master_address(producer.instance, queue)
     try:
         await producer.instance.remoting.oneway(address, request)
     except RemotingError as exc:

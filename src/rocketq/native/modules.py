@@ -116,6 +116,7 @@ COMPILED_MODULES: Final = (
     "rocketq.client.offset_store",
     "rocketq.client.process_queue",
     "rocketq.client.producer",
+    "rocketq.client.producer_sends",
     "rocketq.client.pull",
     "rocketq.client.push_consumer",
     "rocketq.client.route",

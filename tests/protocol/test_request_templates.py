@@ -124,6 +124,31 @@ def test_a_send_request_carries_the_encoders_header(send: SendArguments) -> None
     _leaves_as_the_encoder_would(send.request())
 
 
+SHARED_SETTINGS = SendSettings(ProducerConfig(group="SharedGroup"))
+"""One producer's settings for every example below: its header starts, kept per topic and code, are
+reused across sends (a start written for one topic or code and used for another would show)."""
+
+
+@given(st.lists(SENDS, min_size=1, max_size=6))
+def test_one_producers_send_requests_carry_the_encoders_headers(sends: list[SendArguments]) -> None:
+    for send in sends:
+        request = send_request(
+            SHARED_SETTINGS,
+            send.queue,
+            b"body",
+            send.properties,
+            send.sys_flag,
+            send.flag,
+            batch=send.batch,
+            oneway=send.oneway,
+            idempotent=send.idempotent,
+            born_ms=send.born_ms,
+        )
+        assert request.ext_fields["a"] == "SharedGroup"
+        assert request.ext_fields["b"] == send.queue.topic
+        _leaves_as_the_encoder_would(request)
+
+
 @given(PULLS)
 def test_a_pull_request_carries_the_encoders_header(pull: PullArguments) -> None:
     _leaves_as_the_encoder_would(pull.request())

@@ -14,7 +14,6 @@ from typing import Any
 
 from librt.strings import BytesWriter
 
-from rocketq.client.config import ProducerConfig
 from rocketq.client.errors import MQClientError
 from rocketq.client.message import Message, MessageQueue, SendResult
 from rocketq.client.send_accumulator import Accumulator, WaitingSend, split_result
@@ -37,15 +36,15 @@ class AutoBatcher:
 
     def __init__(
         self,
-        config: ProducerConfig,
+        settings: SendSettings,
+        accumulator: Accumulator,
         prepare: Prepare,
         send_alone: SendAlone,
         send_with_retries: SendWithRetries,
         pending: set[asyncio.Task[Any]],
     ) -> None:
-        self._config = config
-        self._settings = SendSettings(config)
-        self.accumulator = Accumulator(config.batch_max_bytes, config.batch_max_messages)
+        self._settings = settings  # the producer's
+        self.accumulator = accumulator
         self._prepare = prepare
         self._send_alone = send_alone
         self._send_with_retries = send_with_retries
@@ -91,7 +90,7 @@ class AutoBatcher:
         loop = self._loop()
         future: asyncio.Future[SendResult] = loop.create_future()
         # the loop's clock, as asyncio's own timeouts: uvloop's reads no clock (the time its turn began)
-        deadline = loop.time() + (timeout or self._config.send_msg_timeout_s)
+        deadline = loop.time() + (timeout or self._settings.send_msg_timeout_s)
         waiting = WaitingSend(body, properties, message.flag, unique_id, future, deadline, retries)
         return waiting if self.accumulator.fits(waiting) else None
 

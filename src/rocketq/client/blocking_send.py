@@ -4,10 +4,10 @@ thread, over a blocking connection to the broker, when everything it needs is at
 Handing a call to the producer's loop thread costs two thread wake-ups (the loop's, then the caller's),
 more than the rest of a send on this path. So when the topic's route is cached, its broker's address is
 known and no other thread is using the blocking connections, the caller does what ``Producer`` does for
-one attempt, with ``Producer``'s own functions: it prepares the message and its request as a send alone
-does (``_message_request``), picks the queue (``_select_queue``, latency fault tolerance included),
-signs the request (the instance's signer), writes it on a blocking socket
-(``rocketq.remoting.blocking``) and makes the result of the answer as the loop does (``_answered``).
+one attempt, with ``Producer``'s own functions: the attempt made ready as on the loop
+(``_first_attempt``: the message and its request, the queue with latency fault tolerance, the signature,
+the time limits), its request written on a blocking socket (``rocketq.remoting.blocking``), and what
+follows its answer decided as on the loop (``_first_outcome``: the result, or the retries).
 
 Everything else is the loop's, as before: a send with no cached route or no address, one made while
 another thread is in ``SyncProducer.send`` too (sends from several threads meet on the loop, where
@@ -27,18 +27,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Coroutine
-from typing import Any
 
-from rocketq.client.errors import BrokerResponseError
 from rocketq.client.message import Message, SendResult
-from rocketq.client.producer import Producer
-from rocketq.client.send_outcome import FirstAttempt, attempt_timeout
+from rocketq.client.producer import LoopSend, Producer
+from rocketq.protocol import RemotingCommand
 from rocketq.remoting import RemotingError
 from rocketq.remoting.blocking import BlockingConnection
-
-LoopSend = Coroutine[Any, Any, SendResult]
-"""The part of a send left to the producer's loop (all of it, or the attempts after the first)."""
 
 
 class BlockingSender:
@@ -94,36 +88,21 @@ class BlockingSender:
         batcher = producer._batcher
         if self._closed or instance is None or info is None or (batcher and batcher.busy(topic)):
             return producer.send(message, timeout=timeout, idempotent=idempotent)
-        config = producer.config
         marked = producer._idempotent(idempotent)
-        retries = config.retry_times_when_send_failed
-        total_s = timeout or config.send_msg_timeout_s
-        request, unique_id = producer._message_request(message, marked)
-        queue = producer._select_queue(info, None)
-        address = instance.master_address(queue.broker_name)
-        if address is None:  # the loop finds it (or says why not)
-            return producer._send_with_retries(topic, request, unique_id, timeout, retries, marked)
+        attempt = producer._first_attempt(message, timeout, producer._settings.retries, marked, info, instance)
+        address, command = attempt.address, attempt.command
+        if address is None or command is None:  # the loop finds the address (or says why not)
+            return producer._send_prepared(attempt.prepared, topic, timeout, attempt.retries)
         connection = self._connections.get(address)
         if connection is None:
             connection = self._connections[address] = BlockingConnection(address)
-        command = request(queue)
-        if instance.sign is not None:
-            instance.sign(command)
         began = time.monotonic()  # the attempt's start and the send's deadline's (one clock read)
-        deadline = began + total_s
-        error: Exception
+        answer: RemotingCommand | RemotingError
         try:
-            response = connection.invoke(
-                command, min(total_s, attempt_timeout(config.send_attempt_timeout_s, total_s, retries, marked)), began
-            )
-            return producer._answered(queue, address, unique_id, response, began)
+            answer = connection.invoke(command, attempt.attempt_s, began)
         except RemotingError as exc:  # no answer
-            producer._attempt_failed(queue, began)
-            error = exc
-        except BrokerResponseError as exc:  # refused (its latency noted by _answered)
-            error = exc
-        first = FirstAttempt(queue, error, deadline)
-        return producer._send_with_retries(topic, request, unique_id, timeout, retries, marked, None, first)
+            answer = exc
+        return producer._first_outcome(attempt, address, began, answer)
 
     def close(self) -> None:
         """Close the connections, once the send using them (if any) has ended; later sends go to the loop."""

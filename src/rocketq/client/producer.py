@@ -23,29 +23,27 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mypy_extensions import mypyc_attr
 
+from rocketq.client import producer_sends
 from rocketq.client.auto_batch import AutoBatcher
 from rocketq.client.config import ProducerConfig
 from rocketq.client.errors import (
     BrokerResponseError,
     MQClientError,
     MQConnectionError,
-    RouteNotFoundError,
-    ValidationError,
 )
 from rocketq.client.instance import ClientInstance
 from rocketq.client.latency import LatencyFaultTolerance, select_queue
 from rocketq.client.message import Message, MessageQueue, SendResult
 from rocketq.client.route import TopicPublishInfo, lookup_publish_info, publish_info
-from rocketq.client.send_accumulator import coalescible
-from rocketq.client.send_checks import SendSettings, batch_body, prepared_message, send_request
+from rocketq.client.send_accumulator import Accumulator, coalescible
+from rocketq.client.send_checks import PreparedSend, SendSettings, batch_body, prepared_message
 from rocketq.client.send_outcome import FirstAttempt, attempt_timeout, send_result, worth_retrying
 from rocketq.client.unique_id import UniqueIdGenerator
-from rocketq.common.message import java_string_hash
 from rocketq.protocol import RemotingCommand
 from rocketq.remoting import ConnectionClosedError, RemotingError, RemotingTimeoutError, RequestHandler
 
@@ -56,6 +54,8 @@ log = logging.getLogger(__name__)
 
 QueueSelector = Callable[[Sequence[MessageQueue], Message, Any], MessageQueue]
 SendCallback = Callable[[SendResult | None, BaseException | None], None]
+LoopSend = Coroutine[Any, Any, SendResult]
+"""A send's part that runs on the producer's loop (all of it, or the attempts after a failed first one)."""
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # users may subclass it; see rocketq.native
@@ -71,7 +71,7 @@ class Producer:
         if namesrv_addr is not None:
             config = dataclasses.replace(config, client=dataclasses.replace(config.client, namesrv_addr=namesrv_addr))
         self.config = config
-        self._settings = SendSettings(config)
+        self._settings = settings = SendSettings(config)
         self._instance: ClientInstance | None = None
         self._publish: dict[str, TopicPublishInfo] = {}
         self._fault = LatencyFaultTolerance()
@@ -81,8 +81,9 @@ class Producer:
         self._closed = False
         self._batcher: AutoBatcher | None = None
         if config.auto_batch:
+            accumulator = Accumulator(config.batch_max_bytes, config.batch_max_messages)
             self._batcher = AutoBatcher(
-                config, self._prepare, self._send_message, self._send_with_retries, self._pending
+                settings, accumulator, self._prepare, self._send_message, self._send_with_retries, self._pending
             )
 
     # -- lifecycle ------------------------------------------------------------------------------------
@@ -178,7 +179,7 @@ class Producer:
     # -- message preparation ----------------------------------------------------------------------------
 
     def _idempotent(self, idempotent: bool | None) -> bool:
-        return self.config.idempotent if idempotent is None else idempotent
+        return self._settings.idempotent if idempotent is None else idempotent
 
     def _prepare(
         self,
@@ -191,18 +192,6 @@ class Producer:
         with this producer's settings, unique ids and checked topics."""
         ids = self._unique_ids()
         return prepared_message(message, self._settings, ids, self._valid_topics, idempotent, extra, now_ms)
-
-    async def _address(self, queue: MessageQueue) -> str:
-        address = self.instance.master_address(queue.broker_name)
-        if address is None:
-            await self.instance.update_route(queue.topic)
-            address = self.instance.master_address(queue.broker_name)
-        if address is None:  # a queue chosen by the caller, of a topic its broker will create
-            await self.instance.update_broker_addresses()
-            address = self.instance.master_address(queue.broker_name)
-        if address is None:
-            raise RouteNotFoundError(f"broker {queue.broker_name} has no master address")
-        return address
 
     async def _send_once(
         self,
@@ -217,7 +206,7 @@ class Producer:
         instance = self.instance
         address = instance.master_address(queue.broker_name)
         if address is None:  # looked up first: the attempt starts after it
-            address = await self._address(queue)
+            address = await producer_sends.master_address(instance, queue)
             began = None
         if began is None:
             began = time.monotonic()
@@ -259,11 +248,12 @@ class Producer:
         self, message: Message, timeout: float | None, retries: int, idempotent: bool | None
     ) -> SendResult:
         """``send``'s path (and ``send_async``'s). The common case (the topic's route cached, the queue's
-        broker connected) makes its first attempt in this one coroutine: the request written straight to
-        the connection, whose future it awaits (``Connection.request``). A failed attempt is followed by
-        ``_send_with_retries``'s, within the send's deadline, as after a blocking caller's first attempt.
-        Anything else goes alone as ``_send_message``, or, auto-batched, waits for the next batch of its
-        topic (``AutoBatcher.send``), whose count of requests in flight a plain message sent here joins."""
+        broker connected) makes its first attempt in this one coroutine (``_first_attempt``, as a blocking
+        caller does): the request written straight to the connection, whose future it awaits
+        (``Connection.request``). A failed attempt is followed by ``_send_with_retries``'s, within the
+        send's deadline (``_first_outcome``). Anything else goes alone as ``_send_message``, or,
+        auto-batched, waits for the next batch of its topic (``AutoBatcher.send``), whose count of
+        requests in flight a plain message sent here joins."""
         settings = self._settings
         marked = settings.idempotent if idempotent is None else idempotent
         topic = message.topic
@@ -279,33 +269,70 @@ class Producer:
         if accumulator is not None:
             accumulator.started(topic)
         try:
-            request, unique_id = self._message_request(message, marked)
-            queue = self._select_queue(info, None)
-            address = instance.master_address(queue.broker_name)
+            attempt = self._first_attempt(message, timeout, retries, marked, info, instance)
+            address, command = attempt.address, attempt.command
             connection = None if address is None else instance.remoting.open_connection(address)
-            if connection is None or address is None:  # the general attempt finds the broker, connects
-                return await self._send_with_retries(topic, request, unique_id, timeout, retries, marked)
-            command = request(queue)
-            sign = instance.sign
-            if sign is not None:
-                sign(command)
-            total_s = timeout or settings.send_msg_timeout_s
+            if connection is None or command is None or address is None:  # the general attempt connects
+                return await self._send_prepared(attempt.prepared, topic, timeout, retries)
             began = time.monotonic()  # the attempt's start and the send's deadline's
-            error: Exception
+            answer: RemotingCommand | RemotingError
             try:
-                attempt_s = min(total_s, attempt_timeout(settings.send_attempt_timeout_s, total_s, retries, marked))
-                response = await connection.request(command, attempt_s)
-                return self._answered(queue, address, unique_id, response, began)
+                answer = await connection.request(command, attempt.attempt_s)
             except RemotingError as exc:  # no answer
-                self._attempt_failed(queue, began)
-                error = exc
-            except BrokerResponseError as exc:  # refused (its latency noted by _answered)
-                error = exc
-            first = FirstAttempt(queue, error, began + total_s)
-            return await self._send_with_retries(topic, request, unique_id, timeout, retries, marked, None, first)
+                answer = exc
+            outcome = self._first_outcome(attempt, address, began, answer)
+            return outcome if isinstance(outcome, SendResult) else await outcome
         finally:
             if accumulator is not None:
                 accumulator.finished(topic)
+
+    def _first_attempt(
+        self,
+        message: Message,
+        timeout: float | None,
+        retries: int,
+        marked: bool,
+        info: TopicPublishInfo,
+        instance: ClientInstance,
+    ) -> FirstAttempt:
+        """A send's first attempt on the common case, made ready alike for the loop (``_send_single``) and
+        a blocking caller (``rocketq.client.blocking_send``): the message prepared
+        (``_message_request``), the queue chosen, its master's address and, when that is known, the
+        request to it, signed; the send's time limit and the attempt's. ``marked``: idempotent."""
+        prepared = self._message_request(message, marked)
+        queue = self._select_queue(info, None)
+        address = instance.master_address(queue.broker_name)
+        command = None
+        if address is not None:
+            command = prepared.request(queue)
+            sign = instance.sign
+            if sign is not None:
+                sign(command)
+        settings = self._settings
+        total_s = timeout or settings.send_msg_timeout_s
+        attempt_s = min(total_s, attempt_timeout(settings.send_attempt_timeout_s, total_s, retries, marked))
+        return FirstAttempt(message.topic, prepared, queue, address, command, total_s, attempt_s, retries)
+
+    def _first_outcome(
+        self, attempt: FirstAttempt, address: str, began: float, answer: RemotingCommand | RemotingError
+    ) -> SendResult | LoopSend:
+        """What follows ``attempt`` (``_first_attempt``) to ``address``, started at ``began`` (monotonic):
+        the ``SendResult`` of its ``answer`` (``_answered``); else, when it got none (``answer`` is the
+        error) or was refused, the coroutine of the attempts after it (``_send_with_retries``), within
+        the send's deadline."""
+        queue = attempt.queue
+        prepared = attempt.prepared
+        failure: Exception
+        if isinstance(answer, RemotingCommand):
+            try:
+                return self._answered(queue, address, prepared.unique_id, answer, began)
+            except BrokerResponseError as exc:  # refused (its latency noted by _answered)
+                failure = exc
+        else:
+            self._attempt_failed(queue, began)
+            failure = answer
+        attempt.failed(failure, began + attempt.total_s)
+        return self._send_prepared(prepared, attempt.topic, attempt.total_s, attempt.retries, attempt)
 
     async def _send_message(
         self,
@@ -316,27 +343,26 @@ class Producer:
         extra: dict[str, str] | None = None,
     ) -> SendResult:
         marked = self._idempotent(idempotent)
-        request, unique_id = self._message_request(message, marked, extra)
-        return await self._send_with_retries(message.topic, request, unique_id, timeout, retries, marked)
+        return await self._send_prepared(self._message_request(message, marked, extra), message.topic, timeout, retries)
 
-    def _message_request(
-        self, message: Message, marked: bool, extra: dict[str, str] | None = None
-    ) -> tuple[Callable[[MessageQueue], RemotingCommand], str]:
-        """``message`` prepared once (checked, given its unique id, compressed when large) to travel alone:
-        the request of it to a given queue, and its unique id. ``marked``: an idempotent send. The first
-        request is born when the message was prepared (one wall-clock read for both), a retry when made."""
-        born_ms: int | None = int(time.time() * 1000)
-        body, properties, sys_flag, unique_id = self._prepare(message, marked, extra, born_ms)
+    def _message_request(self, message: Message, marked: bool, extra: dict[str, str] | None = None) -> PreparedSend:
+        """``message`` prepared once to travel alone (``PreparedSend``: its request to a given queue, its
+        unique id). ``marked``: an idempotent send."""
+        born_ms = int(time.time() * 1000)
+        prepared = self._prepare(message, marked, extra, born_ms)
+        return PreparedSend(self._settings, prepared, message.flag, marked, born_ms)
 
-        def request(queue: MessageQueue) -> RemotingCommand:
-            nonlocal born_ms
-            command = send_request(
-                self._settings, queue, body, properties, sys_flag, message.flag, idempotent=marked, born_ms=born_ms
-            )
-            born_ms = None
-            return command
-
-        return request, unique_id
+    def _send_prepared(
+        self,
+        prepared: PreparedSend,
+        topic: str,
+        timeout: float | None,
+        retries: int,
+        first: FirstAttempt | None = None,
+    ) -> LoopSend:
+        """The attempts of a message sent alone (``_send_with_retries``), after ``first`` when given."""
+        request, unique_id, marked = prepared.request, prepared.unique_id, prepared.marked
+        return self._send_with_retries(topic, request, unique_id, timeout, retries, marked, None, first)
 
     async def _send_with_retries(
         self,
@@ -354,14 +380,15 @@ class Producer:
         connection, and so may have been stored, goes to the same queue again; with ``fixed_queue``, every
         attempt goes there. ``first``: the first attempt was made already (by a blocking caller) and
         failed; the others follow it within its deadline."""
-        total_s = timeout or self.config.send_msg_timeout_s
+        settings = self._settings
+        total_s = timeout or settings.send_msg_timeout_s
         now = time.monotonic()  # read once per attempt: the deadline's, the attempt's start
         deadline = now + total_s if first is None else first.deadline
-        attempt_s = attempt_timeout(self.config.send_attempt_timeout_s, total_s, retries, idempotent)
+        attempt_s = attempt_timeout(settings.send_attempt_timeout_s, total_s, retries, idempotent)
         queue: MessageQueue | None = fixed_queue
         last_error: Exception | None = None
         attempts = 0
-        if first is not None:
+        if first is not None and first.error is not None:
             queue, last_error, attempts = first.queue, first.error, 1
             await self._before_retry(topic, queue, attempts, last_error)
             now = time.monotonic()
@@ -410,20 +437,9 @@ class Producer:
         idempotent: bool | None = None,
     ) -> asyncio.Task[SendResult]:
         """Start a send; returns its task. ``callback(result, error)`` runs on the loop when it ends."""
-        retries = self.config.retry_times_when_send_async_failed
-
-        async def run() -> SendResult:
-            try:
-                result = await self._send_single(message, timeout, retries, idempotent)
-            except Exception as exc:
-                if callback is not None:
-                    callback(None, exc)
-                raise
-            if callback is not None:
-                callback(result, None)
-            return result
-
-        task = asyncio.get_running_loop().create_task(run())
+        retries = self._settings.async_retries
+        run = producer_sends.send_with_callback(self, message, callback, timeout, retries, idempotent)
+        task = asyncio.get_running_loop().create_task(run)
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
         if callback is not None:
@@ -432,18 +448,7 @@ class Producer:
 
     async def send_oneway(self, message: Message, *, idempotent: bool | None = None) -> None:
         """Send without waiting for (or getting) an answer; one attempt."""
-        marked = self._idempotent(idempotent)
-        body, properties, sys_flag, _ = self._prepare(message, marked)
-        info = await self._publish_info(message.topic)
-        queue = self._select_queue(info, None)
-        request = send_request(
-            self._settings, queue, body, properties, sys_flag, message.flag, oneway=True, idempotent=marked
-        )
-        address = await self._address(queue)
-        try:
-            await self.instance.remoting.oneway(address, request)
-        except RemotingError as exc:
-            raise MQConnectionError(f"send to {queue} failed: {exc}") from exc
+        await producer_sends.send_oneway(self, message, self._idempotent(idempotent))
 
     async def send_orderly(
         self,
@@ -457,20 +462,8 @@ class Producer:
     ) -> SendResult:
         """Send to the queue chosen by ``selector(queues, message, arg)`` or by hashing ``sharding_key``:
         messages with the same key keep their order. No retry on another queue (that would break it)."""
-        if (selector is None) == (sharding_key is None):
-            raise ValidationError("give exactly one of sharding_key and selector")
-        request, unique_id = self._message_request(message, self._idempotent(idempotent))
-        info = await self._publish_info(message.topic)
-        queues = info.queues
-        if selector is not None:
-            queue = selector(queues, message, arg)
-        else:
-            assert sharding_key is not None
-            queue = queues[(java_string_hash(sharding_key) & 0x7FFFFFFF) % len(queues)]
-        try:
-            return await self._send_once(queue, request(queue), unique_id, timeout or self.config.send_msg_timeout_s)
-        except RemotingError as exc:
-            raise MQConnectionError(f"send to {queue} failed: {exc}") from exc
+        marked = self._idempotent(idempotent)
+        return await producer_sends.send_orderly(self, message, sharding_key, selector, arg, timeout, marked)
 
     def transaction_group(self, group_id: str, *, immunity_s: int | None = None) -> TransactionGroup:
         """A grouped transaction sent and ended through this producer (``rocketq.client.transaction_group``)."""
@@ -490,21 +483,11 @@ class Producer:
         (retried there), or to a queue chosen as for ``send`` (a retry goes to another broker). Idempotent,
         the batch is one unit: a repeat of it (the same messages, hence unique ids) is answered with the
         first store's result."""
-        marked = self._idempotent(idempotent)
-        body, ids = self._batch_body(messages, marked)
-
-        def request(target: MessageQueue) -> RemotingCommand:
-            return send_request(self._settings, target, body, "", 0, 0, batch=True, idempotent=marked)
-
-        topic = messages[0].topic
-        if queue is not None and queue.topic != topic:
-            raise ValidationError(f"the batch's topic is {topic!r}, the queue's {queue.topic!r}")
-        retries = self.config.retry_times_when_send_failed
-        return await self._send_with_retries(topic, request, ",".join(ids), timeout, retries, marked, queue)
+        return await producer_sends.send_batch(self, messages, queue, timeout, self._idempotent(idempotent))
 
     def _batch_body(self, messages: Sequence[Message], idempotent: bool = False) -> tuple[bytes, list[str]]:
         """A batch's request body and its messages' unique ids (``rocketq.client.send_checks.batch_body``)."""
-        return batch_body(messages, self._unique_ids(), self.config.max_message_size, self._valid_topics, idempotent)
+        return batch_body(messages, self._unique_ids(), self._settings.max_message_size, self._valid_topics, idempotent)
 
 
 _MAYBE_STORED = (RemotingTimeoutError, ConnectionClosedError)

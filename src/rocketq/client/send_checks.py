@@ -27,7 +27,7 @@ from rocketq.common.record import SysFlag
 from rocketq.protocol import ONEWAY_FLAG, RemotingCommand, RequestCode
 from rocketq.protocol.batch import write_item
 from rocketq.protocol.headers import IDEMPOTENT_SEND_FIELD
-from rocketq.protocol.request_templates import send_request_header
+from rocketq.protocol.request_templates import TEXTS_KEPT, send_header_rest, send_header_start
 from rocketq.remoting.connection import next_opaque
 
 
@@ -105,6 +105,12 @@ _DECIMALS: Final = tuple(str(number) for number in range(1024))
 """The decimal text of 0-1023, made once: a send request has four such fields (queue numbers, flags)."""
 
 
+_SEND_CODE: Final = int(RequestCode.SEND_MESSAGE_V2)
+_BATCH_CODE: Final = int(RequestCode.SEND_BATCH_MESSAGE)
+"""The send requests' codes as plain ints (compiled, a read of an ``IntEnum`` member is a generic
+attribute lookup on its class, about 900 instructions)."""
+
+
 def _decimal(number: int) -> str:
     return _DECIMALS[number] if 0 <= number < 1024 else str(number)
 
@@ -122,11 +128,26 @@ class SendSettings:
         self.send_msg_timeout_s = config.send_msg_timeout_s
         self.send_attempt_timeout_s = config.send_attempt_timeout_s
         self.retries = config.retry_times_when_send_failed
+        self.async_retries = config.retry_times_when_send_async_failed
         self.idempotent = config.idempotent
         self.compress_over = config.compress_msg_body_over_howmuch
         self.compress_level = config.compress_level
         self.max_message_size = config.max_message_size
         self.latency_fault = config.send_latency_fault_enable
+        self._header_starts: dict[str, str] = {}  # by topic, of SEND_MESSAGE_V2 (see header_start)
+        self._batch_header_starts: dict[str, str] = {}  # of SEND_BATCH_MESSAGE
+
+    def header_start(self, code: int, topic: str) -> str:
+        """The start of the header of this producer's send requests with ``code`` to ``topic``
+        (``request_templates.send_header_start``: what they share), written once per topic (for
+        ``TEXTS_KEPT`` topics at most)."""
+        starts = self._header_starts if code == _SEND_CODE else self._batch_header_starts
+        start = starts.get(topic)
+        if start is None:
+            start = send_header_start(code, self.group, topic, self.create_topic_key, self.queue_nums)
+            if len(starts) < TEXTS_KEPT:
+                starts[topic] = start
+        return start
 
 
 def prepared_message(
@@ -190,7 +211,7 @@ def _user_text(properties: dict[str, str]) -> str | None:
     for name, value in properties.items():
         if not name or not value or name in _CLIENT_NAMES or _has_separator(name) or _has_separator(value):
             return None
-        text += name + NAME_VALUE_SEPARATOR + value + PROPERTY_SEPARATOR
+        text = f"{text}{name}{NAME_VALUE_SEPARATOR}{value}{PROPERTY_SEPARATOR}"  # (one string built, not four)
     return text
 
 
@@ -218,7 +239,7 @@ def _plain_text(message: Message, unique_id: str) -> str | None:
         text += _KEYS_ENTRY + joined + PROPERTY_SEPARATOR
     if message.delay_level > 0:
         text += _DELAY_ENTRY + str(message.delay_level) + PROPERTY_SEPARATOR
-    return text + (_WAIT_TRUE if message.wait_store_msg_ok else _WAIT_FALSE) + unique_id
+    return f"{text}{_WAIT_TRUE if message.wait_store_msg_ok else _WAIT_FALSE}{unique_id}"
 
 
 def batch_body(
@@ -292,20 +313,58 @@ def send_request(
     }
     if idempotent:
         fields[IDEMPOTENT_SEND_FIELD] = "true"
-    code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+    code = _BATCH_CODE if batch else _SEND_CODE
     opaque = next_opaque()
-    # the JSON header written from its template (rocketq.protocol.request_templates), not by the generic encoder
-    header = send_request_header(
-        code,
+    # the JSON header written from its template (rocketq.protocol.request_templates), not by the generic
+    # encoder; its start (group, topic, ...) written once per topic
+    header = send_header_rest(
+        settings.header_start(code, topic),
         opaque,
         oneway,
-        group,
-        topic,
-        create_topic_key,
-        (queue_nums, queue_id, sys_flag_text, born, flag_text),
+        queue_id,
+        sys_flag_text,
+        born,
+        flag_text,
         properties,
         ("0", "false", batch_text),
         IDEMPOTENT_SEND_FIELD if idempotent else None,
     )
     flags = ONEWAY_FLAG if oneway else 0
     return RemotingCommand(code=code, opaque=opaque, flag=flags, ext_fields=fields, body=body, encoded_header=header)
+
+
+@final
+class PreparedSend:
+    """A message prepared once (``prepared_message``: checked, given its unique id, compressed when
+    large) to travel alone: its request to a given queue (``request``, for each attempt) and its unique
+    id. ``marked``: an idempotent send. The first request is born when the message was prepared
+    (``born_ms``: one wall-clock read for both), a retry when it is made."""
+
+    def __init__(
+        self,
+        settings: SendSettings,
+        prepared: tuple[bytes, str, int, str],
+        flag: int,
+        marked: bool,
+        born_ms: int,
+    ) -> None:
+        self.settings = settings
+        self.body, self.properties, self.sys_flag, self.unique_id = prepared
+        self.flag = flag
+        self.marked = marked
+        self.born_ms: int | None = born_ms
+
+    def request(self, queue: MessageQueue) -> RemotingCommand:
+        """The send request of the message to ``queue`` (``send_request``)."""
+        born_ms = self.born_ms
+        self.born_ms = None
+        return send_request(
+            self.settings,
+            queue,
+            self.body,
+            self.properties,
+            self.sys_flag,
+            self.flag,
+            idempotent=self.marked,
+            born_ms=born_ms,
+        )

@@ -5,8 +5,11 @@ here, so a send's result does not depend on the thread that made it."""
 
 from __future__ import annotations
 
+from typing import final
+
 from rocketq.client.errors import BrokerResponseError, MQClientError, broker_error
 from rocketq.client.message import MessageQueue, SendResult, SendStatus
+from rocketq.client.send_checks import PreparedSend
 from rocketq.protocol import RemotingCommand, ResponseCode
 from rocketq.remoting import RemotingError
 
@@ -44,7 +47,8 @@ def send_result(response: RemotingCommand, queue: MessageQueue, unique_id: str, 
     queue_id = fields.get("queueId")
     if queue_id is not None and int(queue_id) != queue.queue_id:  # the broker chose another queue
         queue = MessageQueue(queue.topic, queue.broker_name, int(queue_id))
-    return SendResult(status, unique_id, fields.get("msgId", ""), queue, int(fields.get("queueOffset", -1)))
+    offset = fields.get("queueOffset")  # (a str: int() of it is the compiled string parse)
+    return SendResult(status, unique_id, fields.get("msgId", ""), queue, -1 if offset is None else int(offset))
 
 
 def attempt_timeout(send_attempt_timeout_s: float | None, total_s: float, retries: int, idempotent: bool) -> float:
@@ -57,14 +61,38 @@ def attempt_timeout(send_attempt_timeout_s: float | None, total_s: float, retrie
     return total_s / (1 + retries) if idempotent else total_s
 
 
+@final
 class FirstAttempt:
-    """A send's first attempt, made by a blocking caller on its own thread, that failed: the queue it
-    went to, its error, and the send's deadline (monotonic), which the retries on the loop keep."""
+    """A send's first attempt on the common case (``Producer._first_attempt``), made on the loop or by a
+    blocking caller on its own thread: the message prepared (``prepared``), the queue, its master's
+    address and the request to it (None when the address is not known: the general attempt finds it),
+    the send's time limit and the attempt's, the retries allowed. When it fails (``failed``): its
+    error and the send's deadline (monotonic), which the retries after it keep."""
 
-    __slots__ = ("deadline", "error", "queue")
-
-    def __init__(self, queue: MessageQueue, error: Exception, deadline: float) -> None:
+    def __init__(
+        self,
+        topic: str,
+        prepared: PreparedSend,
+        queue: MessageQueue,
+        address: str | None,
+        command: RemotingCommand | None,
+        total_s: float,
+        attempt_s: float,
+        retries: int,
+    ) -> None:
+        self.topic = topic
+        self.prepared = prepared
         self.queue = queue
+        self.address = address
+        self.command = command
+        self.total_s = total_s
+        self.attempt_s = attempt_s
+        self.retries = retries
+        self.error: Exception | None = None
+        self.deadline = 0.0
+
+    def failed(self, error: Exception, deadline: float) -> None:
+        """The attempt failed with ``error``; the send must end by ``deadline``."""
         self.error = error
         self.deadline = deadline
 

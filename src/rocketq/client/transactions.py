@@ -26,6 +26,7 @@ from rocketq.client.config import ProducerConfig
 from rocketq.client.errors import MQClientError, ValidationError
 from rocketq.client.message import Message, MessageExt, MessageQueue, SendResult, SendStatus, decode_messages
 from rocketq.client.producer import Producer
+from rocketq.client.producer_sends import master_address
 from rocketq.common.message import Property
 from rocketq.common.message_id import parse_offset_message_id
 from rocketq.common.record import SysFlag
@@ -204,7 +205,7 @@ class TransactionProducer(Producer):
         request = end_transaction_request(
             self.config.group, result.queue_offset, commit_log_offset, state, result.msg_id, result.msg_id
         )
-        await self.instance.remoting.oneway(await self._address(result.message_queue), request)
+        await self.instance.remoting.oneway(await master_address(self.instance, result.message_queue), request)
 
     async def _on_check(self, request: RemotingCommand, connection: Connection) -> None:
         """CHECK_TRANSACTION_STATE from a broker: ask the check callback, answer with END_TRANSACTION."""

@@ -55,12 +55,10 @@ class UniqueIdGenerator:
             self._count = first + count
             stem = self._stem
             if elapsed != self._stem_elapsed:  # a new millisecond: written once for all its ids
+                # (an f-string: one string built, where each + of four made one)
                 stem = self._stem = (
-                    self._prefix
-                    + _HEX[elapsed >> 24]
-                    + _HEX[(elapsed >> 16) & 0xFF]
-                    + _HEX[(elapsed >> 8) & 0xFF]
-                    + _HEX[elapsed & 0xFF]
+                    f"{self._prefix}{_HEX[elapsed >> 24]}{_HEX[(elapsed >> 16) & 0xFF]}"
+                    f"{_HEX[(elapsed >> 8) & 0xFF]}{_HEX[elapsed & 0xFF]}"
                 )
                 self._stem_elapsed = elapsed
         finally:
@@ -69,7 +67,7 @@ class UniqueIdGenerator:
 
     def next_id(self, now_ms: int) -> str:
         stem, counter = self._reserve(1, now_ms)
-        return stem + _HEX[(counter >> 8) & 0xFF] + _HEX[counter & 0xFF]
+        return f"{stem}{_HEX[(counter >> 8) & 0xFF]}{_HEX[counter & 0xFF]}"
 
     def next_ids(self, count: int, now_ms: int) -> list[str]:
         """``count`` consecutive ids for messages created at ``now_ms`` (one lock for a whole batch)."""

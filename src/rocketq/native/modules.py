@@ -119,6 +119,7 @@ COMPILED_MODULES: Final = (
     "rocketq.client.offset_store",
     "rocketq.client.process_queue",
     "rocketq.client.producer",
+    "rocketq.client.producer_sends",
     "rocketq.client.pull",
     "rocketq.client.pull_consumer",  # every poll() takes its batch there, on the caller's thread when blocking
     "rocketq.client.push_consumer",

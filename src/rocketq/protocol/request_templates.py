@@ -63,15 +63,43 @@ def send_request_header(
     SendMessageRequestHeaderV2's keys as ``send_checks.send_request`` writes them, in this order: a
     ``group``, b ``topic``, c ``create_topic_key``, d e f g h the ``decimals`` (decimal text), i
     ``properties``, j k m the ``tail`` ("0", "true"/"false" each), then ``idempotent_field`` (its value
-    "true") when given. ``code`` and ``opaque`` are int32 (the generic encoder refuses others)."""
-    end = _REQUEST_TAIL_ONEWAY if oneway else _REQUEST_TAIL
-    extra = "" if idempotent_field is None else f',{json_text(idempotent_field)}:"true"'
+    "true") when given. ``code`` and ``opaque`` are int32 (the generic encoder refuses others).
+
+    Written in two parts: ``send_header_start`` (what one producer's sends to one topic share, which
+    ``SendSettings`` keeps per topic) and ``send_header_rest``."""
     queue_nums, queue_id, sys_flag, born, flag = decimals
-    reconsume_times, unit_mode, batch = tail
+    start = send_header_start(code, group, topic, create_topic_key, queue_nums)
+    return send_header_rest(start, opaque, oneway, queue_id, sys_flag, born, flag, properties, tail, idempotent_field)
+
+
+def send_header_start(code: int, group: str, topic: str, create_topic_key: str, queue_nums: str) -> str:
+    """The first part of a send request's header (``send_request_header``), up to the queue id's value:
+    the code, the group, the topic, the key of the topic to create it from and the queue count."""
     return (
         f'{{"code":{code},"extFields":{{"a":{json_text(group)},"b":{json_text(topic)}'
-        f',"c":{json_text(create_topic_key)},"d":"{queue_nums}","e":"{queue_id}","f":"{sys_flag}"'
-        f',"g":"{born}","h":"{flag}","i":{_encode(properties).decode()}'
+        f',"c":{json_text(create_topic_key)},"d":"{queue_nums}","e":"'
+    )
+
+
+def send_header_rest(
+    start: str,
+    opaque: int,
+    oneway: bool,
+    queue_id: str,
+    sys_flag: str,
+    born: str,
+    flag: str,
+    properties: str,
+    tail: tuple[str, str, str],
+    idempotent_field: str | None,
+) -> bytes:
+    """A send request's header (``send_request_header``) from its ``start`` (``send_header_start``)
+    and the values each request has of its own."""
+    end = _REQUEST_TAIL_ONEWAY if oneway else _REQUEST_TAIL
+    extra = "" if idempotent_field is None else f',{json_text(idempotent_field)}:"true"'
+    reconsume_times, unit_mode, batch = tail
+    return (
+        f'{start}{queue_id}","f":"{sys_flag}","g":"{born}","h":"{flag}","i":{_encode(properties).decode()}'
         f',"j":"{reconsume_times}","k":"{unit_mode}","m":"{batch}"{extra}{end}{opaque}{_REQUEST_END}'
     ).encode()
 

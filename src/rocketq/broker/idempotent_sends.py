@@ -31,7 +31,7 @@ from rocketq.broker.context import reply
 from rocketq.broker.handlers.send import send_answer
 from rocketq.common.message import SCHEDULE_TOPIC, Property, find_property
 from rocketq.common.message_id import joined_offset_message_ids
-from rocketq.protocol import RemoteProtocolError, RemotingCommand, RequestCode, ResponseCode, decode_batch
+from rocketq.protocol import RemoteProtocolError, RemotingCommand, RequestCode, ResponseCode, decode_batch, ext_value
 from rocketq.protocol.headers import IDEMPOTENT_SEND_FIELD, parse_send_message_header
 from rocketq.remoting import Connection, ServerHandler, awaited_answer
 from rocketq.store import MessageStore
@@ -101,7 +101,7 @@ class IdempotentSends:
 
     def _wrapped(self, inner: ServerHandler) -> ServerHandler:
         def handle(request: RemotingCommand, connection: Connection) -> object:
-            if self.window_ms <= 0 or request.ext_fields.get(IDEMPOTENT_SEND_FIELD) not in _TRUE:
+            if self.window_ms <= 0 or ext_value(request, IDEMPOTENT_SEND_FIELD) not in _TRUE:
                 return inner(request, connection)  # a plain send: handled as it is, nothing added
             return self._send_once(inner, request, connection)
 

@@ -5,27 +5,21 @@ from __future__ import annotations
 
 from typing import Final
 
-import msgspec
-
 from rocketq.broker.topic_config import TopicConfigManager
-from rocketq.protocol import RemotingCommand, SendMessageRequestHeader, TopicConfig
-from rocketq.protocol.headers import SEND_V2_HEADER_CODES, SendMessageRequestHeaderV2, parse_send_message_header
+from rocketq.protocol import RemotingCommand, SendMessageRequestHeader, TopicConfig, ext_header
+from rocketq.protocol.headers import SEND_V2_HEADER_CODES, SendMessageRequestHeaderV2
 
 
 def send_header(request: RemotingCommand) -> SendMessageRequestHeader:
-    """``parse_send_message_header`` of a send request, its first conversion called from here (compiled)
-    instead of through two interpreted calls; a header that conversion refuses goes through
-    ``parse_send_message_header`` itself, which normalises it or raises its error.
+    """``parse_send_message_header`` of a send request, read by ``ext_header`` (straight from the JSON
+    text of a request the server received, no dict).
 
     Raises:
         RemoteProtocolError: The header is invalid.
     """
-    header_type = SendMessageRequestHeaderV2 if request.code in SEND_V2_HEADER_CODES else SendMessageRequestHeader
-    try:
-        header: SendMessageRequestHeader = msgspec.convert(request.ext_fields, header_type, strict=False)
-    except msgspec.ValidationError:
-        return parse_send_message_header(request.code, request.ext_fields)
-    return header
+    if request.code in SEND_V2_HEADER_CODES:
+        return ext_header(request, SendMessageRequestHeaderV2)
+    return ext_header(request, SendMessageRequestHeader)
 
 
 class SendTopics:

@@ -32,7 +32,7 @@ from rocketq.broker.context import reply
 from rocketq.broker.handlers.send import send_answer
 from rocketq.common.message import SCHEDULE_TOPIC, Property, find_property
 from rocketq.common.message_id import joined_offset_message_ids
-from rocketq.protocol import RemoteProtocolError, RemotingCommand, RequestCode, ResponseCode, decode_batch
+from rocketq.protocol import RemoteProtocolError, RemotingCommand, RequestCode, ResponseCode, decode_batch, ext_value
 from rocketq.protocol.headers import IDEMPOTENT_SEND_FIELD, parse_send_message_header
 from rocketq.remoting import Connection, ServerHandler, awaited_answer
 from rocketq.store import MessageStore
@@ -94,7 +94,7 @@ class IdempotentSends:
 
     def marks(self, request: RemotingCommand) -> bool:
         """Whether ``request`` (a send) is one this window takes: marked idempotent, the window on."""
-        return self.window_ms > 0 and request.ext_fields.get(IDEMPOTENT_SEND_FIELD) in _TRUE
+        return self.window_ms > 0 and ext_value(request, IDEMPOTENT_SEND_FIELD) in _TRUE
 
     async def send_once(
         self, inner: ServerHandler, request: RemotingCommand, connection: Connection

@@ -49,6 +49,7 @@ COMPILED_MODULES: Final = (
     "rocketq.protocol.batch",
     "rocketq.protocol.command",
     "rocketq.protocol.frame",
+    "rocketq.protocol.header_decode",  # every received header
     "rocketq.protocol.request_templates",  # every send and pull request's header
     "rocketq.remoting.blocking",  # every SyncProducer.send's first attempt
     "rocketq.remoting.client",

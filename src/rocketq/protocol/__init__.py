@@ -43,7 +43,6 @@ from rocketq.protocol.command import (
     RESPONSE_FLAG,
     Body,
     RemotingCommand,
-    decode_command,
     encode_header,
     ext_value_to_str,
     make_request,
@@ -59,6 +58,7 @@ from rocketq.protocol.errors import (
 from rocketq.protocol.ext_fields import ExtFieldsHeader, RequestHeader, ResponseHeader
 from rocketq.protocol.fastjson import quote_integer_keys
 from rocketq.protocol.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode_frame, encode_frame_parts
+from rocketq.protocol.header_decode import decode_command, ext_header, ext_value
 from rocketq.protocol.headers import (
     CheckTransactionStateRequestHeader,
     ConsumerSendMsgBackRequestHeader,
@@ -181,6 +181,8 @@ __all__ = [
     "encode_frame",
     "encode_frame_parts",
     "encode_header",
+    "ext_header",
+    "ext_value",
     "ext_value_to_str",
     "make_request",
     "make_response",

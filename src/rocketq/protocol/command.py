@@ -1,5 +1,6 @@
-"""RemotingCommand: the unit every RocketMQ frame carries, its header codecs, and the builders of
-requests and responses (compiled: every frame goes through here).
+"""RemotingCommand: the unit every RocketMQ frame carries, its header encoders, and the builders of
+requests and responses (compiled: every frame goes through here). Headers are decoded in
+``rocketq.protocol.header_decode``.
 
 A command is a small header (code, opaque, flags, ``extFields``, ...) plus an opaque
 body. The header travels in one of two encodings, chosen per request by the sender:
@@ -35,7 +36,6 @@ from mypy_extensions import mypyc_attr
 
 from rocketq.protocol.codes import LanguageCode, SerializeType
 from rocketq.protocol.errors import LocalProtocolError, RemoteProtocolError
-from rocketq.protocol.json_header import JsonHeader
 
 RESPONSE_FLAG: Final = 0b01
 """``flag`` bit 0: the command is a response."""
@@ -65,7 +65,8 @@ class RemotingCommand:
         opaque: Request id; a response echoes its request's opaque.
         flag: Bit 0 marks a response, bit 1 a oneway request.
         remark: Error text, or None.
-        ext_fields: The custom header, always text to text.
+        ext_fields: The custom header, always text to text. A server's request keeps it as the JSON
+            text it came in (``ext_json``) until it is first read (then decoded and normalised, once).
         body: Opaque payload.
         serialize_type: Encoding of the header on the wire.
         encoded_header: The header exactly as ``encode_header`` would write it from the fields above, when
@@ -74,14 +75,19 @@ class RemotingCommand:
         body_parts: The body as buffers written one after the other without being joined (``body`` is
             then empty), or None: the broker's pull answer carries its records this way, as views of
             the store's mapped files (``encode_frame_parts``). Compared by ``==`` as the bytes they join to.
+        ext_json: The ``extFields`` object of a received JSON header as its JSON text (a ``msgspec.Raw``),
+            while ``ext_fields`` has not been read; None once it has, or when there was none. A reader
+            that wants a typed header decodes it from this text at once (``header_decode.ext_header``),
+            without the dict: the broker's send and pull handlers do.
     """
 
     __slots__ = (
+        "_ext_fields",
         "body",
         "body_parts",
         "code",
         "encoded_header",
-        "ext_fields",
+        "ext_json",
         "flag",
         "language",
         "opaque",
@@ -104,6 +110,7 @@ class RemotingCommand:
         serialize_type: SerializeType = SerializeType.JSON,
         encoded_header: bytes | None = None,
         body_parts: list[memoryview] | None = None,
+        ext_json: object = None,
     ) -> None:
         self.code = code
         self.language = language
@@ -111,11 +118,31 @@ class RemotingCommand:
         self.opaque = opaque
         self.flag = flag
         self.remark = remark
-        self.ext_fields: dict[str, str] = {} if ext_fields is None else ext_fields
+        self._ext_fields: dict[str, str] | None = {} if ext_fields is None and ext_json is None else ext_fields
+        self.ext_json = ext_json
         self.body = body
         self.serialize_type = serialize_type
         self.encoded_header = encoded_header
         self.body_parts = body_parts
+
+    @property
+    def ext_fields(self) -> dict[str, str]:
+        """The custom header, text to text (decoded from ``ext_json`` when first read).
+
+        Raises:
+            RemoteProtocolError: ``ext_json`` is not a JSON object of values Python can hold (text that
+                is not UTF-8, a number out of range): the header was malformed.
+        """
+        fields = self._ext_fields
+        if fields is None:
+            fields = self._ext_fields = ext_fields_of_json(self.ext_json)
+            self.ext_json = None
+        return fields
+
+    @ext_fields.setter
+    def ext_fields(self, fields: dict[str, str]) -> None:
+        self._ext_fields = fields
+        self.ext_json = None
 
     @property
     def is_response(self) -> bool:
@@ -171,9 +198,6 @@ _INT16 = struct.Struct(">h")
 # Enum members read per frame, bound once (see rocketq.native.modules on enum members)
 _JSON: Final = SerializeType.JSON
 _ROCKETMQ: Final = SerializeType.ROCKETMQ
-_OTHER_LANGUAGE: Final = LanguageCode.OTHER
-
-_LANGUAGES_BY_NAME: Final = {member.name: member for member in LanguageCode}
 _LANGUAGE_NAMES: Final[dict[int, str]] = {member: member.name for member in LanguageCode}
 
 
@@ -312,32 +336,27 @@ def normalize_ext_fields(fields: Mapping[str, object] | None) -> dict[str, str]:
     return out
 
 
-# bound methods, kept: compiled code calls them at once (a method named on the object is looked up per call)
-_decode_json_header_wire: Final = msgspec.json.Decoder(JsonHeader, strict=False).decode
-_JSON_ENCODER: Final = msgspec.json.Encoder()
-_header_values: Final = msgspec.structs.astuple
-"""A decoded ``JsonHeader``'s values in its field order: code, language, version, opaque, flag,
-remark, extFields."""
+_decode_ext_json: Final = msgspec.json.Decoder(dict[str, Any] | None).decode  # (bound once: see _JSON_ENCODER)
+_JSON_ENCODER: Final = msgspec.json.Encoder()  # (its method bound once would not be looked up per call)
 
 
-def _language_from_wire(value: str | int) -> LanguageCode:
-    if isinstance(value, int):
-        try:
-            return LanguageCode(value)
-        except ValueError:
-            return _OTHER_LANGUAGE
-    # Unknown names (a future client) are not worth dropping the connection for.
-    return _LANGUAGES_BY_NAME.get(value, _OTHER_LANGUAGE)
+def ext_fields_of_json(text: object) -> dict[str, str]:
+    """``extFields`` from its JSON text (a ``msgspec.Raw``; None or empty: none), normalised to text.
 
-
-def _decode_json_header(data: bytes | memoryview) -> JsonHeader:
+    Raises:
+        RemoteProtocolError: The text is not a JSON object or null, or holds a value Python cannot
+            (invalid UTF-8, a number out of range).
+    """
+    if text is None:
+        return {}
     try:
-        return _decode_json_header_wire(data)
-    except msgspec.DecodeError as exc:  # includes ValidationError
-        raise RemoteProtocolError(f"invalid JSON command header: {exc}") from exc
+        fields: dict[str, Any] | None = _decode_ext_json(text) if len(text) else None  # type: ignore[arg-type]
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # (DecodeError includes ValidationError)
+        raise RemoteProtocolError(f"invalid JSON command header: extFields: {exc}") from exc
+    return incoming_ext_fields(fields)
 
 
-def _incoming_ext_fields(fields: dict[str, Any] | None) -> dict[str, str]:
+def incoming_ext_fields(fields: dict[str, Any] | None) -> dict[str, str]:
     """A decoded header's extFields as text: as they came when every value is a string (Java's and
     rocketq's clients), else normalised (the C++ client and ali-ons send numbers and booleans)."""
     if fields is None:
@@ -410,64 +429,6 @@ def encode_binary_header(cmd: RemotingCommand) -> bytes:
     return b"".join(parts)
 
 
-class _Reader:
-    """Bounds-checked cursor over a binary header."""
-
-    __slots__ = ("data", "pos")
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def take(self, size: int, what: str) -> bytes:
-        end = self.pos + size
-        if size < 0 or end > len(self.data):
-            raise RemoteProtocolError(f"binary command header truncated in {what}")
-        chunk = self.data[self.pos : end]
-        self.pos = end
-        return chunk
-
-    def int32(self, what: str) -> int:
-        value: int = _INT32.unpack(self.take(4, what))[0]
-        return value
-
-    def int16(self, what: str) -> int:
-        value: int = _INT16.unpack(self.take(2, what))[0]
-        return value
-
-    def text(self, size: int, what: str) -> str:
-        try:
-            return self.take(size, what).decode()
-        except UnicodeDecodeError as exc:
-            raise RemoteProtocolError(f"binary command header: {what} is not UTF-8") from exc
-
-
-def _decode_binary_header(data: bytes, body: Body) -> RemotingCommand:
-    reader = _Reader(data)
-    code, language, version, opaque, flag = _BINARY_FIXED.unpack(reader.take(_BINARY_FIXED.size, "fields"))
-    remark_length = reader.int32("remark length")
-    # Like RocketMQSerializable, a length <= 0 means "no remark" / "no extFields".
-    remark = reader.text(remark_length, "remark") if remark_length > 0 else None
-    ext_length = reader.int32("extFields length")
-    ext_fields: dict[str, str] = {}
-    if ext_length > 0:
-        block = _Reader(reader.take(ext_length, "extFields"))
-        while block.pos < len(block.data):
-            key = block.text(block.int16("key length"), "extFields key")
-            ext_fields[key] = block.text(block.int32("value length"), "extFields value")
-    return RemotingCommand(
-        code=code,
-        language=_language_from_wire(language),
-        version=version,
-        opaque=opaque,
-        flag=flag,
-        remark=remark,
-        ext_fields=ext_fields,
-        body=body,
-        serialize_type=SerializeType.ROCKETMQ,
-    )
-
-
 # --- entry points --------------------------------------------------------------------
 
 
@@ -484,31 +445,3 @@ def encode_header(cmd: RemotingCommand) -> bytes:
     if cmd.serialize_type == _JSON:
         return encode_json_header(cmd)
     raise LocalProtocolError(f"unknown serialize type {cmd.serialize_type!r}")
-
-
-def decode_command(serialize_type: int, header: bytes, body: Body = b"") -> RemotingCommand:
-    """Build a command from a header in the given serialize type and a body.
-
-    Raises:
-        RemoteProtocolError: The header is malformed or the serialize type unknown.
-    """
-    if serialize_type == _JSON:
-        # one decode whatever the extFields' value types (a decode as text first would fail part-way
-        # through every C++ client's frame and decode it twice)
-        # the Struct's fields in one call, in JsonHeader's order (compiled code would read each with a
-        # generic attribute lookup, about 180 instructions apiece)
-        code, language, version, opaque, flag, remark, fields = _header_values(_decode_json_header(header))
-        return RemotingCommand(
-            code=code,
-            language=_language_from_wire(language),
-            version=version,
-            opaque=opaque,
-            flag=flag,
-            remark=remark,
-            ext_fields=_incoming_ext_fields(fields),
-            body=body,
-            serialize_type=_JSON,
-        )
-    if serialize_type == _ROCKETMQ:
-        return _decode_binary_header(header, body)
-    raise RemoteProtocolError(f"unknown serialize type {serialize_type}")

@@ -33,8 +33,9 @@ from typing import Any, Final
 from librt.strings import BytesWriter, read_i32_be, write_i32_be
 
 from rocketq.protocol.codes import SerializeType
-from rocketq.protocol.command import Body, RemotingCommand, decode_command, encode_header
+from rocketq.protocol.command import Body, RemotingCommand, encode_header
 from rocketq.protocol.errors import FrameTooLargeError, LocalProtocolError, ProtocolError, RemoteProtocolError
+from rocketq.protocol.header_decode import decode_command
 
 DEFAULT_MAX_FRAME_SIZE: Final = 16 * 1024 * 1024
 """RocketMQ's default ``com.rocketmq.remoting.frameMaxLength``."""
@@ -103,6 +104,7 @@ class FrameDecoder:
         "_error_raised",
         "_filled",
         "_header",
+        "_keep_ext_json",
         "_max_frame_size",
         "_missing",
         "_ready",
@@ -119,6 +121,7 @@ class FrameDecoder:
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         body_chunk: int | None = None,
         receive_buffer: int = RECEIVE_BUFFER,
+        keep_ext_json: bool = False,
     ) -> None:
         """Create a decoder.
 
@@ -131,6 +134,9 @@ class FrameDecoder:
             receive_buffer: Bytes of the buffer small frames are read into, the most one read takes
                 (at least ``LARGE_FRAME``). A client reading many answers of pulls in flight reads
                 more per call with a larger one.
+            keep_ext_json: JSON headers' extFields stay their JSON text until read
+                (``RemotingCommand.ext_json``; ``header_decode.decode_command``): a server's, whose
+                handlers read typed headers straight from it.
         """
         if max_frame_size < _PREFIX_SIZE:
             raise ValueError(f"max_frame_size must be at least {_PREFIX_SIZE}, got {max_frame_size}")
@@ -141,6 +147,7 @@ class FrameDecoder:
         self._max_frame_size = max_frame_size
         self._body_chunk = body_chunk
         self._receive_buffer = receive_buffer
+        self._keep_ext_json = keep_ext_json
         self._buffer = bytearray(receive_buffer)  # reads of small frames; unparsed bytes are [_start, _end)
         self._start = 0
         self._end = 0
@@ -324,7 +331,7 @@ class FrameDecoder:
         header = self._header
         self._chunks, self._header, self._filled = [], b"", 0
         try:
-            return decode_command(self._serialize_type, header, body)
+            return decode_command(self._serialize_type, header, body, self._keep_ext_json)
         except ProtocolError as exc:
             self.error = exc
             raise
@@ -372,7 +379,8 @@ class FrameDecoder:
             return None
         body_start = pos + _PREFIX_SIZE + header_length
         end = pos + frame_size
-        return decode_command(serialize_type, data[pos + _PREFIX_SIZE : body_start], data[body_start:end]), end
+        header, body = data[pos + _PREFIX_SIZE : body_start], data[body_start:end]
+        return decode_command(serialize_type, header, body, self._keep_ext_json), end
 
 
 def encode_frame_parts(cmd: RemotingCommand) -> list[Body]:

@@ -1,5 +1,5 @@
 """The wire shape of a JSON command header, for decoding only (msgspec Structs, so this module stays
-interpreted: ``rocketq.native.modules``). ``rocketq.protocol.command`` decodes with them."""
+interpreted: ``rocketq.native.modules``). ``rocketq.protocol.header_decode`` decodes with them."""
 
 from __future__ import annotations
 
@@ -25,3 +25,11 @@ class JsonHeader(JsonHeaderFields):
     """Any JSON header: extFields values of any JSON type, normalised to text after decoding."""
 
     ext_fields: dict[str, Any] | None = msgspec.field(default=None, name="extFields")
+
+
+class JsonHeaderKeepingExtFields(JsonHeaderFields):
+    """Any JSON header, its extFields kept as their JSON text (checked as JSON, not decoded; empty when
+    the header has none), for a reader that decodes them itself: a server's requests
+    (``RemotingCommand.ext_json``)."""
+
+    ext_fields: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="extFields")

@@ -105,7 +105,11 @@ class Connection(asyncio.BufferedProtocol):
         # a server takes a large request's body in parts as they come (a peer announcing big frames does not
         # make it hold their size first); a client receives a large answer into one buffer, its body
         if limits is not None:
-            self._decoder = FrameDecoder(max_frame_size=max_frame_size, body_chunk=SERVER_BODY_CHUNK)
+            # (requests' extFields read from their JSON text: the handlers of sends and pulls decode their
+            # typed headers straight from it, no dict)
+            self._decoder = FrameDecoder(
+                max_frame_size=max_frame_size, body_chunk=SERVER_BODY_CHUNK, keep_ext_json=True
+            )
         else:
             self._decoder = FrameDecoder(max_frame_size=max_frame_size, receive_buffer=CLIENT_RECEIVE_BUFFER)
         self._pending: dict[int, Outstanding] = {}  # by opaque; see request

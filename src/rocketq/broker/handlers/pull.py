@@ -19,8 +19,6 @@ import logging
 import os
 from typing import Final
 
-import msgspec
-
 from rocketq.broker.client_manager import build_subscription
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.context import BrokerContext, reply
@@ -28,7 +26,14 @@ from rocketq.broker.long_polling import Hold
 from rocketq.broker.sql_filters import pull_filter, refusal
 from rocketq.broker.topic_config import is_readable
 from rocketq.filter import compile_cached, is_tag_type
-from rocketq.protocol import PullMessageRequestHeader, RemoteProtocolError, RemotingCommand, RequestCode, ResponseCode
+from rocketq.protocol import (
+    PullMessageRequestHeader,
+    RemoteProtocolError,
+    RemotingCommand,
+    RequestCode,
+    ResponseCode,
+    ext_header,
+)
 from rocketq.protocol.bodies import MessageModel
 from rocketq.protocol.command import (
     JSON_ANSWER_BEFORE_OPAQUE,
@@ -146,17 +151,13 @@ def handlers(context: BrokerContext) -> dict[int, ServerHandler]:
 
 
 def pull_header(request: RemotingCommand) -> PullMessageRequestHeader:
-    """``PullMessageRequestHeader.from_ext_fields`` of a pull request, its first conversion called from
-    here (compiled) instead of through the interpreted class method; a header that conversion refuses
-    goes through ``from_ext_fields`` itself, which normalises it or raises its error.
+    """``PullMessageRequestHeader.from_ext_fields`` of a pull request, read by ``ext_header`` (straight
+    from the JSON text of a request the server received, no dict).
 
     Raises:
         RemoteProtocolError: The header is invalid.
     """
-    try:
-        return msgspec.convert(request.ext_fields, PullMessageRequestHeader, strict=False)
-    except msgspec.ValidationError:
-        return PullMessageRequestHeader.from_ext_fields(request.ext_fields)
+    return ext_header(request, PullMessageRequestHeader)
 
 
 def pull(

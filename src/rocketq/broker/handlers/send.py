@@ -57,7 +57,6 @@ from rocketq.protocol.command import (
     takes_templated_header,
     templated_response,
 )
-from rocketq.protocol.headers import IDEMPOTENT_SEND_FIELD
 from rocketq.remoting import Connection, ServerHandler
 from rocketq.store import BatchToStore, MessageToStore, PutMessageResult
 
@@ -144,9 +143,8 @@ def handlers(context: BrokerContext) -> dict[int, ServerHandler]:
     ) -> Answer | Coroutine[Any, Any, RemotingCommand | None]:
         """A send request straight from its frame: a send marked idempotent goes through the broker's
         idempotent window (``IdempotentSends.send_once``, which stores it through ``send``), any other
-        to ``send`` at once (its mark is one dict lookup)."""
-        fields = request.ext_fields
-        if idempotent_sends is not None and IDEMPOTENT_SEND_FIELD in fields and idempotent_sends.marks(request):
+        to ``send`` at once (its mark read with ``ext_value``: no extFields dict made)."""
+        if idempotent_sends is not None and idempotent_sends.marks(request):
             return idempotent_sends.send_once(send, request, connection)
         return send(request, connection)
 

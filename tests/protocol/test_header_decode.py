@@ -1,0 +1,189 @@
+"""A server's requests keep their extFields as JSON text until read (``keep_ext_json``); the typed headers
+and single values read from that text (``ext_header``, ``ext_value``) must be what the general path gives:
+the extFields decoded into a dict and normalised (``decode_command`` without ``keep_ext_json``), then
+converted as ``from_ext_fields`` does. Differential tests over the frames rocketq's, Java's (ali-ons),
+and the C++ client send, and over arbitrary extFields."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rocketq.protocol import (
+    ExtFieldsHeader,
+    PullMessageRequestHeader,
+    RemoteProtocolError,
+    RemotingCommand,
+    RequestCode,
+    SendMessageRequestHeader,
+    decode_command,
+    encode_header,
+    ext_header,
+    ext_value,
+)
+from rocketq.protocol.headers import IDEMPOTENT_SEND_FIELD, SendMessageRequestHeaderV2, parse_send_message_header
+from tests.protocol.captures import captured_frames
+from tests.request_strategies import PULLS, SENDS, PullArguments, SendArguments
+
+HEADER_TYPES: dict[int, type[ExtFieldsHeader]] = {
+    RequestCode.SEND_MESSAGE: SendMessageRequestHeader,
+    RequestCode.SEND_MESSAGE_V2: SendMessageRequestHeaderV2,
+    RequestCode.SEND_BATCH_MESSAGE: SendMessageRequestHeaderV2,
+    RequestCode.PULL_MESSAGE: PullMessageRequestHeader,
+}
+
+
+def general_header(command: RemotingCommand, header_type: type[ExtFieldsHeader]) -> ExtFieldsHeader:
+    """The reference: the header read from the extFields dict, as the broker read it before
+    ``ext_header`` (the dict converted as it is, else normalised by ``from_ext_fields``)."""
+    if header_type is SendMessageRequestHeaderV2 or header_type is SendMessageRequestHeader:
+        code = RequestCode.SEND_MESSAGE_V2 if header_type is SendMessageRequestHeaderV2 else RequestCode.SEND_MESSAGE
+        try:
+            header: ExtFieldsHeader = msgspec.convert(command.ext_fields, header_type, strict=False)
+        except msgspec.ValidationError:
+            return parse_send_message_header(code, command.ext_fields)
+        return header
+    try:
+        return msgspec.convert(command.ext_fields, header_type, strict=False)
+    except msgspec.ValidationError:
+        return header_type.from_ext_fields(command.ext_fields)
+
+
+def outcome(read: Any) -> tuple[str, object]:
+    """What ``read()`` gives: its value, or that it raised RemoteProtocolError (any other error fails)."""
+    try:
+        return "value", read()
+    except RemoteProtocolError:
+        return "refused", None
+
+
+def assert_same_reads(header: bytes, code: int) -> None:
+    """Every reader of a request with this JSON ``header`` gets from the kept text what the dict gives."""
+    eager = decode_command(0, header, b"body")
+    kept = decode_command(0, header, b"body", keep_ext_json=True)
+    assert kept.ext_json is not None
+    for header_type in {HEADER_TYPES.get(code, SendMessageRequestHeaderV2), PullMessageRequestHeader}:
+        fresh = decode_command(0, header, b"body", keep_ext_json=True)
+        assert outcome(partial(ext_header, fresh, header_type)) == outcome(partial(general_header, eager, header_type))
+    for key in (IDEMPOTENT_SEND_FIELD, "topic", "b", "absent"):
+        fresh = decode_command(0, header, b"body", keep_ext_json=True)
+        assert ext_value(fresh, key) == eager.ext_fields.get(key)
+    assert kept == eager  # (reads ext_fields: decoded from the text, once)
+    assert kept.ext_json is None and kept.ext_fields is kept.ext_fields
+
+
+@settings(max_examples=150, deadline=None)
+@given(SENDS)
+def test_rocketq_send_requests_read_the_same(arguments: SendArguments) -> None:
+    request = arguments.request()
+    assert_same_reads(encode_header(request), request.code)
+
+
+@settings(max_examples=150, deadline=None)
+@given(PULLS)
+def test_rocketq_pull_requests_read_the_same(arguments: PullArguments) -> None:
+    request = arguments.request()
+    assert_same_reads(encode_header(request), request.code)
+
+
+CAPTURED_REQUESTS = [frame for frame in captured_frames() if frame.direction == "in"]
+
+
+@pytest.mark.parametrize("frame", CAPTURED_REQUESTS, ids=lambda frame: f"{frame.index}-{frame.name}")
+def test_captured_cpp_and_alions_requests_read_the_same(frame: Any) -> None:
+    header_length = int.from_bytes(frame.raw[5:8], "big")
+    assert_same_reads(frame.raw[8 : 8 + header_length], frame.header["code"])
+
+
+WIRE_KEYS = sorted(
+    {field.encode_name for header_type in HEADER_TYPES.values() for field in msgspec.structs.fields(header_type)}
+    | {IDEMPOTENT_SEND_FIELD, "AccessKey", "Signature", "bname"}
+)
+JSON_LEAVES = st.one_of(
+    st.text(max_size=12),
+    st.integers(-(2**70), 2**70),
+    st.booleans(),
+    st.none(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(["0", "1", "true", "false", "TRUE", " 12", "12 ", "-0", "1e3", "0x10", "", "3.0"]),
+)
+JSON_VALUES = st.one_of(
+    JSON_LEAVES, st.lists(JSON_LEAVES, max_size=2), st.dictionaries(st.text(max_size=3), JSON_LEAVES, max_size=2)
+)
+
+
+def required_fields(header_type: type[ExtFieldsHeader]) -> st.SearchStrategy[dict[str, Any]]:
+    """Values for every field of ``header_type`` that clients send, as rocketq, Java or C++ write them
+    (text, or numbers and booleans), so that most drawn headers are valid."""
+    entries: dict[str, st.SearchStrategy[Any]] = {}
+    for field in msgspec.structs.fields(header_type):
+        kind = str(field.type)
+        if "bool" in kind:
+            entries[field.encode_name] = st.sampled_from([True, False, "true", "false", "0", "1"])
+        elif "int" in kind:
+            entries[field.encode_name] = st.one_of(st.integers(-(2**63), 2**63 - 1), st.integers(0, 99).map(str))
+        else:
+            entries[field.encode_name] = st.text(max_size=20)
+    return st.fixed_dictionaries({}, optional=entries)
+
+
+@st.composite
+def json_headers(draw: st.DrawFn) -> tuple[bytes, int]:
+    code = draw(st.sampled_from(sorted(HEADER_TYPES)))
+    fields = draw(required_fields(HEADER_TYPES[code]))
+    fields.update(draw(st.dictionaries(st.sampled_from(WIRE_KEYS) | st.text(max_size=6), JSON_VALUES, max_size=4)))
+    items = list(fields.items())
+    order = draw(st.permutations(range(len(items))))
+    ext = {items[index][0]: items[index][1] for index in order}
+    header: dict[str, Any] = {
+        "code": code,
+        "flag": 0,
+        "language": draw(st.sampled_from(["JAVA", "CPP", 1])),
+        "opaque": 7,
+    }
+    if draw(st.booleans()):
+        header["extFields"] = ext
+    text = msgspec.json.encode(header)
+    return text + b"\n" if draw(st.booleans()) else text, code  # (the C++ client ends its header with a newline)
+
+
+@settings(max_examples=400, deadline=None)
+@given(json_headers())
+def test_any_ext_fields_read_the_same(drawn: tuple[bytes, int]) -> None:
+    header, code = drawn
+    try:
+        decode_command(0, header, b"")
+    except RemoteProtocolError:
+        return  # (a header the general path refuses outright: a value Python cannot hold)
+    assert_same_reads(header, code)
+
+
+def test_a_header_without_ext_fields_reads_as_empty() -> None:
+    command = decode_command(0, b'{"code":11,"opaque":1}', keep_ext_json=True)
+    assert command.ext_fields == {}
+    with pytest.raises(RemoteProtocolError, match="PullMessageRequestHeader"):
+        ext_header(decode_command(0, b'{"code":11,"opaque":1}', keep_ext_json=True), PullMessageRequestHeader)
+
+
+def test_kept_ext_fields_that_are_not_an_object_are_refused_when_read() -> None:
+    command = decode_command(0, b'{"code":11,"extFields":[1],"opaque":1}', keep_ext_json=True)
+    with pytest.raises(RemoteProtocolError, match="extFields"):
+        _ = command.ext_fields
+    with pytest.raises(RemoteProtocolError):
+        decode_command(0, b'{"code":11,"extFields":[1],"opaque":1}')
+
+
+def test_a_header_that_is_not_utf8_is_a_remote_error() -> None:
+    with pytest.raises(RemoteProtocolError):
+        decode_command(0, b'{"code":11,"extFields":{"a":"\xff"},"opaque":1}')
+
+
+def test_setting_ext_fields_replaces_the_kept_text() -> None:
+    command = decode_command(0, b'{"code":11,"extFields":{"a":"1"},"opaque":1}', keep_ext_json=True)
+    command.ext_fields = {"b": "2"}
+    assert command.ext_json is None and ext_value(command, "a") is None and command.ext_fields == {"b": "2"}

@@ -32,8 +32,10 @@ import sys
 import types
 import weakref
 from asyncio import tasks
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Coroutine, Generator
 from typing import Any, Final
+
+from rocketq.remoting.tasks import carry_on
 
 # bound once: compiled code reads a module's Final names as C statics, not by attribute lookups
 _current_task: Final = tasks.current_task
@@ -183,22 +185,9 @@ def _carry_on(
     Task's answers (a value, or an exception such as a cancellation) back to it, each of its steps run
     in ``context``, until it returns."""
     assert coroutine is not None and context is not None
-    step: Callable[[Any], Any]
     if thrown is not None:
         try:
             waiting_on = context.run(coroutine.throw, thrown)
         except StopIteration:
             return
-    while True:
-        try:
-            answer = yield waiting_on
-            step = coroutine.send
-        except GeneratorExit:
-            coroutine.close()
-            raise
-        except BaseException as exc:
-            answer, step = exc, coroutine.throw
-        try:
-            waiting_on = context.run(step, answer)
-        except StopIteration:
-            return
+    yield from carry_on(coroutine, waiting_on, context)

@@ -44,13 +44,16 @@ async def resume(coroutine: Coroutine[Any, Any, T], waiting_on: Any) -> T:
     """Carry ``coroutine`` on from a first step run outside a Task (``start_eagerly`` here),
     ``waiting_on`` being what that step waits on; returns its value.
     (An ``async def``, so that interpreted callers can await it when this module is compiled.)"""
-    return await _carry_on(coroutine, waiting_on)
+    return await carry_on(coroutine, waiting_on)
 
 
 @types.coroutine
-def _carry_on(coroutine: Coroutine[Any, Any, T], waiting_on: Any) -> Generator[Any, Any, T]:
+def carry_on(
+    coroutine: Coroutine[Any, Any, T], waiting_on: Any, context: contextvars.Context | None = None
+) -> Generator[Any, Any, T]:
     """Hand what ``coroutine`` waits on to the Task running us, and the Task's answers (a value, or an
-    exception such as a cancellation) back to ``coroutine``, until it returns; its value is ours."""
+    exception such as a cancellation) back to ``coroutine``, until it returns; its value is ours. Each
+    of its steps runs in ``context`` when one is given (``rocketq.client.eager_tasks``'s batches)."""
     while True:
         step: Callable[[Any], Any]
         try:
@@ -62,7 +65,7 @@ def _carry_on(coroutine: Coroutine[Any, Any, T], waiting_on: Any) -> Generator[A
         except BaseException as exc:
             answer, step = exc, coroutine.throw
         try:
-            waiting_on = step(answer)
+            waiting_on = step(answer) if context is None else context.run(step, answer)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
 

@@ -1,6 +1,5 @@
-"""What a send request says and where it may go, read once per request: the values of its header the
-send handler uses (``send_values``), its whole header
-(``send_header``) and whether its topic may take it (``SendTopics``, remembered per topic)."""
+"""What a send request says and where it may go, read once per request: its header (``send_header``)
+and whether its topic may take it (``SendTopics``, remembered per topic)."""
 
 from __future__ import annotations
 
@@ -9,25 +8,6 @@ from typing import Final
 from rocketq.broker.topic_config import TopicConfigManager
 from rocketq.protocol import RemotingCommand, SendMessageRequestHeader, TopicConfig, ext_header
 from rocketq.protocol.headers import SEND_V2_HEADER_CODES, SendMessageRequestHeaderV2
-
-SendValues = tuple[str, int, int, int, int, str | None, int | None, bool, int | None]
-"""A send header's fields the send handler uses, in this order: topic, queue_id, sys_flag, born_timestamp,
-flag, properties, reconsume_times, batch, max_reconsume_times (``SendMessageRequestHeader``'s). A tuple
-of known shape: compiled, it is returned and unpacked as plain values."""
-
-
-def send_values(request: RemotingCommand) -> SendValues:
-    """``SendValues`` of a send request, from ``send_header`` (``tests/broker/test_send_values.py``
-    holds them equal to ``parse_send_message_header``'s, refusals included).
-
-    Raises:
-        RemoteProtocolError: The header is invalid.
-    """
-    header = send_header(request)
-    return (
-        header.topic, header.queue_id, header.sys_flag, header.born_timestamp, header.flag, header.properties,
-        header.reconsume_times, header.batch, header.max_reconsume_times,
-    )  # fmt: skip
 
 
 def send_header(request: RemotingCommand) -> SendMessageRequestHeader:

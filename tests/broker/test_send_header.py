@@ -1,7 +1,7 @@
-"""The send handler reads a send request's header values straight from its extFields (``send_values``)
-instead of converting them into a header object: for every extFields map, the values it reads are the
-ones the header's conversion (``parse_send_message_header``) gives, and a header that conversion refuses
-is refused with the same error."""
+"""The send handler reads a send request's header with ``send_header`` (from the request's extFields
+JSON text, as a server receives it, or from its dict): for every extFields map, the header it reads is
+the one the header's conversion (``parse_send_message_header``) gives, and a header that conversion
+refuses is refused with the same error."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import msgspec
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from rocketq.broker.send_request import SendValues, send_values
+from rocketq.broker.send_request import send_header
 from rocketq.protocol import RemoteProtocolError, RemotingCommand, RequestCode
 from rocketq.protocol.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2, parse_send_message_header
 
@@ -61,12 +61,14 @@ def requests(draw: st.DrawFn) -> RemotingCommand:
     return RemotingCommand(code=code, ext_fields=fields)
 
 
-def header_values(request: RemotingCommand) -> SendValues:
-    header = parse_send_message_header(request.code, request.ext_fields)
-    return (
-        header.topic, header.queue_id, header.sys_flag, header.born_timestamp, header.flag, header.properties,
-        header.reconsume_times, header.batch, header.max_reconsume_times,
-    )  # fmt: skip
+def parsed_header(request: RemotingCommand) -> SendMessageRequestHeader:
+    return parse_send_message_header(request.code, request.ext_fields)
+
+
+def as_received(request: RemotingCommand) -> RemotingCommand:
+    """``request`` as a server's connection decodes it: its extFields kept as their JSON text."""
+    text = msgspec.Raw(msgspec.json.encode(request.ext_fields))
+    return RemotingCommand(code=request.code, ext_json=text)
 
 
 def outcome(read: object, request: RemotingCommand) -> object:
@@ -84,11 +86,22 @@ V2_PLAIN = {"a": "g", "b": "T", "c": "TBW102", "d": "4", "e": "1", "f": "0", "g"
 @example(request=RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields={**V2_PLAIN, "i": "a\x01b", "m": "true"}))
 @example(request=RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields={**V2_PLAIN, "e": "01"}))
 @example(request=RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields={**V2_PLAIN, "j": "1e1", "k": "1"}))
-def test_values_read_from_the_fields_are_the_headers(request: RemotingCommand) -> None:
-    assert outcome(send_values, request) == outcome(header_values, request)
+def test_the_header_read_is_the_conversions(request: RemotingCommand) -> None:
+    expected = outcome(parsed_header, request)
+    assert outcome(send_header, request) == expected
+    assert outcome(send_header, as_received(request)) == expected
 
 
 def test_a_plain_v2_header_is_read_as_sent() -> None:
     fields = {**V2_PLAIN, "i": "KEYS\x01k", "j": "3", "l": "16", "m": "false", "e": "-1", "h": "-7"}
     request = RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields=fields)
-    assert send_values(request) == ("T", -1, 0, 1_700_000_000_000, -7, "KEYS\x01k", 3, False, 16)
+    for received in (request, as_received(request)):
+        header = send_header(received)
+        values = (header.topic, header.queue_id, header.sys_flag, header.born_timestamp, header.flag)
+        assert values == ("T", -1, 0, 1_700_000_000_000, -7)
+        assert (header.properties, header.reconsume_times, header.batch, header.max_reconsume_times) == (
+            "KEYS\x01k",
+            3,
+            False,
+            16,
+        )

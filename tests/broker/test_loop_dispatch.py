@@ -9,6 +9,7 @@ from rocketq.broker.grouped_puts import GroupedPuts
 from rocketq.broker.loop_dispatch import FlushWaits, LoopDispatch
 from rocketq.common.offsets import PhysicalOffset
 from rocketq.store import FlushDiskType, MessageStore, MessageToStore, PutMessageResult, PutStatus, StoreConfig
+from rocketq.testing import FakeClock
 
 
 def store_config(root: Path, **overrides: object) -> StoreConfig:
@@ -72,30 +73,50 @@ def test_async_flush_puts_do_not_wait(tmp_path: Path) -> None:
         assert asyncio.run(main()) is PutStatus.PUT_OK
 
 
+async def settle() -> None:
+    """Let the loop run every callback a clock's advance woke (a few turns each)."""
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
 def test_one_timer_serves_waits_of_different_ages(tmp_path: Path) -> None:
-    """Waits started at different times each time out on their own deadline, while a put that is
-    flushed in between succeeds; the shared timer re-arms for the next deadline."""
-    with MessageStore(store_config(tmp_path, sync_flush_timeout_ms=150)) as store:
+    """Waits started at different times each time out on their own deadline on the waits' clock, while
+    a put that is flushed in between succeeds; the shared timer re-arms for the next deadline."""
+    clock = FakeClock(start=1000.0)  # (binary fractions below: the deadlines are exact)
+    with MessageStore(store_config(tmp_path, sync_flush_timeout_ms=250)) as store:
         beyond = store.commit_log.max_offset + 1_000_000
-        waits = FlushWaits(store)
+        waits = FlushWaits(store, clock=clock)
 
         def unreachable() -> PutMessageResult:
             return PutMessageResult(status=PutStatus.PUT_OK, physical_offsets=[PhysicalOffset(beyond)], sizes=[1])
 
-        async def timed(delay: float, result: PutMessageResult) -> tuple[PutStatus, float]:
-            await asyncio.sleep(delay)
-            started = asyncio.get_running_loop().time()
-            status = (await waits.wait(result)).status
-            return status, asyncio.get_running_loop().time() - started
+        def status(wait: asyncio.Future[PutMessageResult]) -> PutStatus | None:
+            return wait.result().status if wait.done() else None
 
-        async def main() -> list[tuple[PutStatus, float]]:
+        async def main() -> None:
+            first = asyncio.ensure_future(waits.wait(unreachable()))  # deadline 1000.25
+            await settle()
+            clock.advance(0.125)
             flushed = store.put_messages((one(b"x"),), dispatch=False)
-            return list(await asyncio.gather(timed(0, unreachable()), timed(0.1, flushed), timed(0.1, unreachable())))
+            second = asyncio.ensure_future(waits.wait(flushed))  # deadline 1000.375, flushed before
+            third = asyncio.ensure_future(waits.wait(unreachable()))  # deadline 1000.375
+            assert (await asyncio.wait_for(second, 30)).status is PutStatus.PUT_OK  # (a liveness bound)
+            await settle()
+            assert (status(first), status(third)) == (None, None)
+            clock.advance(0.0625)  # 1000.1875
+            await settle()
+            assert (status(first), status(third)) == (None, None)
+            clock.advance(0.0625)  # 1000.25: the first's deadline
+            await settle()
+            assert (status(first), status(third)) == (PutStatus.FLUSH_DISK_TIMEOUT, None)
+            clock.advance(0.0625)  # 1000.3125
+            await settle()
+            assert status(third) is None
+            clock.advance(0.0625)  # 1000.375: the third's deadline
+            await settle()
+            assert status(third) is PutStatus.FLUSH_DISK_TIMEOUT
 
-        (first, first_s), (second, second_s), (third, third_s) = asyncio.run(main())
-        assert (first, second, third) == (PutStatus.FLUSH_DISK_TIMEOUT, PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT)
-        assert 0.14 <= first_s < 1 and 0.14 <= third_s < 1  # each after its own 150 ms
-        assert second_s < 0.14
+        asyncio.run(main())
 
 
 def test_grouped_puts_share_one_append_and_one_fsync(tmp_path: Path) -> None:

@@ -91,3 +91,13 @@ async def schedule_pass(clock: FakeClock, schedule: ScheduleService, limit: floa
             clock.advance(SCHEDULE_STEP_S)
         assert time.monotonic() < deadline, "the schedule service made no delivery pass"
         await asyncio.sleep(0.05)
+
+
+async def nudge_until(clock: FakeClock, done: Callable[[], bool], what: str, *, timeout_s: float = 30.0) -> None:
+    """Move ``clock`` on ``SCHEDULE_STEP_S`` at a time, letting the loop run between nudges, until
+    ``done()``. The deadline only bounds a hang: past it, AssertionError names ``what``."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout_s:g} s"
+        clock.advance(SCHEDULE_STEP_S)
+        await asyncio.sleep(0.05)

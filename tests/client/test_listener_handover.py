@@ -1,10 +1,16 @@
 """A push consumer hands a pulled batch to its coroutine listener in the read that brought the pull's
 answer: ahead of a task that an earlier read of the same loop turn woke (on a host running a producer
-beside the consumer, the producer's next send; docs/consume-path.md)."""
+beside the consumer, the producer's next send; docs/consume-path.md).
+
+The two answers are written in one callback of the broker's loop, the competitor's first: the arrival
+of the message (a store arrival listener put ahead of the broker's long polling) writes the competitor's
+answer, and the long polling then answers the held pull. Nothing depends on how many loop turns the
+send, the put or a request to the competitor take, or on the host's load between them."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 
 from rocketq.client import Message, Producer, PushConsumer
 from rocketq.client.admin import AdminClient
@@ -17,24 +23,22 @@ from rocketq.testing import LocalCluster, eventually
 from .helpers import consumer_config, opened
 
 TOPIC_ONE_QUEUE = "Handover"
-HOLD = 9201  # answered when RELEASE comes
-RELEASE = 9202  # oneway
+HOLD = 9201  # answered when ``release`` is called
 
 
 class Competitor:
-    """A server holding one request until a oneway RELEASE: its answer is written in the callback that
-    reads the RELEASE, so the task waiting for it is woken by a read of the client's next turn."""
+    """A server holding one request until ``release`` (from the loop's thread) writes its answer."""
 
     def __init__(self) -> None:
         self.held: list[tuple[RemotingCommand, Connection]] = []
         self.holding = asyncio.Event()
-        self.server = RemotingServer({HOLD: self.hold, RELEASE: self.release}, host="127.0.0.1", port=0)
+        self.server = RemotingServer({HOLD: self.hold}, host="127.0.0.1", port=0)
 
     async def hold(self, request: RemotingCommand, connection: Connection) -> None:
         self.held.append((request, connection))
         self.holding.set()
 
-    async def release(self, request: RemotingCommand, connection: Connection) -> None:
+    def release(self) -> None:
         for held, on in self.held:
             on.send(make_response(held, ResponseCode.SUCCESS))
         self.held.clear()
@@ -44,6 +48,7 @@ async def test_a_coroutine_listener_gets_its_batch_before_a_task_woken_earlier_i
     cluster: LocalCluster,
 ) -> None:
     broker = cluster.brokers[0]
+    competitor = Competitor()
     async with AdminClient(cluster.namesrv_addr) as admin:
         # one queue on one broker: the message goes to the queue whose pull is held there
         await admin.update_topic(TOPIC_ONE_QUEUE, broker_addr=broker.address, read_queues=1, write_queues=1)
@@ -57,10 +62,19 @@ async def test_a_coroutine_listener_gets_its_batch_before_a_task_woken_earlier_i
 
     consumer = opened(PushConsumer(consumer_config(cluster, group="GH"), listener))
     consumer.subscribe(TOPIC_ONE_QUEUE)
-    competitor = Competitor()
     await competitor.server.start()
     address = f"127.0.0.1:{competitor.server.port}"
-    waiting, releasing = RemotingClient(), RemotingClient()
+    waiting = RemotingClient()
+    loop, loop_thread = asyncio.get_running_loop(), threading.get_ident()
+
+    def release_first(topic: str, queue_id: int, max_offset: int, stamp: int, record: object) -> None:
+        """The store's first arrival listener: the competitor's answer before the held pull's."""
+        if topic != TOPIC_ONE_QUEUE:
+            return
+        if threading.get_ident() == loop_thread:  # (a put dispatched on the loop)
+            competitor.release()
+        else:  # the dispatcher thread: the long polling, told next, also calls back on the loop
+            loop.call_soon_threadsafe(competitor.release)
 
     def every_pull_held() -> bool:
         held = 0
@@ -83,20 +97,18 @@ async def test_a_coroutine_listener_gets_its_batch_before_a_task_woken_earlier_i
 
             competing_task = asyncio.create_task(competing())
             await asyncio.wait_for(competitor.holding.wait(), 10)
-            release_on = await releasing.connection(address)
-            # on the loop's next turn: the RELEASE is written, then the message (the producer's send
-            # writes its request in its first step). The turn after, the competitor's server writes its
-            # answer, then the broker stores the message and answers the held pull; the client's turn
-            # after that reads the competitor's answer first, then the pull's.
-            asyncio.get_running_loop().call_soon(
-                release_on.oneway, make_request(RELEASE, opaque=next_opaque(), oneway=True)
-            )
-            arrived.clear()
-            sent = asyncio.create_task(producer.send(Message(TOPIC_ONE_QUEUE, b"m1")))
-            await asyncio.wait_for(asyncio.gather(sent, competing_task, arrived.wait()), 30)
+            # m1's arrival writes the competitor's answer, then the held pull's, in one callback: the
+            # client's next turn reads the competitor's answer first (waking its task), then the pull's
+            listeners = broker.store.dispatcher.listeners
+            listeners.insert(0, release_first)  # (ahead of the broker's long polling)
+            try:
+                arrived.clear()
+                sent = asyncio.create_task(producer.send(Message(TOPIC_ONE_QUEUE, b"m1")))
+                await asyncio.wait_for(asyncio.gather(sent, competing_task, arrived.wait()), 30)
+            finally:
+                listeners.remove(release_first)
     finally:
         await consumer.aclose()
-        for client in (waiting, releasing):
-            await client.aclose()
+        await waiting.aclose()
         await competitor.server.aclose(grace_s=0.2)
     assert order == ["listener m1", "competitor resumed"]

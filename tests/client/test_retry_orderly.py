@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import threading
@@ -25,19 +26,27 @@ from rocketq.common.group_topics import retry_topic
 from rocketq.protocol import MessageQueue as WireQueue
 from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketq.protocol.client_bodies import LockBatchRequestBody, LockBatchResponseBody
+from rocketq.remoting.clock import SYSTEM_CLOCK, Clock
 from rocketq.testing import FakeClock, LocalCluster, eventually
 
 from .broker_taps import tap
-from .helpers import consumer_config, poll_until
+from .helpers import consumer_config, nudge_until, poll_until, schedule_pass
 
 FAST_LEVELS = " ".join(f"{100 * (i + 1)}ms" for i in range(18))  # level n waits n x 100 ms
 
 
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
-    async with LocalCluster(tmp_path, brokers=2, message_delay_level=FAST_LEVELS) as running:
+@contextlib.asynccontextmanager
+async def jobs_cluster(root: Path, clock: Clock = SYSTEM_CLOCK) -> AsyncIterator[LocalCluster]:
+    """Two brokers with the test's delay levels and the topic "Jobs" (4 queues on each)."""
+    async with LocalCluster(root, brokers=2, message_delay_level=FAST_LEVELS, clock=clock) as running:
         async with AdminClient(running.namesrv_addr) as admin:
             await admin.update_topic("Jobs", cluster="DefaultCluster", read_queues=4, write_queues=4)
+        yield running
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
+    async with jobs_cluster(tmp_path) as running:
         yield running
 
 
@@ -62,42 +71,56 @@ async def pulling_retries_everywhere(consumer: PushConsumer, cluster: LocalClust
     )
 
 
-async def test_failed_message_comes_back_with_growing_delay_then_dead_letters(cluster: LocalCluster) -> None:
+async def test_failed_message_comes_back_with_growing_delay_then_dead_letters(tmp_path: Path) -> None:
+    """The brokers run on a ``FakeClock`` moved on by the test: a retry's delay is measured on that
+    clock (the send-back's store time, the schedule service's "now"), so a busy machine cannot make a
+    gap look short or long."""
+    clock = FakeClock()
     deliveries: list[tuple[float, int, str, str]] = []
 
     def listener(messages: list[MessageExt]) -> ConsumeStatus:
         for message in messages:
-            deliveries.append((time.monotonic(), message.reconsume_times, message.topic, message.msg_id))
+            deliveries.append((clock.time(), message.reconsume_times, message.topic, message.msg_id))
         return ConsumeStatus.RECONSUME_LATER if messages[0].body == b"poison" else ConsumeStatus.CONSUME_SUCCESS
 
-    consumer = PushConsumer(retrying_config(cluster, "RG", max_reconsume_times=3), listener)
-    consumer.subscribe("Jobs")
-    await consumer.start()
-    await pulling_retries_everywhere(consumer, cluster)
-    try:
-        async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
-            sent = await producer.send(Message("Jobs", b"poison", keys="bad-1"))
-            await producer.send(Message("Jobs", b"fine"))
-        await eventually(lambda: len([d for d in deliveries if d[3] == sent.msg_id]) >= 4, timeout_s=20)
-        # time for a (wrong) fifth delivery: a slow machine brings fewer, never a false failure
-        await asyncio.sleep(1.0)
-    finally:
-        await consumer.aclose()
-    poison = [d for d in deliveries if d[3] == sent.msg_id]
-    assert [d[1] for d in poison] == [0, 1, 2, 3]  # seen max_reconsume_times + 1 times
-    assert {d[2] for d in poison} == {"Jobs"}  # retries show the original topic and id
-    gaps = [b[0] - a[0] for a, b in itertools.pairwise(poison)]
-    # retry n waits at least delay level 3 + n: 300, 400, 500 ms with the test's levels
-    assert all(gap >= (3 + n) * 0.1 - 0.02 for n, gap in enumerate(gaps)), gaps
+    def poison() -> list[tuple[float, int, str, str]]:
+        return [d for d in deliveries if d[3] == sent.msg_id]
 
-    dlq = PullConsumer(consumer_config(cluster, "DLQ_READER"))
-    dlq.subscribe("%DLQ%RG")
-    await dlq.start()
-    try:
-        dead: list[MessageExt] = []
-        await poll_until(dlq, dead.extend, lambda: bool(dead), "the dead letter")  # (a bound on a hang only)
-    finally:
-        await dlq.aclose()
+    async with jobs_cluster(tmp_path, clock=clock) as cluster:
+        consumer = PushConsumer(retrying_config(cluster, "RG", max_reconsume_times=3), listener)
+        consumer.subscribe("Jobs")
+        await consumer.start()
+        await pulling_retries_everywhere(consumer, cluster)
+        try:
+            async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+                sent = await producer.send(Message("Jobs", b"poison", keys="bad-1"))
+                await producer.send(Message("Jobs", b"fine"))
+            await nudge_until(clock, lambda: len(poison()) >= 4, "four deliveries of the poison")
+            dlq = PullConsumer(consumer_config(cluster, "DLQ_READER"))
+            dlq.subscribe("%DLQ%RG")
+            await dlq.start()
+            try:
+                dead: list[MessageExt] = []
+                await poll_until(dlq, dead.extend, lambda: bool(dead), "the dead letter")  # (a bound on a hang only)
+            finally:
+                await dlq.aclose()
+            # past the longest delay a (wrong) fifth delivery could have (level 3 + 4: 700 ms), by the
+            # clock the schedule services read: they delivered the three retries and nothing more
+            passed_from = clock.time()
+            await nudge_until(clock, lambda: clock.time() >= passed_from + 0.8, "0.8 s of the brokers' clock")
+            schedules = [broker.schedule for broker in cluster.brokers]
+            for schedule in schedules:
+                assert schedule is not None
+                await schedule_pass(clock, schedule)  # (one whole pass after the clock moved past)
+            assert sum(schedule.delivered for schedule in schedules if schedule is not None) == 3
+        finally:
+            await consumer.aclose()
+    assert [d[1] for d in poison()] == [0, 1, 2, 3]  # seen max_reconsume_times + 1 times
+    assert {d[2] for d in poison()} == {"Jobs"}  # retries show the original topic and id
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(poison())]
+    # retry n waits at least delay level 3 + n on the brokers' clock: 300, 400, 500 ms with the test's
+    # levels (less 1 ms: a store time is in whole milliseconds)
+    assert all(gap >= (3 + n) * 0.1 - 0.0011 for n, gap in enumerate(gaps)), gaps
     assert [m.body for m in dead] == [b"poison"]
     assert dead[0].msg_id == sent.msg_id and dead[0].reconsume_times == 4
 

@@ -8,6 +8,7 @@ import asyncio
 from collections import deque
 from typing import Any, Protocol
 
+from rocketq.remoting.clock import SYSTEM_CLOCK, Clock
 from rocketq.store import MessageStore, PutMessageResult, PutStatus
 
 INLINE_DISPATCH_MAX_BYTES = 256 * 1024
@@ -73,16 +74,18 @@ class FlushWaits:
     no slave can take it). ``wait`` awaits both; the status becomes FLUSH_DISK_TIMEOUT (the fsync) or
     FLUSH_SLAVE_TIMEOUT (the slave) when it takes longer than the store's ``sync_flush_timeout_ms``.
 
-    Every wait has the same timeout, so deadlines come in order: one timer, set for the oldest
-    deadline still pending, serves them all (a timer per wait cost as much as the rest of the wait).
-    Use from the loop only."""
+    Every wait has the same timeout, so deadlines come in order: one timer (a task sleeping on
+    ``clock`` until the oldest deadline still pending, then the next, while any are pending) serves
+    them all (a timer per wait cost as much as the rest of the wait). Deadlines are read on ``clock``
+    (tests give a ``rocketq.testing.FakeClock``). Use from the loop only."""
 
-    def __init__(self, store: MessageStore, replicas: Replicas | None = None) -> None:
+    def __init__(self, store: MessageStore, replicas: Replicas | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
         self._store = store
         self._replicas = replicas
+        self._clock = clock
         self._timeout_s = store.config.sync_flush_timeout_ms / 1000
         self._pending: deque[tuple[float, asyncio.Future[int], asyncio.Future[int] | None]] = deque()
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Task[None] | None = None
         self.active = store.config.sync_flush or replicas is not None
         """Whether a put asking to wait has anything to wait for."""
 
@@ -124,20 +127,24 @@ class FlushWaits:
         pending = self._pending
         while pending and pending[0][1].done():  # settled waits leave from the front as new ones come
             pending.popleft()
-        pending.append((loop.time() + self._timeout_s, waiter, flushed))
+        pending.append((self._clock.time() + self._timeout_s, waiter, flushed))
         if self._timer is None:
-            self._timer = loop.call_at(pending[0][0], self._expire)
+            self._timer = loop.create_task(self._expire())
         return waiter
 
-    def _expire(self) -> None:
-        loop = asyncio.get_running_loop()
-        now = loop.time()
+    async def _expire(self) -> None:
+        """The timer: fail each wait still pending at its deadline, until none are pending."""
+        clock = self._clock
         pending = self._pending
-        while pending and (pending[0][1].done() or pending[0][0] <= now):
-            _, waiter, flushed = pending.popleft()
-            if not waiter.done():
-                waiter.set_exception(FlushTimedOut() if flushed is not None and not flushed.done() else SlaveTimedOut())
-        self._timer = loop.call_at(pending[0][0], self._expire) if pending else None
+        while pending:
+            await clock.sleep(pending[0][0] - clock.time())
+            now = clock.time()
+            while pending and (pending[0][1].done() or pending[0][0] <= now):
+                _, waiter, flushed = pending.popleft()
+                if not waiter.done():
+                    timed_out = FlushTimedOut() if flushed is not None and not flushed.done() else SlaveTimedOut()
+                    waiter.set_exception(timed_out)
+        self._timer = None
 
 
 def _both(

@@ -162,9 +162,9 @@ class Dispatcher:
         start = self.dispatched_offset
         long_stretch = end_offset - start >= self._columnar_min_bytes and commit_log.has_columnar_scan
         if not long_stretch:  # the records as their puts described them: nothing to read back
-            applied = applier.apply_described(commit_log.descriptions, start, end_offset)
+            applied, applied_end = applier.apply_described(commit_log.descriptions, start, end_offset)
             if applied:
-                self.dispatched_offset = applier.described_end
+                self.dispatched_offset = applied_end
                 return applied
         limit = BATCH_RECORDS
         if long_stretch:  # the compiled scan's columns beat per-record Python over many records

@@ -52,31 +52,26 @@ class DispatchApplier:
         self.dispatched_timestamp = 0  # store time of the newest dispatched record
         self.dispatched_count = 0
         self.ext: ExtWriter | None = None  # filter bit maps (set by MessageStore.set_bit_map_calculator)
-        self.described_end = 0  # where the records ``apply_described`` applied last end
 
-    def apply_described(self, descriptions: RecordDescriptions, from_offset: int, end_offset: int) -> int:
+    def apply_described(self, descriptions: RecordDescriptions, from_offset: int, end_offset: int) -> tuple[int, int]:
         """``apply`` of the put records described from ``from_offset`` on, ending by ``end_offset``
-        (``RecordDescriptions.take``, at most ``BATCH_RECORDS``); returns how many (0: the record at
-        ``from_offset`` is not described, the caller scans it) and sets ``described_end`` after the
-        last. A lone put's record, the only one there, is applied as ``apply`` applies one, without
-        the list ``take`` makes."""
+        (``RecordDescriptions.take``, at most ``BATCH_RECORDS``); returns how many and where the last
+        ends (0 and ``from_offset``: the record there is not described, the caller scans it). A lone
+        put's record, the only one there, is applied as ``apply`` applies one, without the list
+        ``take`` makes."""
         appended = descriptions.appended
         if appended and self.ext is None:
             request = appended[0]
             if request.commit_log_offset == from_offset and from_offset + request.size == end_offset:
                 appended.popleft()
                 self._apply_one(request)
-                if self._index is not None:  # (its keys indexed later, off the put's turn)
-                    self._index.build((request,), later=True)
-                self.dispatched_count += 1
-                self.described_end = end_offset
-                return 1
+                return 1, end_offset
         taken = descriptions.take(from_offset, end_offset, BATCH_RECORDS)
-        if taken:
-            self.apply(taken)
-            last = taken[-1]
-            self.described_end = last.commit_log_offset + last.size
-        return len(taken)
+        if not taken:
+            return 0, from_offset
+        self.apply(taken)
+        last = taken[-1]
+        return len(taken), last.commit_log_offset + last.size
 
     def apply(self, requests: list[DispatchRequest]) -> None:
         """Write one batch of records into the ConsumeQueues, notify the arrival listeners, then index
@@ -85,30 +80,33 @@ class DispatchApplier:
             self._extend_requests(self.ext, requests)
         if len(requests) == 1:
             self._apply_one(requests[0])
-        else:
-            arrived = self._put_records(
-                (r.topic, r.queue_id, r.queue_offset, r.commit_log_offset, r.size, r.tags_code, r.sys_flag)
-                for r in requests
-            )
-            self.dispatched_timestamp = requests[-1].store_timestamp
-            # Listeners (the pulls held for these queues) first: they read the ConsumeQueues, not the
-            # index, and a lone message's consumer should not wait for its keys to be hashed.
-            self._notify(arrived)
-        if self._index is not None:  # a lone record's keys are indexed later, off the put's turn
-            self._index.build(requests, later=len(requests) == 1)
+            return
+        arrived = self._put_records(
+            (r.topic, r.queue_id, r.queue_offset, r.commit_log_offset, r.size, r.tags_code, r.sys_flag)
+            for r in requests
+        )
+        self.dispatched_timestamp = requests[-1].store_timestamp
+        # Listeners (the pulls held for these queues) first: they read the ConsumeQueues, not the
+        # index, and a lone message's consumer should not wait for its keys to be hashed.
+        self._notify(arrived)
+        if self._index is not None:
+            self._index.build(requests)
         self.dispatched_count += len(requests)
 
     def _apply_one(self, request: DispatchRequest) -> None:
-        """``apply``'s ConsumeQueue entry and listeners for a lone record (a single put's pass) without
-        the grouping a batch needs: the same entry, written the same way (``ConsumeQueue.put_one``)."""
+        """``apply`` for a lone record (a single put's pass) without the grouping a batch needs: the
+        same ConsumeQueue entry, written the same way (``ConsumeQueue.put_one``), the listeners told,
+        and its keys indexed later, off the put's turn."""
         self.dispatched_timestamp = request.store_timestamp
-        if request.sys_flag & _TRANSACTION_MASK in _NOT_IN_QUEUE:
-            return
-        topic, queue_id, queue_offset = request.topic, request.queue_id, request.queue_offset
-        self._consume_queue_of(topic, queue_id).put_one(
-            queue_offset, request.commit_log_offset, request.size, request.tags_code
-        )
-        self._tell(topic, queue_id, queue_offset + 1, request)
+        if request.sys_flag & _TRANSACTION_MASK not in _NOT_IN_QUEUE:
+            topic, queue_id, queue_offset = request.topic, request.queue_id, request.queue_offset
+            self._consume_queue_of(topic, queue_id).put_one(
+                queue_offset, request.commit_log_offset, request.size, request.tags_code
+            )
+            self._tell(topic, queue_id, queue_offset + 1, request)
+        if self._index is not None:
+            self._index.build((request,), later=True)
+        self.dispatched_count += 1
 
     def _put_records(self, records: Iterable[_Record]) -> dict[tuple[str, int], int]:
         """ConsumeQueue entries for records in log order, each queue's contiguous run in one write;

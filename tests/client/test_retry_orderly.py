@@ -350,38 +350,43 @@ async def test_an_orderly_member_keeps_its_locks_by_renewing_them_and_hands_them
         assert held_by(second) == set()
 
 
-async def test_a_listener_chooses_the_retry_delay_or_the_dead_letter_queue(cluster: LocalCluster) -> None:
-    """Reconsume(delay_level=10) redelivers after level 10 (1 s here, not level 3's 0.3 s);
-    Reconsume(delay_level=-1) sends the message straight to the DLQ, with no redelivery."""
+async def test_a_listener_chooses_the_retry_delay_or_the_dead_letter_queue(tmp_path: Path) -> None:
+    """Reconsume(delay_level=10) redelivers after level 10 (1 s here, not level 3's 0.3 s) of the
+    brokers' clock, a FakeClock the test moves; Reconsume(delay_level=-1) sends the message straight to
+    the DLQ, with no redelivery."""
+    clock = FakeClock()
     deliveries: dict[bytes, list[float]] = defaultdict(list)
 
     def listener(messages: list[MessageExt]) -> ConsumeStatus | Reconsume:
         (message,) = messages
-        deliveries[message.body].append(time.monotonic())
+        deliveries[message.body].append(clock.time())
         if message.reconsume_times == 0:
             return Reconsume(delay_level=10) if message.body == b"later" else Reconsume(delay_level=-1)
         return ConsumeStatus.CONSUME_SUCCESS
 
-    consumer = PushConsumer(retrying_config(cluster, "CHOOSE"), listener)
-    consumer.subscribe("Jobs")
-    await consumer.start()
-    await pulling_retries_everywhere(consumer, cluster)
-    try:
-        async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
-            await producer.send(Message("Jobs", b"later"))
-            await producer.send(Message("Jobs", b"dead"))
-        await eventually(lambda: len(deliveries[b"later"]) == 2, timeout_s=10)
+    async with jobs_cluster(tmp_path, clock=clock) as cluster:
 
         def dead() -> int:
             return sum(broker.store.get_max_offset_in_queue("%DLQ%CHOOSE", 0) for broker in cluster.brokers)
 
-        await eventually(lambda: dead() == 1)  # in the dead letter queue: it is not delivered again
-    finally:
-        await consumer.aclose()
+        consumer = PushConsumer(retrying_config(cluster, "CHOOSE"), listener)
+        consumer.subscribe("Jobs")
+        await consumer.start()
+        await pulling_retries_everywhere(consumer, cluster)
+        try:
+            async with Producer(group="P", namesrv_addr=cluster.namesrv_addr) as producer:
+                await producer.send(Message("Jobs", b"later"))
+                await producer.send(Message("Jobs", b"dead"))
+            await nudge_until(clock, lambda: len(deliveries[b"later"]) == 2, "the redelivery")
+            await eventually(lambda: dead() == 1)  # in the dead letter queue: it is not delivered again
+        finally:
+            await consumer.aclose()
+        assert dead() == 1
     first, again = deliveries[b"later"]
-    assert again - first >= 0.9  # level 10, not the broker's default level 3 (0.3 s): a lower bound
+    # level 10, not the broker's default level 3 (0.3 s), on the brokers' clock (less 1 ms: a store time
+    # is in whole milliseconds)
+    assert again - first >= 1.0 - 0.0011, again - first
     assert len(deliveries[b"dead"]) == 1
-    assert dead() == 1
 
 
 async def test_failures_in_a_pulled_batch_spread_over_threads_are_retried_alone(cluster: LocalCluster) -> None:

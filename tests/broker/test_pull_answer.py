@@ -8,9 +8,10 @@ import asyncio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketq.broker.handlers.pull import IN_PLACE_VIEW_BYTES, pull_answer, records_to_write
+from rocketq.broker.pull_frames import IN_PLACE_VIEW_BYTES, answer_frame, pull_answer, records_to_write
 from rocketq.broker.server import Broker
 from rocketq.protocol import (
+    FrameDecoder,
     RemotingCommand,
     RequestCode,
     ResponseCode,
@@ -84,6 +85,39 @@ def test_records_written_as_views_or_joined_leave_as_one_body(
     generic = make_response(request, code, ext_fields=_fields(0, next_offset, 0, next_offset), body=b"".join(pieces))
     assert answer == generic
     assert encode_frame(answer) == encode_frame(generic)
+
+
+@given(
+    PULL_CODES,
+    INT32,
+    st.integers(0, 2**31 - 1),
+    OFFSETS,
+    OFFSETS,
+    OFFSETS,
+    st.lists(st.binary(min_size=1, max_size=300), max_size=4),
+    st.booleans(),
+    st.sampled_from([SerializeType.JSON, SerializeType.ROCKETMQ]),
+)
+def test_a_held_pulls_frame_is_the_frame_of_its_answer(
+    code: int,
+    opaque: int,
+    suggested: int,
+    next_offset: int,
+    low: int,
+    high: int,
+    pieces: list[bytes],
+    as_views: bool,
+    serialize_type: SerializeType,
+) -> None:
+    """``answer_frame`` (the buffers a held pull's answer is written as, framed around the template's
+    header) joins to the frame of the generic answer, records as views or as bytes."""
+    request = _request(opaque, serialize_type)
+    written: bytes | list[memoryview] = [memoryview(piece) for piece in pieces] if as_views else b"".join(pieces)
+    parts = answer_frame(request, code, suggested, next_offset, low, high, written)
+    generic = make_response(request, code, ext_fields=_fields(suggested, next_offset, low, high), body=b"".join(pieces))
+    assert b"".join(bytes(part) for part in parts) == encode_frame(generic)
+    (decoded,) = FrameDecoder().decode(b"".join(bytes(part) for part in parts))
+    assert decoded == generic
 
 
 def test_a_binary_header_request_gets_a_binary_header() -> None:

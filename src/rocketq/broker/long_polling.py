@@ -18,11 +18,11 @@ import asyncio
 import heapq
 import logging
 import threading
-from collections.abc import Callable
 from typing import Final
 
 from rocketq.remoting.clock import SYSTEM_CLOCK, Clock
 from rocketq.store.results import DispatchRequest
+from rocketq.store.store_reads import StoreReads
 
 log = logging.getLogger(__name__)
 
@@ -53,15 +53,13 @@ class Hold:
 
 
 class LongPolling:
-    """Use from the loop's thread, except ``on_arrival``. ``clock`` is the broker's: the deadlines are
-    read and slept on it (tests give a ``FakeClock``)."""
+    """Use from the loop's thread, except ``on_arrival``. ``store``: whose queues the pulls wait on;
+    ``clock`` is the broker's: the deadlines are read and slept on it (tests give a ``FakeClock``)."""
 
-    def __init__(
-        self, loop: asyncio.AbstractEventLoop, max_offset: Callable[[str, int], int], clock: Clock = SYSTEM_CLOCK
-    ) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, store: StoreReads, clock: Clock = SYSTEM_CLOCK) -> None:
         self._loop = loop
         self._loop_thread = threading.get_ident()  # built on the loop's thread
-        self._max_offset = max_offset
+        self._store = store  # (its queues' max offsets: a method of a compiled class, called natively)
         self._clock = clock
         self._held: dict[tuple[str, int], list[Hold]] = {}
         self._deadlines: list[tuple[float, int, Hold]] = []  # a heap; answered pulls' places stay till popped
@@ -77,7 +75,8 @@ class LongPolling:
         # (the clock first: an interpreted clock may let the dispatcher's thread run, which must not
         # come between the check and the pull's joining the waiters)
         deadline = self._clock.time() + timeout_s
-        if self._max_offset(topic, queue_id) > entry.offset:  # arrived between the pull's read and now
+        # (a message arrived between the pull's read and now: answered at once)
+        if self._store.get_max_offset_in_queue(topic, queue_id) > entry.offset:
             _answer(entry, True, None)
             return
         key = entry.key = (topic, queue_id)

@@ -72,7 +72,7 @@ class Broker(BrokerRoles):
                 log.warning("enableCalcFilterBitMap needs enableConsumeQueueExt to store the bit maps: none are kept")
             self.store.set_bit_map_calculator(FilterBitMaps(self.filters))
         loop = asyncio.get_running_loop()
-        long_polling = LongPolling(loop, self.store.get_max_offset_in_queue, self.clock)
+        long_polling = LongPolling(loop, self.store, self.clock)
         if config.is_slave:
             self.ha_slave = self._new_ha_slave()
         else:

@@ -86,6 +86,8 @@ COMPILED_MODULES: Final = (
     "rocketq.broker.idempotent_sends",  # its wrapper is in front of every send request's handler
     "rocketq.broker.handlers.offsets",
     "rocketq.broker.handlers.pull",
+    "rocketq.broker.pull_frames",  # every pull's answer is framed there
+    "rocketq.broker.pull_sites",  # every pull's checks
     "rocketq.broker.handlers.send",
     "rocketq.broker.send_request",  # every send request's header and topic checks
     "rocketq.broker.long_polling",

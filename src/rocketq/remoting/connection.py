@@ -336,10 +336,13 @@ class Connection(asyncio.BufferedProtocol):
         While the connection gathers its writes (``_cork``), the frame joins them instead: a server
         answers the requests of one read, and a client sends the requests made in one loop iteration
         while others are in flight, with one write call (one system call instead of one per frame)."""
+        self.send_frame(encode_frame_parts(command))
+
+    def send_frame(self, parts: list[Body]) -> None:
+        """``send`` of a frame already encoded as ``encode_frame_parts`` would (a held pull's answer)."""
         transport = self._transport
         if transport is None or transport.is_closing():
             raise ConnectionClosedError(self.remote_address)
-        parts = encode_frame_parts(command)
         corked = self._corked
         if corked is not None:
             corked.extend(parts)

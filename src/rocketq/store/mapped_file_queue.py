@@ -132,7 +132,15 @@ class MappedFileQueue:
                 self.reserved_end = made.end_offset
 
     def find(self, offset: int) -> MappedFile | None:
-        """The file holding absolute ``offset``, or None."""
+        """The file holding absolute ``offset``, or None. The last file (the one written, where a pull
+        that caught up reads) is seen without the lock: the list's last item is read in one step (the
+        list may be emptied meanwhile, when its files are dropped from the front)."""
+        try:
+            last = self._files[-1]
+        except IndexError:
+            return None
+        if last.start_offset <= offset < last.end_offset:
+            return last
         with self._lock:
             index = bisect.bisect_right(self._starts, offset) - 1
             if index < 0:

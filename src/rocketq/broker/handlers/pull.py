@@ -7,7 +7,10 @@ The answer's ``suggestWhichBrokerId`` tells the consumer which broker of the gro
 from next (``suggest_broker_id``; docs/replication.md#reads-from-slaves).
 
 The answer's records are written from the CommitLog's mapped files to the socket, view by view, without
-being joined into one ``bytes`` first (``records_to_write``), unless they are many small pieces.
+being joined into one ``bytes`` first (``records_to_write``), unless they are many small pieces; its
+header comes from a template (``rocketq.broker.pull_frames``). The checks that depend only on the pull's
+(group, topic, queue) and subscription are made once per such site while nothing they read changes
+(``rocketq.broker.pull_sites``).
 
 A SQL92 pull is filtered by the expression it carries (subscription flag set, as rocketq's clients
 and groupless readers send it) or else by its group's registered one; see ``rocketq.broker.sql_filters``.
@@ -19,13 +22,18 @@ import logging
 import os
 from typing import Final
 
-from rocketq.broker.client_manager import build_subscription
 from rocketq.broker.config import BrokerConfig
 from rocketq.broker.context import BrokerContext, reply
 from rocketq.broker.long_polling import Hold
-from rocketq.broker.sql_filters import pull_filter, refusal
-from rocketq.broker.topic_config import is_readable
-from rocketq.filter import compile_cached, is_tag_type
+from rocketq.broker.pull_frames import (
+    IN_PLACE_VIEW_BYTES,
+    MASTER_ID,
+    SLAVE_ID,
+    answer_frame,
+    pull_answer,
+    records_to_write,
+)
+from rocketq.broker.pull_sites import FLAG_SUBSCRIPTION, PullSite, check_pull
 from rocketq.protocol import (
     PullMessageRequestHeader,
     RemoteProtocolError,
@@ -33,13 +41,6 @@ from rocketq.protocol import (
     RequestCode,
     ResponseCode,
     ext_header,
-)
-from rocketq.protocol.bodies import MessageModel
-from rocketq.protocol.command import (
-    JSON_ANSWER_BEFORE_OPAQUE,
-    JSON_HEADER_END,
-    takes_templated_header,
-    templated_response,
 )
 from rocketq.remoting import Connection, ServerHandler
 from rocketq.store import GetStatus
@@ -50,22 +51,14 @@ log = logging.getLogger(__name__)
 
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
-FLAG_SUBSCRIPTION = 0x4
 
-MASTER_ID = 0
-SLAVE_ID = 1  # the broker a master suggests (SubscriptionGroupConfig's whichBrokerWhenConsumeSlowly default)
 RAM_BYTES = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-IN_PLACE_VIEW_BYTES: Final = 4096
-"""An answer's records are written as the store's views when these are this large on average (or
-just one): a view costs the transport more than joining a few hundred bytes does (``records_to_write``)."""
 
 # Enum members read per pull, bound once (see rocketq.native.modules on enum members)
 _FOUND: Final = GetStatus.FOUND
 _SUCCESS: Final = ResponseCode.SUCCESS
 _PULL_NOT_FOUND: Final = ResponseCode.PULL_NOT_FOUND
 _PULL_OFFSET_MOVED: Final = ResponseCode.PULL_OFFSET_MOVED
-_BROADCASTING: Final = MessageModel.BROADCASTING
 
 
 def suggest_broker_id(
@@ -117,14 +110,17 @@ class _ConfigReads:
 
 
 class BrokerReads:
-    """One broker's ``_ConfigReads``, remade when its config is replaced (kept by its pull handler:
-    brokers of one process, a test's master and slave, each read their own)."""
+    """One broker's ``_ConfigReads``, remade when its config is replaced, and its pulls' checked
+    ``sites`` (kept by its pull handler: brokers of one process, a test's master and slave, each read
+    their own)."""
 
-    __slots__ = ("_context", "_reads")
+    __slots__ = ("_context", "_reads", "sites")
 
     def __init__(self, context: BrokerContext) -> None:
         self._context = context
         self._reads = _ConfigReads(context.config)
+        self.sites: dict[tuple[str, str, int], PullSite] = {}
+        """The ``PullSite`` of each (group, topic, queue id) pulled with a tag subscription."""
 
     def current(self) -> _ConfigReads:
         """The reads of the broker's config as it is now."""
@@ -170,66 +166,19 @@ def pull(
     """The response, or None when the pull is held: long polling answers it on ``connection`` later."""
     # header fields read once each (a Struct's attribute is a generic getattr from compiled code)
     group, topic, queue_id, sys_flag = header.consumer_group, header.topic, header.queue_id, header.sys_flag
-    config = context.config
     group_config = context.groups.find(group)
-    if group_config is None:
-        return reply(
-            request,
-            ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-            f"subscription group [{group}] does not exist",
-        )
-    if not group_config.consume_enable:  # ``updateSubGroup --consume-disable``: nobody in the group may pull
-        return reply(request, ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
     topic_config = context.topics.get(topic)
-    if topic_config is None:
-        return reply(request, ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
-    if not is_readable(topic_config.perm):
-        return reply(request, ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
-    if not 0 <= queue_id < topic_config.read_queue_nums:
-        return reply(
-            request,
-            ResponseCode.SYSTEM_ERROR,
-            f"queueId[{queue_id}] is illegal, topic {topic} has {topic_config.read_queue_nums}",
-        )
-
-    # ``updateSubGroup --broadcast-disable``: members that heartbeat as BROADCASTING may not pull. Java
-    # checks this only for pulls without a subscription (its push consumers'); rocketq's consumers always
-    # send theirs, so the check is made whenever the group's members are known here.
-    registered = context.clients.consumers.get(group)
-    if (
-        registered is not None
-        and registered.message_model == _BROADCASTING
-        and not group_config.consume_broadcast_enable
-    ):
-        return reply(
-            request,
-            ResponseCode.NO_PERMISSION,
-            f"the consumer group[{group}] can not consume by broadcast way",
-        )
-
-    if sys_flag & FLAG_SUBSCRIPTION:
-        subscription = build_subscription(
-            topic, header.subscription, header.sub_version, header.expression_type or "TAG"
-        )
-    else:  # Java push consumers pull without a subscription: use the heartbeat's
-        found = context.clients.subscription(group, topic)
-        if found is None:
-            return reply(
-                request,
-                ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                f"the consumer's subscription of {topic} does not exist",
-            )
-        subscription = found
+    site = config_reads.sites.get((group, topic, queue_id))
     message_filter: MessageFilter | None = None
-    tags_codes = None
-    if is_tag_type(subscription.expression_type):
-        tags_codes = None if subscription.matches_all else subscription.codes
+    if site is not None and site.holds(context, group_config, topic_config, header, group, topic, sys_flag):
+        tags_codes = site.tags_codes
     else:
-        refused = refusal(config, subscription.expression_type, subscription.expression)
-        if refused is not None:
-            return reply(request, *refused)
-        selector = compile_cached(subscription.expression)
-        message_filter = pull_filter(config, context.filters, group, topic, selector)
+        checked = check_pull(
+            context, config_reads.sites, request, header, group_config, topic_config, group, topic, queue_id, sys_flag
+        )
+        if isinstance(checked, RemotingCommand):
+            return checked
+        tags_codes, message_filter = checked
 
     if sys_flag & FLAG_COMMIT_OFFSET and context.is_master:
         context.offsets.commit(group, topic, queue_id, header.commit_offset)
@@ -302,7 +251,8 @@ class HeldPull(Hold):
         self.message_filter = message_filter
 
     def answer(self, arrived: bool, record: DispatchRequest | None) -> None:
-        """Read again (from ``record`` when it is the one awaited), answer, then count the pull."""
+        """Read again (from ``record`` when it is the one awaited), write the answer's frame
+        (``answer_frame``), then count the pull."""
         connection = self.connection
         if not connection.is_open:
             return
@@ -317,12 +267,12 @@ class HeldPull(Hold):
             if read is None:
                 read = _read(context, reads, header, self.tags_codes, self.message_filter)
             code, suggested, next_offset, low, high, records, count, size = read
-            response = pull_answer(request, code, suggested, next_offset, low, high, records)
+            frame = answer_frame(request, code, suggested, next_offset, low, high, records)
         except Exception as exc:
             log.exception("held pull of %s-%d failed", self.topic, self.queue_id)
             connection.send(reply(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}"))
             return
-        connection.send(response)
+        connection.send_frame(frame)
         _count(context, self.group, self.topic, self.queue_id, count, size, next_offset)
 
 
@@ -434,54 +384,19 @@ def _suggested(context: BrokerContext, reads: _ConfigReads, pulled_to: int | Non
     )
 
 
-def records_to_write(views: list[memoryview], total_bytes: int) -> bytes | list[memoryview]:
-    """A pull answer's records as they are written: the store's views themselves (taken from the read's
-    result, they stay readable until written, see ``GetMessageResult.take_buffers``) when there is one or
-    they are ``IN_PLACE_VIEW_BYTES`` on average, else joined into one ``bytes`` (records of this queue
-    stored among other queues' come one or a few per view)."""
-    if len(views) == 1 or total_bytes >= len(views) * IN_PLACE_VIEW_BYTES:
-        return views
-    return b"".join(views)
-
-
-# The JSON header of a pull's answer around its varying values, as ``encode_json_header`` writes it
-# (keys in its order, extFields in ``pull_answer``'s order, no remark)
-_ANSWER_HEAD: Final = '{"code":'
-_BEFORE_SUGGESTED: Final = ',"extFields":{"suggestWhichBrokerId":"'
-_BEFORE_NEXT_OFFSET: Final = '","nextBeginOffset":"'
-_BEFORE_MIN_OFFSET: Final = '","minOffset":"'
-_BEFORE_MAX_OFFSET: Final = '","maxOffset":"'
-_BEFORE_OPAQUE: Final = '"}' + JSON_ANSWER_BEFORE_OPAQUE
-
-
-def pull_answer(
-    request: RemotingCommand,
-    code: int,
-    suggested: int,
-    next_offset: int,
-    low: int,
-    high: int,
-    records: bytes | list[memoryview],
-) -> RemotingCommand:
-    """A pull's answer: ``make_response(request, code, ext_fields=..., body=records)`` with
-    PullMessageResponseHeader's fields (suggestWhichBrokerId, nextBeginOffset, minOffset, maxOffset;
-    tests/broker/test_broker_raw.py holds them equal). The answer to a JSON request carries its header
-    already encoded (``RemotingCommand.encoded_header``), written from a template instead of through the
-    generic encoder: every value in it is a number, so nothing needs escaping
-    (``tests/broker/test_pull_answer.py`` holds it equal to ``encode_header``'s)."""
-    fields = {
-        "suggestWhichBrokerId": str(suggested),
-        "nextBeginOffset": str(next_offset),
-        "minOffset": str(low),
-        "maxOffset": str(high),
-    }
-    encoded: bytes | None = None
-    if takes_templated_header(request):
-        encoded = (
-            f"{_ANSWER_HEAD}{code}{_BEFORE_SUGGESTED}{suggested}{_BEFORE_NEXT_OFFSET}{next_offset}"
-            f"{_BEFORE_MIN_OFFSET}{low}{_BEFORE_MAX_OFFSET}{high}{_BEFORE_OPAQUE}{request.opaque}"
-            f"{JSON_HEADER_END}"
-        ).encode()
-    if isinstance(records, list):
-        return templated_response(request, code, fields, encoded, body_parts=records)
-    return templated_response(request, code, fields, encoded, records)
+__all__ = [  # (the pull's answers and sites are made in their own modules: named here as the handler's)
+    "FLAG_COMMIT_OFFSET",
+    "FLAG_SUBSCRIPTION",
+    "FLAG_SUSPEND",
+    "IN_PLACE_VIEW_BYTES",
+    "MASTER_ID",
+    "SLAVE_ID",
+    "BrokerReads",
+    "HeldPull",
+    "handlers",
+    "pull",
+    "pull_answer",
+    "pull_header",
+    "records_to_write",
+    "suggest_broker_id",
+]

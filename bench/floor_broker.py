@@ -17,13 +17,17 @@ Not part of rocketq and not installed with it. A real NameServer and broker run 
 The bench (``rocketq bench consumer --only e2e_latency --namesrv ADDR``) runs in a third process, as
 it runs against the real broker. The floor broker's work per message is a frame split, one JSON decode
 per request, a record packed and two templated answers: what any Python broker must do at least, with
-asyncio and uvloop around it. ``--send-answer-first`` writes the send's answer before the held pull's
-(the real broker writes the pull's first): the order's own effect, with no work between the two.
+asyncio and uvloop around it. Knobs for the turn's shape (``Turn``), off by default: ``--send-answer-first``
+(the real broker writes the pull's first), ``--before-us`` / ``--after-us`` (spin that long before the
+answers / between the pull's and the send's, standing for a broker's work) and ``--yield-after-pull``
+(``os.sched_yield()`` after the pull's answer): the order's own effect, with no other work in the turn.
 
-Usage (from a worktree; each of ``--rounds`` runs the floor, then the real broker, then, with
-``--redis PYTHON``, Redis's stream of ``bench/peers/peer_latency.py``)::
+Usage (from a worktree; each of ``--rounds`` runs the floor once per ``--variant`` (its knobs), then
+the real broker (unless ``--no-broker``), then, with ``--redis PYTHON``, Redis's stream of
+``bench/peers/peer_latency.py``; one JSON line per round, then the medians)::
 
     .venv/bin/python bench/floor_broker.py --rocketq .venv/bin/rocketq --rounds 3 --redis /tmp/peers/bin/python
+    .venv/bin/python bench/floor_broker.py --no-broker --variant "" --variant "--after-us 25 --yield-after-pull"
 """
 
 from __future__ import annotations

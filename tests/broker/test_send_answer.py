@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketq.broker.handlers.send import send_answer
+from rocketq.broker.handlers.send import one_stored_answer, send_answer
 from rocketq.common.message_id import encode_host, joined_offset_message_ids
 from rocketq.protocol import (
     LocalProtocolError,
@@ -50,6 +50,24 @@ def test_the_template_writes_what_the_encoder_writes(
     answer = send_answer(request, ResponseCode.SUCCESS, message_ids, queue_id, queue_offset)
     generic = make_response(request, ResponseCode.SUCCESS, ext_fields=_fields(message_ids, queue_id, queue_offset))
     written_as_the_encoder_would(answer, generic)
+
+
+@given(INT32, hosts, st.integers(0, 2**63 - 1), st.integers(0, 2**31 - 1), st.integers(0, 2**63 - 1))
+def test_one_stored_message_s_answer_is_send_answer_s(
+    opaque: int, host: bytes, physical: int, queue_id: int, queue_offset: int
+) -> None:
+    """The answer to a send of one message, made from its host's and queue's texts, is the answer
+    ``send_answer`` makes from the message id (and the generic encoder's, header and frame); its
+    extFields, kept as text, read as the same dict."""
+    request = _request(opaque)
+    message_id = joined_offset_message_ids(host, [physical])
+    answer = one_stored_answer(request, host, physical, queue_id, queue_offset)
+    reference = send_answer(request, ResponseCode.SUCCESS, message_id, queue_id, queue_offset)
+    assert answer.encoded_header == reference.encoded_header
+    assert answer.ext_fields == _fields(message_id, queue_id, queue_offset)
+    generic = make_response(request, ResponseCode.SUCCESS, ext_fields=_fields(message_id, queue_id, queue_offset))
+    written_as_the_encoder_would(answer, generic)
+    assert answer == reference
 
 
 LATE = [ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT, ResponseCode.SLAVE_NOT_AVAILABLE]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketq.broker.handlers.send import plain_stored_properties, stored_properties_suffix
+from rocketq.broker.handlers.send import plain_stored_properties
+from rocketq.broker.send_request import stored_properties_suffix
 from rocketq.common.message import decode_properties
 
 names = st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "WAIT", "a", "CLUSTERX", "DELAY", "MSG_REGION", "TRACE_ON", ""])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from rocketq.broker.handlers.send import stored_properties_suffix
+from rocketq.broker.send_request import stored_properties_suffix
 from rocketq.common.message import encode_properties
 from rocketq.common.record import record_size
 from rocketq.protocol.batch import BatchItem, encode_batch

@@ -1,13 +1,27 @@
-"""What a send request says and where it may go, read once per request: its header (``send_header``)
-and whether its topic may take it (``SendTopics``, remembered per topic)."""
+"""What a send request says and where it may go, read once per request: its header (``send_header``),
+whether its topic may take it (``SendTopics``, remembered per topic) and the properties the broker
+adds to what it stores (``stored_properties_suffix``)."""
 
 from __future__ import annotations
 
+import functools
 from typing import Final
 
 from rocketq.broker.topic_config import TopicConfigManager
+from rocketq.common.message import Property, encode_properties
 from rocketq.protocol import RemotingCommand, SendMessageRequestHeader, TopicConfig, ext_header
 from rocketq.protocol.headers import SEND_V2_HEADER_CODES, SendMessageRequestHeaderV2
+
+DEFAULT_REGION: Final = "DefaultRegion"  # MSG_REGION of every stored message (no multi-region support)
+TRACE_ON: Final = "true"  # TRACE_ON of every stored message
+
+
+@functools.lru_cache(maxsize=8)
+def stored_properties_suffix(cluster: str) -> str:
+    """The properties the broker adds to every message it stores, encoded."""
+    return encode_properties(
+        {Property.MSG_REGION: DEFAULT_REGION, Property.TRACE_SWITCH: TRACE_ON, Property.CLUSTER: cluster}
+    )
 
 
 def send_header(request: RemotingCommand) -> SendMessageRequestHeader:
@@ -27,7 +41,10 @@ class SendTopics:
     not one the broker writes itself, known, and writable. What makes a topic so changes only with its
     config (an update, a delete, a permission change, a slave taking its master's table: each gives the
     table a new ``data_version``) or the cluster's name, so a send to a remembered topic skips the checks;
-    any change forgets them all (at most ``MAX_NAMES`` are kept; then it starts over)."""
+    any change forgets them all (at most ``MAX_NAMES`` are kept; then it starts over).
+
+    ``properties_suffix`` is ``stored_properties_suffix`` of the cluster named in the last ``get`` or
+    ``remember`` (read once per cluster name, not per send)."""
 
     MAX_NAMES: Final = 4096
 
@@ -36,6 +53,7 @@ class SendTopics:
         self._version: object = None
         self._cluster = ""
         self._configs: dict[str, TopicConfig] = {}
+        self.properties_suffix = stored_properties_suffix("")
 
     def get(self, topic: str, cluster_name: str) -> TopicConfig | None:
         """The config of ``topic`` when a send found it sendable since the last change, else None."""
@@ -57,4 +75,6 @@ class SendTopics:
     def _forget(self, cluster_name: str) -> None:
         self._configs.clear()
         self._version = self._topics.data_version
+        if cluster_name != self._cluster:
+            self.properties_suffix = stored_properties_suffix(cluster_name)
         self._cluster = cluster_name

@@ -75,16 +75,22 @@ def decode_properties(text: str) -> dict[str, str]:
 
 def find_property(text: str, name: str) -> str | None:
     """``decode_properties(text).get(name)`` without building the dict (the dispatcher needs 3 names)."""
-    key = name + NAME_VALUE_SEPARATOR
-    end = len(text)
-    while (at := text.rfind(key, 0, end)) >= 0:
+    return property_value(text, name + NAME_VALUE_SEPARATOR)
+
+
+def property_value(text: str, key: str) -> str | None:
+    """``find_property`` of the name whose ``key`` is given: the name with ``NAME_VALUE_SEPARATOR``
+    appended, made once by a caller that looks the same names up in every record (a search for a
+    name that is not there is then one ``rfind``)."""
+    at = text.rfind(key)
+    while at >= 0:
         if at == 0 or text[at - 1] == PROPERTY_SEPARATOR:
             value_at = at + len(key)
             stop = text.find(PROPERTY_SEPARATOR, value_at)
             value = text[value_at:] if stop < 0 else text[value_at:stop]
             if value:  # an empty value is skipped, as decode_properties skips it
                 return value
-        end = at + len(key) - 1  # an earlier occurrence starts before ``at``
+        at = text.rfind(key, 0, at + len(key) - 1)  # an earlier occurrence starts before ``at``
     return None
 
 

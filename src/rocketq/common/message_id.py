@@ -45,9 +45,14 @@ def joined_offset_message_ids(store_host: bytes, offsets: Sequence[int]) -> str:
         return ""
     host = _host_hex(store_host)
     if len(offsets) == 1 and offsets[0] >= 0:  # one message's id (most sends): nothing packed or replaced
-        return host + offsets[0].to_bytes(8, "big").hex().upper()
+        return host + offset_hex(offsets[0])
     packed = struct.pack(f">{len(offsets)}q", *offsets)
     return host + packed.hex(",", 8).upper().replace(",", "," + host)
+
+
+def offset_hex(offset: int) -> str:
+    """The last 16 characters of an offset message id: a CommitLog offset (>= 0) in upper-case hex."""
+    return offset.to_bytes(8, "big").hex().upper()
 
 
 @functools.lru_cache(maxsize=64)

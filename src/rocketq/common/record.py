@@ -117,19 +117,27 @@ def record_size(body_length: int, topic_length: int, properties_length: int) -> 
     return RECORD_OVERHEAD + body_length + topic_length + properties_length
 
 
-RECORD_STRUCTS: dict[tuple[int, int, int], struct.Struct] = {}
-"""Whole-record Structs by (body, topic, properties) length; read directly on the append hot path."""
+RECORD_STRUCTS: dict[int, struct.Struct] = {}
+"""Whole-record Structs by ``record_struct_key``; read directly on the append hot path."""
+
+
+def record_struct_key(body_length: int, topic_length: int, properties_length: int) -> int:
+    """The key of a record's Struct in ``RECORD_STRUCTS``: the three lengths in one int (a topic is
+    at most 127 bytes, properties at most 32,767: each has its own bits), so a put looks its Struct up
+    without making a tuple."""
+    return body_length << 24 | topic_length << 16 | properties_length
 
 
 def record_struct(body_length: int, topic_length: int, properties_length: int) -> struct.Struct:
     """One precompiled Struct for a whole record of these lengths, cached: a put is one pack_into."""
-    key = (body_length, topic_length, properties_length)
+    key = record_struct_key(body_length, topic_length, properties_length)
     packer = RECORD_STRUCTS.get(key)
     if packer is None:
-        if len(RECORD_STRUCTS) >= 4096:
-            RECORD_STRUCTS.clear()
         packer = struct.Struct(f">iiiiiqqiq8sq8siqi{body_length}sb{topic_length}sh{properties_length}s")
-        RECORD_STRUCTS[key] = packer
+        if topic_length <= MAX_TOPIC_LENGTH and properties_length <= MAX_PROPERTIES_LENGTH:  # (else no key)
+            if len(RECORD_STRUCTS) >= 4096:
+                RECORD_STRUCTS.clear()
+            RECORD_STRUCTS[key] = packer
     return packer
 
 

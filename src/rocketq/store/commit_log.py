@@ -28,6 +28,7 @@ __all__ = ["ColumnBatch", "CommitLog"]  # (ColumnBatch: the compiled scan's reco
 _TXN_MASK = rec.SysFlag.TRANSACTION_MASK
 _PUT_OK: Final = PutStatus.PUT_OK  # read per put, bound once (see rocketq.native.modules on enum members)
 _NO_QUEUE_OFFSET = rec.NOT_QUEUED_TRANSACTIONS
+_RECORD_STRUCTS: Final = rec.RECORD_STRUCTS  # (the same dict, bound once)
 
 _Encoded = tuple[MessageToStore, bytes, bytes, int]  # message, topic, properties, record size
 
@@ -167,7 +168,7 @@ class CommitLog(LogReads):
                 table[key] = queue_offset + 1
             body = message.body
             lengths = (len(body), len(topic), len(properties))
-            packer = structs.get(lengths) or rec.record_struct(*lengths)
+            packer = structs.get(rec.record_struct_key(*lengths)) or rec.record_struct(*lengths)
             physical = base + position
             packer.pack_into(
                 target, at, size, magic, crc32(body) & 0x7FFFFFFF, queue_id, message.flag, queue_offset,
@@ -251,8 +252,9 @@ class CommitLog(LogReads):
         key = (topic, queue_id)
         queue_offset = table.get(key, 0)
         table[key] = queue_offset + 1
-        lengths = (body_length, topic_length, properties_length)
-        packer = rec.RECORD_STRUCTS.get(lengths) or rec.record_struct(body_length, topic_length, properties_length)
+        packer = _RECORD_STRUCTS.get(rec.record_struct_key(body_length, topic_length, properties_length))
+        if packer is None:
+            packer = rec.record_struct(body_length, topic_length, properties_length)
         physical = mapped.start_offset + position
         staged = self.staged  # (SYNC_FLUSH: packed apart, then written with pwrite instead of through the map)
         target: bytearray | memoryview = bytearray(size) if staged else mapped.buffer

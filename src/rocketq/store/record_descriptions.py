@@ -6,11 +6,23 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
+from typing import Final
 
-from rocketq.common.message import KEY_SEPARATOR, SCHEDULE_TOPIC, Property, find_property, tags_hash_code
+from rocketq.common.message import (
+    KEY_SEPARATOR,
+    NAME_VALUE_SEPARATOR,
+    SCHEDULE_TOPIC,
+    Property,
+    find_property,
+    property_value,
+    tags_hash_code,
+)
 from rocketq.store.results import DispatchRequest
 
-_UNIQ_KEY = Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+# the names every record is searched for, with their separator (``property_value``'s keys)
+_TAGS_KEY: Final = Property.TAGS + NAME_VALUE_SEPARATOR
+_KEYS_KEY: Final = Property.KEYS + NAME_VALUE_SEPARATOR
+_UNIQ_KEY_KEY: Final = Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX + NAME_VALUE_SEPARATOR
 _TAGS_CODES_KEPT = 100_000  # tag texts whose hash codes are remembered
 
 APPENDED_MAX = 65_536
@@ -49,9 +61,9 @@ class RecordDescriptions:
             if topic == SCHEDULE_TOPIC:
                 tags_code = self._delivery_time(properties, store_timestamp)
             else:
-                tags = find_property(properties, Property.TAGS)
+                tags = property_value(properties, _TAGS_KEY)
                 tags_code = self._tags_code(tags) if tags else 0
-            keys, uniq_key = find_property(properties, Property.KEYS), find_property(properties, _UNIQ_KEY)
+            keys, uniq_key = property_value(properties, _KEYS_KEY), property_value(properties, _UNIQ_KEY_KEY)
         return DispatchRequest(
             topic,
             queue_id,

@@ -10,7 +10,6 @@ as one half message holding the batch.
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 import logging
 import random
@@ -29,7 +28,7 @@ from rocketq.broker.message_put import (
     response_code,
 )
 from rocketq.broker.retry import V3_4_9
-from rocketq.broker.send_request import SendTopics, send_header
+from rocketq.broker.send_request import DEFAULT_REGION, TRACE_ON, SendTopics, send_header
 from rocketq.broker.topic_config import is_writeable, topic_name_problem_in_cluster
 from rocketq.broker.transactions.half import batch_transaction_problem, make_half, transaction_of_batch
 from rocketq.common.group_topics import DEFAULT_MAX_RECONSUME_TIMES, RETRY_PREFIX
@@ -41,7 +40,7 @@ from rocketq.common.message import (
     encode_properties,
     find_property,
 )
-from rocketq.common.message_id import encode_host, joined_offset_message_ids
+from rocketq.common.message_id import encode_host, joined_offset_message_ids, offset_hex
 from rocketq.common.names import NOT_SENDABLE_TOPICS
 from rocketq.common.record import SysFlag
 from rocketq.protocol import (
@@ -55,8 +54,10 @@ from rocketq.protocol import (
     decode_batch,
 )
 from rocketq.protocol.command import (
+    DEFAULT_VERSION,
     JSON_ANSWER_BEFORE_OPAQUE,
     JSON_HEADER_END,
+    RESPONSE_FLAG,
     takes_templated_header,
     templated_response,
 )
@@ -64,12 +65,11 @@ from rocketq.remoting import Connection, ServerHandler
 from rocketq.store import BatchToStore, MessageToStore, PutMessageResult
 
 _header_values: Final = msgspec.structs.astuple
+_Raw: Final = msgspec.Raw  # (bound once: read per stored send's answer)
 log = logging.getLogger(__name__)
 
 _TRUE = ("true", "1")
 _BORN_HOST = "born_host"
-DEFAULT_REGION = "DefaultRegion"  # MSG_REGION of every stored message (no multi-region support)
-TRACE_ON = "true"  # TRACE_ON of every stored message
 
 
 # Enum members read per request, bound once (see rocketq.native.modules on enum members)
@@ -111,14 +111,6 @@ _NEEDS_GENERAL_PATH = tuple(
 )
 """``name<value separator>`` of the properties the broker sets or acts on, looked for as substrings (five
 ``in`` tests cost a quarter of one search of the same alternatives as a regular expression)."""
-
-
-@functools.lru_cache(maxsize=8)
-def stored_properties_suffix(cluster: str) -> str:
-    """The properties the broker adds to every message it stores, encoded."""
-    return encode_properties(
-        {Property.MSG_REGION: DEFAULT_REGION, Property.TRACE_SWITCH: TRACE_ON, Property.CLUSTER: cluster}
-    )
 
 
 def plain_stored_properties(text: str, suffix: str) -> str | None:
@@ -237,7 +229,7 @@ def _send(
 
     is_batch = request.code == _SEND_BATCH_MESSAGE or batch_header
     body = bytes(request.body)
-    plain_suffix = stored_properties_suffix(cluster_name)
+    plain_suffix = send_topics.properties_suffix  # (the cluster's: send_topics.get read its name)
     if not (is_batch or dead_letter):  # one message: the path of a plain one that waits for nothing
         properties_text = header_properties or ""
         plain = plain_stored_properties(properties_text, plain_suffix)
@@ -405,8 +397,11 @@ def _response(
     code = response_code(result.status)
     if result.status not in STORED:
         return reply(request, code, result.remark or result.status.value)
-    context.put_traffic.record(topic, len(result.queue_offsets), result.wrote_bytes)  # once per request
-    message_ids = joined_offset_message_ids(context.store_host, result.physical_offsets)
+    physical_offsets = result.physical_offsets
+    context.put_traffic.record(topic, len(physical_offsets), result.wrote_bytes)  # once per request
+    if code == _SUCCESS and len(physical_offsets) == 1 and takes_templated_header(request):
+        return one_stored_answer(request, context.store_host, physical_offsets[0], queue_id, result.queue_offsets[0])
+    message_ids = joined_offset_message_ids(context.store_host, physical_offsets)
     return send_answer(request, code, message_ids, queue_id, result.queue_offsets[0])
 
 
@@ -415,9 +410,9 @@ def _response(
 _ANSWER_HEAD: Final = f'{{"code":{int(ResponseCode.SUCCESS)},"extFields":{{"msgId":"'
 _AFTER_MESSAGE_IDS: Final = '","queueId":"'
 _AFTER_QUEUE_ID: Final = '","queueOffset":"'
-_AFTER_QUEUE_OFFSET: Final = (
-    f'","{Property.MSG_REGION}":"{DEFAULT_REGION}","{Property.TRACE_SWITCH}":"{TRACE_ON}"}}' + JSON_ANSWER_BEFORE_OPAQUE
-)
+_AFTER_FIELDS: Final = f'","{Property.MSG_REGION}":"{DEFAULT_REGION}","{Property.TRACE_SWITCH}":"{TRACE_ON}"}}'
+_AFTER_QUEUE_OFFSET: Final = _AFTER_FIELDS + JSON_ANSWER_BEFORE_OPAQUE
+_CODE_HEAD: Final = f'{{"code":{int(ResponseCode.SUCCESS)},"extFields":'
 
 
 def send_answer(
@@ -445,3 +440,47 @@ def send_answer(
             f"{_AFTER_QUEUE_OFFSET}{request.opaque}{JSON_HEADER_END}"
         ).encode()
     return templated_response(request, code, fields, encoded)
+
+
+_IDS_KEPT: Final = 64  # hosts and queue ids whose text is kept (a broker answers for one host, few queues)
+_ID_HEADS: Final[dict[bytes, str]] = {}
+"""Store host -> the answer's extFields text up to the host's hex: ``{"msgId":"<host hex>``."""
+_QUEUE_ID_TEXTS: Final[dict[int, str]] = {}
+"""Queue id -> the extFields text between the message id and the queue offset."""
+
+
+def one_stored_answer(
+    request: RemotingCommand, store_host: bytes, physical_offset: int, queue_id: int, queue_offset: int
+) -> RemotingCommand:
+    """``send_answer(request, SUCCESS, <the record's offset message id>, queue_id, queue_offset)`` of a
+    send that stored one message at ``physical_offset`` (>= 0), for a request that
+    ``takes_templated_header``: the answer's extFields text made from what is fixed for its host and
+    queue (kept per host and per queue id) and the three values that vary (the offset's hex, the
+    queue offset, the opaque); the answer keeps that text (``ext_json``: a dict only if something
+    reads ``ext_fields``) and its header is that text inside the fixed rest of the header.
+    ``tests/broker/test_send_answer.py`` holds it equal to ``send_answer``'s answer and frame."""
+    head = _ID_HEADS.get(store_host)
+    if head is None:
+        head = _kept(_ID_HEADS, store_host, '{"msgId":"' + store_host.hex().upper())
+    between = _QUEUE_ID_TEXTS.get(queue_id)
+    if between is None:
+        between = _kept(_QUEUE_ID_TEXTS, queue_id, f"{_AFTER_MESSAGE_IDS}{queue_id}{_AFTER_QUEUE_ID}")
+    ext = f"{head}{offset_hex(physical_offset)}{between}{queue_offset}{_AFTER_FIELDS}"
+    opaque = request.opaque
+    return RemotingCommand(
+        code=_SUCCESS,
+        opaque=opaque,
+        flag=RESPONSE_FLAG,
+        version=DEFAULT_VERSION,
+        ext_json=_Raw(ext),
+        serialize_type=request.serialize_type,
+        encoded_header=f"{_CODE_HEAD}{ext}{JSON_ANSWER_BEFORE_OPAQUE}{opaque}{JSON_HEADER_END}".encode(),
+    )
+
+
+def _kept(texts: dict[Any, str], key: object, text: str) -> str:
+    """``text`` kept in ``texts`` under ``key`` (at most ``_IDS_KEPT``; then they start over)."""
+    if len(texts) >= _IDS_KEPT:
+        texts.clear()
+    texts[key] = text
+    return text

@@ -27,7 +27,14 @@ from rocketq.client.errors import BrokerResponseError, MQClientError, MQConnecti
 from rocketq.client.instance import ClientInstance
 from rocketq.client.message import MessageExt, MessageQueue
 from rocketq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteOffsetStore
-from rocketq.client.pull import PullResult, is_pull_answer, pull_request, pull_result, suggested_broker_id
+from rocketq.client.pull import (
+    PullResult,
+    QueuePulls,
+    broker_id_of,
+    is_pull_answer,
+    pull_answer_fields,
+    pull_result,
+)
 from rocketq.client.rebalance import STRATEGIES
 from rocketq.client.route import MASTER_ID, subscribe_queues
 from rocketq.client.running_info import consume_directly_response, running_info_response
@@ -87,6 +94,7 @@ class ConsumerCore:
         # the broker id of its group each queue's next pull goes to: the last pull answer's suggestion
         # (suggestWhichBrokerId; docs/replication.md#reads-from-slaves), absent = the master
         self.pull_from: dict[MessageQueue, int] = {}
+        self._queue_pulls: dict[MessageQueue, QueuePulls] = {}  # each queue's pull requests' template
         self.instance = ClientInstance(
             config.client,
             handlers={
@@ -419,32 +427,29 @@ class ConsumerCore:
         its listener from it, before the loop runs whatever else that read (or the one before it in
         the same turn, such as a producer's answer) made ready. ``on_result`` must not wait."""
         config = self.config
-        found = self.instance.broker_address(queue.broker_name, self.pull_from.get(queue, MASTER_ID))
+        instance = self.instance
+        found = instance.broker_address(queue.broker_name, self.pull_from.get(queue, MASTER_ID))
         address, broker_id = (None, MASTER_ID) if found is None else found
-        request = pull_request(
-            config.group,
-            queue,
-            offset,
-            config.pull_batch_size,
-            selector.expression,
-            commit_offset=commit_offset if broker_id == MASTER_ID else 0,  # slaves take offsets by UPDATE only
-            suspend_ms=config.broker_suspend_max_time_ms,
-            sub_version=self.subscription(queue.topic).sub_version,
-            expression_type=selector.expression_type,
-        )
+        group, max_nums, suspend_ms = config.group, config.pull_batch_size, config.broker_suspend_max_time_ms
+        expression, expression_type = selector.expression, selector.expression_type
+        sub_version = self.subscription(queue.topic).sub_version
+        pulls = self._queue_pulls.get(queue)
+        if pulls is None or not pulls.serves(group, max_nums, expression, suspend_ms, sub_version, expression_type):
+            pulls = QueuePulls(group, queue, max_nums, expression, suspend_ms, sub_version, expression_type)
+            self._queue_pulls[queue] = pulls
+        # slaves take offsets by UPDATE only
+        request = pulls.request(offset, commit_offset if broker_id == MASTER_ID else 0)
         began = time.monotonic()
 
         def read(response: RemotingCommand) -> PullResult | None:
             """The answer, in the read that brought it; None when a slave refused the pull."""
-            if (
-                broker_id != MASTER_ID
-                and not is_pull_answer(response)
-                and self.instance.master_address(queue.broker_name)
-            ):
+            if broker_id != MASTER_ID and not is_pull_answer(response) and instance.master_address(queue.broker_name):
                 log.info("pull of %s from slave %s refused (%s): asking the master", queue, address, response.code)
                 return None
-            self.pull_from[queue] = suggested_broker_id(response)
-            result = pull_result(response, tags, address or "")
+            source = address or ""
+            fields = pull_answer_fields(response, source)  # (read once, for the suggestion and the result)
+            self.pull_from[queue] = broker_id_of(fields[0])
+            result = pull_result(response, tags, source, fields)
             round_trip_s = time.monotonic() - began
             try:
                 if on_result is not None:
@@ -456,12 +461,21 @@ class ConsumerCore:
         try:
             if address is None:
                 raise MQClientError(f"no broker of {queue.broker_name} in the route")
+            timeout_s = config.consumer_timeout_when_suspend_s
             try:
-                result = await self.instance.invoke_broker(
-                    address, request, config.consumer_timeout_when_suspend_s, read
-                )
+                # the usual pull (its broker connected) is written straight to the connection, whose
+                # future is awaited here (no coroutines of invoke_broker, RemotingClient.invoke and
+                # Connection.invoke between them); otherwise the general path connects first
+                connection = instance.remoting.open_connection(address)
+                if connection is None:
+                    result = await instance.invoke_broker(address, request, timeout_s, read)
+                else:
+                    sign = instance.sign
+                    if sign is not None:
+                        sign(request)
+                    result = await connection.request(request, timeout_s, read)
             except RemotingError:
-                self.pull_from[queue] = self.instance.fallback_broker_id(queue.broker_name, broker_id)
+                self.pull_from[queue] = instance.fallback_broker_id(queue.broker_name, broker_id)
                 raise
             if result is None:
                 # a slave that refuses (it has not copied the topic or group from its master yet): the

@@ -309,7 +309,7 @@ class QueueReader:
                 log.info("pull of %s from slave %s refused (%s): asking the master", queue, address, response.code)
                 target, retried = (master, MASTER_ID), True
                 continue
-            self._pull_from[queue] = suggested_broker_id(response)
+            self._pull_from[queue] = suggested_broker_id(response, address)
             return response, address
 
     def read(

@@ -5,12 +5,15 @@ here, so a send's result does not depend on the thread that made it."""
 
 from __future__ import annotations
 
-from typing import final
+from typing import Any, final
 
+import msgspec
+
+from rocketq.client.answer_fields import answer_values, decode_send_answer_fields
 from rocketq.client.errors import BrokerResponseError, MQClientError, broker_error
 from rocketq.client.message import MessageQueue, SendResult, SendStatus
 from rocketq.client.send_checks import PreparedSend
-from rocketq.protocol import RemotingCommand, ResponseCode
+from rocketq.protocol import ProtocolError, RemotingCommand, ResponseCode
 from rocketq.remoting import RemotingError
 
 STATUS_BY_CODE: dict[int, SendStatus] = {
@@ -39,16 +42,42 @@ def send_result(response: RemotingCommand, queue: MessageQueue, unique_id: str, 
 
     Raises:
         BrokerResponseError: the broker did not store the message (its code and remark).
+        MQClientError: the answer's header is malformed (a queue id or offset that is not a number).
     """
     status = STATUS_BY_CODE.get(response.code)
     if status is None:
         raise broker_error(response.code, response.remark, address)
-    fields = response.ext_fields
-    queue_id = fields.get("queueId")
-    if queue_id is not None and int(queue_id) != queue.queue_id:  # the broker chose another queue
-        queue = MessageQueue(queue.topic, queue.broker_name, int(queue_id))
-    offset = fields.get("queueOffset")  # (a str: int() of it is the compiled string parse)
-    return SendResult(status, unique_id, fields.get("msgId", ""), queue, -1 if offset is None else int(offset))
+    offset_ids, queue_id, offset = send_answer_fields(response, address)
+    try:  # (int() of a str is the compiled string parse)
+        if queue_id is not None and int(queue_id) != queue.queue_id:  # the broker chose another queue
+            queue = MessageQueue(queue.topic, queue.broker_name, int(queue_id))
+        queue_offset = -1 if offset is None else int(offset)
+    except ValueError as exc:
+        raise MQClientError(f"malformed send response from {address}: {exc}") from exc
+    return SendResult(status, unique_id, "" if offset_ids is None else offset_ids, queue, queue_offset)
+
+
+def send_answer_fields(response: RemotingCommand, address: str) -> tuple[str | None, str | None, str | None]:
+    """A send answer's msgId, queueId and queueOffset, as ``response.ext_fields.get(key)`` gives them:
+    read from the extFields' JSON text when the answer kept it (a client's connections do), into
+    ``SendAnswerFields`` (no dict), else (or when that decode refuses: a value that is not text) from
+    ``ext_fields``.
+
+    Raises:
+        MQClientError: the extFields are malformed (``ext_fields`` refuses them), ``address`` named.
+    """
+    text: Any = response.ext_json  # (a msgspec.Raw)
+    if text is not None:
+        try:
+            values: tuple[str | None, str | None, str | None] = answer_values(decode_send_answer_fields(text))
+            return values
+        except (msgspec.DecodeError, UnicodeDecodeError):  # (ext_fields below reads it, or says what is wrong)
+            pass
+    try:
+        fields = response.ext_fields
+    except ProtocolError as exc:
+        raise MQClientError(f"malformed send response from {address}: {exc}") from exc
+    return fields.get("msgId"), fields.get("queueId"), fields.get("queueOffset")
 
 
 def attempt_timeout(send_attempt_timeout_s: float | None, total_s: float, retries: int, idempotent: bool) -> float:

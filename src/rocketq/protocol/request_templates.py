@@ -1,6 +1,7 @@
 """The JSON headers of the clients' two most frequent requests (SEND_MESSAGE_V2 and PULL_MESSAGE),
 written from templates instead of through a dict and the generic encoder (compiled: every send and every
-pull goes through here).
+pull goes through here). A push consumer keeps each queue's pull header cut around its three changing
+values (``pull_header_parts``), so its next pull only writes those and the opaque.
 
 Each template writes exactly the bytes ``encode_json_header`` writes for the same command (keys in the
 same order, text escaped by the same encoder): ``tests/protocol/test_request_templates.py`` holds them
@@ -108,14 +109,41 @@ def pull_request_header(opaque: int, fields: dict[str, str], max_bytes_field: st
     """The JSON header of a PULL_MESSAGE request whose ``extFields`` are ``fields``:
     PullMessageRequestHeader's keys as ``client.pull.pull_request`` writes them (consumerGroup, topic,
     subscription and expressionType text, the others decimal, in the order below) and then
-    ``max_bytes_field`` (its value ``fields[max_bytes_field]``, decimal) when given. ``opaque`` is int32."""
+    ``max_bytes_field`` (its value ``fields[max_bytes_field]``, decimal) when given. ``opaque`` is int32.
+    Written as ``pull_header_parts`` filled by ``filled_pull_header``."""
+    parts = pull_header_parts(fields, max_bytes_field)
+    return filled_pull_header(parts, fields["queueOffset"], fields["sysFlag"], fields["commitOffset"], opaque)
+
+
+PullHeaderParts = tuple[str, str, str, str]
+"""A pull request's header (``pull_request_header``) cut around the values a queue's pulls do not share:
+the text before the queue offset's value, between it and the sys flag's, between that and the commit
+offset's, and after it up to the opaque."""
+
+
+def pull_header_parts(fields: dict[str, str], max_bytes_field: str | None) -> PullHeaderParts:
+    """``pull_request_header``'s text for ``fields`` without the queue offset, sys flag and commit offset
+    values and the opaque (``PullHeaderParts``): what a queue's pulls share, made once per queue by
+    ``client.pull.QueuePulls``."""
     extra = "" if max_bytes_field is None else f',{json_text(max_bytes_field)}:"{fields[max_bytes_field]}"'
     return (
         f'{{"code":11,"extFields":{{"consumerGroup":{json_text(fields["consumerGroup"])}'
-        f',"topic":{json_text(fields["topic"])},"queueId":"{fields["queueId"]}"'
-        f',"queueOffset":"{fields["queueOffset"]}","maxMsgNums":"{fields["maxMsgNums"]}"'
-        f',"sysFlag":"{fields["sysFlag"]}","commitOffset":"{fields["commitOffset"]}"'
-        f',"suspendTimeoutMillis":"{fields["suspendTimeoutMillis"]}"'
+        f',"topic":{json_text(fields["topic"])},"queueId":"{fields["queueId"]}","queueOffset":"',
+        f'","maxMsgNums":"{fields["maxMsgNums"]}","sysFlag":"',
+        '","commitOffset":"',
+        f'","suspendTimeoutMillis":"{fields["suspendTimeoutMillis"]}"'
         f',"subscription":{json_text(fields["subscription"])},"subVersion":"{fields["subVersion"]}"'
-        f',"expressionType":{json_text(fields["expressionType"])}{extra}{_REQUEST_TAIL}{opaque}{_REQUEST_END}'
+        f',"expressionType":{json_text(fields["expressionType"])}{extra}{_REQUEST_TAIL}',
+    )
+
+
+def filled_pull_header(
+    parts: PullHeaderParts, queue_offset: str, sys_flag: str, commit_offset: str, opaque: int
+) -> bytes:
+    """A pull request's header from its ``parts`` (``pull_header_parts``) and its own values (decimal
+    text; ``opaque`` an int32)."""
+    head, before_sys_flag, before_commit_offset, rest = parts
+    return (
+        f"{head}{queue_offset}{before_sys_flag}{sys_flag}{before_commit_offset}{commit_offset}{rest}"
+        f"{opaque}{_REQUEST_END}"
     ).encode()

@@ -103,15 +103,18 @@ class Connection(asyncio.BufferedProtocol):
         self._on_request = on_request
         self._on_close = on_close
         # a server takes a large request's body in parts as they come (a peer announcing big frames does not
-        # make it hold their size first); a client receives a large answer into one buffer, its body
+        # make it hold their size first); a client receives a large answer into one buffer, its body.
+        # Both keep JSON extFields as their text (no dict made per frame): the broker's send and pull
+        # handlers decode their typed headers straight from it, and so do a client's readers of a send's
+        # and a pull's answer (rocketq.client.answer_fields); any other reader gets the dict when it asks
         if limits is not None:
-            # (requests' extFields read from their JSON text: the handlers of sends and pulls decode their
-            # typed headers straight from it, no dict)
             self._decoder = FrameDecoder(
                 max_frame_size=max_frame_size, body_chunk=SERVER_BODY_CHUNK, keep_ext_json=True
             )
         else:
-            self._decoder = FrameDecoder(max_frame_size=max_frame_size, receive_buffer=CLIENT_RECEIVE_BUFFER)
+            self._decoder = FrameDecoder(
+                max_frame_size=max_frame_size, receive_buffer=CLIENT_RECEIVE_BUFFER, keep_ext_json=True
+            )
         self._pending: dict[int, Outstanding] = {}  # by opaque; see request
         self._readers: dict[int, Callable[[RemotingCommand], Any]] = {}  # see invoke's ``read``
         self._transport: asyncio.Transport | None = None

@@ -110,7 +110,7 @@ def _hot_request(header: bytes, body: Body) -> RemotingCommand | None:
     kept as ``header_json`` for other readers of its extFields), instead of a pass that keeps the extFields
     text and a second that reads the typed header from it. None for any other header, and for one this
     decode refuses (the general decode then reads it, or says what is wrong, as for any request):
-    tests/protocol/test_request_lane.py holds the two equal."""
+    tests/protocol/test_header_decode.py holds the two equal."""
     decode: Callable[[bytes], Any] | None = None
     if header.startswith(_SEND_V2_START):
         decode = _decode_send_v2_frame

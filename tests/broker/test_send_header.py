@@ -6,12 +6,18 @@ refuses is refused with the same error."""
 from __future__ import annotations
 
 import msgspec
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rocketq.broker.send_request import send_header
-from rocketq.protocol import RemoteProtocolError, RemotingCommand, RequestCode
-from rocketq.protocol.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2, parse_send_message_header
+from rocketq.protocol import RemoteProtocolError, RemotingCommand, RequestCode, ext_value
+from rocketq.protocol.headers import (
+    IDEMPOTENT_SEND_FIELD,
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+    parse_send_message_header,
+)
 
 CODES = [RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE]
 
@@ -105,3 +111,50 @@ def test_a_plain_v2_header_is_read_as_sent() -> None:
             False,
             16,
         )
+
+
+MARKS = st.one_of(TEXTS, st.sampled_from(["true", "1", "TRUE", "false", "0", " true", "1.0"]))
+"""Values of the idempotent mark as text (how rocketq's producer writes it: "true")."""
+JSON_MARKS = st.one_of(st.booleans(), st.integers(-2, 2), st.none(), st.floats(allow_nan=False), MARKS)
+"""Values of the mark as other clients could write them: any JSON scalar."""
+
+
+def mark_by_ext_value(request: RemotingCommand) -> bool:
+    """The mark as the broker read it before it was a field of the header: a second pass over the
+    extFields (``ext_value``), its value normalised to text."""
+    return ext_value(request, IDEMPOTENT_SEND_FIELD) in ("true", "1")
+
+
+@settings(max_examples=400, deadline=None)
+@given(request=requests(), mark=st.none() | JSON_MARKS)
+@example(request=RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields=V2_PLAIN), mark="true")
+@example(request=RemotingCommand(code=RequestCode.SEND_MESSAGE, ext_fields={}), mark=True)
+def test_the_idempotent_mark_read_with_the_header_is_ext_values(request: RemotingCommand, mark: object) -> None:
+    """``rq_idempotent``, read in the same decode as the header, marks a send exactly when ``ext_value``
+    of ``IDEMPOTENT_SEND_FIELD`` says "true" or "1" (whatever JSON type the value came as), from the JSON
+    text a server keeps and from the dict; a header refused is refused either way."""
+    fields: dict[str, object] = dict(request.ext_fields)
+    if mark is not None:
+        fields[IDEMPOTENT_SEND_FIELD] = mark
+    received = RemotingCommand(code=request.code, ext_json=msgspec.Raw(msgspec.json.encode(fields)))
+    expected = mark_by_ext_value(received)
+    as_dict = RemotingCommand(code=request.code, ext_fields=dict(received.ext_fields))
+    for sent in (RemotingCommand(code=request.code, ext_json=msgspec.Raw(msgspec.json.encode(fields))), as_dict):
+        try:
+            header = send_header(sent)
+        except RemoteProtocolError:
+            with pytest.raises(RemoteProtocolError):
+                parsed_header(as_dict)
+            continue
+        assert (header.rq_idempotent in ("true", "1")) == expected
+
+
+def test_a_marked_send_header_says_so_in_both_forms() -> None:
+    v1 = {"producerGroup": "g", "topic": "T", "defaultTopic": "TBW102", "defaultTopicQueueNums": "4"}
+    v1 |= {"queueId": "0", "sysFlag": "0", "bornTimestamp": "1", "flag": "0"}
+    for code, fields in ((RequestCode.SEND_MESSAGE_V2, V2_PLAIN), (RequestCode.SEND_MESSAGE, v1)):
+        for mark, marked in (("true", True), ("1", True), ("false", False), (None, False)):
+            sent = dict(fields) if mark is None else {**fields, IDEMPOTENT_SEND_FIELD: mark}
+            header = send_header(RemotingCommand(code=code, ext_json=msgspec.Raw(msgspec.json.encode(sent))))
+            assert (header.rq_idempotent in ("true", "1")) is marked
+            assert header.topic == "T"

@@ -66,7 +66,7 @@ def assert_same_reads(header: bytes, code: int) -> None:
     """Every reader of a request with this JSON ``header`` gets from the kept text what the dict gives."""
     eager = decode_command(0, header, b"body")
     kept = decode_command(0, header, b"body", keep_ext_json=True)
-    assert kept.ext_json is not None
+    assert kept.ext_json is not None or kept.header_json == header  # (the request lane keeps the whole header)
     for header_type in {HEADER_TYPES.get(code, SendMessageRequestHeaderV2), PullMessageRequestHeader}:
         fresh = decode_command(0, header, b"body", keep_ext_json=True)
         assert outcome(partial(ext_header, fresh, header_type)) == outcome(partial(general_header, eager, header_type))
@@ -74,7 +74,7 @@ def assert_same_reads(header: bytes, code: int) -> None:
         fresh = decode_command(0, header, b"body", keep_ext_json=True)
         assert ext_value(fresh, key) == eager.ext_fields.get(key)
     assert kept == eager  # (reads ext_fields: decoded from the text, once)
-    assert kept.ext_json is None and kept.ext_fields is kept.ext_fields
+    assert kept.ext_json is None and kept.header_json is None and kept.ext_fields is kept.ext_fields
 
 
 @settings(max_examples=150, deadline=None)
@@ -187,3 +187,73 @@ def test_setting_ext_fields_replaces_the_kept_text() -> None:
     command = decode_command(0, b'{"code":11,"extFields":{"a":"1"},"opaque":1}', keep_ext_json=True)
     command.ext_fields = {"b": "2"}
     assert command.ext_json is None and ext_value(command, "a") is None and command.ext_fields == {"b": "2"}
+
+
+def general_decode(header: bytes) -> RemotingCommand:
+    """The request as the general path decodes it: the same JSON after a space, which the request lane
+    does not take (its extFields kept as their text)."""
+    command = decode_command(0, b" " + header, b"body", keep_ext_json=True)
+    assert command.typed_header is None and command.ext_json is not None
+    return command
+
+
+def same_command(lane: RemotingCommand, general: RemotingCommand) -> None:
+    values = (lane.code, lane.language, lane.version, lane.opaque, lane.flag, lane.remark, lane.serialize_type)
+    assert values == (
+        general.code,
+        general.language,
+        general.version,
+        general.opaque,
+        general.flag,
+        general.remark,
+        general.serialize_type,
+    )
+    assert lane == general and lane.body == general.body
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_headers(), st.sampled_from([b"", b'"remark":"r\\u0001","version":12,']))
+def test_the_request_lane_reads_what_the_general_decode_does(drawn: tuple[bytes, int], more: bytes) -> None:
+    """A send or pull header that starts as clients write it is read with its typed header in one decode
+    (``typed_header``): the command, its typed header (or the header's refusal) and its extFields are what
+    the general decode gives; a header the lane cannot read is read by the general decode."""
+    header, code = drawn
+    header = header.replace(b",", b"," + more, 1)  # (keys after "code", where the lane still takes it)
+    try:
+        general = general_decode(header)
+        general.ext_fields  # noqa: B018 (a value Python cannot hold: refused by both, when read)
+    except RemoteProtocolError:
+        return
+    lane = decode_command(0, header, b"body", keep_ext_json=True)
+    header_type = HEADER_TYPES.get(code, SendMessageRequestHeaderV2)
+    expected = outcome(partial(ext_header, general_decode(header), header_type))
+    assert outcome(partial(ext_header, lane, header_type)) == expected
+    if lane.typed_header is not None:
+        assert header.startswith((b'{"code":310,', b'{"code":11,'))
+        assert ("value", lane.typed_header) == expected
+    same_command(lane, general)
+
+
+def test_rocketq_sends_and_pulls_take_the_request_lane() -> None:
+    send = V2_SEND.replace(b'"e":"1"', b'"e":"x"')
+    for header, header_type in ((V2_SEND, SendMessageRequestHeaderV2), (PULL, PullMessageRequestHeader)):
+        lane = decode_command(0, header, b"body", keep_ext_json=True)
+        assert type(lane.typed_header) is header_type and lane.ext_json is None
+        assert ext_header(lane, header_type) is lane.typed_header
+        same_command(lane, general_decode(header))
+    refused = decode_command(0, send, b"body", keep_ext_json=True)  # (a queueId that is no number)
+    assert refused.typed_header is None and refused.ext_json is not None
+    with pytest.raises(RemoteProtocolError, match="invalid SendMessageRequestHeaderV2"):
+        ext_header(refused, SendMessageRequestHeaderV2)
+
+
+V2_SEND = (
+    b'{"code":310,"extFields":{"a":"g","b":"T","c":"TBW102","d":"4","e":"1","f":"0","g":"1700000000000","h":"0",'
+    b'"i":"UNIQ_KEY\\u0001k\\u0002WAIT\\u0001true","rqIdempotent":"true"},"flag":0,"language":"PYTHON","opaque":9,'
+    b'"serializeTypeCurrentRPC":"JSON","version":409}'
+)
+PULL = (
+    b'{"code":11,"extFields":{"consumerGroup":"g","topic":"T","queueId":"0","queueOffset":"5","maxMsgNums":"32",'
+    b'"sysFlag":"7","commitOffset":"5","suspendTimeoutMillis":"20000","subscription":"*","subVersion":"0"},'
+    b'"flag":0,"language":"JAVA","opaque":3,"version":409}'
+)

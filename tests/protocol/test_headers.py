@@ -29,6 +29,7 @@ from rocketq.protocol import (
 )
 from rocketq.protocol.ext_fields import ExtFieldsHeader
 from rocketq.protocol.frame import FrameDecoder
+from rocketq.protocol.headers import IDEMPOTENT_SEND_FIELD
 
 from .captures import CapturedFrame, frames_named
 
@@ -255,7 +256,9 @@ def test_v1_v2_conversion_both_ways() -> None:
 def test_v2_and_v1_have_the_same_fields() -> None:
     v1_fields = SendMessageRequestHeader.__struct_fields__
     assert SendMessageRequestHeaderV2.__struct_fields__ == v1_fields
-    assert sorted(SendMessageRequestHeaderV2.__struct_encode_fields__) == list("abcdefghijklm")
+    # the one-letter keys, and rocketq's own idempotent mark under its own name in both forms
+    assert sorted(SendMessageRequestHeaderV2.__struct_encode_fields__) == [*"abcdefghijklm", IDEMPOTENT_SEND_FIELD]
+    assert SendMessageRequestHeader.__struct_encode_fields__[-1] == IDEMPOTENT_SEND_FIELD
 
 
 def test_cpp2_batch_marker_in_v2() -> None:

@@ -32,8 +32,8 @@ from rocketq.broker.context import reply
 from rocketq.broker.handlers.send import send_answer
 from rocketq.common.message import SCHEDULE_TOPIC, Property, find_property
 from rocketq.common.message_id import joined_offset_message_ids
-from rocketq.protocol import RemoteProtocolError, RemotingCommand, RequestCode, ResponseCode, decode_batch, ext_value
-from rocketq.protocol.headers import IDEMPOTENT_SEND_FIELD, parse_send_message_header
+from rocketq.protocol import RemoteProtocolError, RemotingCommand, RequestCode, ResponseCode, decode_batch
+from rocketq.protocol.headers import SendMessageRequestHeader
 from rocketq.remoting import Connection, ServerHandler, awaited_answer
 from rocketq.store import MessageStore
 
@@ -92,17 +92,18 @@ class IdempotentSends:
 
     # -- the request path -------------------------------------------------------------------------------
 
-    def marks(self, request: RemotingCommand) -> bool:
-        """Whether ``request`` (a send) is one this window takes: marked idempotent, the window on."""
-        return self.window_ms > 0 and ext_value(request, IDEMPOTENT_SEND_FIELD) in _TRUE
+    def marks(self, header: SendMessageRequestHeader) -> bool:
+        """Whether the send of ``header`` is one this window takes: marked idempotent (its
+        ``rq_idempotent``, the ``IDEMPOTENT_SEND_FIELD`` read with the rest of the header), the window on."""
+        return self.window_ms > 0 and header.rq_idempotent in _TRUE
 
     async def send_once(
-        self, inner: ServerHandler, request: RemotingCommand, connection: Connection
+        self, inner: ServerHandler, request: RemotingCommand, connection: Connection, header: SendMessageRequestHeader
     ) -> RemotingCommand | None:
-        """The answer to a send this window ``marks``: the first store's when it is a repeat, else
-        ``inner``'s (the send handler's, which stores it)."""
+        """The answer to a send this window ``marks`` (``header``: its header, read): the first store's
+        when it is a repeat, else ``inner``'s (the send handler's, which stores it)."""
         try:
-            identity = identity_of(request)
+            identity = identity_of(request, header)
         except ValueError as exc:
             return reply(request, ResponseCode.MESSAGE_ILLEGAL, str(exc))
         if identity is None:  # malformed, or a transaction's half message: the send handler decides
@@ -204,15 +205,15 @@ class IdempotentSends:
         }
 
 
-def identity_of(request: RemotingCommand) -> Identity | None:
-    """What identifies the message(s) of a marked send; None when the request does not parse (the send
-    handler then answers with the problem) or carries a transaction's half message (not deduplicated).
+def identity_of(request: RemotingCommand, header: SendMessageRequestHeader) -> Identity | None:
+    """What identifies the message(s) of a marked send (``header``: its header); None when its body does
+    not parse (the send handler then answers with the problem) or it carries a transaction's half
+    message (not deduplicated).
 
     Raises:
         ValueError: A message has no UNIQ_KEY to be recognised by.
     """
     try:
-        header = parse_send_message_header(request.code, request.ext_fields)
         batch = request.code == RequestCode.SEND_BATCH_MESSAGE or header.batch
         properties = [item.properties for item in decode_batch(request.body)] if batch else [header.properties or ""]
     except RemoteProtocolError:

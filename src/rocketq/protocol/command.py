@@ -79,6 +79,12 @@ class RemotingCommand:
             while ``ext_fields`` has not been read; None once it has, or when there was none. A reader
             that wants a typed header decodes it from this text at once (``header_decode.ext_header``),
             without the dict: the broker's send and pull handlers do.
+        typed_header: The custom header as the typed header its request code reads (a send's
+            ``SendMessageRequestHeaderV2``, a pull's ``PullMessageRequestHeader``), when the frame decoder
+            read it in the same decode as the frame's header (``header_decode.decode_command``); None
+            otherwise. ``ext_header`` hands it on; ``ext_fields`` are then read from ``header_json``.
+        header_json: The whole JSON header a ``typed_header`` was read from, while ``ext_fields`` has not
+            been read (they are decoded from it when they are: guards, observers, other readers); else None.
     """
 
     __slots__ = (
@@ -89,10 +95,12 @@ class RemotingCommand:
         "encoded_header",
         "ext_json",
         "flag",
+        "header_json",
         "language",
         "opaque",
         "remark",
         "serialize_type",
+        "typed_header",
         "version",
     )
 
@@ -111,6 +119,8 @@ class RemotingCommand:
         encoded_header: bytes | None = None,
         body_parts: list[memoryview] | None = None,
         ext_json: object = None,
+        typed_header: object = None,
+        header_json: bytes | None = None,
     ) -> None:
         self.code = code
         self.language = language
@@ -118,8 +128,11 @@ class RemotingCommand:
         self.opaque = opaque
         self.flag = flag
         self.remark = remark
-        self._ext_fields: dict[str, str] | None = {} if ext_fields is None and ext_json is None else ext_fields
+        read_later = ext_json is not None or header_json is not None
+        self._ext_fields: dict[str, str] | None = {} if ext_fields is None and not read_later else ext_fields
         self.ext_json = ext_json
+        self.typed_header = typed_header
+        self.header_json = header_json
         self.body = body
         self.serialize_type = serialize_type
         self.encoded_header = encoded_header
@@ -127,7 +140,7 @@ class RemotingCommand:
 
     @property
     def ext_fields(self) -> dict[str, str]:
-        """The custom header, text to text (decoded from ``ext_json`` when first read).
+        """The custom header, text to text (decoded from ``ext_json``, or ``header_json``, when first read).
 
         Raises:
             RemoteProtocolError: ``ext_json`` is not a JSON object of values Python can hold (text that
@@ -135,14 +148,16 @@ class RemotingCommand:
         """
         fields = self._ext_fields
         if fields is None:
-            fields = self._ext_fields = ext_fields_of_json(self.ext_json)
-            self.ext_json = None
+            header = self.header_json
+            text = self.ext_json if header is None else ext_json_of_header(header)
+            fields = self._ext_fields = ext_fields_of_json(text)
+            self.ext_json = self.header_json = None
         return fields
 
     @ext_fields.setter
     def ext_fields(self, fields: dict[str, str]) -> None:
         self._ext_fields = fields
-        self.ext_json = None
+        self.ext_json = self.header_json = self.typed_header = None
 
     @property
     def is_response(self) -> bool:
@@ -338,6 +353,17 @@ def normalize_ext_fields(fields: Mapping[str, object] | None) -> dict[str, str]:
 
 _decode_ext_json: Final = msgspec.json.Decoder(dict[str, Any] | None).decode  # (bound once: see _JSON_ENCODER)
 _JSON_ENCODER: Final = msgspec.json.Encoder()  # (its method bound once would not be looked up per call)
+
+
+_decode_header_keeping_ext_json: Final = msgspec.json.Decoder(
+    dict[str, msgspec.Raw], strict=False
+).decode  # (bound once: see _JSON_ENCODER)
+
+
+def ext_json_of_header(header: bytes) -> object:
+    """The ``extFields`` text (a ``msgspec.Raw``, or None) of a whole JSON header that decoded once
+    already (``RemotingCommand.header_json``)."""
+    return _decode_header_keeping_ext_json(header).get("extFields")
 
 
 def ext_fields_of_json(text: object) -> dict[str, str]:

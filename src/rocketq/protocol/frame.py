@@ -212,9 +212,10 @@ class FrameDecoder:
         if self._end - self._start < self._wanted:  # the partial frame is still incomplete
             return []
         # the unparsed bytes as one ``bytes`` (a copy of what is mostly one read, in the CPU's cache): the
-        # frames' headers and bodies are then slices of it, one object each, cheaper than from a view (the
-        # views are let go at once, no ``with``: its two calls cost more than the rest of this line)
-        data = memoryview(self._buffer)[self._start : self._end].tobytes()
+        # frames' headers and bodies are then slices of it, one object each, cheaper than from a view. The
+        # buffer's slice copied again to bytes costs about 60 % of a view, its slice and ``tobytes``
+        # (~2,000 instructions a read instead of ~3,400; the copies are of a few hundred bytes)
+        data = bytes(self._buffer[self._start : self._end])
         commands, used = self._parse_all(data)
         self._start += used
         if self.error is None:

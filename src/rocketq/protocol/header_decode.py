@@ -22,13 +22,19 @@ from rocketq.protocol.codes import LanguageCode, SerializeType
 from rocketq.protocol.command import Body, RemotingCommand, ext_value_to_str, incoming_ext_fields
 from rocketq.protocol.errors import RemoteProtocolError
 from rocketq.protocol.ext_fields import ExtFieldsHeader
-from rocketq.protocol.json_header import JsonHeader, JsonHeaderKeepingExtFields
+from rocketq.protocol.json_header import JsonHeader, JsonHeaderKeepingExtFields, PullFrameHeader, SendV2FrameHeader
 
 H = TypeVar("H", bound=ExtFieldsHeader)
 
 # bound methods, kept: compiled code calls them at once (a method named on the object is looked up per call)
 _decode_json_header_wire: Final = msgspec.json.Decoder(JsonHeader, strict=False).decode
 _decode_json_header_keeping: Final = msgspec.json.Decoder(JsonHeaderKeepingExtFields, strict=False).decode
+_decode_send_v2_frame: Final = msgspec.json.Decoder(SendV2FrameHeader, strict=False).decode
+_decode_pull_frame: Final = msgspec.json.Decoder(PullFrameHeader, strict=False).decode
+_SEND_V2_START: Final = b'{"code":310,'
+_PULL_START: Final = b'{"code":11,'
+"""How the JSON headers of the hot requests start as Java's and rocketq's clients write them (keys in
+order): such a header is decoded with its typed custom header in one pass (the request lane)."""
 _header_values: Final = msgspec.structs.astuple
 """A decoded ``JsonHeader``'s values in its field order: code, language, version, opaque, flag,
 remark, extFields (or their text)."""
@@ -57,6 +63,10 @@ def decode_command(
         RemoteProtocolError: The header is malformed or the serialize type unknown.
     """
     if serialize_type == _JSON:
+        if keep_ext_json:
+            command = _hot_request(header, body)
+            if command is not None:
+                return command
         # one decode whatever the extFields' value types (a decode as text first would fail part-way
         # through every C++ client's frame and decode it twice)
         # the Struct's fields in one call, in JsonHeader's order (compiled code would read each with a
@@ -94,6 +104,39 @@ def decode_command(
     raise RemoteProtocolError(f"unknown serialize type {serialize_type}")
 
 
+def _hot_request(header: bytes, body: Body) -> RemotingCommand | None:
+    """The request lane: a send (SEND_MESSAGE_V2) or pull request whose header starts as clients write it,
+    decoded with its typed custom header in one pass (``RemotingCommand.typed_header``; the JSON header is
+    kept as ``header_json`` for other readers of its extFields), instead of a pass that keeps the extFields
+    text and a second that reads the typed header from it. None for any other header, and for one this
+    decode refuses (the general decode then reads it, or says what is wrong, as for any request):
+    tests/protocol/test_header_decode.py holds the two equal."""
+    decode: Callable[[bytes], Any] | None = None
+    if header.startswith(_SEND_V2_START):
+        decode = _decode_send_v2_frame
+    elif header.startswith(_PULL_START):
+        decode = _decode_pull_frame
+    if decode is None:
+        return None
+    try:
+        decoded = decode(header)
+    except (msgspec.DecodeError, UnicodeDecodeError):  # (DecodeError includes ValidationError)
+        return None
+    code, language, version, opaque, flag, remark, typed = _header_values(decoded)
+    return RemotingCommand(
+        code=code,
+        language=_language_from_wire(language),
+        version=version,
+        opaque=opaque,
+        flag=flag,
+        remark=remark,
+        body=body,
+        serialize_type=_JSON,
+        typed_header=typed,
+        header_json=header,
+    )
+
+
 def _language_from_wire(value: str | int) -> LanguageCode:
     if isinstance(value, int):
         try:
@@ -114,7 +157,8 @@ _value_decoders: Final[dict[str, Callable[[Any], Any]]] = {}
 
 def ext_header(command: RemotingCommand, header_type: type[H]) -> H:
     """``command``'s custom header as ``header_type``, leniently as ``header_type.from_ext_fields``
-    reads it: from the JSON text it came in when it still is (``ext_json``: one decode, no dict), else
+    reads it: the one the frame decoder read with the frame when it is of that type (``typed_header``),
+    else from the JSON text it came in when it still is (``ext_json``: one decode, no dict), else
     (or when that decode refuses it: a value of another JSON type, a malformed header) from
     ``ext_fields``, converted as they are, then normalised by ``from_ext_fields``.
 
@@ -122,6 +166,10 @@ def ext_header(command: RemotingCommand, header_type: type[H]) -> H:
         RemoteProtocolError: The header is invalid (``from_ext_fields``'s error), or its extFields
             malformed.
     """
+    typed: Any = command.typed_header
+    if typed is not None and type(typed) is header_type:  # (read with the frame: the request lane)
+        read: H = typed
+        return read
     text: Any = command.ext_json  # (a msgspec.Raw)
     if text is not None:
         decode: Callable[[Any], Any] | None = _typed_decoders.get(header_type)

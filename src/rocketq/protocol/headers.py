@@ -19,8 +19,17 @@ from rocketq.protocol.ext_fields import RequestHeader, ResponseHeader
 # --- send ------------------------------------------------------------------------
 
 
+IDEMPOTENT_SEND_FIELD: Final = "rqIdempotent"
+"""rocketq-only extField of a send request (10, 310, 320): "true" asks a rocketq broker to store the
+message (or batch) once within its idempotent window, answering a repeat of its UNIQ_KEY with the first
+store's result (``rocketq.broker.idempotent_sends``). RocketMQ brokers ignore it."""
+
+
 class SendMessageRequestHeader(RequestHeader, frozen=True, kw_only=True):
-    """SEND_MESSAGE (10) long header; also the broker's canonical form of V2."""
+    """SEND_MESSAGE (10) long header; also the broker's canonical form of V2.
+
+    ``rq_idempotent`` is rocketq's own mark (``IDEMPOTENT_SEND_FIELD``, under that name in both forms),
+    read in the same decode as the rest of the header: "true" or "1" marks the send idempotent."""
 
     CODE = RequestCode.SEND_MESSAGE
 
@@ -37,6 +46,7 @@ class SendMessageRequestHeader(RequestHeader, frozen=True, kw_only=True):
     unit_mode: bool = False
     batch: bool = False
     max_reconsume_times: int | None = None
+    rq_idempotent: str | None = None
 
     def to_v2(self) -> SendMessageRequestHeaderV2:
         """Return the same header with V2's one-letter wire names."""
@@ -57,6 +67,7 @@ _V2_WIRE_NAMES = {
     "unit_mode": "k",
     "max_reconsume_times": "l",
     "batch": "m",
+    "rq_idempotent": IDEMPOTENT_SEND_FIELD,
 }
 
 
@@ -80,6 +91,7 @@ class SendMessageRequestHeaderV2(SendMessageRequestHeader, frozen=True, kw_only=
     unit_mode: bool = False
     batch: bool = False
     max_reconsume_times: int | None = None
+    rq_idempotent: str | None = None
 
     def to_v1(self) -> SendMessageRequestHeader:
         """Return the same header with the long wire names."""
@@ -109,12 +121,6 @@ def parse_send_message_header(code: int, fields: Mapping[str, object]) -> SendMe
     if code in SEND_V2_HEADER_CODES:
         return SendMessageRequestHeaderV2.from_ext_fields(fields)
     return SendMessageRequestHeader.from_ext_fields(fields)
-
-
-IDEMPOTENT_SEND_FIELD: Final = "rqIdempotent"
-"""rocketq-only extField of a send request (10, 310, 320): "true" asks a rocketq broker to store the
-message (or batch) once within its idempotent window, answering a repeat of its UNIQ_KEY with the first
-store's result (``rocketq.broker.idempotent_sends``). RocketMQ brokers ignore it."""
 
 
 class SendMessageResponseHeader(ResponseHeader, frozen=True, kw_only=True):

@@ -1,11 +1,14 @@
 """The wire shape of a JSON command header, for decoding only (msgspec Structs, so this module stays
-interpreted: ``rocketq.native.modules``). ``rocketq.protocol.header_decode`` decodes with them."""
+interpreted: ``rocketq.native.modules``). ``rocketq.protocol.header_decode`` decodes with them; the
+``...FrameHeader`` shapes read a hot request's typed header with the frame's, in one decode."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import msgspec
+
+from rocketq.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
 
 
 class JsonHeaderFields(msgspec.Struct, gc=False):
@@ -33,3 +36,17 @@ class JsonHeaderKeepingExtFields(JsonHeaderFields):
     (``RemotingCommand.ext_json``)."""
 
     ext_fields: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="extFields")
+
+
+class SendV2FrameHeader(JsonHeaderFields, gc=False, kw_only=True):
+    """A SEND_MESSAGE_V2 request's whole JSON header, its extFields read as the typed header in the same
+    decode (``header_decode.decode_command``'s request lane)."""
+
+    ext_fields: SendMessageRequestHeaderV2 = msgspec.field(name="extFields")
+
+
+class PullFrameHeader(JsonHeaderFields, gc=False, kw_only=True):
+    """A PULL_MESSAGE request's whole JSON header, its extFields read as the typed header in the same
+    decode (``header_decode.decode_command``'s request lane)."""
+
+    ext_fields: PullMessageRequestHeader = msgspec.field(name="extFields")

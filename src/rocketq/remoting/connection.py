@@ -3,7 +3,8 @@
 Responses may arrive in any order (a broker answers a long-polling pull after later requests), so
 requests are matched to responses by opaque. Requests that arrive on the connection (server side:
 every request; client side: NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE, ...) go to the
-``on_request`` callback, which owns replying.
+server's ``RequestSink`` (a native call in a compiled build) or the client's ``on_request`` callback,
+which owns replying.
 
 A request may be sent with a reader (``invoke(..., read=...)``): the reader turns the response into
 the caller's result in the read that brought it, before the waiting task resumes and ahead of every
@@ -82,6 +83,15 @@ class Outstanding:
         self.timeout_s = timeout_s
 
 
+class RequestSink:
+    """What a server's connections hand each request they read to (``RemotingServer``): a compiled
+    build calls it natively, no Python-level call per request as a callback costs."""
+
+    def on_request(self, request: RemotingCommand, connection: Connection) -> None:
+        """Serve ``request``, read on ``connection`` (it owns replying)."""
+        raise NotImplementedError
+
+
 class Connection(asyncio.BufferedProtocol):
     """Thread safety: use from its event loop only.
 
@@ -92,7 +102,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def __init__(
         self,
-        on_request: Callable[[RemotingCommand, Connection], None],
+        on_request: Callable[[RemotingCommand, Connection], None] | RequestSink,
         *,
         max_frame_size: int,
         on_close: Callable[[Connection], None] | None = None,
@@ -100,7 +110,11 @@ class Connection(asyncio.BufferedProtocol):
         budget: RequestBytesBudget | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._on_request = on_request
+        # (a server's sink, called natively; a client's callback)
+        self._sink: RequestSink | None = on_request if isinstance(on_request, RequestSink) else None
+        self._on_request: Callable[[RemotingCommand, Connection], None] | None = (
+            None if isinstance(on_request, RequestSink) else on_request
+        )
         self._on_close = on_close
         # a server takes a large request's body in parts as they come (a peer announcing big frames does not
         # make it hold their size first); a client receives a large answer into one buffer, its body.
@@ -306,7 +320,11 @@ class Connection(asyncio.BufferedProtocol):
                 except Exception as exc:  # the caller's to handle, as the caller's own code
                     future.set_exception(exc)
         else:
-            self._on_request(command, self)
+            sink = self._sink
+            if sink is not None:
+                sink.on_request(command, self)
+            elif self._on_request is not None:
+                self._on_request(command, self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rocketq.protocol import DEFAULT_MAX_FRAME_SIZE, ONEWAY_FLAG, RemotingCommand, ResponseCode, make_response
-from rocketq.remoting.connection import Connection
+from rocketq.remoting.connection import Connection, RequestSink
 from rocketq.remoting.limits import RequestBytesBudget, ServerLimits, process_budget
 from rocketq.remoting.tasks import cancel_and_wait, start_eagerly
 
@@ -62,7 +62,10 @@ answer, refusals and held requests included). Not told of oneway requests, nor o
 connection closed first. It runs on the event loop, once per request: keep it cheap."""
 
 
-class RemotingServer:
+class RemotingServer(RequestSink):
+    """Serves the requests its connections read: each connection hands them to ``on_request`` (the
+    server is their ``RequestSink``)."""
+
     def __init__(
         self,
         handlers: HandlerTable,
@@ -116,7 +119,7 @@ class RemotingServer:
 
     def _new_connection(self) -> Connection:
         connection = Connection(
-            self._on_request,
+            self,
             max_frame_size=self._max_frame_size,
             on_close=self._closed,
             limits=self.limits,
@@ -134,12 +137,10 @@ class RemotingServer:
             except Exception:
                 log.exception("close callback failed for %s", connection.remote_address)
 
-    def _on_request(self, request: RemotingCommand, connection: Connection) -> None:
-        self._handle(request, connection, time.perf_counter() if self._observer is not None else 0.0)
-
-    def _handle(self, request: RemotingCommand, connection: Connection, began: float) -> None:
+    def on_request(self, request: RemotingCommand, connection: Connection) -> None:
         """Check the request (``guard``), then answer it: at once when its handler answers at once,
         else from ``_finish`` once the awaitable the handler returned is done."""
+        began = time.perf_counter() if self._observer is not None else 0.0
         handler = self.handlers.get(request.code)
         answer: RemotingCommand | Awaitable[RemotingCommand | None] | None
         try:

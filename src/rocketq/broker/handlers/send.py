@@ -14,7 +14,7 @@ import ipaddress
 import logging
 import random
 from collections.abc import Awaitable, Coroutine
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -63,6 +63,9 @@ from rocketq.protocol.command import (
 )
 from rocketq.remoting import Connection, ServerHandler
 from rocketq.store import BatchToStore, MessageToStore, PutMessageResult
+
+if TYPE_CHECKING:
+    from rocketq.broker.idempotent_sends import IdempotentSends
 
 _header_values: Final = msgspec.structs.astuple
 _Raw: Final = msgspec.Raw  # (bound once: read per stored send's answer)
@@ -137,18 +140,16 @@ def handlers(context: BrokerContext) -> dict[int, ServerHandler]:
     def handle_send(
         request: RemotingCommand, connection: Connection
     ) -> Answer | Coroutine[Any, Any, RemotingCommand | None]:
-        """A send request straight from its frame: a send marked idempotent goes through the broker's
-        idempotent window (``IdempotentSends.send_once``, which stores it through ``send``), any other
-        to ``send`` at once (its mark read with ``ext_value``: no extFields dict made)."""
-        if idempotent_sends is not None and idempotent_sends.marks(request):
-            return idempotent_sends.send_once(send, request, connection)
-        return send(request, connection)
-
-    def send(request: RemotingCommand, connection: Connection) -> Answer:
+        """A send request straight from its frame: its header read once (the idempotent mark with it, a
+        field of the header: ``rq_idempotent``); a send marked idempotent goes through the broker's
+        idempotent window (``IdempotentSends.send_once``, which stores it through ``_send``), any other
+        to ``_send`` at once."""
         try:
             header = send_header(request)
         except RemoteProtocolError as exc:
             return reply(request, ResponseCode.SYSTEM_ERROR, str(exc))
+        if idempotent_sends is not None and idempotent_sends.marks(header):
+            return _send_once(context, idempotent_sends, request, connection, header, send_topics)
         return _send(context, request, connection, header, send_topics)
 
     return {
@@ -156,6 +157,22 @@ def handlers(context: BrokerContext) -> dict[int, ServerHandler]:
         RequestCode.SEND_MESSAGE_V2: handle_send,
         RequestCode.SEND_BATCH_MESSAGE: handle_send,
     }
+
+
+def _send_once(
+    context: BrokerContext,
+    idempotent_sends: IdempotentSends,
+    request: RemotingCommand,
+    connection: Connection,
+    header: SendMessageRequestHeader,
+    send_topics: SendTopics,
+) -> Coroutine[Any, Any, RemotingCommand | None]:
+    """A marked send through the idempotent window, stored (when no repeat) with the header read."""
+
+    def store(request: RemotingCommand, connection: Connection) -> Answer:
+        return _send(context, request, connection, header, send_topics)
+
+    return idempotent_sends.send_once(store, request, connection, header)
 
 
 def _sendable_topic(
@@ -196,7 +213,7 @@ def _send(
     # with a generic attribute lookup)
     (
         _, topic, _, _, queue_id, sys_flag, born_timestamp, flag, header_properties, reconsume, _, batch_header,
-        max_reconsume,
+        max_reconsume, _,
     ) = _header_values(header)  # fmt: skip
     config = context.config
     if not context.is_master:

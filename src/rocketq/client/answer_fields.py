@@ -4,7 +4,8 @@ key, no key strings made.
 
 A client's connections keep a JSON answer's extFields as their text (``RemotingCommand.ext_json``) until
 something reads ``ext_fields``. ``send_answer_fields`` and ``pull_answer_fields`` decode that text into
-the Structs below, whose fields are the values' text exactly as ``ext_fields.get(key)`` would give it:
+the Structs below (through ``rocketq.client.answer_reads.answer_texts``), whose fields are the values'
+text exactly as ``ext_fields.get(key)`` would give it:
 a value that is not a JSON string or null (a number, a boolean: ``ext_fields`` would normalise it to
 text), or text the decode refuses, sends the read to ``ext_fields`` itself, so the readers
 (``send_outcome.send_result``, ``pull.pull_outcome``) see what the dict would have given them
@@ -44,6 +45,10 @@ decode_send_answer_fields: Final[Callable[[Any], Any]] = msgspec.json.Decoder(Se
 a value that is not text) or UnicodeDecodeError."""
 decode_pull_answer_fields: Final[Callable[[Any], Any]] = msgspec.json.Decoder(PullAnswerFields).decode
 """``PullAnswerFields`` from an answer's extFields text (raises as ``decode_send_answer_fields``)."""
+SEND_ANSWER_KEYS: Final = tuple(field.encode_name for field in msgspec.structs.fields(SendAnswerFields))
+"""``SendAnswerFields``' wire names, in its field order."""
+PULL_ANSWER_KEYS: Final = tuple(field.encode_name for field in msgspec.structs.fields(PullAnswerFields))
+"""``PullAnswerFields``' wire names, in its field order."""
 answer_values: Final[Callable[[Any], Any]] = msgspec.structs.astuple
 """A decoded Struct's values in its field order, in one call (compiled code would read each field with a
 generic attribute lookup)."""

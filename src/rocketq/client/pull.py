@@ -5,15 +5,14 @@ from __future__ import annotations
 import enum
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any, Final, final
+from typing import Final, final
 
-import msgspec
-
-from rocketq.client.answer_fields import answer_values, decode_pull_answer_fields
+from rocketq.client.answer_fields import PULL_ANSWER_KEYS, decode_pull_answer_fields
+from rocketq.client.answer_reads import answer_texts
 from rocketq.client.errors import MQClientError, broker_error
 from rocketq.client.message import MessageExt, MessageQueue, decode_messages
 from rocketq.client.route import MASTER_ID
-from rocketq.protocol import ProtocolError, RemotingCommand, RequestCode, ResponseCode
+from rocketq.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketq.protocol.headers import PULL_MAX_BYTES_FIELD
 from rocketq.protocol.request_templates import filled_pull_header, pull_header_parts, pull_request_header
 from rocketq.remoting.connection import next_opaque
@@ -204,31 +203,16 @@ PullAnswerFields = tuple[str | None, str | None, str | None, str | None]
 
 
 def pull_answer_fields(response: RemotingCommand, address: str) -> PullAnswerFields:
-    """``response``'s ``PullAnswerFields`` as ``response.ext_fields.get(key)`` gives them: read from the
-    extFields' JSON text when the answer kept it (a client's connections do), into
-    ``answer_fields.PullAnswerFields`` (no dict), else (or when that decode refuses: a value that is not
-    text) from ``ext_fields``.
+    """``response``'s ``PullAnswerFields`` as ``response.ext_fields.get(key)`` gives them
+    (``answer_reads.answer_texts``: from the extFields' JSON text when the answer kept it, no dict).
 
     Raises:
         MQClientError: the extFields are malformed (``ext_fields`` refuses them), ``address`` named.
     """
-    text: Any = response.ext_json  # (a msgspec.Raw)
-    if text is not None:
-        try:
-            values: PullAnswerFields = answer_values(decode_pull_answer_fields(text))
-            return values
-        except (msgspec.DecodeError, UnicodeDecodeError):  # (ext_fields below reads it, or says what is wrong)
-            pass
-    try:
-        fields = response.ext_fields
-    except ProtocolError as exc:
-        raise MQClientError(f"malformed pull response from {address}: {exc}") from exc
-    return (
-        fields.get("suggestWhichBrokerId"),
-        fields.get("nextBeginOffset"),
-        fields.get("minOffset"),
-        fields.get("maxOffset"),
+    suggested, next_begin, low, high = answer_texts(
+        response, address, decode_pull_answer_fields, PULL_ANSWER_KEYS, "pull"
     )
+    return suggested, next_begin, low, high
 
 
 def broker_id_of(suggested: str | None) -> int:

@@ -107,14 +107,14 @@ _DECIMALS: Final = tuple(str(number) for number in range(1024))
 
 _SEND_CODE: Final = int(RequestCode.SEND_MESSAGE_V2)
 _BATCH_CODE: Final = int(RequestCode.SEND_BATCH_MESSAGE)
+"""The send requests' codes as plain ints (compiled, a read of an ``IntEnum`` member is a generic
+attribute lookup on its class, about 900 instructions)."""
+assert len(str(_BATCH_CODE)) == len(str(_SEND_CODE))
 _EXT_FIELDS_AT: Final = len(f'{{"code":{_SEND_CODE},"extFields":')
 """Where a send request's header (``send_request``) has its extFields' text (both codes have 3 digits)."""
 _AFTER_EXT_FIELDS: Final = b',"flag":'
 """What follows the extFields' text in a send request's header (the last occurrence: inside the text a
 quote is escaped)."""
-assert len(str(_BATCH_CODE)) == len(str(_SEND_CODE))
-"""The send requests' codes as plain ints (compiled, a read of an ``IntEnum`` member is a generic
-attribute lookup on its class, about 900 instructions)."""
 
 
 def _decimal(number: int) -> str:

@@ -5,15 +5,14 @@ here, so a send's result does not depend on the thread that made it."""
 
 from __future__ import annotations
 
-from typing import Any, final
+from typing import final
 
-import msgspec
-
-from rocketq.client.answer_fields import answer_values, decode_send_answer_fields
+from rocketq.client.answer_fields import SEND_ANSWER_KEYS, decode_send_answer_fields
+from rocketq.client.answer_reads import answer_texts
 from rocketq.client.errors import BrokerResponseError, MQClientError, broker_error
 from rocketq.client.message import MessageQueue, SendResult, SendStatus
 from rocketq.client.send_checks import PreparedSend
-from rocketq.protocol import ProtocolError, RemotingCommand, ResponseCode
+from rocketq.protocol import RemotingCommand, ResponseCode
 from rocketq.remoting import RemotingError
 
 STATUS_BY_CODE: dict[int, SendStatus] = {
@@ -58,26 +57,14 @@ def send_result(response: RemotingCommand, queue: MessageQueue, unique_id: str, 
 
 
 def send_answer_fields(response: RemotingCommand, address: str) -> tuple[str | None, str | None, str | None]:
-    """A send answer's msgId, queueId and queueOffset, as ``response.ext_fields.get(key)`` gives them:
-    read from the extFields' JSON text when the answer kept it (a client's connections do), into
-    ``SendAnswerFields`` (no dict), else (or when that decode refuses: a value that is not text) from
-    ``ext_fields``.
+    """A send answer's msgId, queueId and queueOffset, as ``response.ext_fields.get(key)`` gives them
+    (``answer_reads.answer_texts``: from the extFields' JSON text when the answer kept it, no dict).
 
     Raises:
         MQClientError: the extFields are malformed (``ext_fields`` refuses them), ``address`` named.
     """
-    text: Any = response.ext_json  # (a msgspec.Raw)
-    if text is not None:
-        try:
-            values: tuple[str | None, str | None, str | None] = answer_values(decode_send_answer_fields(text))
-            return values
-        except (msgspec.DecodeError, UnicodeDecodeError):  # (ext_fields below reads it, or says what is wrong)
-            pass
-    try:
-        fields = response.ext_fields
-    except ProtocolError as exc:
-        raise MQClientError(f"malformed send response from {address}: {exc}") from exc
-    return fields.get("msgId"), fields.get("queueId"), fields.get("queueOffset")
+    offset_ids, queue_id, offset = answer_texts(response, address, decode_send_answer_fields, SEND_ANSWER_KEYS, "send")
+    return offset_ids, queue_id, offset
 
 
 def attempt_timeout(send_attempt_timeout_s: float | None, total_s: float, retries: int, idempotent: bool) -> float:

@@ -107,6 +107,7 @@ COMPILED_MODULES: Final = (
     "rocketq.broker.transactions.ranges",
     "rocketq.broker.transactions.service",
     "rocketq.client.auto_batch",  # every send made while others are in flight
+    "rocketq.client.answer_reads",  # every send's and pull's answer
     "rocketq.client.blocking_send",  # every SyncProducer.send
     "rocketq.client.consume_service",  # every pulled batch goes to the listener through it
     "rocketq.client.consume_stats",  # every pull and every listener run counts there

@@ -56,6 +56,11 @@ CLIENT_RECEIVE_BUFFER: Final = 256 * 1024
 one per connection): the answers of a consumer's pulls in flight on one connection come in together,
 and a drain of 100 B messages ran about 10 % faster reading up to 256 KiB per call than 64 KiB."""
 
+GATHER_WINDOW: Final = 0.0005
+"""Seconds (the loop's clock) after a request written at once, others in flight, within which the next
+such request starts a gathering (see ``Connection.request``): under uvloop, whose clock counts whole
+milliseconds, the same millisecond."""
+
 _opaques = itertools.count(1)
 
 T = TypeVar("T")
@@ -178,6 +183,7 @@ class Connection(asyncio.BufferedProtocol):
         self._corking = False  # writes are gathered into _corked for one transport call (see send)
         self._corked: list[Body] = []  # (one list, reused: emptied when written)
         self._corked_bytes = 0
+        self._direct_at = -math.inf  # (the loop's clock) when a request was last written at once, others in flight
         self._timer: asyncio.TimerHandle | None = None  # the requests' one timer (see request)
         self._timer_at = math.inf  # when it fires (the loop's clock), inf when not armed
 
@@ -381,8 +387,8 @@ class Connection(asyncio.BufferedProtocol):
         """Write a command (a request we do not wait on, or a response).
 
         While the connection gathers its writes (``_corking``), the frame joins them instead: a server
-        answers the requests of one read, and a client sends the requests made in one loop iteration
-        while others are in flight, with one write call (one system call instead of one per frame)."""
+        answers the requests of one read, and a client sends a burst of requests made while others are
+        in flight (``request``), with one write call (one system call instead of one per frame)."""
         self.send_frame(encode_frame_parts(command))
 
     def send_frame(self, parts: list[Body]) -> None:
@@ -466,17 +472,23 @@ class Connection(asyncio.BufferedProtocol):
         request with the usual timeout, made after the others, never does). When it fires it fails the
         requests past their deadline, drops those whose waiter is gone and arms itself for the next."""
         loop = self._loop
+        now = loop.time()
         if self._pending and not self._corking:
-            # Others are in flight, so their answers wake this loop anyway: the requests made until
-            # the loop's next turn leave together, in one write.
-            self._corking = True
-            loop.call_soon(self._uncork)
+            # Others are in flight, so their answers wake this loop anyway. A request made just after
+            # another that was written at once (within GATHER_WINDOW: a burst) starts a gathering: it
+            # and the requests made until the loop's next turn leave together, in one write. A lone
+            # one (a send while a pull is held on the connection) is not kept waiting for that turn.
+            if now - self._direct_at < GATHER_WINDOW:
+                self._corking = True
+                loop.call_soon(self._uncork)
+            else:
+                self._direct_at = now
         self.send(command)  # (first: a request that could not be written is not waited for)
         if self._transport is None:  # lost while writing it: nothing would answer or fail its future
             raise ConnectionClosedError(self.remote_address, "connection lost while writing the request")
         future: asyncio.Future[Any] = loop.create_future()
         opaque = command.opaque
-        deadline = loop.time() + timeout_s
+        deadline = now + timeout_s
         self._pending[opaque] = Outstanding(future, deadline, command.code, timeout_s, read)
         if deadline < self._timer_at:
             self._arm(deadline)

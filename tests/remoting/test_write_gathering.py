@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from rocketq.protocol import FrameDecoder, RemotingCommand, ResponseCode, encode_frame, make_request, make_response
 from rocketq.remoting.connection import CORK_LIMIT, Connection, next_opaque
 from rocketq.remoting.limits import ServerLimits
@@ -98,20 +100,48 @@ async def test_a_write_outside_a_read_is_written_at_once() -> None:
     assert len(transport.calls) == 1
 
 
-async def test_requests_made_while_others_are_in_flight_leave_together() -> None:
+async def test_a_burst_of_requests_made_while_others_are_in_flight_leaves_together(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    loop = asyncio.get_running_loop()
+    monkeypatch.setattr(loop, "time", lambda: 1000.0)  # (the loop's clock stands still: one burst)
     connection = Connection(lambda request, connection: None, max_frame_size=1 << 24)
     transport = RecordingTransport()
     connection.connection_made(transport)
-    requests = [make_request(ECHO, opaque=next_opaque()) for _ in range(4)]
+    requests = [make_request(ECHO, opaque=next_opaque()) for _ in range(5)]
     calls = [asyncio.ensure_future(connection.invoke(request, timeout_s=5)) for request in requests]
-    await asyncio.sleep(0)  # the four invokes start
+    await asyncio.sleep(0)  # the five invokes start
     await asyncio.sleep(0)  # and the gathered ones are written at the next turn
-    # the first goes out alone at once (nothing in flight: no reason to wait), the other three together
+    # the first goes out alone at once (nothing in flight: no reason to wait), so does the second (a
+    # lone request in flight beside another: no reason to wait yet), the burst after it together
     assert [[frame.opaque for frame in frames(call)] for call in transport.calls] == [
         [requests[0].opaque],
-        [request.opaque for request in requests[1:]],
+        [requests[1].opaque],
+        [request.opaque for request in requests[2:]],
     ]
     answers = b"".join(encode_frame(make_response(request, ResponseCode.SUCCESS)) for request in requests)
     receive(connection, answers)
     responses = await asyncio.gather(*calls)
     assert [response.opaque for response in responses] == [request.opaque for request in requests]
+
+
+async def test_a_lone_request_beside_a_held_one_is_written_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client whose producer and consumer share a connection sends each message while its pull is held
+    by the broker: the send is written in the call that makes it, not a loop turn later."""
+    loop = asyncio.get_running_loop()
+    now = [1000.0]
+    monkeypatch.setattr(loop, "time", lambda: now[0])
+    connection = Connection(lambda request, connection: None, max_frame_size=1 << 24)
+    transport = RecordingTransport()
+    connection.connection_made(transport)
+    held = make_request(ECHO, opaque=next_opaque())
+    connection.request(held, 30.0)
+    sends = [make_request(ECHO, opaque=next_opaque()) for _ in range(3)]
+    for send in sends:
+        now[0] += 0.001  # (one message a millisecond)
+        connection.request(send, 5.0)
+        assert frames(transport.calls[-1])[-1].opaque == send.opaque  # written before any loop turn
+    assert [[frame.opaque for frame in frames(call)] for call in transport.calls] == [
+        [held.opaque],
+        *([send.opaque] for send in sends),
+    ]

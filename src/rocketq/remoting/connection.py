@@ -3,8 +3,14 @@
 Responses may arrive in any order (a broker answers a long-polling pull after later requests), so
 requests are matched to responses by opaque. Requests that arrive on the connection (server side:
 every request; client side: NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE, ...) go to the
-server's ``RequestSink`` (a native call in a compiled build) or the client's ``on_request`` callback,
-which owns replying.
+connection's ``RequestSink``, which owns replying: the server itself (a native call in a compiled build),
+or a client's callback wrapped once as one (``CallbackSink``).
+
+A read is handled in one pass (``buffer_updated``): the decoder parses every complete frame of it, and
+one loop hands each to its taker, a response to the future (and reader) of its request, a request to
+the sink, with the answers it makes gathered into one write (``send``). What only a server needs (its
+limits, the partial-frame bookkeeping) is one branch of that loop, taken when a limit is reached or a
+frame is partial.
 
 A request may be sent with a reader (``invoke(..., read=...)``): the reader turns the response into
 the caller's result in the read that brought it, before the waiting task resumes and ahead of every
@@ -50,6 +56,11 @@ CLIENT_RECEIVE_BUFFER: Final = 256 * 1024
 one per connection): the answers of a consumer's pulls in flight on one connection come in together,
 and a drain of 100 B messages ran about 10 % faster reading up to 256 KiB per call than 64 KiB."""
 
+GATHER_WINDOW: Final = 0.0005
+"""Seconds (the loop's clock) after a request written at once, others in flight, within which the next
+such request starts a gathering (see ``Connection.request``): under uvloop, whose clock counts whole
+milliseconds, the same millisecond."""
+
 _opaques = itertools.count(1)
 
 T = TypeVar("T")
@@ -73,14 +84,23 @@ for."""
 
 @final
 class Outstanding:
-    """A request waiting for its response: the future it completes, and when (the loop's clock) it fails
-    with ``RemotingTimeoutError(code, timeout_s)`` instead."""
+    """A request waiting for its response: the future it completes (with ``read(response)`` when it has a
+    reader, see ``Connection.invoke``), and when (the loop's clock) it fails with
+    ``RemotingTimeoutError(code, timeout_s)`` instead."""
 
-    def __init__(self, future: asyncio.Future[Any], deadline: float, code: int, timeout_s: float) -> None:
+    def __init__(
+        self,
+        future: asyncio.Future[Any],
+        deadline: float,
+        code: int,
+        timeout_s: float,
+        read: Callable[[RemotingCommand], Any] | None,
+    ) -> None:
         self.future = future
         self.deadline = deadline
         self.code = code
         self.timeout_s = timeout_s
+        self.read = read
 
 
 class RequestSink:
@@ -90,6 +110,19 @@ class RequestSink:
     def on_request(self, request: RemotingCommand, connection: Connection) -> None:
         """Serve ``request``, read on ``connection`` (it owns replying)."""
         raise NotImplementedError
+
+
+@final
+class CallbackSink(RequestSink):
+    """A client's request callback as its connection's ``RequestSink``: a connection makes the same one
+    call per request whoever takes them."""
+
+    def __init__(self, callback: Callable[[RemotingCommand, Connection], None]) -> None:
+        self._callback = callback
+
+    def on_request(self, request: RemotingCommand, connection: Connection) -> None:
+        """Hand ``request`` to the callback."""
+        self._callback(request, connection)
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -110,11 +143,8 @@ class Connection(asyncio.BufferedProtocol):
         budget: RequestBytesBudget | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        # (a server's sink, called natively; a client's callback)
-        self._sink: RequestSink | None = on_request if isinstance(on_request, RequestSink) else None
-        self._on_request: Callable[[RemotingCommand, Connection], None] | None = (
-            None if isinstance(on_request, RequestSink) else on_request
-        )
+        # (a server's sink, called natively; a client's callback, wrapped)
+        self._sink = on_request if isinstance(on_request, RequestSink) else CallbackSink(on_request)
         self._on_close = on_close
         # a server takes a large request's body in parts as they come (a peer announcing big frames does not
         # make it hold their size first); a client receives a large answer into one buffer, its body.
@@ -130,7 +160,6 @@ class Connection(asyncio.BufferedProtocol):
                 max_frame_size=max_frame_size, receive_buffer=CLIENT_RECEIVE_BUFFER, keep_ext_json=True
             )
         self._pending: dict[int, Outstanding] = {}  # by opaque; see request
-        self._readers: dict[int, Callable[[RemotingCommand], Any]] = {}  # see invoke's ``read``
         self._transport: asyncio.Transport | None = None
         # the loop it is used from, kept: asyncio.get_running_loop() makes a getpid system call (its
         # fork check, Python 3.11), which every request would pay
@@ -142,15 +171,19 @@ class Connection(asyncio.BufferedProtocol):
         self.attributes: dict[str, object] = {}  # per-connection state for the owner (client ids ...)
         self._limits = limits
         self._budget = budget
-        self._held: deque[RemotingCommand] = deque()  # requests read but not started yet (see _can_serve)
+        self._held: deque[RemotingCommand] = deque()  # requests read but not started yet (see _stopped)
         self._answers_backed_up = False  # unsent answers over the high-water mark
         self._working = 0  # requests being handled on the server's worker threads
+        self._max_working = limits.max_worker_requests if limits is not None else 0  # (0: no limit)
+        self._stopped = False  # answers backed up or max_working reached: requests read are held
         self._over_budget = False  # the partial frame is over the process's request-bytes budget
         self.partial_frame_since: float | None = None  # when the first byte of an incomplete frame came
         self._budget_reported = 0  # the bytes this connection last told its budget it holds
         self.backpressure_episodes = 0  # times the answers backed up
-        self._corked: list[Body] | None = None  # writes gathered for one transport call (see send)
+        self._corking = False  # writes are gathered into _corked for one transport call (see send)
+        self._corked: list[Body] = []  # (one list, reused: emptied when written)
         self._corked_bytes = 0
+        self._direct_at = -math.inf  # (the loop's clock) when a request was last written at once, others in flight
         self._timer: asyncio.TimerHandle | None = None  # the requests' one timer (see request)
         self._timer_at = math.inf  # when it fires (the loop's clock), inf when not armed
 
@@ -172,7 +205,11 @@ class Connection(asyncio.BufferedProtocol):
         return self._decoder.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
-        self.last_activity = self._clock()
+        """``nbytes`` landed in ``get_buffer``: take every frame they complete, in order (see the module
+        docstring), with this read's answers written together at its end."""
+        limits = self._limits
+        if limits is not None:  # (a server's idle check; a client's connections are not checked)
+            self.last_activity = self._clock()
         decoder = self._decoder
         try:
             commands = decoder.buffer_updated(nbytes)
@@ -180,53 +217,72 @@ class Connection(asyncio.BufferedProtocol):
             log.warning("closing connection from %s: %s", self.remote_address, exc)
             self.close()
             return
-        self._cork()  # the answers of this read's requests leave in one write
-        try:
-            if self._limits is None:
+        if commands:
+            self._corking = True  # the answers of this read's requests leave in one write
+            try:
+                held = self._held
                 for command in commands:
-                    self._dispatch(command)
-            else:
-                self._dispatch_limited(commands)
-                self._account_partial_frame(decoder.buffered)
-        finally:
-            self._uncork()
+                    if command.flag & RESPONSE_FLAG:  # (the flag, not the property: this path is compiled)
+                        outstanding = self._pending.pop(command.opaque, None)
+                        if outstanding is None:
+                            log.debug(
+                                "response opaque=%d from %s matches no request", command.opaque, self.remote_address
+                            )
+                            continue
+                        future = outstanding.future
+                        if future.done():  # (a request that timed out or was cancelled is not read)
+                            continue
+                        read = outstanding.read
+                        if read is None:
+                            future.set_result(command)
+                        else:
+                            try:
+                                future.set_result(read(command))
+                            except Exception as exc:  # the caller's to handle, as the caller's own code
+                                future.set_exception(exc)
+                    elif not (self._stopped or held):
+                        self._sink.on_request(command, self)
+                    else:  # (a server whose answers are backed up or whose workers are busy)
+                        held.append(command)
+                        self._update_reading()
+            finally:
+                self._uncork()
+        if limits is not None:
+            buffered = decoder.buffered
+            if buffered or self.partial_frame_since is not None:  # (the usual read: whole frames, none before)
+                self._account_partial_frame(buffered)
         if decoder.error is not None:  # a malformed frame after these: they were served, now close
             log.warning("closing connection from %s: %s", self.remote_address, decoder.error)
             self.close()
 
     # -- limits (server side) -------------------------------------------------------------------------
 
-    def _dispatch_limited(self, commands: list[RemotingCommand]) -> None:
-        held = self._held
-        for command in commands:
-            if command.flag & RESPONSE_FLAG or not (held or self._answers_backed_up or self._too_busy()):
-                self._dispatch(command)
-            else:
-                held.append(command)
-        if held:
-            self._update_reading()
-
-    def _too_busy(self) -> bool:
-        limits = self._limits
-        return limits is not None and self._working >= limits.max_worker_requests
+    def _update_stopped(self) -> None:
+        """``_stopped``: whether requests read now are held (answers backed up, or ``max_worker_requests``
+        of them on the server's worker threads), kept as one flag the read loop checks."""
+        self._stopped = self._answers_backed_up or 0 < self._max_working <= self._working
 
     def work_started(self) -> None:
         """The server handles one of this connection's requests on a worker thread (its answer is made
         off the loop, so the write buffer cannot tell how many answers are coming)."""
         self._working += 1
+        self._update_stopped()
 
     def work_finished(self) -> None:
         self._working -= 1
-        if self._held and not self._too_busy():
+        self._update_stopped()
+        if self._held and not self._stopped:
             self._serve_held()
 
     def _serve_held(self) -> None:
         held = self._held
-        while held and not (self._answers_backed_up or self._too_busy()) and self.is_open:
-            self._dispatch(held.popleft())
+        while held and not self._stopped and self.is_open:
+            self._sink.on_request(held.popleft(), self)
         self._update_reading()
 
     def _account_partial_frame(self, buffered: int) -> None:
+        """A server's read left ``buffered`` bytes of a partial frame, or completed the one it had: when
+        it began (the frame timeout) and the bytes the process's budget counts."""
         if buffered == 0:
             self.partial_frame_since = None
         elif self.partial_frame_since is None:
@@ -264,6 +320,7 @@ class Connection(asyncio.BufferedProtocol):
         if self._limits is None or self._answers_backed_up:
             return
         self._answers_backed_up = True
+        self._update_stopped()
         self.backpressure_episodes += 1
         log.log(
             logging.INFO if self.backpressure_episodes == 1 else logging.DEBUG,
@@ -278,6 +335,7 @@ class Connection(asyncio.BufferedProtocol):
         if not self._answers_backed_up:
             return
         self._answers_backed_up = False
+        self._update_stopped()
         self._serve_held()
 
     @property
@@ -301,31 +359,6 @@ class Connection(asyncio.BufferedProtocol):
         """Requests read but not started because the connection's answers are backed up."""
         return len(self._held)
 
-    def _dispatch(self, command: RemotingCommand) -> None:
-        if command.flag & RESPONSE_FLAG:  # (the flag, not the property: this path is compiled)
-            opaque = command.opaque
-            outstanding = self._pending.pop(opaque, None)
-            if outstanding is None:
-                log.debug("response opaque=%d from %s matches no request", opaque, self.remote_address)
-                return
-            read = self._readers.pop(opaque, None) if self._readers else None
-            future = outstanding.future
-            if future.done():  # (a request that timed out or was cancelled is not read)
-                return
-            if read is None:
-                future.set_result(command)
-            else:
-                try:
-                    future.set_result(read(command))
-                except Exception as exc:  # the caller's to handle, as the caller's own code
-                    future.set_exception(exc)
-        else:
-            sink = self._sink
-            if sink is not None:
-                sink.on_request(command, self)
-            elif self._on_request is not None:
-                self._on_request(command, self)
-
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
         self._held.clear()
@@ -338,7 +371,6 @@ class Connection(asyncio.BufferedProtocol):
             if not future.done():
                 future.set_exception(ConnectionClosedError(self.remote_address, reason))
         self._pending.clear()
-        self._readers.clear()
         self._disarm()
         if not self.closed.done():
             self.closed.set_result(None)
@@ -354,42 +386,44 @@ class Connection(asyncio.BufferedProtocol):
     def send(self, command: RemotingCommand) -> None:
         """Write a command (a request we do not wait on, or a response).
 
-        While the connection gathers its writes (``_cork``), the frame joins them instead: a server
-        answers the requests of one read, and a client sends the requests made in one loop iteration
-        while others are in flight, with one write call (one system call instead of one per frame)."""
+        While the connection gathers its writes (``_corking``), the frame joins them instead: a server
+        answers the requests of one read, and a client sends a burst of requests made while others are
+        in flight (``request``), with one write call (one system call instead of one per frame)."""
         self.send_frame(encode_frame_parts(command))
 
     def send_frame(self, parts: list[Body]) -> None:
-        """``send`` of a frame already encoded as ``encode_frame_parts`` would (a held pull's answer)."""
+        """``send`` of a frame already encoded as ``encode_frame_parts`` would (a held pull's answer): its
+        parts are ``bytes`` or 1-D byte views."""
         transport = self._transport
-        if transport is None or transport.is_closing():
-            raise ConnectionClosedError(self.remote_address)
-        corked = self._corked
-        if corked is not None:
+        if self._corking:  # (the transport is checked once, when the gathered writes leave: _uncork)
+            if transport is None:
+                raise ConnectionClosedError(self.remote_address)
+            corked = self._corked
             corked.extend(parts)
+            size = self._corked_bytes
             for part in parts:
-                self._corked_bytes += part.nbytes if isinstance(part, memoryview) else len(part)
-            if self._corked_bytes >= CORK_LIMIT:
+                size += len(part)  # (bytes, or 1-D byte views: encode_frame_parts casts them)
+            self._corked_bytes = size
+            if size >= CORK_LIMIT and not transport.is_closing():
                 self._write_corked(transport, corked)
+        elif transport is None or transport.is_closing():
+            raise ConnectionClosedError(self.remote_address)
         elif len(parts) == 1:
             transport.write(parts[0])
         else:
             transport.writelines(parts)
 
-    def _cork(self) -> None:
-        """Gather the writes that follow until ``_uncork`` (nested calls gather into the same list)."""
-        if self._corked is None:
-            self._corked = []
-
     def _uncork(self) -> None:
-        """Write what was gathered since ``_cork``, in one transport call, and write directly again."""
+        """Write what was gathered while ``_corking``, in one transport call, and write directly again."""
+        self._corking = False
         corked = self._corked
-        if corked is None:
-            return
-        self._corked = None
-        transport = self._transport
-        if corked and transport is not None and not transport.is_closing():
-            self._write_corked(transport, corked)
+        if corked:
+            transport = self._transport
+            if transport is not None and not transport.is_closing():
+                self._write_corked(transport, corked)
+            else:  # (lost meanwhile: nothing to write them to)
+                corked.clear()
+                self._corked_bytes = 0
 
     def _write_corked(self, transport: asyncio.Transport, corked: list[Body]) -> None:
         if len(corked) == 1:
@@ -421,7 +455,6 @@ class Connection(asyncio.BufferedProtocol):
             return await future
         except asyncio.CancelledError:
             self._pending.pop(opaque, None)
-            self._readers.pop(opaque, None)
             raise
 
     def request(
@@ -439,20 +472,24 @@ class Connection(asyncio.BufferedProtocol):
         request with the usual timeout, made after the others, never does). When it fires it fails the
         requests past their deadline, drops those whose waiter is gone and arms itself for the next."""
         loop = self._loop
-        if self._pending and self._corked is None:
-            # Others are in flight, so their answers wake this loop anyway: the requests made until
-            # the loop's next turn leave together, in one write.
-            self._cork()
-            loop.call_soon(self._uncork)
+        now = loop.time()
+        if self._pending and not self._corking:
+            # Others are in flight, so their answers wake this loop anyway. A request made just after
+            # another that was written at once (within GATHER_WINDOW: a burst) starts a gathering: it
+            # and the requests made until the loop's next turn leave together, in one write. A lone
+            # one (a send while a pull is held on the connection) is not kept waiting for that turn.
+            if now - self._direct_at < GATHER_WINDOW:
+                self._corking = True
+                loop.call_soon(self._uncork)
+            else:
+                self._direct_at = now
         self.send(command)  # (first: a request that could not be written is not waited for)
         if self._transport is None:  # lost while writing it: nothing would answer or fail its future
             raise ConnectionClosedError(self.remote_address, "connection lost while writing the request")
         future: asyncio.Future[Any] = loop.create_future()
         opaque = command.opaque
-        deadline = loop.time() + timeout_s
-        self._pending[opaque] = Outstanding(future, deadline, command.code, timeout_s)
-        if read is not None:
-            self._readers[opaque] = read
+        deadline = now + timeout_s
+        self._pending[opaque] = Outstanding(future, deadline, command.code, timeout_s, read)
         if deadline < self._timer_at:
             self._arm(deadline)
         return future
@@ -488,7 +525,6 @@ class Connection(asyncio.BufferedProtocol):
                 earliest = deadline
         for opaque in ended:
             outstanding = pending.pop(opaque)
-            self._readers.pop(opaque, None)
             future = outstanding.future
             if not future.done():
                 future.set_exception(RemotingTimeoutError(self.remote_address, outstanding.code, outstanding.timeout_s))

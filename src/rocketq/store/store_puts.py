@@ -116,9 +116,10 @@ class StorePuts(StoreReads):
         ``CommitLog.append`` when that declines: a new topic, a file to roll, a transaction half).
         ``put_messages`` of one message comes here. ``_put`` with the append written in (no closure
         made and called per message): the same steps, in the same order."""
-        refusal = self._admit()
-        if refusal is not None:
-            return refusal
+        if self.space.refusal is not None:  # (``_admit``'s test, without its call while the disk has room)
+            refusal = self._admit()
+            if refusal is not None:
+                return refusal
         began = time.perf_counter()
         commit_log = self.commit_log
         with commit_log.put_lock:

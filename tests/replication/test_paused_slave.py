@@ -1,7 +1,7 @@
 """A SYNC_MASTER whose slave (a child process) is paused with SIGSTOP: sends fail with FLUSH_SLAVE_TIMEOUT
-once the master's clock passed the sync flush timeout instead of hanging; once the master's clock says the slave was silent for
-haHousekeepingInterval it drops it and answers SLAVE_NOT_AVAILABLE; sends succeed again once the slave
-runs on and reconnects."""
+once the master's clock passed the sync flush timeout instead of hanging; once that clock says the slave
+was silent for haHousekeepingInterval it drops it and answers SLAVE_NOT_AVAILABLE; sends succeed again
+once the slave runs on and reconnects."""
 
 from __future__ import annotations
 

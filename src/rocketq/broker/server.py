@@ -78,7 +78,7 @@ class Broker(BrokerRoles):
         else:
             self.ha_master = await self._start_ha_master()
             self.store.epochs.begin(self.store.epochs.last_epoch + 1, self.store.start_writing())
-        dispatch, flush_waits = LoopDispatch(self.store, loop), FlushWaits(self.store, self._replicas())
+        dispatch, flush_waits = LoopDispatch(self.store, loop), FlushWaits(self.store, self._replicas(), self.clock)
         self._client = RemotingClient()
         self.context = BrokerContext(
             config=config,

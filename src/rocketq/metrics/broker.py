@@ -85,9 +85,10 @@ class BrokerMetrics:
             "rocketmq_throughput_in", "Bytes of the records stored by producers' sends.", labels=TOPIC
         )
         if puts is not None:
+            sizes = puts.bytes
             for topic, count in puts.messages.items():
                 messages_in.add_metric((*base, topic), count)
-                bytes_in.add_metric((*base, topic), puts.bytes.get(topic, 0))
+                bytes_in.add_metric((*base, topic), sizes.get(topic, 0))
         messages_out = CounterMetricFamily(
             "rocketmq_messages_out", "Messages returned to a consumer group's pulls.", labels=GROUP_TOPIC
         )

@@ -271,11 +271,9 @@ class CommitLog(LogReads):
                 table[key] = queue_offset
                 raise
         mapped.wrote_position = position + size
-        descriptions = self.descriptions
-        if descriptions.room_for(1):
-            descriptions.add_put(
-                topic, queue_id, physical, size, store_timestamp, queue_offset, sys_flag, properties_text
-            )
+        self.descriptions.add_put(
+            topic, queue_id, physical, size, store_timestamp, queue_offset, sys_flag, properties_text
+        )
         return PutMessageResult(
             status=_PUT_OK,
             physical_offsets=[cast(PhysicalOffset, physical)],

@@ -92,11 +92,14 @@ class RecordDescriptions:
         sys_flag: int,
         properties: str,
     ) -> None:
-        """Leave the description (``describe``) of the record a put just published (call ``room_for``
-        first)."""
-        self.appended.append(
-            self.describe(topic, queue_id, physical, size, store_timestamp, queue_offset, sys_flag, properties)
-        )
+        """Leave the description (``describe``) of the record a put just published, when there is room
+        for it (``room_for(1)``: else the dispatcher scans it). A put of several records asks
+        ``room_for`` them all first."""
+        appended = self.appended
+        if len(appended) < APPENDED_MAX:
+            appended.append(
+                self.describe(topic, queue_id, physical, size, store_timestamp, queue_offset, sys_flag, properties)
+            )
 
     def take(self, from_offset: int, end_offset: int, max_records: int) -> list[DispatchRequest]:
         """The put records that follow each other from ``from_offset`` on and end by ``end_offset`` (at

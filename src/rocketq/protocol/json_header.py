@@ -46,8 +46,8 @@ class SendFrameHeader(JsonHeaderFields, gc=False, kw_only=True):
 
 
 class SendV2FrameHeader(JsonHeaderFields, gc=False, kw_only=True):
-    """A SEND_MESSAGE_V2 (310) or SEND_BATCH_MESSAGE (320) request's whole JSON header, its extFields read as the typed header in the same
-    decode (``header_decode.decode_command``'s request lane)."""
+    """A SEND_MESSAGE_V2 (310) or SEND_BATCH_MESSAGE (320) request's whole JSON header, its extFields read
+    as the typed header in the same decode (``header_decode.decode_command``'s request lane)."""
 
     ext_fields: SendMessageRequestHeaderV2 = msgspec.field(name="extFields")
 

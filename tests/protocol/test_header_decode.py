@@ -97,7 +97,10 @@ CAPTURED_REQUESTS = [frame for frame in captured_frames() if frame.direction == 
 @pytest.mark.parametrize("frame", CAPTURED_REQUESTS, ids=lambda frame: f"{frame.index}-{frame.name}")
 def test_captured_cpp_and_alions_requests_read_the_same(frame: Any) -> None:
     header_length = int.from_bytes(frame.raw[5:8], "big")
-    assert_same_reads(frame.raw[8 : 8 + header_length], frame.header["code"])
+    header, code = frame.raw[8 : 8 + header_length], frame.header["code"]
+    assert_same_reads(header, code)
+    if code in HEADER_TYPES:  # (the C++ client's SEND_MESSAGE and pulls, Java's V2 sends: the request lane)
+        assert type(decode_command(0, header, b"", keep_ext_json=True).typed_header) is HEADER_TYPES[code]
 
 
 WIRE_KEYS = sorted(
@@ -229,14 +232,21 @@ def test_the_request_lane_reads_what_the_general_decode_does(drawn: tuple[bytes,
     expected = outcome(partial(ext_header, general_decode(header), header_type))
     assert outcome(partial(ext_header, lane, header_type)) == expected
     if lane.typed_header is not None:
-        assert header.startswith((b'{"code":310,', b'{"code":11,'))
+        assert header.startswith((b'{"code":310,', b'{"code":11,', b'{"code":10,', b'{"code":320,'))
         assert ("value", lane.typed_header) == expected
     same_command(lane, general)
 
 
 def test_rocketq_sends_and_pulls_take_the_request_lane() -> None:
     send = V2_SEND.replace(b'"e":"1"', b'"e":"x"')
-    for header, header_type in ((V2_SEND, SendMessageRequestHeaderV2), (PULL, PullMessageRequestHeader)):
+    batch = V2_SEND.replace(b'"code":310', b'"code":320')
+    lanes = (
+        (V2_SEND, SendMessageRequestHeaderV2),
+        (batch, SendMessageRequestHeaderV2),
+        (LONG_SEND, SendMessageRequestHeader),
+        (PULL, PullMessageRequestHeader),
+    )
+    for header, header_type in lanes:
         lane = decode_command(0, header, b"body", keep_ext_json=True)
         assert type(lane.typed_header) is header_type and lane.ext_json is None
         assert ext_header(lane, header_type) is lane.typed_header
@@ -251,6 +261,12 @@ V2_SEND = (
     b'{"code":310,"extFields":{"a":"g","b":"T","c":"TBW102","d":"4","e":"1","f":"0","g":"1700000000000","h":"0",'
     b'"i":"UNIQ_KEY\\u0001k\\u0002WAIT\\u0001true","rqIdempotent":"true"},"flag":0,"language":"PYTHON","opaque":9,'
     b'"serializeTypeCurrentRPC":"JSON","version":409}'
+)
+LONG_SEND = (  # (SEND_MESSAGE as the C++ client writes it: keys sorted, numbers as numbers)
+    b'{"code":10,"extFields":{"batch":false,"bornTimestamp":1700000000000,"defaultTopic":"TBW102",'
+    b'"defaultTopicQueueNums":4,"flag":0,"producerGroup":"g","properties":"UNIQ_KEY\\u0001k\\u0002",'
+    b'"queueId":1,"reconsumeTimes":0,"sysFlag":0,"topic":"T","unitMode":false},"flag":0,"language":"CPP",'
+    b'"opaque":5,"serializeTypeCurrentRPC":"JSON","version":409}\n'
 )
 PULL = (
     b'{"code":11,"extFields":{"consumerGroup":"g","topic":"T","queueId":"0","queueOffset":"5","maxMsgNums":"32",'

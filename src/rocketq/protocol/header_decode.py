@@ -22,19 +22,29 @@ from rocketq.protocol.codes import LanguageCode, SerializeType
 from rocketq.protocol.command import Body, RemotingCommand, ext_value_to_str, incoming_ext_fields
 from rocketq.protocol.errors import RemoteProtocolError
 from rocketq.protocol.ext_fields import ExtFieldsHeader
-from rocketq.protocol.json_header import JsonHeader, JsonHeaderKeepingExtFields, PullFrameHeader, SendV2FrameHeader
+from rocketq.protocol.json_header import (
+    JsonHeader,
+    JsonHeaderKeepingExtFields,
+    PullFrameHeader,
+    SendFrameHeader,
+    SendV2FrameHeader,
+)
 
 H = TypeVar("H", bound=ExtFieldsHeader)
 
 # bound methods, kept: compiled code calls them at once (a method named on the object is looked up per call)
 _decode_json_header_wire: Final = msgspec.json.Decoder(JsonHeader, strict=False).decode
 _decode_json_header_keeping: Final = msgspec.json.Decoder(JsonHeaderKeepingExtFields, strict=False).decode
+_decode_send_frame: Final = msgspec.json.Decoder(SendFrameHeader, strict=False).decode
 _decode_send_v2_frame: Final = msgspec.json.Decoder(SendV2FrameHeader, strict=False).decode
 _decode_pull_frame: Final = msgspec.json.Decoder(PullFrameHeader, strict=False).decode
 _SEND_V2_START: Final = b'{"code":310,'
+_SEND_BATCH_START: Final = b'{"code":320,'
+_SEND_START: Final = b'{"code":10,'
 _PULL_START: Final = b'{"code":11,'
-"""How the JSON headers of the hot requests start as Java's and rocketq's clients write them (keys in
-order): such a header is decoded with its typed custom header in one pass (the request lane)."""
+"""How the JSON headers of the hot requests start as Java's, the C++ client's and rocketq's clients write
+them (keys in order): such a header is decoded with its typed custom header in one pass (the request
+lane)."""
 _header_values: Final = msgspec.structs.astuple
 """A decoded ``JsonHeader``'s values in its field order: code, language, version, opaque, flag,
 remark, extFields (or their text)."""
@@ -63,31 +73,20 @@ def decode_command(
         RemoteProtocolError: The header is malformed or the serialize type unknown.
     """
     if serialize_type == _JSON:
-        if keep_ext_json:
-            command = _hot_request(header, body)
-            if command is not None:
-                return command
-        # one decode whatever the extFields' value types (a decode as text first would fail part-way
-        # through every C++ client's frame and decode it twice)
-        # the Struct's fields in one call, in JsonHeader's order (compiled code would read each with a
-        # generic attribute lookup, about 180 instructions apiece)
-        try:
-            decoded = _decode_json_header_keeping(header) if keep_ext_json else _decode_json_header_wire(header)
-        except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # (DecodeError includes ValidationError)
-            raise RemoteProtocolError(f"invalid JSON command header: {exc}") from exc
+        # a send or pull as clients write it: the whole header and its typed custom header in one decode
+        decoded: Any = _hot_request(header) if keep_ext_json else None
+        lane = decoded is not None
+        if decoded is None:
+            # one decode whatever the extFields' value types (a decode as text first would fail part-way
+            # through every C++ client's frame and decode it twice)
+            try:
+                decoded = _decode_json_header_keeping(header) if keep_ext_json else _decode_json_header_wire(header)
+            except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # (DecodeError includes ValidationError)
+                raise RemoteProtocolError(f"invalid JSON command header: {exc}") from exc
+        # the Struct's fields in one call, in JsonHeaderFields' order (compiled code would read each with a
+        # generic attribute lookup, about 180 instructions apiece); the last is the extFields: their dict
+        # (normalised to text here), their JSON text (kept), or the lane's typed header
         code, language, version, opaque, flag, remark, fields = _header_values(decoded)
-        if keep_ext_json:
-            return RemotingCommand(
-                code=code,
-                language=_language_from_wire(language),
-                version=version,
-                opaque=opaque,
-                flag=flag,
-                remark=remark,
-                body=body,
-                serialize_type=_JSON,
-                ext_json=fields,
-            )
         return RemotingCommand(
             code=code,
             language=_language_from_wire(language),
@@ -95,46 +94,41 @@ def decode_command(
             opaque=opaque,
             flag=flag,
             remark=remark,
-            ext_fields=incoming_ext_fields(fields),
+            ext_fields=None if keep_ext_json else incoming_ext_fields(fields),
             body=body,
             serialize_type=_JSON,
+            ext_json=None if lane or not keep_ext_json else fields,
+            typed_header=fields if lane else None,
+            header_json=header if lane else None,
         )
     if serialize_type == _ROCKETMQ:
         return _decode_binary_header(header, body)
     raise RemoteProtocolError(f"unknown serialize type {serialize_type}")
 
 
-def _hot_request(header: bytes, body: Body) -> RemotingCommand | None:
-    """The request lane: a send (SEND_MESSAGE_V2) or pull request whose header starts as clients write it,
-    decoded with its typed custom header in one pass (``RemotingCommand.typed_header``; the JSON header is
-    kept as ``header_json`` for other readers of its extFields), instead of a pass that keeps the extFields
-    text and a second that reads the typed header from it. None for any other header, and for one this
-    decode refuses (the general decode then reads it, or says what is wrong, as for any request):
-    tests/protocol/test_header_decode.py holds the two equal."""
+def _hot_request(header: bytes) -> Any:
+    """The request lane: a send (SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE) or pull request whose
+    header starts as clients write it, decoded with its typed custom header in one pass (it becomes
+    ``RemotingCommand.typed_header``; the JSON header is kept as ``header_json`` for other readers of its
+    extFields), instead of a pass that keeps the extFields text and a second that reads the typed header
+    from it. None for any other header, and for one this decode refuses (the general decode then reads
+    it, or says what is wrong, as for any request): tests/protocol/test_header_decode.py holds the two
+    equal."""
     decode: Callable[[bytes], Any] | None = None
     if header.startswith(_SEND_V2_START):
         decode = _decode_send_v2_frame
     elif header.startswith(_PULL_START):
         decode = _decode_pull_frame
+    elif header.startswith(_SEND_START):
+        decode = _decode_send_frame
+    elif header.startswith(_SEND_BATCH_START):
+        decode = _decode_send_v2_frame
     if decode is None:
         return None
     try:
-        decoded = decode(header)
+        return decode(header)
     except (msgspec.DecodeError, UnicodeDecodeError):  # (DecodeError includes ValidationError)
         return None
-    code, language, version, opaque, flag, remark, typed = _header_values(decoded)
-    return RemotingCommand(
-        code=code,
-        language=_language_from_wire(language),
-        version=version,
-        opaque=opaque,
-        flag=flag,
-        remark=remark,
-        body=body,
-        serialize_type=_JSON,
-        typed_header=typed,
-        header_json=header,
-    )
 
 
 def _language_from_wire(value: str | int) -> LanguageCode:

@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from rocketq.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
+from rocketq.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2
 
 
 class JsonHeaderFields(msgspec.Struct, gc=False):
@@ -38,9 +38,16 @@ class JsonHeaderKeepingExtFields(JsonHeaderFields):
     ext_fields: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="extFields")
 
 
+class SendFrameHeader(JsonHeaderFields, gc=False, kw_only=True):
+    """A SEND_MESSAGE (10) request's whole JSON header (the C++ client's send), its extFields read as the
+    typed long header in the same decode (``header_decode.decode_command``'s request lane)."""
+
+    ext_fields: SendMessageRequestHeader = msgspec.field(name="extFields")
+
+
 class SendV2FrameHeader(JsonHeaderFields, gc=False, kw_only=True):
-    """A SEND_MESSAGE_V2 request's whole JSON header, its extFields read as the typed header in the same
-    decode (``header_decode.decode_command``'s request lane)."""
+    """A SEND_MESSAGE_V2 (310) or SEND_BATCH_MESSAGE (320) request's whole JSON header, its extFields read
+    as the typed header in the same decode (``header_decode.decode_command``'s request lane)."""
 
     ext_fields: SendMessageRequestHeaderV2 = msgspec.field(name="extFields")
 

@@ -16,31 +16,53 @@ TOPIC_GROUP_SEPARATOR: Final = "@"
 
 
 class ConsumerOffsetManager:
-    """Thread safety: all methods take a lock; ``persist`` may run on any thread."""
+    """Thread safety: all methods take a lock; ``persist`` may run on any thread.
+
+    ``commit`` (run by every pull that carries its consumer's offset) finds the queues of its
+    ``topic@group`` through ``_queues_of`` (group -> topic -> the very dict of ``_table``), so the
+    common commit builds no ``"topic@group"`` key; every change of ``_table``'s keys clears it."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._table: dict[str, dict[int, int]] = {}
+        self._queues_of: dict[str, dict[str, dict[int, int]]] = {}
         self._lock = threading.Lock()
         self._dirty = False
 
     def load(self) -> None:
         document = read_json(self.path) or {}
+        self._queues_of.clear()
         for key, queues in (document.get("offsetTable") or {}).items():
             self._table[key] = {int(queue_id): int(offset) for queue_id, offset in queues.items()}
         if self._table:
             log.info("loaded offsets of %d topic@group pairs from %s", len(self._table), self.path)
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """Record ``offset`` as ``group``'s committed offset of the queue; an offset equal to the one
+        committed changes nothing (the next ``persist`` does not rewrite the file for it)."""
         if offset < 0:  # ali-ons commits -1 for queues it never consumed
             return
-        key = f"{topic}{TOPIC_GROUP_SEPARATOR}{group}"
         with self._lock:
-            queues = self._table.get(key)
-            if queues is None:  # (not ``setdefault``: no dict made and dropped on every commit)
-                queues = self._table[key] = {}
+            topics = self._queues_of.get(group)
+            queues = None if topics is None else topics.get(topic)
+            if queues is None:
+                queues = self._queues(group, topic)
+            elif queues.get(queue_id) == offset:
+                return
             queues[queue_id] = offset
             self._dirty = True
+
+    def _queues(self, group: str, topic: str) -> dict[int, int]:
+        """``topic@group``'s queues in ``_table`` (made if new), remembered in ``_queues_of``; under the lock."""
+        key = f"{topic}{TOPIC_GROUP_SEPARATOR}{group}"
+        queues = self._table.get(key)
+        if queues is None:
+            queues = self._table[key] = {}
+        topics = self._queues_of.get(group)
+        if topics is None:
+            topics = self._queues_of[group] = {}
+        topics[topic] = queues
+        return queues
 
     def query(self, group: str, topic: str, queue_id: int) -> int | None:
         with self._lock:
@@ -76,6 +98,7 @@ class ConsumerOffsetManager:
         with self._lock:
             if table != self._table:
                 self._table = {key: dict(queues) for key, queues in table.items()}
+                self._queues_of.clear()
                 self._dirty = True
 
     def remove_topic(self, topic: str) -> None:
@@ -83,6 +106,7 @@ class ConsumerOffsetManager:
             prefix = topic + TOPIC_GROUP_SEPARATOR
             for key in [k for k in self._table if k.startswith(prefix)]:
                 del self._table[key]
+                self._queues_of.clear()
                 self._dirty = True
 
     def remove_group(self, group: str) -> None:
@@ -90,6 +114,7 @@ class ConsumerOffsetManager:
             suffix = TOPIC_GROUP_SEPARATOR + group
             for key in [k for k in self._table if k.endswith(suffix)]:
                 del self._table[key]
+                self._queues_of.clear()
                 self._dirty = True
 
     def persist(self, *, force: bool = False) -> None:

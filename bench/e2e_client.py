@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from rocketq.bench.running import CLUSTER_SETTINGS, create_topic, run_loop
-from rocketq.client import ClientConfig, ConsumerConfig, Message, MessageExt, Producer, PushConsumer
+from rocketq.client import ClientConfig, ConsumerConfig, Message, MessageExt, Producer, ProducerConfig, PushConsumer
 from rocketq.client.admin import AdminClient
 from rocketq.client.config import ConsumeFromWhere
 from rocketq.testing.cluster_process import ClusterProcess
@@ -57,7 +57,8 @@ async def stream(namesrv_addr: str, count: int) -> None:
     )
     consumer = PushConsumer(config, on_messages)
     consumer.subscribe(TOPIC)
-    async with consumer, Producer(group="e2e-client-producer", namesrv_addr=namesrv_addr) as producer:
+    producer = Producer(ProducerConfig(group="e2e-client-producer", client=config.client))  # one connection
+    async with consumer, producer:
         deadline = time.monotonic() + 30
         while len(consumer.assigned_queues) < 8:
             if time.monotonic() > deadline:

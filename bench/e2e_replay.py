@@ -1,13 +1,14 @@
 """The broker's work per message of the end-to-end latency stream, without sockets: a consumer's pull
-held on a queue, then for each message one SEND_MESSAGE_V2 read on a producer's connection (which
-answers the held pull and the send) and the consumer's next pull read on its own connection (which
-finds nothing new and is held again, once the held one was answered, as a consumer sends it), each
-followed by a loop turn, as `rocketq bench consumer --only e2e_latency` makes the broker do it, on
-uvloop as the broker runs. Both connections are a started broker's server connections over
-fake transports; the frames are made by the clients' own request builders. Prints the process CPU per
-message of each third of the stream and checks every answer (each held pull answered with exactly the
-message sent, at its offset). The broker is driven through its private server (``Broker._server``): a
-benchmark's shortcut, not an API.
+held on a queue, then for each message one SEND_MESSAGE_V2 read (which answers the held pull and the
+send) and the consumer's next pull read (which finds nothing new and is held again, once the held one
+was answered, as a consumer sends it), each followed by a loop turn, as `rocketq bench consumer --only
+e2e_latency` makes the broker do it, on uvloop as the broker runs. The producer and the consumer share
+one connection, as the clients of one process do (``rocketq.client.client_links``); with
+``--two-connections`` each has its own (as before session 26). Connections are a started broker's
+server connections over fake transports; the frames are made by the clients' own request builders.
+Prints the process CPU per message of each third of the stream and checks every answer (each held
+pull answered with exactly the message sent, at its offset). The broker is driven through its private
+server (``Broker._server``): a benchmark's shortcut, not an API.
 
 Instructions per message, which do not swing with the host's load (docs/consume-path.md, "session 21
 (e2e-broker)"): count only inside the connections' reads and the loop's dispatch pass::
@@ -64,15 +65,17 @@ class FakeTransport(send_replay.FakeTransport):
         return data
 
 
-async def replay(messages: int, pace_ms: float, spin: bool, evict_mb: int) -> None:
+async def replay(messages: int, pace_ms: float, spin: bool, evict_mb: int, shared: bool) -> None:
     with tempfile.TemporaryDirectory() as root:
         async with LocalCluster(Path(root)) as cluster:
             broker = cluster.brokers[0]
             server: Any = broker._server  # type: ignore[attr-defined]
-            producer, consumer = server._new_connection(), server._new_connection()
-            producer_out, consumer_out = FakeTransport(), FakeTransport()
+            producer, producer_out = server._new_connection(), FakeTransport()
             producer.connection_made(producer_out)
-            consumer.connection_made(consumer_out)
+            consumer, consumer_out = producer, producer_out  # one client instance: one connection
+            if not shared:
+                consumer, consumer_out = server._new_connection(), FakeTransport()
+                consumer.connection_made(consumer_out)
             config = ProducerConfig(group="bench_producer")
             queue = MessageQueue(TOPIC, broker.config.broker_name, 0)
 
@@ -121,6 +124,8 @@ async def replay(messages: int, pace_ms: float, spin: bool, evict_mb: int) -> No
                 figures.append((time.process_time() - began) / done * 1e6)
                 loop_figures.append(on_loop / max(1, done - 1) * 1e6)
             answers = FrameDecoder().decode(consumer_out.taken())
+            if shared:  # the sends' answers came on the same connection
+                answers = [answer for answer in answers if "nextBeginOffset" in answer.ext_fields]
             _check(answers, messages)
             print(
                 "µs per message:", " ".join(f"{figure:.2f}" for figure in figures), f"({len(answers)} pulls answered)"
@@ -164,9 +169,12 @@ def main() -> None:
     parser.add_argument("--pace-ms", type=float, default=0.0, help="pause between messages, as a paced stream")
     parser.add_argument("--spin", action="store_true", help="pause spinning instead of asleep")
     parser.add_argument("--evict-mb", type=int, default=0, help="instead of a pause, copy this many MB")
+    parser.add_argument(
+        "--two-connections", action="store_true", help="the producer and the consumer on connections of their own"
+    )
     options = parser.parse_args()
     # the broker's loop (``rocketq.runner``)
-    uvloop.run(replay(options.messages, options.pace_ms, options.spin, options.evict_mb))
+    uvloop.run(replay(options.messages, options.pace_ms, options.spin, options.evict_mb, not options.two_connections))
 
 
 if __name__ == "__main__":

@@ -79,6 +79,7 @@ from rocketq.client import (
     ConsumerConfig,
     Message,
     Producer,
+    ProducerConfig,
     PushConsumer,
 )
 from rocketq.client.admin import AdminClient
@@ -203,8 +204,11 @@ class ConsumerBench:
         consumer.subscribe(topic)
         return consumer
 
-    def _producer(self, group: str) -> Producer:
-        return Producer(group=group, namesrv_addr=self.namesrv_addr)
+    def _producer(self, group: str, instance: str = "DEFAULT") -> Producer:
+        """A producer of ``group``; one with a consumer's ``instance`` shares that consumer's connections
+        (``rocketq.client.client_links``), as an application's producer and consumer do by default."""
+        client = ClientConfig(namesrv_addr=self.namesrv_addr, instance_name=instance)
+        return Producer(ProducerConfig(group=group, client=client))
 
     def _report(
         self,
@@ -348,14 +352,15 @@ class ConsumerBench:
             self._report("pull_drain", size, drained.messages, drained.seconds, nbytes, batch=batch, extra=extra)
 
     async def latency(self, size: int) -> None:
-        """End-to-end latency (send call to listener) of a paced stream through one member."""
+        """End-to-end latency (send call to listener) of a paced stream through one member, the producer
+        in the consumer's client instance (one connection to the broker, as an application's by default)."""
         topic = await self._create_topic(f"BenchLatency{size}")
         recorder = Recorder()
         group = f"bench-latency-{size}{self._suffix}"
         listener = recorder.listener(self.options.listener, recorder.stamp)
         consumer = self._consumer(group, group, listener, ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, topic)
         count = max(1, round(self.options.rate * self.options.latency_seconds))
-        async with consumer, self._producer(f"bench-latency-producer-{size}") as producer:
+        async with consumer, self._producer(f"bench-latency-producer-{size}", group) as producer:
             await self._wait_for(lambda: _owned(consumer, topic) == QUEUES, REBALANCE_TIMEOUT_S, "the assignment")
             await self._paced_send(producer, topic, size, WARMUP_MESSAGES, stamp=False)
             await self._wait_for(lambda: len(recorder.seen) >= WARMUP_MESSAGES, STALL_TIMEOUT_S, "the warm-up")

@@ -103,6 +103,7 @@ class ConsumerCore:
                 RequestCode.GET_CONSUMER_RUNNING_INFO: self._on_running_info,
                 RequestCode.CONSUME_MESSAGE_DIRECTLY: self._on_consume_directly,
             },
+            consumer_group=config.group,
         )
         self.instance.consumer_data = self._consumer_data
         self.stats = ConsumerStats()  # pull and consume rates per topic (GET_CONSUMER_RUNNING_INFO)

@@ -1,16 +1,16 @@
 """ClientInstance (Java's MQClientInstance): the NameServer conversation, route cache, broker addresses,
-heartbeats. Producers and consumers each own one."""
+heartbeats. Producers and consumers each own one; those of one process with equal configurations share
+its connections and client id (``rocketq.client.client_links``)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-import os
-import time
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
+from rocketq.client.client_links import ClientLink, loop_links, new_client_id
 from rocketq.client.config import ClientConfig
 from rocketq.client.errors import MQClientError, MQConnectionError, RouteNotFoundError, ValidationError, broker_error
 from rocketq.client.route import MASTER_ID
@@ -38,19 +38,34 @@ T = TypeVar("T")
 
 
 class ClientInstance:
-    def __init__(self, config: ClientConfig, *, handlers: dict[int, RequestHandler] | None = None) -> None:
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        handlers: dict[int, RequestHandler] | None = None,
+        consumer_group: str | None = None,
+    ) -> None:
+        """``handlers`` answer the requests brokers send this client's group (``consumer_group``, or the
+        producer groups added to ``producer_groups`` before ``start``)."""
         if not config.name_servers:
             raise ValidationError("no NameServer address configured (namesrv_addr)")
         self.config = config
         self.client_ip = config.client_ip or local_ipv4()
-        self.client_id = f"{self.client_ip}@{os.getpid()}#{config.instance_name}#{time.monotonic_ns()}"
+        self.client_id = new_client_id(self.client_ip, config.instance_name)
+        """The id brokers know this client by: settled by ``start``, shared with the other clients of the
+        process it shares a connection with (``rocketq.client.client_links``)."""
         credentials = config.credentials
         self.sign: RequestSigner | None = None
         """Signs a request with the client's credentials (None without): every request ``remoting`` sends,
         and those a blocking caller sends itself (``rocketq.client.blocking_send``)."""
         if credentials is not None:
             self.sign = credentials.sign
+        self._handlers = dict(handlers or {})
+        self.consumer_group = consumer_group
+        self._link: ClientLink | None = None
         self.remoting = RemotingClient(handlers=handlers, sign=self.sign)
+        """The connections to NameServers and brokers: until ``start`` this client's own (unused), from it
+        the ones it shares."""
         self.routes: dict[str, TopicRouteData] = {}
         self.broker_addrs: dict[str, dict[int, str]] = {}
         self.route_listeners: list[Callable[[str, TopicRouteData], None]] = []
@@ -60,6 +75,19 @@ class ClientInstance:
         self._tasks: list[asyncio.Task[Any]] = []
 
     async def start(self) -> None:
+        """Join the process's shared connection (``rocketq.client.client_links``) and start the route polls
+        and heartbeats."""
+        if self._link is None:
+            self._link = loop_links().join(
+                self.config,
+                self.client_ip,
+                self.sign,
+                producer_groups=frozenset(self.producer_groups),
+                consumer_group=self.consumer_group,
+                handlers=self._handlers,
+            )
+            self.remoting = self._link.remoting
+            self.client_id = self._link.client_id
         self._tasks.append(
             asyncio.create_task(self._every(self.config.poll_name_server_interval_s, self.refresh_routes))
         )
@@ -249,6 +277,13 @@ class ClientInstance:
                 await self.remoting.invoke(address, request, self.config.request_timeout_s)
 
     async def aclose(self) -> None:
+        """Stop the background work and leave the shared connection (the last client closes it)."""
         await cancel_and_wait(self._tasks)
         self._tasks.clear()
-        await self.remoting.aclose()
+        link, self._link = self._link, None
+        if link is None:
+            await self.remoting.aclose()
+            return
+        await loop_links().leave(
+            link, producer_groups=frozenset(self.producer_groups), consumer_group=self.consumer_group
+        )

@@ -391,9 +391,11 @@ class Connection(asyncio.BufferedProtocol):
         in flight (``request``), with one write call (one system call instead of one per frame)."""
         self.send_frame(encode_frame_parts(command))
 
-    def send_frame(self, parts: list[Body]) -> None:
+    def send_frame(self, parts: list[Body], at_once: bool = False) -> None:
         """``send`` of a frame already encoded as ``encode_frame_parts`` would (a held pull's answer): its
-        parts are ``bytes`` or 1-D byte views."""
+        parts are ``bytes`` or 1-D byte views. ``at_once``: written now even while the connection gathers
+        its writes (with what was gathered before it, in order): a held pull woken by a send on the same
+        connection (one client's producer and consumer) leaves before the rest of the send's work."""
         transport = self._transport
         if self._corking:  # (the transport is checked once, when the gathered writes leave: _uncork)
             if transport is None:
@@ -404,7 +406,7 @@ class Connection(asyncio.BufferedProtocol):
             for part in parts:
                 size += len(part)  # (bytes, or 1-D byte views: encode_frame_parts casts them)
             self._corked_bytes = size
-            if size >= CORK_LIMIT and not transport.is_closing():
+            if (at_once or size >= CORK_LIMIT) and not transport.is_closing():
                 self._write_corked(transport, corked)
         elif transport is None or transport.is_closing():
             raise ConnectionClosedError(self.remote_address)

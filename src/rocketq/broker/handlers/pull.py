@@ -272,7 +272,7 @@ class HeldPull(Hold):
             log.exception("held pull of %s-%d failed", self.topic, self.queue_id)
             connection.send(reply(request, ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}"))
             return
-        connection.send_frame(frame)
+        connection.send_frame(frame, True)  # (at once: the woken consumer need not wait for the send's answer)
         _count(context, self.group, self.topic, self.queue_id, count, size, next_offset)
 
 

@@ -104,16 +104,20 @@ class ConsumerOffsetManager:
     def remove_topic(self, topic: str) -> None:
         with self._lock:
             prefix = topic + TOPIC_GROUP_SEPARATOR
-            for key in [k for k in self._table if k.startswith(prefix)]:
+            doomed = [k for k in self._table if k.startswith(prefix)]
+            for key in doomed:
                 del self._table[key]
+            if doomed:
                 self._queues_of.clear()
                 self._dirty = True
 
     def remove_group(self, group: str) -> None:
         with self._lock:
             suffix = TOPIC_GROUP_SEPARATOR + group
-            for key in [k for k in self._table if k.endswith(suffix)]:
+            doomed = [k for k in self._table if k.endswith(suffix)]
+            for key in doomed:
                 del self._table[key]
+            if doomed:
                 self._queues_of.clear()
                 self._dirty = True
 

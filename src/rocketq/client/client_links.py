@@ -5,7 +5,8 @@ consumers share one connection per broker and one client id. rocketq does the sa
 consumers started on one event loop with equal ``ClientConfig`` s (the clock too: the same object) share
 one ``ClientLink``: its client id, its ``RemotingClient`` (one connection per broker), and the answering
 of the requests brokers send them. A producer and a push consumer of one process then talk to a broker
-over one connection: the send's answer and the pull's answer it wakes leave the broker in one write.
+over one connection (the pull answer a send wakes still leaves before the send's answer:
+``Connection.send_frame``'s ``at_once``).
 
 Unlike Java, which refuses a second producer (or consumer) of a group in one instance, a client whose
 group is already on a link gets a link of its own (a second member of a consumer group needs its own

@@ -95,9 +95,8 @@ class RecordDescriptions:
         """Leave the description (``describe``) of the record a put just published, when there is room
         for it (``room_for(1)``: else the dispatcher scans it). A put of several records asks
         ``room_for`` them all first."""
-        appended = self.appended
-        if len(appended) < APPENDED_MAX:
-            appended.append(
+        if self.room_for(1):
+            self.appended.append(
                 self.describe(topic, queue_id, physical, size, store_timestamp, queue_offset, sys_flag, properties)
             )
 

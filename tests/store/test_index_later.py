@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from rocketq.common.message import encode_properties
 from rocketq.store import MessageStore, MessageToStore
+from rocketq.store.index_service import DEFERRED_WAKE_RECORDS
+from rocketq.testing import wait_until
 
 from .conftest import small_config
 
@@ -80,3 +82,43 @@ def test_a_key_is_found_right_after_its_put_is_dispatched(puts: list[list[tuple[
                 assert found(reopened, topic, key) == bodies
         finally:
             reopened.close()
+
+
+def test_the_thread_builds_waiting_keys_once_enough_wait_and_not_before(tmp_path: Path) -> None:
+    """The dispatcher's thread is not woken per put (nor every few ms: its idle round is an hour away
+    here, and so are the flushes, which would take the keys too): lone puts' keys wait until
+    ``DEFERRED_WAKE_RECORDS`` of them do, and then the put's dispatch wakes the thread, which builds
+    them without any query asking."""
+    config = small_config(
+        tmp_path, dispatch_interval_ms=3_600_000, flush_interval_consume_queue_ms=3_600_000, max_index_num=4096
+    )
+    store = MessageStore(config).start()
+    try:
+        index = store.index
+        assert index is not None
+
+        def put(number: int) -> int:
+            result = store.put_messages(
+                [
+                    MessageToStore(
+                        topic="TopicA",
+                        queue_id=0,
+                        body=b"%d" % number,
+                        properties=encode_properties({"KEYS": f"k{number}"}),
+                    )
+                ],
+                dispatch=False,
+            )
+            assert result.ok
+            store.dispatch_pending(1 << 20)  # on this thread, as the broker's event loop does
+            return result.physical_offsets[0]
+
+        for number in range(DEFERRED_WAKE_RECORDS - 1):
+            put(number)
+        assert index.deferred_count == DEFERRED_WAKE_RECORDS - 1  # nothing woke the thread
+        assert index.end_phy_offset == -1
+        last_offset = put(DEFERRED_WAKE_RECORDS - 1)
+        wait_until(lambda: index.deferred_count == 0 and index.end_phy_offset == last_offset, timeout_s=30)
+        assert [record.body for record in store.query_message("TopicA", "k0", max_num=10)] == [b"0"]
+    finally:
+        store.close()

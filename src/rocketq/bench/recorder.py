@@ -65,15 +65,18 @@ class Recorder:
         self.count(messages)
 
     def listener(self, kind: str, action: Callable[[list[MessageExt]], None]) -> Listener:
-        """``action`` wrapped as a sync (thread pool) or async (event loop) listener."""
+        """``action`` wrapped as a sync (thread pool) or async (event loop) listener that acknowledges
+        every message (``True``, as CONSUME_SUCCESS)."""
         if kind == "async":
 
-            async def on_messages(messages: list[MessageExt]) -> None:
+            async def on_messages(messages: list[MessageExt]) -> bool:
                 action(messages)
+                return True
 
             return on_messages
 
-        def on_messages_sync(messages: list[MessageExt]) -> None:
+        def on_messages_sync(messages: list[MessageExt]) -> bool:
             action(messages)
+            return True
 
         return on_messages_sync

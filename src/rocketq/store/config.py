@@ -47,7 +47,9 @@ class StoreConfig:
     clean_resource_interval_ms: int = 10_000  # how often retention runs (every second under disk pressure)
     message_index_enable: bool = True
     message_delay_level: str = DEFAULT_DELAY_LEVELS
-    dispatch_interval_ms: int = 10  # how long the idle dispatcher sleeps (every put also wakes it)
+    # how long the idle dispatcher thread sleeps: a put that leaves it work wakes it, and so do lone puts'
+    # index keys once DEFERRED_WAKE_RECORDS wait; each round takes the GIL from the event loop
+    dispatch_interval_ms: int = 1000
     dispatch_inline_max_records: int = 32  # puts this small are dispatched by the putting thread (0: never)
     compiled_dispatch: bool = True  # dispatch through the numba-compiled scan when numba is installed
     dispatch_columnar_min_bytes: int = 2048  # at least this much undispatched log takes the compiled scan

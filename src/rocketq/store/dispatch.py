@@ -83,7 +83,8 @@ class Dispatcher:
         self._worker_thread.start()
 
     def wake(self) -> None:
-        """Called after a put: dispatch without waiting for the next interval."""
+        """Called after a put that left work for the thread: dispatch (and index) without waiting for
+        the idle round (``interval_s``)."""
         with self._wakeup:
             self._pending = True
             self._wakeup.notify()
@@ -152,6 +153,9 @@ class Dispatcher:
             return False
         finally:
             self._dispatch_lock.release()
+        index = self._index
+        if index is not None and index.deferred_waiting:  # lone puts' keys piled up: the thread builds them
+            self.wake()
         return True
 
     def dispatch_batch(self, end_offset: int) -> int:

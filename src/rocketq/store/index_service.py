@@ -11,10 +11,13 @@ event loop). A restart catches up the same way (dispatch starts where the index 
 
 A lone record's keys (a single put's dispatch pass, which runs on the broker's event loop between the
 put and the answers it wakes) are kept for later (``build(..., later=True)``) instead of being hashed
-and written in that pass: the dispatcher's thread builds them on its next round (within
-``dispatch_interval_ms``), and every query, flush and other build takes them first, in CommitLog order,
-so a query by key right after a send's answer finds its message as before. A crash loses nothing: a
-restart dispatches again from where the index ends.
+and written in that pass: the dispatcher's thread builds them once ``DEFERRED_WAKE_RECORDS`` wait (the
+put's dispatch wakes it) or on its idle round (every ``dispatch_interval_ms``, a second by default),
+and every query, flush and other build takes them first, in CommitLog order, so a query by key right
+after a send's answer finds its message as before. The thread is not woken per put, nor every few
+milliseconds: each of its rounds takes the GIL from the event loop, and a broker serving a paced
+stream paid for that in its latency. A crash loses nothing: a restart dispatches again from where the
+index ends.
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ RETRY_INTERVAL_S = 1.0
 """While keys are skipped, how often making an index file is tried again."""
 DEFERRED_MAX_RECORDS = 1024
 """At most this many records' keys wait for later; the build that would pass it writes them all."""
+DEFERRED_WAKE_RECORDS = 256
+"""Once this many records' keys wait, the put's dispatch wakes the dispatcher's thread to build them
+(``deferred_waiting``), well before a put's own pass would have to (``DEFERRED_MAX_RECORDS``)."""
 CATCH_UP_RECORDS = 65_536
 """Skipped records one ``catch_up`` call indexes at most (the dispatcher's thread calls it again)."""
 _Keys = tuple[list[int], list[int], list[int]]  # key hashes, CommitLog offsets, store timestamps
@@ -99,6 +105,17 @@ class IndexService:
     def files(self) -> list[IndexFile]:
         with self._lock:
             return list(self._files)
+
+    @property
+    def deferred_waiting(self) -> bool:
+        """Whether enough records' keys wait for later (``DEFERRED_WAKE_RECORDS``) that the dispatcher's
+        thread should build them now rather than on its idle round."""
+        return len(self._deferred) >= DEFERRED_WAKE_RECORDS
+
+    @property
+    def deferred_count(self) -> int:
+        """How many records' keys wait for later."""
+        return len(self._deferred)
 
     @property
     def end_phy_offset(self) -> int:

@@ -54,6 +54,10 @@ class ConsumerStats:
         """``clock``: seconds, for the rates' windows (tests give a fake one)."""
         self._clock = clock
         self._lock = threading.Lock()
+        # its two methods bound once: calling them is cheaper than a ``with`` or a method call each time
+        # in compiled code (every pull and every listener run counts here)
+        self._acquire = self._lock.acquire
+        self._release = self._lock.release
         self._topics: dict[str, _TopicCounts] = {}
 
     def _keep(self, topic: str, now: float) -> _Totals:
@@ -78,20 +82,18 @@ class ConsumerStats:
 
     def pulled(self, topic: str, messages: int, round_trip_s: float) -> None:
         """A pull of ``topic`` returned ``messages`` after ``round_trip_s``."""
-        lock = self._lock  # (acquire and release called: cheaper than a ``with`` in compiled code)
-        lock.acquire()
+        self._acquire()
         try:
             totals = self._keep(topic, self._clock())
             totals.pulls += 1
             totals.pull_rt_ms += round_trip_s * 1000
             totals.pulled += messages
         finally:
-            lock.release()
+            self._release()
 
     def consumed(self, topic: str, ok: int, failed: int, spent_s: float) -> None:
         """The listener took ``ok + failed`` messages of ``topic`` in ``spent_s``; ``failed`` go back."""
-        lock = self._lock
-        lock.acquire()
+        self._acquire()
         try:
             totals = self._keep(topic, self._clock())
             totals.runs_ms += spent_s * 1000
@@ -99,7 +101,7 @@ class ConsumerStats:
             totals.ok += ok
             totals.failed += failed
         finally:
-            lock.release()
+            self._release()
 
     def status(self, topic: str) -> ConsumeStatus:
         """The rates of the last minute, and the failures of the last hour."""

@@ -84,6 +84,7 @@ class ConsumerCore:
         # (an attribute, not a property: every pull asks, and an enum member's lookup costs a thousand
         # instructions in compiled code)
         self.clustering = config.message_model is MessageModel.CLUSTERING
+        self._pull_timeout_s = config.consumer_timeout_when_suspend_s  # (read once, as the above)
         self.consume_type = consume_type
         self._subscribed = Subscriptions()
         self.subscriptions = self._subscribed.selectors  # topic -> what of it to consume
@@ -474,7 +475,7 @@ class ConsumerCore:
         try:
             if address is None:
                 raise MQClientError(f"no broker of {queue.broker_name} in the route")
-            timeout_s = config.consumer_timeout_when_suspend_s
+            timeout_s = self._pull_timeout_s
             try:
                 # the usual pull (its broker connected) is written straight to the connection, whose
                 # future is awaited here (no coroutines of invoke_broker, RemotingClient.invoke and

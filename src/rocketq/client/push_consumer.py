@@ -62,6 +62,9 @@ class PushConsumer:
     def __init__(self, config: ConsumerConfig, listener: Listener | None = None, *, orderly: bool = False) -> None:
         self.config = config
         self.orderly = orderly
+        # settings every pull reads, read once (the config is immutable)
+        self._max_span = config.consume_concurrently_max_span
+        self._pull_interval_s = config.pull_interval_s
         self._core = ConsumerCore(
             config, consume_type="CONSUME_PASSIVELY", on_assigned=self._assigned, on_revoked=self._revoked
         )
@@ -252,7 +255,7 @@ class PushConsumer:
         """Pull ``process``'s queue while it is this member's. Each answer's messages are cached and
         handed to the listener in the read that brought them (``took``, via ``pull_once``'s
         ``on_result``); the loop then moves the queue's pull offset and sends the next pull."""
-        core, config, queue = self._core, self.config, process.queue
+        core, queue = self._core, process.queue
         selector, tags = None, frozenset[str]()
 
         def took(result: PullResult) -> None:
@@ -264,7 +267,7 @@ class PushConsumer:
                 self.suspended
                 or process.count >= limit_count
                 or process.cached_bytes >= limit_bytes
-                or (not self.orderly and process.max_span > config.consume_concurrently_max_span)
+                or (not self.orderly and process.max_span > self._max_span)
             ):
                 await asyncio.sleep(FLOW_CONTROL_DELAY_S)
                 continue
@@ -294,8 +297,8 @@ class PushConsumer:
                 await core.offsets.persist(queue)
             process.next_pull_offset = result.next_begin_offset
             if result.messages:  # (taken by ``took`` already: a coroutine listener has started on them)
-                if config.pull_interval_s > 0:
-                    await asyncio.sleep(config.pull_interval_s)
+                if self._pull_interval_s > 0:
+                    await asyncio.sleep(self._pull_interval_s)
             elif result.status is PullStatus.FOUND and process.count == 0:
                 # everything pulled was filtered out client-side: nothing pending, commit past it
                 core.offsets.update(queue, result.next_begin_offset)

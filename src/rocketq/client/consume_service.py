@@ -36,6 +36,8 @@ class ConsumeService:
 
     def __init__(self, config: ConsumerConfig, core: ConsumerCore, listener: Listener | None) -> None:
         self.config = config
+        # messages per listener call, read once (the config is immutable): every pulled batch asks
+        self._batch_size = max(1, config.consume_message_batch_max_size)
         self._core = core
         self.listener = listener
         self.listener_is_async = inspect.iscoroutinefunction(listener)
@@ -76,7 +78,13 @@ class ConsumeService:
         caller goes on, not after whatever else the loop has ready (such as a producer's next send),
         and a batch that is over in that first step leaves no Task behind."""
         if self.listener_is_async:
-            self._track(self._consume(process, messages), eager=True)
+            if len(messages) <= self._batch_size and self.slots.take_now():
+                # the usual pull: one part (``worker_parts`` cuts no fewer messages than one call's),
+                # a slot free; the listener's calls and the settling in one coroutine
+                self._coroutine_parts += 1
+                self._track(self.call_listener(messages, process, settling=True), eager=True)
+            else:
+                self._track(self._consume(process, messages), eager=True)
         else:  # consume threads are woken now, while the loop goes on to send the queue's next pull
             parts = [
                 self._to_thread(process, part)
@@ -93,7 +101,7 @@ class ConsumeService:
             else:
                 self._track(self._consumed_on_thread(process, messages, parts))
 
-    def _track(self, consuming: Coroutine[Any, Any, None], *, eager: bool = False) -> None:
+    def _track(self, consuming: Coroutine[Any, Any, object], *, eager: bool = False) -> None:
         """Run ``consuming`` in a task that ``aclose`` waits for (``eager``: started at once)."""
         loop = self._loop
         if loop is None:
@@ -131,7 +139,7 @@ class ConsumeService:
         listener: Callable[[list[MessageExt]], Any] = self.listener  # type: ignore[assignment]
         run = ListenerRun(self._calls, self._call_times, process, self._core.stats)
         try:
-            for batch in listener_batches(messages, self.config.consume_message_batch_max_size):
+            for batch in listener_batches(messages, self._batch_size):
                 if not run.starting(batch):
                     return None
                 try:
@@ -148,41 +156,58 @@ class ConsumeService:
         dropped before a thread takes it (``_run_listener`` checks before each call)."""
         return self._threads.call(lambda: self._run_listener(messages, process))
 
-    async def call_listener(self, messages: list[MessageExt], process: ProcessQueue | None = None) -> Failed | None:
+    async def call_listener(
+        self, messages: list[MessageExt], process: ProcessQueue | None = None, *, settling: bool = False
+    ) -> Failed | None:
         """The listener on every sub-batch of ``messages``, on a consume thread (``_run_listener``) or
         awaited here; returns the sub-batches that failed, or None when ``process`` was dropped before
-        the last call. Calls on a ``process``'s messages can be given up when overdue."""
+        the last call. Calls on a ``process``'s messages can be given up when overdue.
+
+        ``settling`` (a coroutine listener only): ``messages`` are a pulled batch of ``process``, whole,
+        for which ``dispatch`` took a slot and counted a coroutine part. The slot and the part are given
+        back after the calls and the batch is settled here, as ``_consume`` does for any other batch:
+        the usual pull is one coroutine of ours between its read and the listener, not two."""
         if not self.listener_is_async:
             return await self._to_thread(process, messages)
         listener: Callable[[list[MessageExt]], Any] = self.listener  # type: ignore[assignment]
         run = ListenerRun(self._calls, self._call_times, process, self._core.stats)
+        failed: Failed | None = None
         try:
-            for batch in listener_batches(messages, self.config.consume_message_batch_max_size):
+            for batch in listener_batches(messages, self._batch_size):
                 if not run.starting(batch):
-                    return None
+                    break
                 try:
                     result = await listener(batch)
                 except Exception:
                     result = run.raised(batch)
                 run.returned(batch, result)
+            else:
+                failed = run.failed
         finally:
             run.close()
-        return run.failed
+            if settling:
+                self.slots.release()
+                self._coroutine_parts -= 1
+        if settling and process is not None and failed is not None:  # (as ``_consume`` settles)
+            if failed:
+                await self._settle(process, messages, failed)
+            else:
+                self.finish(process, messages)
+        return failed
 
     async def _consume(self, process: ProcessQueue, messages: list[MessageExt]) -> None:
         """A pulled batch through a coroutine listener, in parts over the free slots (at most
         ``consume_thread_max`` listener calls at a time), settled once every part is done.
 
-        The usual pull (one part, a slot free) is one coroutine over the listener's calls: its slot
-        taken and given back by plain calls, and the batch settled by a plain call when no call failed
-        (``finish``), without ``call_in_slot`` and ``_settle``'s coroutines."""
+        Not the usual pull (one part, a slot free), which ``dispatch`` hands to ``call_listener``
+        itself (``settling``): a batch cut in parts, or one that waits for a slot. A batch whose calls
+        all succeeded is settled by a plain call (``finish``), without ``_settle``'s coroutine."""
         parts = worker_parts(
             messages,
             self.config.consume_message_batch_max_size,
             self.config.consume_thread_max - self._coroutine_parts,
             self._call_times.calls_per_part(),
         )
-        slots = self.slots
         failed: Failed | None
         self._coroutine_parts += len(parts)
         try:
@@ -190,11 +215,6 @@ class ConsumeService:
                 outcomes = await asyncio.gather(*(self.call_in_slot(part, process) for part in parts))
                 # (None: a part was skipped, the queue was dropped: nothing to settle)
                 failed = None if None in outcomes else [call for part in outcomes if part for call in part]
-            elif slots.take_now():  # nearly always: a free slot, taken without a wait
-                try:
-                    failed = await self.call_listener(messages, process)
-                finally:
-                    slots.release()
             else:
                 failed = await self.call_in_slot(messages, process)
         finally:

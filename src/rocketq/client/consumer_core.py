@@ -19,7 +19,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Final, final
 
 from rocketq.client.config import ConsumeFromWhere, ConsumerConfig, MessageModel
 from rocketq.client.consume_stats import ConsumerStats
@@ -63,6 +63,8 @@ from rocketq.remoting.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
+_monotonic: Final = time.monotonic  # (bound once: compiled code reads a Final name as a C static)
+
 MISSING_ROUTE_RETRY_S = 1.0
 """The first wait before asking again for a subscribed topic's missing route (doubling after)."""
 
@@ -79,6 +81,10 @@ class ConsumerCore:
                 f"unknown allocate strategy {config.allocate_strategy!r}; use one of {sorted(STRATEGIES)}"
             )
         self.config = config
+        # (an attribute, not a property: every pull asks, and an enum member's lookup costs a thousand
+        # instructions in compiled code)
+        self.clustering = config.message_model is MessageModel.CLUSTERING
+        self._pull_timeout_s = config.consumer_timeout_when_suspend_s  # (read once, as the above)
         self.consume_type = consume_type
         self._subscribed = Subscriptions()
         self.subscriptions = self._subscribed.selectors  # topic -> what of it to consume
@@ -91,10 +97,9 @@ class ConsumerCore:
         self.rebalance_lock = asyncio.Lock()  # held while the assignment changes (rebalance, reset)
         self._tasks: list[asyncio.Task[Any]] = []
         self._unreachable = False  # no NameServer answered the last route lookup (logged once)
-        # the broker id of its group each queue's next pull goes to: the last pull answer's suggestion
-        # (suggestWhichBrokerId; docs/replication.md#reads-from-slaves), absent = the master
-        self.pull_from: dict[MessageQueue, int] = {}
-        self._queue_pulls: dict[MessageQueue, QueuePulls] = {}  # each queue's pull requests' template
+        # each pulled queue's state from one pull to the next (one lookup per pull): where its next pull
+        # goes and its requests' template
+        self._queue_pulls: dict[MessageQueue, _QueuePullState] = {}
         self.instance = ClientInstance(
             config.client,
             handlers={
@@ -123,10 +128,6 @@ class ConsumerCore:
                 config.offset_store_dir, f"{self.instance.client_ip}@{config.client.instance_name}", config.group
             )
         )
-
-    @property
-    def clustering(self) -> bool:
-        return self.config.message_model is MessageModel.CLUSTERING
 
     def subscribe(self, topic: str, selector: MessageSelector | str = "*") -> None:
         self._subscribed.add(topic, MessageSelector.of(selector))
@@ -429,18 +430,30 @@ class ConsumerCore:
         the same turn, such as a producer's answer) made ready. ``on_result`` must not wait."""
         config = self.config
         instance = self.instance
-        found = instance.broker_address(queue.broker_name, self.pull_from.get(queue, MASTER_ID))
-        address, broker_id = (None, MASTER_ID) if found is None else found
-        group, max_nums, suspend_ms = config.group, config.pull_batch_size, config.broker_suspend_max_time_ms
-        expression, expression_type = selector.expression, selector.expression_type
-        sub_version = self.subscription(queue.topic).sub_version
-        pulls = self._queue_pulls.get(queue)
-        if pulls is None or not pulls.serves(group, max_nums, expression, suspend_ms, sub_version, expression_type):
-            pulls = QueuePulls(group, queue, max_nums, expression, suspend_ms, sub_version, expression_type)
-            self._queue_pulls[queue] = pulls
+        state = self._queue_pulls.get(queue)
+        if state is None:
+            state = self._queue_pulls[queue] = _QueuePullState()
+        found = instance.broker_address(queue.broker_name, state.broker_id)
+        address: str | None = None
+        broker_id = MASTER_ID
+        if found is not None:
+            address, broker_id = found
+        subscription = self.subscription(queue.topic)
+        pulls = state.template
+        if pulls is None or selector is not state.selector or subscription is not state.subscription:
+            # the settings read and compared only when the selector or the subscription is another
+            # object: both are immutable, as is the config, so the same ones make the same template
+            group, max_nums, suspend_ms = config.group, config.pull_batch_size, config.broker_suspend_max_time_ms
+            expression, expression_type = selector.expression, selector.expression_type
+            sub_version = subscription.sub_version
+            if pulls is None or not pulls.serves(group, max_nums, expression, suspend_ms, sub_version, expression_type):
+                pulls = state.template = QueuePulls(
+                    group, queue, max_nums, expression, suspend_ms, sub_version, expression_type
+                )
+            state.selector, state.subscription = selector, subscription
         # slaves take offsets by UPDATE only
         request = pulls.request(offset, commit_offset if broker_id == MASTER_ID else 0)
-        began = time.monotonic()
+        began = _monotonic()
 
         def read(response: RemotingCommand) -> PullResult | None:
             """The answer, in the read that brought it; None when a slave refused the pull."""
@@ -449,9 +462,9 @@ class ConsumerCore:
                 return None
             source = address or ""
             fields = pull_answer_fields(response, source)  # (read once, for the suggestion and the result)
-            self.pull_from[queue] = broker_id_of(fields[0])
+            state.broker_id = broker_id_of(fields[0])
             result = pull_result(response, tags, source, fields)
-            round_trip_s = time.monotonic() - began
+            round_trip_s = _monotonic() - began
             try:
                 if on_result is not None:
                     on_result(result)
@@ -462,7 +475,7 @@ class ConsumerCore:
         try:
             if address is None:
                 raise MQClientError(f"no broker of {queue.broker_name} in the route")
-            timeout_s = config.consumer_timeout_when_suspend_s
+            timeout_s = self._pull_timeout_s
             try:
                 # the usual pull (its broker connected) is written straight to the connection, whose
                 # future is awaited here (no coroutines of invoke_broker, RemotingClient.invoke and
@@ -476,12 +489,12 @@ class ConsumerCore:
                         sign(request)
                     result = await connection.request(request, timeout_s, read)
             except RemotingError:
-                self.pull_from[queue] = instance.fallback_broker_id(queue.broker_name, broker_id)
+                state.broker_id = instance.fallback_broker_id(queue.broker_name, broker_id)
                 raise
             if result is None:
                 # a slave that refuses (it has not copied the topic or group from its master yet): the
                 # master answers this pull, at once
-                self.pull_from[queue] = MASTER_ID
+                state.broker_id = MASTER_ID
                 return await self.pull_once(
                     queue, offset, selector, tags, commit_offset=commit_offset, on_result=on_result
                 )
@@ -516,6 +529,22 @@ class ConsumerCore:
         if response.code != ResponseCode.SUCCESS:
             log.warning("send-back of %s refused: %s %s", message.msg_id, response.code, response.remark)
         return response.code == ResponseCode.SUCCESS
+
+
+@final
+class _QueuePullState:
+    """What a pulled queue keeps from one pull to the next: the broker id of its group the next pull
+    goes to, the last answer's suggestion (suggestWhichBrokerId; docs/replication.md#reads-from-slaves),
+    the master at first, and its pull requests' template (``QueuePulls``, made again when the
+    consumer's settings for the queue change: a pull with the selector and subscription it was last
+    checked against uses it as it is)."""
+
+    def __init__(self) -> None:
+        self.broker_id = MASTER_ID
+        self.template: QueuePulls | None = None
+        # the selector and subscription the template was last found to serve
+        self.selector: MessageSelector | None = None
+        self.subscription: SubscriptionData | None = None
 
 
 def _no_positions() -> None:

@@ -61,7 +61,7 @@ class ListenerTasks:
         self._handoff: _Handoff | None = None  # what the spare is waiting for
         self._closed = False
 
-    def start(self, coroutine: Coroutine[Any, Any, None]) -> asyncio.Task[Any] | None:
+    def start(self, coroutine: Coroutine[Any, Any, object]) -> asyncio.Task[Any] | None:
         """Run ``coroutine``'s first step now, as the current task. Returns the Task that carries it on
         and finishes as it would have (with its exception, or cancelled), one loop turn later at the
         earliest; None when the coroutine ended in that step and nothing saw the Task it ran as."""
@@ -121,7 +121,7 @@ class _Handoff:
 
     def __init__(self, future: asyncio.Future[None]) -> None:
         self.future = future
-        self.coroutine: Coroutine[Any, Any, None] | None = None
+        self.coroutine: Coroutine[Any, Any, object] | None = None
         self.outcome: Any = None  # what the coroutine's first step waits on, _DONE, or _Raised
         self.context: contextvars.Context | None = None
 
@@ -135,7 +135,7 @@ class _Raised:
         self.exception = exception
 
 
-def _first_step(coroutine: Coroutine[Any, Any, None]) -> Any:
+def _first_step(coroutine: Coroutine[Any, Any, object]) -> Any:
     """Run ``coroutine`` to its first wait (returns what it waits on) or to its end (``_DONE``).
     ``next`` with a default, rather than ``coroutine.send(None)``: a coroutine that ends in its first
     step (the usual listener) then ends without a StopIteration raised and caught here, which in
@@ -175,7 +175,7 @@ def _pause() -> Generator[None, None, None]:
 
 @types.coroutine
 def _carry_on(
-    coroutine: Coroutine[Any, Any, None] | None,
+    coroutine: Coroutine[Any, Any, object] | None,
     context: contextvars.Context | None,
     waiting_on: Any,
     thrown: BaseException | None,

@@ -151,8 +151,13 @@ class ClientInstance:
         """The address and id of broker ``broker_id`` of ``broker_name`` when the route has it, else of
         its master, else of its lowest-numbered slave (a group whose master is gone is read from a slave,
         as Java's findBrokerAddressInSubscribe does); None when the route has none of the group."""
-        addrs = self.broker_addrs.get(broker_name, {})
-        for candidate in (broker_id, MASTER_ID, *sorted(addrs)):
+        addrs = self.broker_addrs.get(broker_name)
+        if addrs is None:
+            return None
+        address = addrs.get(broker_id)  # (the usual case, without the sorted candidates made)
+        if address is not None:
+            return address, broker_id
+        for candidate in (MASTER_ID, *sorted(addrs)):
             address = addrs.get(candidate)
             if address is not None:
                 return address, candidate

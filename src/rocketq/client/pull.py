@@ -218,6 +218,8 @@ def pull_answer_fields(response: RemotingCommand, address: str) -> PullAnswerFie
 def broker_id_of(suggested: str | None) -> int:
     """The broker of the group a pull answer suggests for the queue's next pull (its suggestWhichBrokerId,
     ``pull_answer_fields``'s first): the master when it says nothing readable."""
+    if suggested == "0":  # (the usual answer: the master, without the text's checks and parse)
+        return MASTER_ID
     return int(suggested) if suggested is not None and suggested.isdecimal() else MASTER_ID
 
 

@@ -18,6 +18,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
+from typing import Final
 
 from mypy_extensions import mypyc_attr
 
@@ -36,6 +37,8 @@ from rocketq.protocol.running_info import ConsumeMessageDirectlyResult, QueueInf
 from rocketq.remoting.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
+
+_wall_clock: Final = time.time  # (bound once: compiled code reads a Final name as a C static)
 
 FLOW_CONTROL_DELAY_S = 0.05
 
@@ -59,6 +62,9 @@ class PushConsumer:
     def __init__(self, config: ConsumerConfig, listener: Listener | None = None, *, orderly: bool = False) -> None:
         self.config = config
         self.orderly = orderly
+        # settings every pull reads, read once (the config is immutable)
+        self._max_span = config.consume_concurrently_max_span
+        self._pull_interval_s = config.pull_interval_s
         self._core = ConsumerCore(
             config, consume_type="CONSUME_PASSIVELY", on_assigned=self._assigned, on_revoked=self._revoked
         )
@@ -249,7 +255,7 @@ class PushConsumer:
         """Pull ``process``'s queue while it is this member's. Each answer's messages are cached and
         handed to the listener in the read that brought them (``took``, via ``pull_once``'s
         ``on_result``); the loop then moves the queue's pull offset and sends the next pull."""
-        core, config, queue = self._core, self.config, process.queue
+        core, queue = self._core, process.queue
         selector, tags = None, frozenset[str]()
 
         def took(result: PullResult) -> None:
@@ -261,7 +267,7 @@ class PushConsumer:
                 self.suspended
                 or process.count >= limit_count
                 or process.cached_bytes >= limit_bytes
-                or (not self.orderly and process.max_span > config.consume_concurrently_max_span)
+                or (not self.orderly and process.max_span > self._max_span)
             ):
                 await asyncio.sleep(FLOW_CONTROL_DELAY_S)
                 continue
@@ -269,7 +275,8 @@ class PushConsumer:
                 await asyncio.sleep(0.5)
                 continue
             subscribed = core.selector(queue.topic)
-            if subscribed != selector:  # subscribe() again changes it at once
+            # subscribe() again changes it at once (the same object, nearly always: no __eq__ call)
+            if subscribed is not selector and subscribed != selector:
                 selector, tags = subscribed, subscribed.tags()
             commit = core.offsets.table.get(queue, 0) if core.clustering else 0
             result = await core.pull_once(
@@ -290,8 +297,8 @@ class PushConsumer:
                 await core.offsets.persist(queue)
             process.next_pull_offset = result.next_begin_offset
             if result.messages:  # (taken by ``took`` already: a coroutine listener has started on them)
-                if config.pull_interval_s > 0:
-                    await asyncio.sleep(config.pull_interval_s)
+                if self._pull_interval_s > 0:
+                    await asyncio.sleep(self._pull_interval_s)
             elif result.status is PullStatus.FOUND and process.count == 0:
                 # everything pulled was filtered out client-side: nothing pending, commit past it
                 core.offsets.update(queue, result.next_begin_offset)
@@ -304,7 +311,7 @@ class PushConsumer:
         if result.messages:
             process.add(result.messages)
             self._dispatch(process, result.messages)
-        process.last_pull_ms = int(time.time() * 1000)  # (after the hand-over: the listener goes first)
+        process.last_pull_ms = int(_wall_clock() * 1000)  # (after the hand-over: the listener goes first)
 
     # -- consuming (concurrently in rocketq.client.consume_service, orderly here) ---------------------
 

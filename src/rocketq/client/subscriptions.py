@@ -61,7 +61,7 @@ class Subscriptions:
         ``subscribe()`` (the retry topic, ``assign()``) is stamped the first time it is asked for."""
         selector = self.selector(topic)
         data = self._data.get(topic)
-        if data is None or (data.expression_type, data.sub_string) != (selector.expression_type, selector.expression):
+        if data is None or data.sub_string != selector.expression or data.expression_type != selector.expression_type:
             data = self._data[topic] = subscription_data(topic, selector)
         return data
 

@@ -43,10 +43,8 @@ def coalescible(message: Message, compress_over: int) -> bool:
     carries its bodies as they are)."""
     if message.delay_level > 0 or not message.wait_store_msg_ok or len(message.body) > compress_over:
         return False
-    properties = message.properties
-    if not properties:
-        return True
-    return _NOT_COALESCED_PROPERTIES.isdisjoint(properties)
+    # (compiled, a loop over the usual one or two names: no method call, as isdisjoint was)
+    return all(name not in _NOT_COALESCED_PROPERTIES for name in message.properties)
 
 
 def item_size(body: bytes, properties: str) -> int:

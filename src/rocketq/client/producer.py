@@ -269,13 +269,12 @@ class Producer:
         coalesce = batcher is not None and not marked and coalescible(message, settings.compress_over)
         instance = self._instance
         info = self._cached_publish_info(topic)
-        if instance is None or info is None or (batcher is not None and coalesce and batcher.busy(topic)):
-            if batcher is None or not coalesce:
+        accumulator = batcher.accumulator if batcher is not None and coalesce else None
+        # (the topic's count of requests in flight checked and joined in one step: start_if_idle)
+        if instance is None or info is None or (accumulator is not None and not accumulator.start_if_idle(topic)):
+            if batcher is None or accumulator is None:
                 return await self._send_message(message, timeout, retries, idempotent)
             return await batcher.send(message, timeout, retries)
-        accumulator = batcher.accumulator if batcher is not None and coalesce else None
-        if accumulator is not None:
-            accumulator.started(topic)
         try:
             attempt = self._first_attempt(message, timeout, retries, marked, info, instance)
             address, command = attempt.address, attempt.command

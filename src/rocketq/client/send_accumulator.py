@@ -101,6 +101,15 @@ class Accumulator:
         """Whether ``send`` is small enough to wait for a batch at all."""
         return send.size <= self.max_bytes
 
+    def start_if_idle(self, topic: str) -> bool:
+        """``started(topic)`` when no request to ``topic`` is in flight (True); else nothing (False: it is
+        ``busy``). One dictionary read where ``busy`` and then ``started`` made three calls."""
+        in_flight = self._in_flight
+        if topic in in_flight:  # (a topic's entry goes when its count returns to 0: finished)
+            return False
+        in_flight[topic] = 1
+        return True
+
     def started(self, topic: str) -> None:
         self._in_flight[topic] = self._in_flight.get(topic, 0) + 1
 

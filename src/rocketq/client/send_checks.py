@@ -113,6 +113,11 @@ _wall_clock: Final = time.time
 """The wall clock, bound once (compiled, ``time.time()`` looks the attribute up on the module first)."""
 
 
+_SINGLE_TAIL: Final = ("0", "false", "false")
+_BATCH_TAIL: Final = ("0", "false", "true")
+"""A send request's last three fields (reconsume times, unit mode, batch), made once."""
+
+
 def _decimal(number: int) -> str:
     return _DECIMALS[number] if 0 <= number < 1024 else str(number)
 
@@ -302,7 +307,6 @@ def send_request(
     queue_id = _decimal(queue.queue_id)
     sys_flag_text, flag_text = _decimal(sys_flag), _decimal(flag)
     born = str(int(_wall_clock() * 1000) if born_ms is None else born_ms)
-    batch_text = "true" if batch else "false"
     code = _BATCH_CODE if batch else _SEND_CODE
     opaque = next_opaque()
     # its start (group, topic, ...) written once per topic
@@ -315,7 +319,7 @@ def send_request(
         born,
         flag_text,
         properties,
-        ("0", "false", batch_text),
+        _BATCH_TAIL if batch else _SINGLE_TAIL,
         IDEMPOTENT_SEND_FIELD if idempotent else None,
     )
     flags = ONEWAY_FLAG if oneway else 0

@@ -88,10 +88,8 @@ def checked_text(
     if extra is None:
         check_topic_and_body(message, max_message_size, valid_topics)
         user = message.properties
-        text = _plain_text(message, fresh_id)
-        if text is not None and user:
-            user_text = _user_text(user)
-            text = None if user_text is None else user_text + text
+        user_text = _user_text(user) if user else ""
+        text = None if user_text is None else _plain_text(message, fresh_id, user_text)
         if text is not None:
             return text, fresh_id
     properties = checked_properties(message, max_message_size, valid_topics)
@@ -226,26 +224,27 @@ def _has_separator(value: str) -> bool:
     return NAME_VALUE_SEPARATOR in value or PROPERTY_SEPARATOR in value
 
 
-def _plain_text(message: Message, unique_id: str) -> str | None:
-    """The properties text of ``message``'s own fields (tags, keys, delay, wait) with ``unique_id``, as
-    ``Message.wire_properties`` orders them after the user properties (UNIQ_KEY last), or None when a
-    tag, key or the id is empty or holds a separator: the dictionary's path then says what is wrong."""
+def _plain_text(message: Message, unique_id: str, user_text: str) -> str | None:
+    """The properties text: ``user_text`` (``_user_text``), then ``message``'s own fields (tags, keys,
+    delay, wait) with ``unique_id``, as ``Message.wire_properties`` orders them after the user properties
+    (UNIQ_KEY last); or None when a tag, key or the id is empty or holds a separator: the dictionary's
+    path then says what is wrong. (The user text starts it: no concatenation after.)"""
     if not unique_id or _has_separator(unique_id):
         return None
-    text = ""
+    text = user_text
     tags = message.tags
     if tags:
         if _has_separator(tags):
             return None
-        text = _TAGS_ENTRY + tags + PROPERTY_SEPARATOR
+        text = f"{text}{_TAGS_ENTRY}{tags}{PROPERTY_SEPARATOR}"
     keys = message.keys
     if keys:
         joined = keys if isinstance(keys, str) else KEY_SEPARATOR.join(keys)
         if not joined or _has_separator(joined):
             return None
-        text += _KEYS_ENTRY + joined + PROPERTY_SEPARATOR
+        text = f"{text}{_KEYS_ENTRY}{joined}{PROPERTY_SEPARATOR}"
     if message.delay_level > 0:
-        text += _DELAY_ENTRY + str(message.delay_level) + PROPERTY_SEPARATOR
+        text = f"{text}{_DELAY_ENTRY}{message.delay_level}{PROPERTY_SEPARATOR}"
     return f"{text}{_WAIT_TRUE if message.wait_store_msg_ok else _WAIT_FALSE}{unique_id}"
 
 

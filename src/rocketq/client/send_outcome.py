@@ -22,6 +22,8 @@ STATUS_BY_CODE: dict[int, SendStatus] = {
     ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
 }
 """Answer codes of a stored message, and the status its ``SendResult`` reports."""
+_SUCCESS: Final = int(ResponseCode.SUCCESS)
+_SEND_OK: Final = SendStatus.SEND_OK
 
 RETRY_CODES = frozenset(
     {
@@ -43,7 +45,8 @@ def send_result(response: RemotingCommand, queue: MessageQueue, unique_id: str, 
         BrokerResponseError: the broker did not store the message (its code and remark).
         MQClientError: the answer's header is malformed (a queue id or offset that is not a number).
     """
-    status = STATUS_BY_CODE.get(response.code)
+    code = response.code
+    status = _SEND_OK if code == _SUCCESS else STATUS_BY_CODE.get(code)  # (the usual answer: no dict read)
     if status is None:
         raise broker_error(response.code, response.remark, address)
     offset_ids, queue_id, offset = send_answer_fields(response, address)

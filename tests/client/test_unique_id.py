@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import os
 import struct
+import threading
 import time
 
 from hypothesis import given, settings
@@ -69,3 +70,23 @@ def test_ids_are_the_layout_formatted_in_one_call(start_ms: int, calls: list[tup
         expected = ["%s%08X%04X" % (prefix, elapsed, c & 0xFFFF) for c in range(counter, counter + count)]  # noqa: UP031
         assert made == expected
         counter += count
+
+
+def test_threads_taking_ids_at_once_get_unique_ones() -> None:
+    """No lock: the counter's steps are atomic, so ids taken by several threads at once never repeat."""
+    generator = UniqueIdGenerator("127.0.0.1")
+    now_ms = int(time.time() * 1000)
+    made: list[list[str]] = [[] for _ in range(4)]
+
+    def take(into: list[str]) -> None:
+        for _ in range(2_000):
+            into.append(generator.next_id(now_ms))
+            into.extend(generator.next_ids(3, now_ms))
+
+    threads = [threading.Thread(target=take, args=(into,)) for into in made]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    every = [unique_id for into in made for unique_id in into]
+    assert len(every) == 4 * 2_000 * 4 and len(set(every)) == len(every)

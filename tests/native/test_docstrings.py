@@ -92,7 +92,7 @@ def check(described: dict[str, dict[str, object]]) -> None:
     assert described["SyncProducer.send"]["parameters"] == ["self", "message", "timeout", "idempotent"]
     assert "broker's answer" in str(described["SyncProducer.send"]["doc"])
     assert described["Producer.send"]["parameters"] == ["self", "message", "timeout", "idempotent"]
-    assert described["Producer.send"]["coroutine"] is True
+    assert described["Producer.send"]["coroutine"] is False  # a method returning the send's coroutine
     assert "broker's answer" in str(described["Producer.send"]["doc"])
 
 
@@ -115,7 +115,8 @@ def test_the_compiled_clients_document_themselves() -> None:
     for name in CLIENTS:  # and the compiled build says what the plain source says
         for key in ("doc", "parameters", "undocumented", "undocumented_async"):
             assert compiled[name][key] == plain[name][key], (name, key)
-    for twin in ("Producer.send", "Producer.send_batch", "PushConsumer.start"):  # annotations included
+    for twin in ("Producer.send_batch", "PushConsumer.start"):  # annotations included
         assert compiled[twin] == plain[twin], twin
-    del compiled["SyncProducer.send"]["signature"], plain["SyncProducer.send"]["signature"]
-    assert compiled["SyncProducer.send"] == plain["SyncProducer.send"]  # mypyc's own text signature: no annotations
+    for twin in ("SyncProducer.send", "Producer.send"):  # mypyc's own text signature: no annotations
+        del compiled[twin]["signature"], plain[twin]["signature"]
+        assert compiled[twin] == plain[twin], twin

@@ -17,10 +17,10 @@ next batch (a request to its topic is in flight on the loop), and every attempt 
 timed-out answer, a refusal): the loop's ``_send_with_retries`` goes on from that attempt, with the
 send's deadline, so the retry policy stays in one place.
 
-State the caller's thread shares with the loop thread: the unique id generator (it takes a lock), the
-queue round-robin counter (``itertools.count``: one atomic step), the latency fault table and the route
-and address tables (single dictionary reads and writes, and in the fault table single attribute stores,
-which the GIL keeps whole, compiled or not).
+State the caller's thread shares with the loop thread: the unique id generator (an atomic counter), the
+queue round-robin index (``TopicPublishInfo.next_index``: at worst two sends pick the same queue), the
+latency fault table and the route and address tables (single dictionary reads and writes, and in the
+fault table single attribute stores, which the GIL keeps whole, compiled or not).
 """
 
 from __future__ import annotations

@@ -145,7 +145,8 @@ class ClientInstance:
                 await self.update_route(topic)
 
     def master_address(self, broker_name: str) -> str | None:
-        return self.broker_addrs.get(broker_name, {}).get(MASTER_ID)
+        addrs = self.broker_addrs.get(broker_name)  # (no empty dict made per send for a default)
+        return None if addrs is None else addrs.get(MASTER_ID)
 
     def broker_address(self, broker_name: str, broker_id: int = MASTER_ID) -> tuple[str, int] | None:
         """The address and id of broker ``broker_id`` of ``broker_name`` when the route has it, else of

@@ -62,6 +62,10 @@ class MessageQueue:
     topic: str
     broker_name: str
     queue_id: int
+    _hash: int = field(repr=False, compare=False)
+    """``hash((topic, broker_name, queue_id))``, computed once: a consumer's dicts keyed by its queues
+    hash one about six times per message (its process queue, its offsets, its pull's bookkeeping),
+    each time a tuple built, hashed and freed (about 580 instructions compiled) before."""
 
     # Written out (see rocketq.native.modules): queues are built per pull and send, and dicts keyed by
     # them hash and compare them on every pull and commit.
@@ -69,12 +73,17 @@ class MessageQueue:
         object.__setattr__(self, "topic", topic)
         object.__setattr__(self, "broker_name", broker_name)
         object.__setattr__(self, "queue_id", queue_id)
+        object.__setattr__(self, "_hash", hash((topic, broker_name, queue_id)))
+
+    def __reduce__(self) -> tuple[type[MessageQueue], tuple[str, str, int]]:
+        """Pickled as its three fields: the cached hash of its text is this process's own."""
+        return (MessageQueue, (self.topic, self.broker_name, self.queue_id))
 
     def _key(self) -> tuple[str, str, int]:
         return (self.topic, self.broker_name, self.queue_id)
 
     def __hash__(self) -> int:
-        return hash(self._key())
+        return self._hash
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MessageQueue):

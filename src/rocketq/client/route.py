@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -21,13 +20,21 @@ MASTER_ID = 0
 
 @dataclass(slots=True)
 class TopicPublishInfo:
+    """A topic's queues to send to, and where the round-robin over them stands."""
+
     route: TopicRouteData
     queues: list[MessageQueue]
     ordered: bool = False
-    _counter: itertools.count[int] = field(default_factory=lambda: itertools.count(random.randrange(1 << 16)))
+    _index: int = field(default_factory=lambda: random.randrange(1 << 16))
 
     def next_index(self) -> int:
-        return next(self._counter)
+        """The round-robin's next index (the queue ``index % len(queues)``). A plain int, not an
+        ``itertools.count``, whose values past 256 were a Python int made and freed per send: a thread
+        sending beside the loop (``rocketq.client.blocking_send``) may, interpreted, read the index the
+        loop reads too, and both sends then go to the same queue (as Java's per-thread index may)."""
+        index = self._index
+        self._index = index + 1
+        return index
 
 
 def publish_info(topic: str, route: TopicRouteData) -> TopicPublishInfo:

@@ -88,10 +88,8 @@ def checked_text(
     if extra is None:
         check_topic_and_body(message, max_message_size, valid_topics)
         user = message.properties
-        text = _plain_text(message, fresh_id)
-        if text is not None and user:
-            user_text = _user_text(user)
-            text = None if user_text is None else user_text + text
+        user_text = _user_text(user) if user else ""
+        text = None if user_text is None else _plain_text(message, fresh_id, user_text)
         if text is not None:
             return text, fresh_id
     properties = checked_properties(message, max_message_size, valid_topics)
@@ -109,12 +107,13 @@ _SEND_CODE: Final = int(RequestCode.SEND_MESSAGE_V2)
 _BATCH_CODE: Final = int(RequestCode.SEND_BATCH_MESSAGE)
 """The send requests' codes as plain ints (compiled, a read of an ``IntEnum`` member is a generic
 attribute lookup on its class, about 900 instructions)."""
-assert len(str(_BATCH_CODE)) == len(str(_SEND_CODE))
-_EXT_FIELDS_AT: Final = len(f'{{"code":{_SEND_CODE},"extFields":')
-"""Where a send request's header (``send_request``) has its extFields' text (both codes have 3 digits)."""
-_AFTER_EXT_FIELDS: Final = b',"flag":'
-"""What follows the extFields' text in a send request's header (the last occurrence: inside the text a
-quote is escaped)."""
+_wall_clock: Final = time.time
+"""The wall clock, bound once (compiled, ``time.time()`` looks the attribute up on the module first)."""
+
+
+_SINGLE_TAIL: Final = ("0", "false", "false")
+_BATCH_TAIL: Final = ("0", "false", "true")
+"""A send request's last three fields (reconsume times, unit mode, batch), made once."""
 
 
 def _decimal(number: int) -> str:
@@ -171,7 +170,7 @@ def prepared_message(
     ``message.properties``: a later send of the same message is a repeat of it. Bodies over the
     settings' threshold are compressed when that makes them smaller."""
     if now_ms is None:
-        now_ms = int(time.time() * 1000)
+        now_ms = int(_wall_clock() * 1000)
     fresh_id = unique_ids.next_id(now_ms)
     text, unique_id = checked_text(message, settings.max_message_size, valid_topics, fresh_id, extra)
     if idempotent:
@@ -225,26 +224,27 @@ def _has_separator(value: str) -> bool:
     return NAME_VALUE_SEPARATOR in value or PROPERTY_SEPARATOR in value
 
 
-def _plain_text(message: Message, unique_id: str) -> str | None:
-    """The properties text of ``message``'s own fields (tags, keys, delay, wait) with ``unique_id``, as
-    ``Message.wire_properties`` orders them after the user properties (UNIQ_KEY last), or None when a
-    tag, key or the id is empty or holds a separator: the dictionary's path then says what is wrong."""
+def _plain_text(message: Message, unique_id: str, user_text: str) -> str | None:
+    """The properties text: ``user_text`` (``_user_text``), then ``message``'s own fields (tags, keys,
+    delay, wait) with ``unique_id``, as ``Message.wire_properties`` orders them after the user properties
+    (UNIQ_KEY last); or None when a tag, key or the id is empty or holds a separator: the dictionary's
+    path then says what is wrong. (The user text starts it: no concatenation after.)"""
     if not unique_id or _has_separator(unique_id):
         return None
-    text = ""
+    text = user_text
     tags = message.tags
     if tags:
         if _has_separator(tags):
             return None
-        text = _TAGS_ENTRY + tags + PROPERTY_SEPARATOR
+        text = f"{text}{_TAGS_ENTRY}{tags}{PROPERTY_SEPARATOR}"
     keys = message.keys
     if keys:
         joined = keys if isinstance(keys, str) else KEY_SEPARATOR.join(keys)
         if not joined or _has_separator(joined):
             return None
-        text += _KEYS_ENTRY + joined + PROPERTY_SEPARATOR
+        text = f"{text}{_KEYS_ENTRY}{joined}{PROPERTY_SEPARATOR}"
     if message.delay_level > 0:
-        text += _DELAY_ENTRY + str(message.delay_level) + PROPERTY_SEPARATOR
+        text = f"{text}{_DELAY_ENTRY}{message.delay_level}{PROPERTY_SEPARATOR}"
     return f"{text}{_WAIT_TRUE if message.wait_store_msg_ok else _WAIT_FALSE}{unique_id}"
 
 
@@ -268,7 +268,7 @@ def batch_body(
         raise ValidationError("a batch cannot carry delayed messages")
     out = BytesWriter()
     ids: list[str] = []
-    fresh_ids = unique_ids.next_ids(len(messages), int(time.time() * 1000))
+    fresh_ids = unique_ids.next_ids(len(messages), int(_wall_clock() * 1000))
     for message, fresh_id in zip(messages, fresh_ids, strict=True):
         text, unique_id = checked_text(message, max_message_size, valid_topics, fresh_id)
         if idempotent:
@@ -298,13 +298,14 @@ def send_request(
     to ``queue``, born at ``born_ms`` (ms since the epoch), or now."""
     # SendMessageRequestHeaderV2's fields (keys a..m) are written once, in the header's JSON text (from
     # templates: rocketq.protocol.request_templates); the request's ``ext_fields`` dict is made from that
-    # text only when something reads it (a signer, ``==``): ``ext_json``, as a received command keeps it.
-    # tests/client/test_written_headers.py holds that dict equal to the header's own to_ext_fields.
+    # text only when something reads it (a signer, ``==``): ``header_json``, as a received command keeps
+    # it (the extFields are not cut out of the header for a read that seldom comes: a search of the
+    # header's end and a copy per send). tests/client/test_written_headers.py holds that dict equal to the
+    # header's own to_ext_fields.
     topic = queue.topic
     queue_id = _decimal(queue.queue_id)
     sys_flag_text, flag_text = _decimal(sys_flag), _decimal(flag)
-    born = str(int(time.time() * 1000) if born_ms is None else born_ms)
-    batch_text = "true" if batch else "false"
+    born = str(int(_wall_clock() * 1000) if born_ms is None else born_ms)
     code = _BATCH_CODE if batch else _SEND_CODE
     opaque = next_opaque()
     # its start (group, topic, ...) written once per topic
@@ -317,12 +318,11 @@ def send_request(
         born,
         flag_text,
         properties,
-        ("0", "false", batch_text),
+        _BATCH_TAIL if batch else _SINGLE_TAIL,
         IDEMPOTENT_SEND_FIELD if idempotent else None,
     )
-    ext_json = header[_EXT_FIELDS_AT : header.rindex(_AFTER_EXT_FIELDS)]
     flags = ONEWAY_FLAG if oneway else 0
-    return RemotingCommand(code=code, opaque=opaque, flag=flags, body=body, encoded_header=header, ext_json=ext_json)
+    return RemotingCommand(code=code, opaque=opaque, flag=flags, body=body, encoded_header=header, header_json=header)
 
 
 @final

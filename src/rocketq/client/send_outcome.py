@@ -5,7 +5,7 @@ here, so a send's result does not depend on the thread that made it."""
 
 from __future__ import annotations
 
-from typing import final
+from typing import Final, final
 
 from rocketq.client.answer_fields import SEND_ANSWER_KEYS, decode_send_answer_fields
 from rocketq.client.answer_reads import answer_texts
@@ -22,6 +22,8 @@ STATUS_BY_CODE: dict[int, SendStatus] = {
     ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
 }
 """Answer codes of a stored message, and the status its ``SendResult`` reports."""
+_SUCCESS: Final = int(ResponseCode.SUCCESS)
+_SEND_OK: Final = SendStatus.SEND_OK
 
 RETRY_CODES = frozenset(
     {
@@ -43,17 +45,28 @@ def send_result(response: RemotingCommand, queue: MessageQueue, unique_id: str, 
         BrokerResponseError: the broker did not store the message (its code and remark).
         MQClientError: the answer's header is malformed (a queue id or offset that is not a number).
     """
-    status = STATUS_BY_CODE.get(response.code)
+    code = response.code
+    status = _SEND_OK if code == _SUCCESS else STATUS_BY_CODE.get(code)  # (the usual answer: no dict read)
     if status is None:
         raise broker_error(response.code, response.remark, address)
     offset_ids, queue_id, offset = send_answer_fields(response, address)
     try:  # (int() of a str is the compiled string parse)
-        if queue_id is not None and int(queue_id) != queue.queue_id:  # the broker chose another queue
+        # the broker chose another queue (the text compared first: the answer names the queue sent to,
+        # as its decimal text, and then no number is parsed)
+        if queue_id is not None and queue_id != _queue_id_text(queue.queue_id) and int(queue_id) != queue.queue_id:
             queue = MessageQueue(queue.topic, queue.broker_name, int(queue_id))
         queue_offset = -1 if offset is None else int(offset)
     except ValueError as exc:
         raise MQClientError(f"malformed send response from {address}: {exc}") from exc
     return SendResult(status, unique_id, "" if offset_ids is None else offset_ids, queue, queue_offset)
+
+
+_QUEUE_ID_TEXTS: Final = tuple(str(queue_id) for queue_id in range(256))
+"""The decimal text of the queue ids a send answer usually names."""
+
+
+def _queue_id_text(queue_id: int) -> str:
+    return _QUEUE_ID_TEXTS[queue_id] if 0 <= queue_id < 256 else str(queue_id)
 
 
 def send_answer_fields(response: RemotingCommand, address: str) -> tuple[str | None, str | None, str | None]:

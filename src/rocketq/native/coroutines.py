@@ -1,6 +1,6 @@
 """Docstrings and signatures for the compiled build's ``async def`` methods.
 
-mypyc turns a compiled coroutine method (``Producer.send``) into a function object of its own type whose
+mypyc turns a compiled coroutine method (``Producer.send_batch``) into a function object of its own type whose
 ``__doc__`` cannot be set and whose signature ``inspect`` reads as ``()``; the C-level patching of
 ``rocketq.native.docstrings`` cannot reach it. So the build records, for each public ``async def``
 method of a compiled class, its docstring and its parameters as written in the source
@@ -9,7 +9,7 @@ method of a compiled class, its docstring and its parameters as written in the s
 compiled one and carries that docstring and signature. ``help(Producer)``, ``inspect.signature`` and
 ``inspect.iscoroutinefunction`` then answer as in the plain build.
 
-Only calls made through the class attribute (user code: ``await producer.send(m)``) go through the
+Only calls made through the class attribute (user code: ``await producer.send_batch(ms)``) go through the
 wrapper, one coroutine frame more per call; compiled code calls the compiled method directly.
 """
 

@@ -7,7 +7,7 @@ compiled and the plain build then answer ``__doc__`` and ``inspect.signature`` a
 
 An ``async def`` method is the exception: mypyc makes it a function object of its own whose ``__doc__``
 is read-only and whose signature ``inspect`` reads as ``()``; ``rocketq.native.coroutines`` documents the
-public clients' ones (``Producer.send``) when their module is loaded.
+public clients' ones (``Producer.send_batch``) when their module is loaded.
 
 Build-time only (``rocketq.native.build``). It edits the method tables (``static PyMethodDef
 <Class>_methods[]``) and type templates (``.tp_doc``) mypyc writes, matched by the class names in

@@ -38,7 +38,6 @@ def send_header(request: RemotingCommand) -> SendMessageRequestHeader:
     return ext_header(request, _V2_HEADER if request.code in _V2_HEADER_CODES else _LONG_HEADER)
 
 
-
 class SendTopics:
     """The topic configs that sends found sendable: a valid name in the cluster (``topic_name_problem_in_cluster``),
     not one the broker writes itself, known, and writable. What makes a topic so changes only with its

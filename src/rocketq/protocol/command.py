@@ -76,9 +76,10 @@ class RemotingCommand:
             then empty), or None: the broker's pull answer carries its records this way, as views of
             the store's mapped files (``encode_frame_parts``). Compared by ``==`` as the bytes they join to.
         ext_json: The ``extFields`` object of a received JSON header as its JSON text (a ``msgspec.Raw``;
-            a ``str`` in an answer the broker wrote from a template), while ``ext_fields`` has not been read; None once it has, or when there was none. A reader
-            that wants a typed header decodes it from this text at once (``header_decode.ext_header``),
-            without the dict: the broker's send and pull handlers do.
+            a ``str`` in an answer the broker wrote from a template), while ``ext_fields`` has not been
+            read; None once it has, or when there was none. A reader that wants a typed header decodes
+            it from this text at once (``header_decode.ext_header``), without the dict: the broker's
+            send and pull handlers do.
         typed_header: The custom header as the typed header its request code reads (a send's
             ``SendMessageRequestHeaderV2``, a pull's ``PullMessageRequestHeader``), when the frame decoder
             read it in the same decode as the frame's header (``header_decode.decode_command``); None

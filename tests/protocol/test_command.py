@@ -2,7 +2,10 @@ from __future__ import annotations
 
 import struct
 
+import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rocketq.protocol import (
     LanguageCode,
@@ -144,6 +147,23 @@ def test_every_json_header_field_is_read_into_its_own_attribute() -> None:
 def test_language_names_and_numbers(wire: str, language: LanguageCode) -> None:
     command = decode_command(0, b'{"code":0,"language":' + wire.encode() + b"}")
     assert command.language is language
+
+
+LANGUAGE_NAMES = st.one_of(
+    st.sampled_from([member.name for member in LanguageCode]),
+    st.sampled_from(["JAVA ", "java", "JAV", "CPPX", "", "OTHER"]),
+    st.text(max_size=6),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(LANGUAGE_NAMES, st.sampled_from([b'{"code":11,', b'{"code":310,', b'{"code":0,']), st.booleans())
+def test_a_language_name_is_its_member_else_other(name: str, start: bytes, keep_ext_json: bool) -> None:
+    """Whatever the name and the decode (the request lane or the general one): the member of that name,
+    OTHER for a name no member has (the common names are compared before the table is asked)."""
+    header = start + b'"language":' + msgspec.json.encode(name) + b',"opaque":1}'
+    expected = LanguageCode.__members__.get(name, LanguageCode.OTHER)
+    assert decode_command(0, header, b"", keep_ext_json=keep_ext_json).language is expected
 
 
 def test_unknown_request_codes_are_kept_as_ints() -> None:

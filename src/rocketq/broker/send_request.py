@@ -14,6 +14,10 @@ from rocketq.protocol.headers import SEND_V2_HEADER_CODES, SendMessageRequestHea
 
 DEFAULT_REGION: Final = "DefaultRegion"  # MSG_REGION of every stored message (no multi-region support)
 TRACE_ON: Final = "true"  # TRACE_ON of every stored message
+# bound here, read per send (compiled code looks an imported name up in the module's dict per use)
+_V2_HEADER_CODES: Final = SEND_V2_HEADER_CODES
+_V2_HEADER: Final = SendMessageRequestHeaderV2
+_LONG_HEADER: Final = SendMessageRequestHeader
 
 
 @functools.lru_cache(maxsize=8)
@@ -31,9 +35,7 @@ def send_header(request: RemotingCommand) -> SendMessageRequestHeader:
     Raises:
         RemoteProtocolError: The header is invalid.
     """
-    if request.code in SEND_V2_HEADER_CODES:
-        return ext_header(request, SendMessageRequestHeaderV2)
-    return ext_header(request, SendMessageRequestHeader)
+    return ext_header(request, _V2_HEADER if request.code in _V2_HEADER_CODES else _LONG_HEADER)
 
 
 class SendTopics:

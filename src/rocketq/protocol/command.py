@@ -75,10 +75,11 @@ class RemotingCommand:
         body_parts: The body as buffers written one after the other without being joined (``body`` is
             then empty), or None: the broker's pull answer carries its records this way, as views of
             the store's mapped files (``encode_frame_parts``). Compared by ``==`` as the bytes they join to.
-        ext_json: The ``extFields`` object of a received JSON header as its JSON text (a ``msgspec.Raw``),
-            while ``ext_fields`` has not been read; None once it has, or when there was none. A reader
-            that wants a typed header decodes it from this text at once (``header_decode.ext_header``),
-            without the dict: the broker's send and pull handlers do.
+        ext_json: The ``extFields`` object of a received JSON header as its JSON text (a ``msgspec.Raw``;
+            a ``str`` in an answer the broker wrote from a template), while ``ext_fields`` has not been
+            read; None once it has, or when there was none. A reader that wants a typed header decodes
+            it from this text at once (``header_decode.ext_header``), without the dict: the broker's
+            send and pull handlers do.
         typed_header: The custom header as the typed header its request code reads (a send's
             ``SendMessageRequestHeaderV2``, a pull's ``PullMessageRequestHeader``), when the frame decoder
             read it in the same decode as the frame's header (``header_decode.decode_command``); None
@@ -367,7 +368,7 @@ def ext_json_of_header(header: bytes) -> object:
 
 
 def ext_fields_of_json(text: object) -> dict[str, str]:
-    """``extFields`` from its JSON text (a ``msgspec.Raw``; None or empty: none), normalised to text.
+    """``extFields`` from its JSON text (a ``msgspec.Raw`` or ``str``; None or empty: none), normalised to text.
 
     Raises:
         RemoteProtocolError: The text is not a JSON object or null, or holds a value Python cannot

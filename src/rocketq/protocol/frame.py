@@ -45,7 +45,11 @@ _LENGTH = struct.Struct(">i")
 _PREFIX_SIZE: Final = 8
 _MAX_HEADER_LENGTH: Final = 0xFFFFFF
 _MAX_FRAME_LENGTH_FIELD: Final = 2**31 - 1
-_KNOWN_SERIALIZE_TYPES: Final = frozenset(int(t) for t in SerializeType)
+_SERIALIZE_TYPES: Final = len(SerializeType)
+"""How many serialize types there are: they are 0, 1, ... (checked below), so a frame's type byte is known
+when below this (one comparison per frame, where a set's ``in`` would box and hash it)."""
+if sorted(SerializeType) != list(range(_SERIALIZE_TYPES)):
+    raise ImportError(f"the frame decoder expects serialize types 0..{_SERIALIZE_TYPES - 1}: {list(SerializeType)}")
 RECEIVE_BUFFER: Final = 64 * 1024
 """Bytes of the buffer small frames are read into by default (a read takes at most what is free of
 it): a server holds one per connection, so it is kept small there."""
@@ -237,7 +241,7 @@ class FrameDecoder:
                 # the second word is checked before waiting for the rest, so garbage fails fast
                 serialize_type = data[pos + 4]
                 body_start = pos + _PREFIX_SIZE + (read_i32_be(data, pos + 4) & _MAX_HEADER_LENGTH)
-                if serialize_type not in _KNOWN_SERIALIZE_TYPES:
+                if serialize_type >= _SERIALIZE_TYPES:
                     raise RemoteProtocolError(f"unknown serialize type {serialize_type}")
                 if body_start > frame_end:
                     raise RemoteProtocolError(

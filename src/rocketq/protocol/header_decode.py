@@ -52,8 +52,14 @@ remark, extFields (or their text)."""
 # Enum members read per frame, bound once (see rocketq.native.modules on enum members)
 _JSON: Final = SerializeType.JSON
 _ROCKETMQ: Final = SerializeType.ROCKETMQ
+_JSON_CODE: Final[int] = int(_JSON)  # (compared as ints: a frame's type against an enum member is a generic compare)
+_ROCKETMQ_CODE: Final[int] = int(_ROCKETMQ)
 _OTHER_LANGUAGE: Final = LanguageCode.OTHER
 _LANGUAGES_BY_NAME: Final = {member.name: member for member in LanguageCode}
+_JAVA: Final = LanguageCode.JAVA
+_JAVA_NAME: Final = _JAVA.name
+_CPP: Final = LanguageCode.CPP
+_CPP_NAME: Final = _CPP.name
 
 # code:h language:B version:h opaque:i flag:i
 _BINARY_FIXED = struct.Struct(">hBhii")
@@ -72,7 +78,7 @@ def decode_command(
     Raises:
         RemoteProtocolError: The header is malformed or the serialize type unknown.
     """
-    if serialize_type == _JSON:
+    if serialize_type == _JSON_CODE:
         # a send or pull as clients write it: the whole header and its typed custom header in one decode
         decoded: Any = _hot_request(header) if keep_ext_json else None
         lane = decoded is not None
@@ -101,7 +107,7 @@ def decode_command(
             typed_header=fields if lane else None,
             header_json=header if lane else None,
         )
-    if serialize_type == _ROCKETMQ:
+    if serialize_type == _ROCKETMQ_CODE:
         return _decode_binary_header(header, body)
     raise RemoteProtocolError(f"unknown serialize type {serialize_type}")
 
@@ -137,6 +143,13 @@ def _language_from_wire(value: str | int) -> LanguageCode:
             return LanguageCode(value)
         except ValueError:
             return _OTHER_LANGUAGE
+    # the names Java's and rocketq's clients (JAVA) and the C++ client (CPP) send, compared before the
+    # table is asked: the decoded name is new text per frame, so a lookup would hash it first (~350
+    # instructions; a comparison costs a tenth of that)
+    if value == _JAVA_NAME:
+        return _JAVA
+    if value == _CPP_NAME:
+        return _CPP
     # Unknown names (a future client) are not worth dropping the connection for.
     return _LANGUAGES_BY_NAME.get(value, _OTHER_LANGUAGE)
 
@@ -164,7 +177,7 @@ def ext_header(command: RemotingCommand, header_type: type[H]) -> H:
     if typed is not None and type(typed) is header_type:  # (read with the frame: the request lane)
         read: H = typed
         return read
-    text: Any = command.ext_json  # (a msgspec.Raw)
+    text: Any = command.ext_json  # (a msgspec.Raw, or str)
     if text is not None:
         decode: Callable[[Any], Any] | None = _typed_decoders.get(header_type)
         if decode is None:
@@ -188,7 +201,7 @@ def ext_value(command: RemotingCommand, key: str) -> str | None:
     Raises:
         RemoteProtocolError: The extFields are malformed.
     """
-    text: Any = command.ext_json  # (a msgspec.Raw)
+    text: Any = command.ext_json  # (a msgspec.Raw, or str)
     if text is not None:
         decode: Callable[[Any], Any] | None = _value_decoders.get(key)
         if decode is None:
@@ -259,5 +272,5 @@ def _decode_binary_header(data: bytes, body: Body) -> RemotingCommand:
         remark=remark,
         ext_fields=ext_fields,
         body=body,
-        serialize_type=SerializeType.ROCKETMQ,
+        serialize_type=_ROCKETMQ,
     )

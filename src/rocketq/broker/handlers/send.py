@@ -78,11 +78,12 @@ attribute lookups): a field added to or moved in ``SendMessageRequestHeader`` st
 instead of silently shifting the others."""
 if SendMessageRequestHeader.__struct_fields__ != _SEND_HEADER_ORDER:
     raise ImportError(f"_send unpacks {_SEND_HEADER_ORDER}, the header is {SendMessageRequestHeader.__struct_fields__}")
-_Raw: Final = msgspec.Raw  # (bound once: read per stored send's answer)
 log = logging.getLogger(__name__)
 
-_TRUE = ("true", "1")
-_BORN_HOST = "born_host"
+# Final: compiled code reads a plain module name (or an imported one) from the module's dict per use
+_TRUE: Final = ("true", "1")
+_BORN_HOST: Final = "born_host"
+_RETRY_PREFIX: Final = RETRY_PREFIX
 
 
 # Enum members read per request, bound once (see rocketq.native.modules on enum members)
@@ -112,7 +113,7 @@ def _parse_born_host(remote_address: str) -> bytes:
     return encode_host(str(address), int(port) if port.isdigit() else 0)
 
 
-_NEEDS_GENERAL_PATH = tuple(
+_NEEDS_GENERAL_PATH: Final = tuple(
     name + NAME_VALUE_SEPARATOR
     for name in (
         Property.MSG_REGION,
@@ -242,8 +243,8 @@ def _send(
 
     reconsume_times = reconsume or 0
     dead_letter = False
-    if topic.startswith(RETRY_PREFIX):
-        group = topic[len(RETRY_PREFIX) :]
+    if topic.startswith(_RETRY_PREFIX):
+        group = topic[len(_RETRY_PREFIX) :]
         group_config = context.groups.find(group)
         max_times = group_config.retry_max_times if group_config else DEFAULT_MAX_RECONSUME_TIMES
         if request.version >= V3_4_9 and max_reconsume is not None:
@@ -254,7 +255,8 @@ def _send(
             log.info("message of group %s reached %d retries: stored in %s", group, reconsume_times, topic)
 
     is_batch = request.code == _SEND_BATCH_MESSAGE or batch_header
-    body = bytes(request.body)
+    received = request.body
+    body = received if isinstance(received, bytes) else bytes(received)  # (a frame's body is bytes already)
     plain_suffix = send_topics.properties_suffix  # (the cluster's: send_topics.get read its name)
     if not (is_batch or dead_letter):  # one message: the path of a plain one that waits for nothing
         properties_text = header_properties or ""
@@ -498,7 +500,7 @@ def one_stored_answer(
         opaque=opaque,
         flag=RESPONSE_FLAG,
         version=DEFAULT_VERSION,
-        ext_json=_Raw(ext),
+        ext_json=ext,
         serialize_type=request.serialize_type,
         encoded_header=f"{_CODE_HEAD}{ext}{JSON_ANSWER_BEFORE_OPAQUE}{opaque}{JSON_HEADER_END}".encode(),
     )

@@ -116,7 +116,8 @@ _BATCH_TAIL: Final = ("0", "false", "true")
 """A send request's last three fields (reconsume times, unit mode, batch), made once."""
 
 
-def _decimal(number: int) -> str:
+def decimal_text(number: int) -> str:
+    """``str(number)``, from a table for the usual small ones (queue ids, flags, counts)."""
     return _DECIMALS[number] if 0 <= number < 1024 else str(number)
 
 
@@ -129,7 +130,7 @@ class SendSettings:
     def __init__(self, config: ProducerConfig) -> None:
         self.group = config.group
         self.create_topic_key = config.create_topic_key
-        self.queue_nums = _decimal(config.default_topic_queue_nums)
+        self.queue_nums = decimal_text(config.default_topic_queue_nums)
         self.send_msg_timeout_s = config.send_msg_timeout_s
         self.send_attempt_timeout_s = config.send_attempt_timeout_s
         self.retries = config.retry_times_when_send_failed
@@ -303,8 +304,8 @@ def send_request(
     # header's end and a copy per send). tests/client/test_written_headers.py holds that dict equal to the
     # header's own to_ext_fields.
     topic = queue.topic
-    queue_id = _decimal(queue.queue_id)
-    sys_flag_text, flag_text = _decimal(sys_flag), _decimal(flag)
+    queue_id = decimal_text(queue.queue_id)
+    sys_flag_text, flag_text = decimal_text(sys_flag), decimal_text(flag)
     born = str(int(_wall_clock() * 1000) if born_ms is None else born_ms)
     code = _BATCH_CODE if batch else _SEND_CODE
     opaque = next_opaque()

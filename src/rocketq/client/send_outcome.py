@@ -11,7 +11,7 @@ from rocketq.client.answer_fields import SEND_ANSWER_KEYS, decode_send_answer_fi
 from rocketq.client.answer_reads import answer_texts
 from rocketq.client.errors import BrokerResponseError, MQClientError, broker_error
 from rocketq.client.message import MessageQueue, SendResult, SendStatus
-from rocketq.client.send_checks import PreparedSend
+from rocketq.client.send_checks import PreparedSend, decimal_text
 from rocketq.protocol import RemotingCommand, ResponseCode
 from rocketq.remoting import RemotingError
 
@@ -53,20 +53,12 @@ def send_result(response: RemotingCommand, queue: MessageQueue, unique_id: str, 
     try:  # (int() of a str is the compiled string parse)
         # the broker chose another queue (the text compared first: the answer names the queue sent to,
         # as its decimal text, and then no number is parsed)
-        if queue_id is not None and queue_id != _queue_id_text(queue.queue_id) and int(queue_id) != queue.queue_id:
+        if queue_id is not None and queue_id != decimal_text(queue.queue_id) and int(queue_id) != queue.queue_id:
             queue = MessageQueue(queue.topic, queue.broker_name, int(queue_id))
         queue_offset = -1 if offset is None else int(offset)
     except ValueError as exc:
         raise MQClientError(f"malformed send response from {address}: {exc}") from exc
     return SendResult(status, unique_id, "" if offset_ids is None else offset_ids, queue, queue_offset)
-
-
-_QUEUE_ID_TEXTS: Final = tuple(str(queue_id) for queue_id in range(256))
-"""The decimal text of the queue ids a send answer usually names."""
-
-
-def _queue_id_text(queue_id: int) -> str:
-    return _QUEUE_ID_TEXTS[queue_id] if 0 <= queue_id < 256 else str(queue_id)
 
 
 def send_answer_fields(response: RemotingCommand, address: str) -> tuple[str | None, str | None, str | None]:
